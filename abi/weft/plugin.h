@@ -177,6 +177,12 @@ typedef struct weft_host_api {
   weft_plugin_stream* (*kernel_stream)(const weft_kernel_context* ctx);
   /* How many threads the kernel may use (the session's intra-op setting). */
   int32_t (*kernel_intra_op_threads)(const weft_kernel_context* ctx);
+
+  /* Releases a status the host returned to the plugin (for instance
+   * NOT_FOUND from an optional attribute).  NULL is a no-op. */
+  void (*status_destroy)(weft_status* status);
+  /* The code of a status; WEFT_OK for NULL. */
+  int32_t (*status_code)(const weft_status* status);
 } weft_host_api;
 
 /* Properties of one device, filled by the plugin.  The host sets
