@@ -1,0 +1,256 @@
+/* weft — the command-line tool.
+ *
+ * Every subcommand is one entry of `commands` below, written against the
+ * public API only, so the tool shows exactly what a program linked against
+ * libweft would see.  New subcommands (ops, train, place, ...) add an entry
+ * and a function; nothing else changes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/weft.h"
+
+/* Exit codes: 2 is the usual "you called me wrong" of command-line tools, so
+ * scripts can tell misuse apart from a runtime failure. */
+enum { EXIT_USAGE = 2 };
+
+typedef int (*command_fn)(int argc, char** argv);
+
+typedef struct command {
+  const char* name;
+  const char* summary;
+  const char* usage;  /* arguments after the command name, "" for none */
+  command_fn run;
+} command;
+
+static int command_version(int argc, char** argv);
+static int command_devices(int argc, char** argv);
+
+static const command commands[] = {
+    {"version", "library, user-API and plugin-interface versions", "",
+     command_version},
+    {"devices",
+     "plugins found, plugins refused (with the reason), devices and their "
+     "properties",
+     "[PLUGIN_FILE...]", command_devices},
+};
+static const size_t command_count = sizeof commands / sizeof commands[0];
+
+static void print_usage(FILE* out) {
+  fprintf(out,
+          "usage: weft <command> [arguments]\n"
+          "       weft <command> --help\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < command_count; ++i) {
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  }
+  fprintf(out,
+          "\n"
+          "environment:\n"
+          "  WEFT_PLUGIN_PATH  directories searched for plugins first "
+          "(':'-separated)\n"
+          "  WEFT_DEVICES      devices sessions may use, e.g. "
+          "\"/device:CPU:0\" or \"OPENCL\"\n");
+}
+
+static void print_command_usage(FILE* out, const command* cmd) {
+  fprintf(out, "usage: weft %s%s%s\n\n%s\n", cmd->name,
+          cmd->usage[0] ? " " : "", cmd->usage, cmd->summary);
+}
+
+static int is_help_flag(const char* arg) {
+  return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* Reports a failed call and releases its status; returns 1 so callers can
+ * `return report(...)`. */
+static int report(const char* what, weft_status* status) {
+  fprintf(stderr, "weft: %s: %s: %s\n", what,
+          weft_code_name(weft_status_code(status)),
+          weft_status_message(status));
+  weft_status_destroy(status);
+  return 1;
+}
+
+static void print_packed_version(uint32_t packed) {
+  printf("%u.%u", (unsigned)WEFT_VERSION_MAJOR_OF(packed),
+         (unsigned)WEFT_VERSION_MINOR_OF(packed));
+}
+
+/* ---- weft version -------------------------------------------------------- */
+
+static int command_version(int argc, char** argv) {
+  if (argc > 1) {
+    fprintf(stderr, "weft version: unexpected argument '%s'\n", argv[1]);
+    return EXIT_USAGE;
+  }
+  uint32_t library_abi = weft_abi_version();
+  uint32_t plugin_min = 0;
+  uint32_t plugin_max = 0;
+  weft_plugin_interface_range(&plugin_min, &plugin_max);
+
+  printf("weft %s\n", weft_version_string());
+  printf("user API: ");
+  print_packed_version(library_abi);
+  /* The tool may run against a newer libweft than it was built with; showing
+   * both makes a mismatched installation visible. */
+  printf(" (library), %d.%d (headers weft was built with)\n",
+         WEFT_ABI_VERSION_MAJOR, WEFT_ABI_VERSION_MINOR);
+  printf("plugin interface: ");
+  print_packed_version(plugin_min);
+  if (plugin_min != plugin_max) {
+    printf(" to ");
+    print_packed_version(plugin_max);
+  }
+  printf("\n");
+  return 0;
+}
+
+/* ---- weft devices -------------------------------------------------------- */
+
+static void print_bytes(uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = (double)bytes;
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
+    value /= 1024.0;
+    ++unit;
+  }
+  printf("%.1f %s", value, units[unit]);
+}
+
+static const char* or_dash(const char* text) {
+  return text != NULL && text[0] != '\0' ? text : "-";
+}
+
+static int print_plugins(void) {
+  int32_t count = weft_plugin_count();
+  printf("plugins (%d):\n", count);
+  for (int32_t i = 0; i < count; ++i) {
+    weft_plugin_description plugin;
+    memset(&plugin, 0, sizeof plugin);
+    plugin.struct_size = sizeof plugin;
+    weft_status* status = weft_plugin_describe(i, &plugin);
+    if (status != NULL) return report("describing a plugin", status);
+    printf("  %s %s, interface ", or_dash(plugin.name),
+           or_dash(plugin.version));
+    print_packed_version(plugin.interface_version);
+    printf(", %d %s device%s", plugin.device_count, or_dash(plugin.device_type),
+           plugin.device_count == 1 ? "" : "s");
+    if (plugin.device_count == 0 && plugin.no_device_reason != NULL &&
+        plugin.no_device_reason[0] != '\0') {
+      printf(": %s", plugin.no_device_reason);
+    }
+    printf("\n    %s\n", or_dash(plugin.path));
+  }
+  return 0;
+}
+
+static int print_refusals(void) {
+  int32_t count = weft_plugin_refusal_count();
+  if (count == 0) return 0;
+  printf("refused (%d):\n", count);
+  for (int32_t i = 0; i < count; ++i) {
+    const char* path = NULL;
+    const char* reason = NULL;
+    weft_status* status = weft_plugin_refusal(i, &path, &reason);
+    if (status != NULL) return report("reading a refusal", status);
+    printf("  %s\n    %s\n", or_dash(path), or_dash(reason));
+  }
+  return 0;
+}
+
+static int print_devices(void) {
+  int32_t count = weft_device_count();
+  printf("devices (%d):\n", count);
+  for (int32_t i = 0; i < count; ++i) {
+    weft_device_description device;
+    memset(&device, 0, sizeof device);
+    device.struct_size = sizeof device;
+    weft_status* status = weft_device_describe(i, &device);
+    if (status != NULL) return report("describing a device", status);
+    printf("  %s\n", or_dash(device.name));
+    printf("    type:        %s (index %d)\n", or_dash(device.type),
+           device.index);
+    printf("    hardware:    %s\n", or_dash(device.description));
+    printf("    vendor:      %s\n", or_dash(device.vendor));
+    printf("    plugin:      %s\n", or_dash(device.plugin));
+    printf("    memory:      ");
+    if (device.memory_bytes > 0) {
+      print_bytes(device.memory_bytes);
+    } else {
+      printf("unknown");
+    }
+    printf("\n    compute:     ");
+    if (device.compute_gflops > 0) {
+      printf("%.1f GFLOP/s (plugin's estimate)", device.compute_gflops);
+    } else {
+      printf("unknown");
+    }
+    printf("\n    host memory: %s\n",
+           (device.flags & WEFT_DEVICE_HOST_MEMORY) ? "yes" : "no");
+  }
+  return 0;
+}
+
+static int command_devices(int argc, char** argv) {
+  int failed = 0;
+  weft_status* status = weft_plugins_discover();
+  if (status != NULL) return report("discovering plugins", status);
+
+  /* Explicit files are for plugin authors trying a build that is not on the
+   * search path; a file that fails to load is shown among the refusals too,
+   * but the exit status must still say it failed. */
+  for (int i = 1; i < argc; ++i) {
+    status = weft_plugin_load(argv[i]);
+    if (status != NULL) {
+      char what[512];
+      snprintf(what, sizeof what, "loading %s", argv[i]);
+      failed = report(what, status);
+    }
+  }
+
+  const char* search_path = getenv("WEFT_PLUGIN_PATH");
+  printf("search path: %s%s%s\n\n",
+         search_path != NULL && search_path[0] != '\0' ? search_path : "",
+         search_path != NULL && search_path[0] != '\0' ? ", then " : "",
+         WEFT_INSTALLED_PLUGIN_DIR);
+
+  if (print_plugins() != 0) return 1;
+  if (print_refusals() != 0) return 1;
+  printf("\n");
+  if (print_devices() != 0) return 1;
+  return failed;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char* name = argv[1];
+  if (is_help_flag(name) || strcmp(name, "help") == 0) {
+    print_usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < command_count; ++i) {
+    if (strcmp(name, commands[i].name) != 0) continue;
+    /* Each command sees its own name as argv[0], like a program of its own. */
+    int command_argc = argc - 1;
+    char** command_argv = argv + 1;
+    for (int a = 1; a < command_argc; ++a) {
+      if (is_help_flag(command_argv[a])) {
+        print_command_usage(stdout, &commands[i]);
+        return 0;
+      }
+    }
+    return commands[i].run(command_argc, command_argv);
+  }
+  fprintf(stderr, "weft: unknown command '%s'\n\n", name);
+  print_usage(stderr);
+  return EXIT_USAGE;
+}
