@@ -1,0 +1,60 @@
+/* Timing helpers shared by the benchmarks (C and C++). */
+#ifndef WEFT_BENCH_UTIL_H_
+#define WEFT_BENCH_UTIL_H_
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "weft/weft.h"
+
+/* Monotonic, so a clock adjustment mid-run cannot produce a negative or
+ * inflated sample. */
+static inline double bench_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int bench_compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a;
+  double y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* The median rather than the mean: on a shared machine a few repetitions are
+ * always slowed by other processes, and the median ignores them.  Sorts
+ * `samples` in place. */
+static inline double bench_median(double* samples, int count) {
+  qsort(samples, (size_t)count, sizeof samples[0], bench_compare_doubles);
+  return count % 2 ? samples[count / 2]
+                   : 0.5 * (samples[count / 2 - 1] + samples[count / 2]);
+}
+
+static inline void bench_die(const char* what, weft_status* status) {
+  fprintf(stderr, "bench: %s: %s: %s\n", what,
+          weft_code_name(weft_status_code(status)),
+          weft_status_message(status));
+  weft_status_destroy(status);
+  exit(1);
+}
+
+#define BENCH_CHECK(call)                        \
+  do {                                           \
+    weft_status* bench_status_ = (call);         \
+    if (bench_status_ != NULL) {                 \
+      bench_die(#call, bench_status_);           \
+    }                                            \
+  } while (0)
+
+/* Parses "--name=value" style integer flags; returns 1 when `arg` was one. */
+static inline int bench_int_flag(const char* arg, const char* name,
+                                 int* out) {
+  size_t length = strlen(name);
+  if (strncmp(arg, name, length) != 0 || arg[length] != '=') return 0;
+  *out = atoi(arg + length + 1);
+  return 1;
+}
+
+#endif /* WEFT_BENCH_UTIL_H_ */

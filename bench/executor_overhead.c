@@ -1,0 +1,149 @@
+/* Executor overhead per node.
+ *
+ * A chain of Add nodes on float32 scalars does almost no arithmetic, so the
+ * time a run takes is what the executor spends per node: scheduling,
+ * dispatching the kernel, handing the output on.  The chain starts at a fed
+ * placeholder so that constant folding cannot collapse it, and every node
+ * depends on the previous one, so the figure is latency, not throughput.
+ *
+ * The plan is built by the first run and cached; the warm-up runs keep
+ * that, and first-touch page faults, out of the timings.
+ *
+ *   executor_overhead [--nodes=1000] [--runs=200] [--repetitions=9]
+ *                     [--inter-op-threads=0]
+ */
+/* clock_gettime(CLOCK_MONOTONIC) is POSIX, hidden by strict -std=c11. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench_util.h"
+#include "weft/weft.h"
+
+typedef struct chain {
+  weft_graph* graph;
+  weft_session* session;
+  weft_output input;
+  weft_output output;
+  weft_tensor* feed;
+} chain;
+
+static chain chain_create(int nodes, int inter_op_threads) {
+  chain c;
+  BENCH_CHECK(weft_graph_create(&c.graph));
+  BENCH_CHECK(weft_graph_placeholder(c.graph, "x", WEFT_FLOAT32, NULL, 0,
+                                     &c.input));
+  const float one_value = 1.0f;
+  weft_tensor* one_tensor = NULL;
+  BENCH_CHECK(weft_tensor_create_copy(WEFT_FLOAT32, NULL, 0, &one_value,
+                                      sizeof one_value, &one_tensor));
+  weft_output one;
+  BENCH_CHECK(weft_graph_constant(c.graph, "one", one_tensor, &one));
+  weft_tensor_destroy(one_tensor);
+
+  weft_output current = c.input;
+  for (int i = 0; i < nodes; ++i) {
+    const weft_output inputs[2] = {current, one};
+    BENCH_CHECK(weft_graph_apply(c.graph, "Add", NULL, inputs, 2, &current));
+  }
+  c.output = current;
+
+  weft_session_options options;
+  weft_session_options_init(&options);
+  /* WEFT_DEVICES, when set, lets the same binary measure another device. */
+  options.devices = getenv("WEFT_DEVICES") != NULL ? NULL : "/device:CPU:0";
+  options.inter_op_threads = inter_op_threads;
+  BENCH_CHECK(weft_session_create(c.graph, &options, &c.session));
+
+  const float zero = 0.0f;
+  BENCH_CHECK(weft_tensor_create_copy(WEFT_FLOAT32, NULL, 0, &zero,
+                                      sizeof zero, &c.feed));
+  return c;
+}
+
+static float chain_run(const chain* c) {
+  weft_tensor* result = NULL;
+  BENCH_CHECK(weft_session_run(c->session, &c->input, &c->feed, 1, &c->output,
+                               1, NULL, 0, &result));
+  float value = *(const float*)weft_tensor_data(result);
+  weft_tensor_destroy(result);
+  return value;
+}
+
+static void chain_destroy(chain* c) {
+  weft_tensor_destroy(c->feed);
+  weft_session_destroy(c->session);
+  weft_graph_destroy(c->graph);
+}
+
+/* Median microseconds per run over `repetitions` batches of `runs` runs. */
+static double median_run_us(const chain* c, int nodes, int runs,
+                            int repetitions) {
+  for (int i = 0; i < runs / 4 + 10; ++i) {
+    float value = chain_run(c);
+    if (value != (float)nodes) {
+      fprintf(stderr, "executor_overhead: chain of %d gave %g\n", nodes,
+              (double)value);
+      exit(1);
+    }
+  }
+  double* samples = malloc(sizeof(double) * (size_t)repetitions);
+  if (samples == NULL) exit(1);
+  for (int r = 0; r < repetitions; ++r) {
+    double start = bench_now_seconds();
+    for (int i = 0; i < runs; ++i) chain_run(c);
+    samples[r] = (bench_now_seconds() - start) * 1e6 / runs;
+  }
+  double median = bench_median(samples, repetitions);
+  free(samples);
+  return median;
+}
+
+int main(int argc, char** argv) {
+  int nodes = 1000;
+  int runs = 200;
+  int repetitions = 9;
+  int inter_op_threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (bench_int_flag(argv[i], "--nodes", &nodes) ||
+        bench_int_flag(argv[i], "--runs", &runs) ||
+        bench_int_flag(argv[i], "--repetitions", &repetitions) ||
+        bench_int_flag(argv[i], "--inter-op-threads", &inter_op_threads)) {
+      continue;
+    }
+    fprintf(stderr,
+            "usage: executor_overhead [--nodes=N] [--runs=N] "
+            "[--repetitions=N] [--inter-op-threads=N]\n");
+    return 2;
+  }
+  if (nodes < 2 || runs < 1 || repetitions < 1) {
+    fprintf(stderr, "executor_overhead: need nodes >= 2, runs and "
+                    "repetitions >= 1\n");
+    return 2;
+  }
+
+  chain long_chain = chain_create(nodes, inter_op_threads);
+  chain short_chain = chain_create(1, inter_op_threads);
+  double long_us = median_run_us(&long_chain, nodes, runs, repetitions);
+  double short_us = median_run_us(&short_chain, 1, runs, repetitions);
+  chain_destroy(&short_chain);
+  chain_destroy(&long_chain);
+
+  /* The headline divides the whole run by the node count, so it includes
+   * the fixed cost of run() itself (feeds, fetches, plan lookup); the
+   * marginal figure subtracts a one-node run to isolate the per-node part. */
+  double per_node = long_us / nodes;
+  double marginal = (long_us - short_us) / (nodes - 1);
+  const double target = 0.25;
+  printf("executor overhead: chain of %d Add nodes on float32 scalars, "
+         "median of %d × %d runs\n",
+         nodes, repetitions, runs);
+  printf("  run of the chain:     %10.2f µs\n", long_us);
+  printf("  run of one node:      %10.2f µs (fixed cost of run())\n",
+         short_us);
+  printf("  per node (run/%d):  %10.3f µs   target ≤ %.2f µs: %s\n", nodes,
+         per_node, target, per_node <= target ? "met" : "NOT met");
+  printf("  per node (marginal):  %10.3f µs\n", marginal);
+  return 0;
+}
