@@ -1,0 +1,132 @@
+/* A well-formed v1 plugin for a device type with no hardware present, the
+ * way a CUDA plugin behaves on a machine without a GPU: it loads, reports
+ * zero devices and says why.  It also registers a kernel for an op no host
+ * knows, which the host must ignore rather than refuse the plugin. */
+#include "weft/plugin.h"
+
+WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(weft_plugin_init_args* args);
+
+#define NO_DEVICE_REASON "no NULLDEV hardware: this test plugin never has any"
+
+static const weft_host_api* host;
+
+static weft_status* unavailable(void) {
+  return host->status_create(WEFT_UNAVAILABLE, NO_DEVICE_REASON);
+}
+
+static weft_status* device_count(int32_t* out_count) {
+  *out_count = 0;
+  return unavailable();
+}
+
+static weft_status* device_open(int32_t index, weft_plugin_device** out) {
+  (void)index;
+  *out = NULL;
+  return unavailable();
+}
+
+static void device_close(weft_plugin_device* device) { (void)device; }
+
+static weft_status* device_properties(weft_plugin_device* device,
+                                      weft_device_properties* out) {
+  (void)device;
+  (void)out;
+  return unavailable();
+}
+
+static weft_status* memory_allocate(weft_plugin_device* device, uint64_t bytes,
+                                    void** out_handle) {
+  (void)device;
+  (void)bytes;
+  *out_handle = NULL;
+  return unavailable();
+}
+
+static void memory_free(weft_plugin_device* device, void* handle) {
+  (void)device;
+  (void)handle;
+}
+
+static weft_status* copy_host_to_device(weft_plugin_device* device,
+                                        weft_plugin_stream* stream,
+                                        const void* host_src, void* dst,
+                                        uint64_t dst_offset, uint64_t bytes) {
+  (void)device, (void)stream, (void)host_src, (void)dst, (void)dst_offset,
+      (void)bytes;
+  return unavailable();
+}
+
+static weft_status* copy_device_to_host(weft_plugin_device* device,
+                                        weft_plugin_stream* stream,
+                                        const void* src, uint64_t src_offset,
+                                        void* host_dst, uint64_t bytes) {
+  (void)device, (void)stream, (void)src, (void)src_offset, (void)host_dst,
+      (void)bytes;
+  return unavailable();
+}
+
+static weft_status* copy_device_to_device(weft_plugin_device* device,
+                                          weft_plugin_stream* stream,
+                                          const void* src, uint64_t src_offset,
+                                          void* dst, uint64_t dst_offset,
+                                          uint64_t bytes) {
+  (void)device, (void)stream, (void)src, (void)src_offset, (void)dst,
+      (void)dst_offset, (void)bytes;
+  return unavailable();
+}
+
+static weft_status* never_runs(void* kernel_arg, weft_kernel_context* ctx) {
+  (void)kernel_arg;
+  (void)ctx;
+  return host->status_create(WEFT_INTERNAL,
+                             "a NULLDEV kernel ran without a NULLDEV device");
+}
+
+/* Streams are left NULL: the optional group is absent, which is legal. */
+static const weft_plugin_api table = {
+    .struct_size = sizeof(weft_plugin_api),
+    .name = "weft-test-nodevice",
+    .version = "0.0.1",
+    .device_type = "NULLDEV",
+    .device_count = device_count,
+    .device_open = device_open,
+    .device_close = device_close,
+    .device_properties = device_properties,
+    .memory_allocate = memory_allocate,
+    .memory_free = memory_free,
+    .copy_host_to_device = copy_host_to_device,
+    .copy_device_to_host = copy_device_to_host,
+    .copy_device_to_device = copy_device_to_device,
+};
+
+weft_status* weft_plugin_entry(weft_plugin_init_args* args) {
+  args->chosen_version = WEFT_VERSION_PACK(1, 0);
+  host = args->host;
+  if (WEFT_VERSION_MAJOR_OF(args->host_min_version) > 1 ||
+      WEFT_VERSION_MAJOR_OF(args->host_max_version) < 1) {
+    return host->status_create(WEFT_FAILED_PRECONDITION,
+                               "weft-test-nodevice speaks only 1.0");
+  }
+
+  static const int32_t float32_only[] = {WEFT_FLOAT32};
+  weft_kernel_def relu = {
+      .struct_size = sizeof(weft_kernel_def),
+      .op = "Relu",
+      .dtype_attr = "T",
+      .dtypes = float32_only,
+      .num_dtypes = 1,
+      .priority = 0,
+      .compute = never_runs,
+      .kernel_arg = NULL,
+  };
+  weft_status* status = host->register_kernel(args->registrar, &relu);
+  if (status != NULL) return status;
+
+  weft_kernel_def unknown = relu;
+  unknown.op = "WeftTestOpNoHostKnows";
+  status = host->register_kernel(args->registrar, &unknown);
+  if (status != NULL) return status;
+
+  args->plugin = &table;
+  return NULL;
+}
