@@ -1,0 +1,137 @@
+// The C API over the plugin registry, and the library's versions.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "base/status.h"
+#include "device/registry.h"
+#include "weft/device.h"
+#include "weft/version.h"
+
+#ifndef WEFT_VERSION_STRING
+#define WEFT_VERSION_STRING "0.0.0"
+#endif
+
+namespace {
+
+// Writes `full` into `out`, honouring the caller's struct_size: only the
+// fields it covers are written, so an older caller's smaller struct is safe.
+template <typename T>
+weft_status* WriteSized(const T& full, T* out) {
+  if (out == nullptr) return weft::Error(WEFT_INVALID_ARGUMENT, "out is NULL");
+  size_t size = out->struct_size;
+  if (size < sizeof(size_t))
+    return weft::Error(WEFT_INVALID_ARGUMENT, "out->struct_size is not set");
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
+              reinterpret_cast<const char*>(&full) + sizeof(size_t),
+              std::min(size, sizeof(T)) - sizeof(size_t));
+  return nullptr;
+}
+
+void EnsureDiscovered() {
+  weft_status_destroy(weft::Registry::Get().Discover());
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* weft_version_string(void) { return WEFT_VERSION_STRING; }
+
+uint32_t weft_abi_version(void) {
+  return WEFT_VERSION_PACK(WEFT_ABI_VERSION_MAJOR, WEFT_ABI_VERSION_MINOR);
+}
+
+void weft_plugin_interface_range(uint32_t* out_min, uint32_t* out_max) {
+  if (out_min) *out_min = WEFT_VERSION_PACK(1, 0);
+  if (out_max)
+    *out_max = WEFT_VERSION_PACK(WEFT_PLUGIN_INTERFACE_MAJOR,
+                                 WEFT_PLUGIN_INTERFACE_MINOR);
+}
+
+weft_status* weft_plugins_discover(void) {
+  return weft::Guard([] { return weft::Registry::Get().Discover(); });
+}
+
+weft_status* weft_plugin_load(const char* path) {
+  if (path == nullptr || *path == '\0')
+    return weft::Error(WEFT_INVALID_ARGUMENT, "plugin path is empty");
+  return weft::Guard([&] { return weft::Registry::Get().Load(path); });
+}
+
+int32_t weft_plugin_count(void) {
+  EnsureDiscovered();
+  return static_cast<int32_t>(weft::Registry::Get().Plugins().size());
+}
+
+weft_status* weft_plugin_describe(int32_t index, weft_plugin_description* out) {
+  EnsureDiscovered();
+  auto plugins = weft::Registry::Get().Plugins();
+  if (index < 0 || index >= static_cast<int32_t>(plugins.size()))
+    return weft::Errorf(WEFT_INVALID_ARGUMENT, "no plugin %d (there are %zu)",
+                        index, plugins.size());
+  const weft::Plugin& p = *plugins[index];
+  weft_plugin_description d{};
+  d.struct_size = sizeof d;
+  d.name = p.name.c_str();
+  d.version = p.version.c_str();
+  d.path = p.path.c_str();
+  d.interface_version = p.interface_version;
+  d.device_type = p.device_type.c_str();
+  d.device_count = static_cast<int32_t>(p.devices.size());
+  d.no_device_reason = p.no_device_reason.c_str();
+  return WriteSized(d, out);
+}
+
+int32_t weft_plugin_refusal_count(void) {
+  EnsureDiscovered();
+  return static_cast<int32_t>(weft::Registry::Get().Refusals().size());
+}
+
+weft_status* weft_plugin_refusal(int32_t index, const char** out_path,
+                                 const char** out_reason) {
+  EnsureDiscovered();
+  // Refusals are kept for the life of the process, so their strings can be
+  // handed out; copy them into storage that never moves.
+  static std::mutex mu;
+  static std::deque<weft::Refusal> stable;
+  auto refusals = weft::Registry::Get().Refusals();
+  if (index < 0 || index >= static_cast<int32_t>(refusals.size()))
+    return weft::Errorf(WEFT_INVALID_ARGUMENT, "no refusal %d (there are %zu)",
+                        index, refusals.size());
+  std::lock_guard<std::mutex> lock(mu);
+  while (stable.size() < refusals.size()) stable.push_back(refusals[stable.size()]);
+  if (out_path) *out_path = stable[index].path.c_str();
+  if (out_reason) *out_reason = stable[index].reason.c_str();
+  return nullptr;
+}
+
+int32_t weft_device_count(void) {
+  EnsureDiscovered();
+  return static_cast<int32_t>(weft::Registry::Get().Devices().size());
+}
+
+weft_status* weft_device_describe(int32_t index,
+                                  weft_device_description* out) {
+  EnsureDiscovered();
+  auto devices = weft::Registry::Get().Devices();
+  if (index < 0 || index >= static_cast<int32_t>(devices.size()))
+    return weft::Errorf(WEFT_INVALID_ARGUMENT, "no device %d (there are %zu)",
+                        index, devices.size());
+  const weft::Device& dev = *devices[index];
+  weft_device_description d{};
+  d.struct_size = sizeof d;
+  d.name = dev.name.c_str();
+  d.type = dev.type.c_str();
+  d.index = dev.index;
+  d.description = dev.description.c_str();
+  d.vendor = dev.vendor.c_str();
+  d.plugin = dev.plugin->name.c_str();
+  d.memory_bytes = dev.memory_bytes;
+  d.compute_gflops = dev.compute_gflops;
+  d.flags = dev.flags;
+  return WriteSized(d, out);
+}
+
+}  // extern "C"

@@ -1,0 +1,267 @@
+// The service table the host hands to plugins.  Every function here is
+// called from plugin code, so none may throw and each validates what it is
+// given: a plugin bug must become a status, not a host crash.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/status.h"
+#include "device/device.h"
+#include "device/kernel_context.h"
+#include "device/registry.h"
+
+namespace weft {
+namespace {
+
+weft_status* HostStatusCreate(int32_t code, const char* message) {
+  return Error(static_cast<weft_code>(code), message ? message : "");
+}
+
+void HostLog(int32_t level, const char* message) {
+  static const int threshold = [] {
+    const char* env = getenv("WEFT_LOG");
+    if (env && strcmp(env, "debug") == 0) return 0;
+    if (env && strcmp(env, "info") == 0) return 1;
+    return 2;
+  }();
+  if (level < threshold) return;
+  static const char* names[] = {"debug", "info", "warning", "error"};
+  const char* name = level >= 0 && level <= 3 ? names[level] : "log";
+  std::fprintf(stderr, "weft plugin %s: %s\n", name, message ? message : "");
+}
+
+weft_status* HostRegisterKernel(weft_kernel_registrar* r,
+                                const weft_kernel_def* def) {
+  if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
+  return Guard([&]() -> weft_status* {
+    auto fail = [&](const std::string& why) -> weft_status* {
+      if (r->impl.first_error.empty()) r->impl.first_error = why;
+      return Error(WEFT_INVALID_ARGUMENT, why);
+    };
+    if (def == nullptr || def->struct_size < offsetof(weft_kernel_def,
+                                                       kernel_arg) +
+                                                  sizeof(void*))
+      return fail("kernel definition is missing or truncated");
+    if (def->op == nullptr || def->compute == nullptr)
+      return fail("kernel definition lacks an op name or compute function");
+    if (def->num_dtypes < 0 || (def->num_dtypes > 0 && def->dtypes == nullptr))
+      return fail(std::string("kernel for ") + def->op + " has a bad dtype list");
+    if (OpRegistry::Global().Find(def->op) == nullptr) {
+      HostLog(WEFT_LOG_WARNING,
+              (std::string("ignoring a kernel for unknown op '") + def->op +
+               "'").c_str());
+      return nullptr;
+    }
+    KernelReg k;
+    k.op = def->op;
+    if (def->dtype_attr) k.dtype_attr = def->dtype_attr;
+    k.dtypes.assign(def->dtypes, def->dtypes + def->num_dtypes);
+    k.priority = def->priority;
+    k.compute = def->compute;
+    k.arg = def->kernel_arg;
+    r->impl.pending.push_back(std::move(k));
+    return nullptr;
+  });
+}
+
+const char* HostNodeName(const weft_kernel_context* c) {
+  return c ? c->node->name.c_str() : "";
+}
+const char* HostOp(const weft_kernel_context* c) {
+  return c ? c->node->op_type.c_str() : "";
+}
+int32_t HostNumInputs(const weft_kernel_context* c) {
+  return c ? c->num_inputs : 0;
+}
+int32_t HostNumOutputs(const weft_kernel_context* c) {
+  return c ? c->num_outputs : 0;
+}
+
+void Describe(const TensorValue& v, weft_kernel_tensor* out) {
+  size_t size = out->struct_size;
+  weft_kernel_tensor full{};
+  full.struct_size = size;
+  full.dtype = v.dtype;
+  full.rank = v.dims.rank();
+  full.dims = v.dims.data();
+  full.element_count = v.elements();
+  full.byte_size = v.byte_size();
+  full.data = v.buffer ? v.buffer->handle : nullptr;
+  full.offset = v.offset;
+  std::memcpy(out, &full, std::min(size, sizeof full));
+}
+
+weft_status* HostInput(const weft_kernel_context* c, int32_t index,
+                       weft_kernel_tensor* out) {
+  if (c == nullptr || out == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "kernel_input: NULL argument");
+  if (index < 0 || index >= c->num_inputs)
+    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': input %d of %d",
+                  c->node->name.c_str(), index, c->num_inputs);
+  Describe(*c->inputs[index], out);
+  return nullptr;
+}
+
+weft_status* HostAllocateOutput(weft_kernel_context* c, int32_t index,
+                                int32_t dtype, const int64_t* dims,
+                                int32_t rank, weft_kernel_tensor* out) {
+  if (c == nullptr || out == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "kernel_allocate_output: NULL argument");
+  if (index < 0 || index >= c->num_outputs)
+    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': output %d of %d",
+                  c->node->name.c_str(), index, c->num_outputs);
+  size_t bytes = 0;
+  WEFT_RETURN_IF_ERROR(Annotate(
+      CheckedByteSize(static_cast<weft_dtype>(dtype), dims, rank, &bytes),
+      "node '" + c->node->name + "'"));
+  TensorValue& v = c->outputs[index];
+  v.dtype = static_cast<weft_dtype>(dtype);
+  v.dims.assign(dims, rank);
+  v.offset = 0;
+  WEFT_RETURN_IF_ERROR(c->device->Allocate(bytes, &v.buffer));
+  Describe(v, out);
+  return nullptr;
+}
+
+weft_status* HostForwardInput(weft_kernel_context* c, int32_t in, int32_t o,
+                              const int64_t* dims, int32_t rank) {
+  if (c == nullptr) return Error(WEFT_INVALID_ARGUMENT, "context is NULL");
+  if (in < 0 || in >= c->num_inputs || o < 0 || o >= c->num_outputs)
+    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': bad input or output index",
+                  c->node->name.c_str());
+  const TensorValue& src = *c->inputs[in];
+  size_t bytes = 0;
+  WEFT_RETURN_IF_ERROR(CheckedByteSize(src.dtype, dims, rank, &bytes));
+  if (bytes != src.byte_size())
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s': cannot view %s as %s (element counts differ)",
+                  c->node->name.c_str(), src.dims.ToString().c_str(),
+                  ShapeString(dims, rank).c_str());
+  TensorValue& dst = c->outputs[o];
+  dst.dtype = src.dtype;
+  dst.dims.assign(dims, rank);
+  dst.buffer = src.buffer;
+  dst.offset = src.offset;
+  return nullptr;
+}
+
+template <typename Check>
+weft_status* FindTyped(const weft_kernel_context* c, const char* name,
+                       AttrType type, const AttrValue** out) {
+  if (c == nullptr || name == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "NULL argument");
+  const AttrValue* v = FindAttr(c->node->attrs, name);
+  if (v == nullptr)
+    return Errorf(WEFT_NOT_FOUND, "node '%s' has no attribute '%s'",
+                  c->node->name.c_str(), name);
+  if (!Check()(v->type, type))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s': attribute '%s' is a %s, not a %s",
+                  c->node->name.c_str(), name, AttrTypeName(v->type),
+                  AttrTypeName(type));
+  *out = v;
+  return nullptr;
+}
+
+struct SameType {
+  bool operator()(AttrType a, AttrType b) const { return a == b; }
+};
+
+weft_status* HostAttrInt(const weft_kernel_context* c, const char* name,
+                         int64_t* out) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kInt, &v));
+  *out = v->i;
+  return nullptr;
+}
+weft_status* HostAttrFloat(const weft_kernel_context* c, const char* name,
+                           double* out) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kFloat, &v));
+  *out = v->f;
+  return nullptr;
+}
+weft_status* HostAttrBool(const weft_kernel_context* c, const char* name,
+                          int32_t* out) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kBool, &v));
+  *out = static_cast<int32_t>(v->i);
+  return nullptr;
+}
+weft_status* HostAttrDtype(const weft_kernel_context* c, const char* name,
+                           int32_t* out) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kDtype, &v));
+  *out = static_cast<int32_t>(v->i);
+  return nullptr;
+}
+weft_status* HostAttrString(const weft_kernel_context* c, const char* name,
+                            const char** out) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kString, &v));
+  *out = v->s.c_str();
+  return nullptr;
+}
+weft_status* HostAttrIntList(const weft_kernel_context* c, const char* name,
+                             const int64_t** out, int32_t* count) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kIntList, &v));
+  *out = v->ints.data();
+  *count = static_cast<int32_t>(v->ints.size());
+  return nullptr;
+}
+weft_status* HostAttrFloatList(const weft_kernel_context* c, const char* name,
+                               const double** out, int32_t* count) {
+  const AttrValue* v = nullptr;
+  WEFT_RETURN_IF_ERROR(FindTyped<SameType>(c, name, AttrType::kFloatList, &v));
+  *out = v->floats.data();
+  *count = static_cast<int32_t>(v->floats.size());
+  return nullptr;
+}
+
+weft_plugin_device* HostDevice(const weft_kernel_context* c) {
+  return c ? c->device->handle : nullptr;
+}
+weft_plugin_stream* HostStream(const weft_kernel_context* c) {
+  return c ? c->stream : nullptr;
+}
+int32_t HostIntraOpThreads(const weft_kernel_context* c) {
+  return c ? c->intra_op_threads : 1;
+}
+void HostStatusDestroy(weft_status* s) { weft_status_destroy(s); }
+int32_t HostStatusCode(const weft_status* s) { return weft_status_code(s); }
+
+}  // namespace
+
+const weft_host_api* HostApi() {
+  static const weft_host_api api = [] {
+    weft_host_api a{};
+    a.struct_size = sizeof a;
+    a.status_create = HostStatusCreate;
+    a.log = HostLog;
+    a.register_kernel = HostRegisterKernel;
+    a.kernel_node_name = HostNodeName;
+    a.kernel_op = HostOp;
+    a.kernel_num_inputs = HostNumInputs;
+    a.kernel_num_outputs = HostNumOutputs;
+    a.kernel_input = HostInput;
+    a.kernel_allocate_output = HostAllocateOutput;
+    a.kernel_forward_input = HostForwardInput;
+    a.kernel_attr_int = HostAttrInt;
+    a.kernel_attr_float = HostAttrFloat;
+    a.kernel_attr_bool = HostAttrBool;
+    a.kernel_attr_dtype = HostAttrDtype;
+    a.kernel_attr_string = HostAttrString;
+    a.kernel_attr_int_list = HostAttrIntList;
+    a.kernel_attr_float_list = HostAttrFloatList;
+    a.kernel_device = HostDevice;
+    a.kernel_stream = HostStream;
+    a.kernel_intra_op_threads = HostIntraOpThreads;
+    a.status_destroy = HostStatusDestroy;
+    a.status_code = HostStatusCode;
+    return a;
+  }();
+  return &api;
+}
+
+}  // namespace weft

@@ -1,0 +1,21 @@
+// What a kernel call sees through the host's service table.
+#pragma once
+
+#include "graph/graph.h"
+#include "tensor/tensor_value.h"
+#include "weft/plugin.h"
+
+namespace weft {
+class Device;
+}
+
+struct weft_kernel_context {
+  const weft_node* node = nullptr;
+  weft::Device* device = nullptr;
+  weft_plugin_stream* stream = nullptr;
+  int32_t intra_op_threads = 1;
+  const weft::TensorValue* const* inputs = nullptr;
+  int32_t num_inputs = 0;
+  weft::TensorValue* outputs = nullptr;
+  int32_t num_outputs = 0;
+};

@@ -1,0 +1,59 @@
+// The graph: append-only nodes, so sessions planning on it never see a node
+// change under them.  Node objects are the C API's weft_node handles.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/op_registry.h"
+#include "weft/graph.h"
+
+namespace weft {
+class Graph;
+}
+
+struct weft_node {
+  weft::Graph* graph = nullptr;
+  int32_t id = 0;  // creation order
+  std::string name;
+  std::string op_type;
+  std::string device;
+  const weft::OpDef* def = nullptr;
+  std::vector<weft_output> inputs;
+  std::vector<weft_node*> control_inputs;
+  weft::AttrMap attrs;
+  std::vector<weft_dtype> output_dtypes;
+  std::vector<weft::ShapeInfo> output_shapes;
+};
+
+namespace weft {
+
+class Graph {
+ public:
+  // Validates `node` (inputs already known to belong to this graph) and
+  // appends it, giving it a unique name if it has none.
+  weft_status* AddNode(std::unique_ptr<weft_node> node, weft_node** out);
+
+  weft_node* Find(const std::string& name) const;
+  int32_t size() const;
+  weft_node* At(int32_t index) const;
+  bool Owns(const weft_node* node) const { return node && node->graph == this; }
+
+ private:
+  std::string UniqueName(const std::string& base);
+
+  mutable std::mutex mu_;
+  std::deque<std::unique_ptr<weft_node>> nodes_;
+  std::unordered_map<std::string, weft_node*> by_name_;
+  std::unordered_map<std::string, int> name_counters_;
+};
+
+}  // namespace weft
+
+struct weft_graph {
+  std::shared_ptr<weft::Graph> impl;
+};

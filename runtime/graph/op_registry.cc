@@ -1,0 +1,137 @@
+#include "graph/op_registry.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#include "base/status.h"
+
+namespace weft {
+
+const char* AttrTypeName(AttrType t) {
+  switch (t) {
+    case AttrType::kInt: return "int";
+    case AttrType::kFloat: return "float";
+    case AttrType::kBool: return "bool";
+    case AttrType::kDtype: return "dtype";
+    case AttrType::kString: return "string";
+    case AttrType::kIntList: return "list(int)";
+    case AttrType::kFloatList: return "list(float)";
+    case AttrType::kShape: return "shape";
+    case AttrType::kTensor: return "tensor";
+  }
+  return "?";
+}
+
+const AttrValue* FindAttr(const AttrMap& attrs, const char* name) {
+  for (const auto& kv : attrs)
+    if (kv.first == name) return &kv.second;
+  return nullptr;
+}
+
+void SetAttr(AttrMap* attrs, const std::string& name, AttrValue value) {
+  for (auto& kv : *attrs)
+    if (kv.first == name) {
+      kv.second = std::move(value);
+      return;
+    }
+  attrs->emplace_back(name, std::move(value));
+}
+
+bool ShapeInfo::fully_known() const {
+  if (rank < 0) return false;
+  for (int64_t d : dims)
+    if (d < 0) return false;
+  return true;
+}
+
+std::string ShapeInfo::ToString() const {
+  return ShapeString(dims.data(), rank);
+}
+
+weft_status* InferenceContext::Fail(const char* format, ...) const {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return Errorf(WEFT_INVALID_ARGUMENT, "node '%s' (%s): %s",
+                node_name.c_str(), op.c_str(), buf);
+}
+
+const std::vector<weft_dtype> kFloatTypes = {WEFT_FLOAT16, WEFT_BFLOAT16,
+                                             WEFT_FLOAT32, WEFT_FLOAT64};
+const std::vector<weft_dtype> kNumericTypes = {
+    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT8,
+    WEFT_INT16,   WEFT_INT32,    WEFT_INT64,   WEFT_UINT8,   WEFT_UINT16,
+    WEFT_UINT32,  WEFT_UINT64};
+const std::vector<weft_dtype> kAllTypes = {
+    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT8,
+    WEFT_INT16,   WEFT_INT32,    WEFT_INT64,   WEFT_UINT8,   WEFT_UINT16,
+    WEFT_UINT32,  WEFT_UINT64,   WEFT_BOOL};
+
+weft_status* BroadcastShapes(const InferenceContext& c, const ShapeInfo& a,
+                             const ShapeInfo& b, ShapeInfo* out) {
+  if (!a.known_rank() || !b.known_rank()) {
+    *out = ShapeInfo::Unknown();
+    return nullptr;
+  }
+  int32_t rank = std::max(a.rank, b.rank);
+  std::vector<int64_t> dims(rank);
+  for (int32_t i = 0; i < rank; ++i) {
+    int32_t ia = a.rank - rank + i, ib = b.rank - rank + i;
+    int64_t da = ia >= 0 ? a.dims[ia] : 1;
+    int64_t db = ib >= 0 ? b.dims[ib] : 1;
+    if (da == 1) dims[i] = db;
+    else if (db == 1) dims[i] = da;
+    else if (da < 0) dims[i] = db;  // unknown vs known n>1 must be n
+    else if (db < 0) dims[i] = da;
+    else if (da == db) dims[i] = da;
+    else
+      return c.Fail("shapes %s and %s cannot be broadcast (dimension %d: "
+                    "%lld vs %lld)", a.ToString().c_str(), b.ToString().c_str(),
+                    i, static_cast<long long>(da), static_cast<long long>(db));
+  }
+  *out = ShapeInfo::Of(std::move(dims));
+  return nullptr;
+}
+
+weft_status* UnifyInputTypes(InferenceContext& c) {
+  if (c.input_dtypes.empty()) return nullptr;
+  weft_dtype t = c.input_dtypes[0];
+  for (size_t i = 1; i < c.input_dtypes.size(); ++i)
+    if (c.input_dtypes[i] != t)
+      return c.Fail("input %zu has dtype %s but input 0 has %s; inputs must "
+                    "have the same dtype (insert a Cast)", i,
+                    weft_dtype_name(c.input_dtypes[i]), weft_dtype_name(t));
+  AttrValue v;
+  v.type = AttrType::kDtype;
+  v.i = t;
+  SetAttr(c.attrs, "T", v);
+  return nullptr;
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry;
+    RegisterStateOps(r);
+    RegisterMathOps(r);
+    RegisterNnOps(r);
+    return r;
+  }();
+  return *registry;
+}
+
+const OpDef* OpRegistry::Find(const std::string& name) const {
+  for (const OpDef* d : ordered_)
+    if (d->name == name) return d;
+  return nullptr;
+}
+
+void OpRegistry::Add(OpDef def) {
+  defs_.push_back(std::make_unique<OpDef>(std::move(def)));
+  ordered_.push_back(defs_.back().get());
+}
+
+}  // namespace weft

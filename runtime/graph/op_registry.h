@@ -1,0 +1,109 @@
+// Op schemas: arity, attributes, allowed dtypes, how the runtime executes the
+// op, and the function that infers output dtypes and shapes at build time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/attr.h"
+#include "weft/status.h"
+
+namespace weft {
+
+// A static shape: rank -1 when unknown, a dim -1 when unknown.
+struct ShapeInfo {
+  int32_t rank = -1;
+  std::vector<int64_t> dims;
+
+  static ShapeInfo Unknown() { return {}; }
+  static ShapeInfo Of(std::vector<int64_t> d) {
+    return {static_cast<int32_t>(d.size()), std::move(d)};
+  }
+  bool known_rank() const { return rank >= 0; }
+  bool fully_known() const;
+  std::string ToString() const;
+};
+
+// What a shape function sees and produces.
+struct InferenceContext {
+  const std::string& node_name;
+  const std::string& op;
+  std::vector<weft_dtype> input_dtypes;
+  std::vector<ShapeInfo> input_shapes;
+  // The op type of each input's producer (Assign checks it is a Variable).
+  std::vector<std::string> input_ops;
+  AttrMap* attrs;  // defaults already filled; may be extended (T, SrcT)
+  std::vector<weft_dtype> output_dtypes;
+  std::vector<ShapeInfo> output_shapes;
+
+  // An INVALID_ARGUMENT naming the node and op.
+  weft_status* Fail(const char* format, ...) const
+      __attribute__((format(printf, 2, 3)));
+  const AttrValue* attr(const char* name) const { return FindAttr(*attrs, name); }
+};
+
+// How the executor runs a node of this op.
+enum class ExecKind {
+  kKernel,       // a plugin kernel
+  kConst,
+  kPlaceholder,
+  kVariable,
+  kAssign,
+  kAssignAdd,
+  kNoOp,
+};
+
+struct AttrDef {
+  std::string name;
+  AttrType type;
+  bool required = true;
+  AttrValue default_value;
+  // False for optional attributes whose absence means something of its own
+  // (Sum's `axes`: absent reduces every axis, empty reduces none).
+  bool has_default = true;
+};
+
+struct OpDef {
+  std::string name;
+  std::vector<std::string> input_names;  // documentation and arity
+  bool variadic = false;                 // last input repeats (>= 1)
+  int num_outputs = 1;
+  std::vector<AttrDef> attrs;
+  ExecKind exec = ExecKind::kKernel;
+  bool stateful = false;  // never merged or folded; always run when needed
+  // The attribute kernels dispatch on ("T"), empty when none.
+  std::string type_attr;
+  std::vector<weft_dtype> allowed_types;  // for type_attr; empty = any
+  std::function<weft_status*(InferenceContext&)> infer;
+  std::string summary;
+};
+
+class OpRegistry {
+ public:
+  static const OpRegistry& Global();
+  const OpDef* Find(const std::string& name) const;
+  const std::vector<const OpDef*>& All() const { return ordered_; }
+  void Add(OpDef def);
+
+ private:
+  std::vector<std::unique_ptr<OpDef>> defs_;
+  std::vector<const OpDef*> ordered_;
+};
+
+// Registration, one function per family (ops_*.cc).
+void RegisterStateOps(OpRegistry* r);
+void RegisterMathOps(OpRegistry* r);
+void RegisterNnOps(OpRegistry* r);
+
+// Shared helpers for shape functions.
+weft_status* BroadcastShapes(const InferenceContext& c, const ShapeInfo& a,
+                             const ShapeInfo& b, ShapeInfo* out);
+// Checks every input has the same dtype and records it as attr `T`.
+weft_status* UnifyInputTypes(InferenceContext& c);
+extern const std::vector<weft_dtype> kNumericTypes;
+extern const std::vector<weft_dtype> kFloatTypes;
+extern const std::vector<weft_dtype> kAllTypes;
+
+}  // namespace weft

@@ -1,0 +1,67 @@
+#include "session/device_set.h"
+
+#include <strings.h>
+
+#include "base/status.h"
+
+namespace weft {
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+bool DeviceMatches(const Device& d, const std::string& raw) {
+  std::string t = raw;
+  const std::string job = "/job:localhost";
+  if (t.compare(0, job.size(), job) == 0) t = t.substr(job.size());
+  const std::string prefix = "/device:";
+  if (t.compare(0, prefix.size(), prefix) != 0)
+    return strcasecmp(t.c_str(), d.type.c_str()) == 0;
+  t = t.substr(prefix.size());
+  size_t colon = t.find(':');
+  std::string type = t.substr(0, colon);
+  if (strcasecmp(type.c_str(), d.type.c_str()) != 0) return false;
+  if (colon == std::string::npos) return true;
+  std::string index = t.substr(colon + 1);
+  return index == "*" || index == std::to_string(d.index);
+}
+
+weft_status* SelectDevices(const std::vector<Device*>& all,
+                           const std::string& filter,
+                           std::vector<Device*>* out) {
+  out->clear();
+  if (Trim(filter).empty()) {
+    *out = all;
+    return nullptr;
+  }
+  size_t start = 0;
+  while (start <= filter.size()) {
+    size_t end = filter.find(',', start);
+    if (end == std::string::npos) end = filter.size();
+    std::string term = Trim(filter.substr(start, end - start));
+    start = end + 1;
+    if (term.empty()) continue;
+    bool any = false;
+    for (Device* d : all)
+      if (DeviceMatches(*d, term)) {
+        any = true;
+        bool seen = false;
+        for (Device* o : *out) seen |= o == d;
+        if (!seen) out->push_back(d);
+      }
+    if (!any) {
+      std::string names;
+      for (Device* d : all) names += (names.empty() ? "" : ", ") + d->name;
+      return Errorf(WEFT_NOT_FOUND,
+                    "no device matches '%s' (devices: %s)", term.c_str(),
+                    names.empty() ? "none" : names.c_str());
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace weft

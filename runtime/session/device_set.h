@@ -1,0 +1,24 @@
+// Which devices a session may use, from a filter such as
+// "/device:CPU:0,/device:OPENCL:*" or "cpu".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+#include "weft/status.h"
+
+namespace weft {
+
+// True when `device` matches one filter term.  Terms: a type ("CPU"), a
+// name ("/device:CPU:0"), or a type wildcard ("/device:CPU:*"); an optional
+// "/job:localhost" prefix is accepted; types compare without case.
+bool DeviceMatches(const Device& device, const std::string& term);
+
+// Filters `all` by a comma-separated list; an empty list keeps everything.
+// Errors name a term that matches no device.
+weft_status* SelectDevices(const std::vector<Device*>& all,
+                           const std::string& filter,
+                           std::vector<Device*>* out);
+
+}  // namespace weft

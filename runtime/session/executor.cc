@@ -1,0 +1,398 @@
+#include "session/executor.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "base/status.h"
+#include "device/kernel_context.h"
+
+namespace weft {
+namespace {
+
+constexpr int kInlineInputs = 8;
+
+// Can a kernel on `d` read `v` where it is?
+bool Accessible(const TensorValue& v, const Device* d) {
+  if (!v.buffer) return true;
+  Device* src = v.device();
+  if (src == d) return true;
+  bool src_host = src == nullptr || src->host_memory();
+  return src_host && d->host_memory();
+}
+
+struct RunStream {
+  Device* device = nullptr;
+  weft_plugin_stream* stream = nullptr;
+  std::mutex mu;  // one host thread enqueues on a stream at a time
+};
+
+class Run {
+ public:
+  Run(weft_session* s, const Plan& p)
+      : session_(s),
+        plan_(p),
+        slots_(p.num_slots),
+        pending_(new std::atomic<int32_t>[p.nodes.size()]),
+        uses_(new std::atomic<int32_t>[p.num_slots]),
+        remaining_(static_cast<int32_t>(p.nodes.size())),
+        streams_(new RunStream[p.async_devices.size()]) {
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      pending_[i].store(p.nodes[i].pending, std::memory_order_relaxed);
+    for (int32_t i = 0; i < p.num_slots; ++i)
+      uses_[i].store(p.slot_uses[i], std::memory_order_relaxed);
+  }
+
+  weft_status* Execute(std::vector<TensorValue>& feeds,
+                       std::vector<TensorValue>* fetched);
+
+ private:
+  void Process(int32_t id);
+  void Dispatch(int32_t id);
+  weft_status* ExecuteNode(const PlanNode& p);
+  weft_status* RunKernel(const PlanNode& p, const KernelReg* kernel,
+                         const TensorValue* const* inputs, int32_t n_in,
+                         TensorValue* outputs, int32_t n_out);
+  weft_status* CopyInto(const TensorValue& v, Device* d, RunStream* rs,
+                        TensorValue* out, bool mark_state);
+  weft_status* CheckOutputs(const PlanNode& p, const KernelReg* kernel,
+                            const TensorValue* outputs);
+  RunStream* StreamFor(Device* d);
+  void Fail(weft_status* st);
+  void ReleaseSlot(int32_t s);
+  weft_status* Finish();
+
+  weft_session* session_;
+  const Plan& plan_;
+  std::vector<TensorValue> slots_;
+  std::unique_ptr<std::atomic<int32_t>[]> pending_;
+  std::unique_ptr<std::atomic<int32_t>[]> uses_;
+  std::atomic<int32_t> remaining_;
+  std::unique_ptr<RunStream[]> streams_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;
+  std::atomic<bool> failed_{false};
+  weft_status* error_ = nullptr;
+  std::vector<BufferRef> deferred_;  // async-device buffers freed at the end
+  std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
+};
+
+void Run::Fail(weft_status* st) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_ == nullptr) error_ = st;
+  else weft_status_destroy(st);
+  failed_.store(true, std::memory_order_release);
+}
+
+RunStream* Run::StreamFor(Device* d) {
+  for (size_t i = 0; i < plan_.async_devices.size(); ++i)
+    if (plan_.async_devices[i] == d) return &streams_[i];
+  return nullptr;
+}
+
+void Run::ReleaseSlot(int32_t s) {
+  TensorValue& v = slots_[s];
+  Device* d = v.device();
+  if (d != nullptr && d->has_streams()) {
+    // Work enqueued on a stream may still read it: free after the sync.
+    std::lock_guard<std::mutex> lock(mu_);
+    deferred_.push_back(std::move(v.buffer));
+  }
+  v.buffer.reset();
+}
+
+void Run::Dispatch(int32_t id) {
+  if (session_->pool) session_->pool->Schedule([this, id] { Process(id); });
+  else local_ready_.push_back(id);
+}
+
+void Run::Process(int32_t id) {
+  for (;;) {
+    const PlanNode& p = plan_.nodes[id];
+    if (!failed_.load(std::memory_order_acquire))
+      if (weft_status* st = ExecuteNode(p)) Fail(st);
+    for (int32_t s : p.input_slots)
+      if (uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        ReleaseSlot(s);
+    // Keep one ready successor on this thread: a chain then runs without
+    // touching the queue at all.
+    int32_t next = -1;
+    for (int32_t succ : p.successors)
+      if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (next < 0) next = succ;
+        else Dispatch(succ);
+      }
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      cv_.notify_all();  // under the lock: the waiter may destroy us next
+      return;
+    }
+    if (next < 0) return;
+    id = next;
+  }
+}
+
+weft_status* Run::CopyInto(const TensorValue& v, Device* d, RunStream* rs,
+                           TensorValue* out, bool mark_state) {
+  out->dtype = v.dtype;
+  out->dims = v.dims;
+  out->offset = 0;
+  size_t bytes = v.byte_size();
+  WEFT_RETURN_IF_ERROR(d->Allocate(bytes, &out->buffer));
+  if (bytes == 0) return nullptr;
+  if (mark_state) out->buffer->is_state = true;
+  weft_plugin_stream* stream = rs ? rs->stream : nullptr;
+  Device* src = v.device();
+  if (src == d) {
+    return d->api->copy_device_to_device(d->handle, stream, v.buffer->handle,
+                                         v.offset, out->buffer->handle, 0,
+                                         bytes);
+  }
+  if (src != nullptr && !src->host_memory()) {
+    // Another device: make its pending work visible, then stage via host.
+    if (RunStream* srs = StreamFor(src)) {
+      std::lock_guard<std::mutex> lock(srs->mu);
+      WEFT_RETURN_IF_ERROR(
+          src->api->stream_synchronize(src->handle, srs->stream));
+    }
+    BufferRef staging = AllocateHostBuffer(bytes);
+    if (!staging) return Error(WEFT_RESOURCE_EXHAUSTED, "out of memory");
+    WEFT_RETURN_IF_ERROR(src->api->copy_device_to_host(
+        src->handle, nullptr, v.buffer->handle, v.offset, staging->handle,
+        bytes));
+    return d->api->copy_host_to_device(d->handle, nullptr, staging->handle,
+                                       out->buffer->handle, 0, bytes);
+  }
+  if (d->host_memory()) {
+    std::memcpy(out->buffer->handle, v.host_data(), bytes);
+    return nullptr;
+  }
+  // Host memory to a device: synchronous, so the source may go right after.
+  return d->api->copy_host_to_device(d->handle, nullptr, v.host_data(),
+                                     out->buffer->handle, 0, bytes);
+}
+
+weft_status* Run::CheckOutputs(const PlanNode& p, const KernelReg* kernel,
+                               const TensorValue* outputs) {
+  const weft_node* n = p.node;
+  for (int32_t o = 0; o < p.num_outputs; ++o) {
+    const TensorValue& v = outputs[o];
+    if (v.dtype != n->output_dtypes[o])
+      return Errorf(WEFT_INTERNAL,
+                    "node '%s' (%s): the %s kernel of plugin '%s' produced "
+                    "output %d as %s, expected %s", n->name.c_str(),
+                    n->op_type.c_str(), kernel->device_type.c_str(),
+                    p.device->plugin ? p.device->api->name : "?", o,
+                    weft_dtype_name(v.dtype),
+                    weft_dtype_name(n->output_dtypes[o]));
+    const ShapeInfo& s = n->output_shapes[o];
+    bool ok = s.rank < 0 || s.rank == v.dims.rank();
+    for (int32_t i = 0; ok && i < s.rank; ++i)
+      ok = s.dims[i] < 0 || s.dims[i] == v.dims[i];
+    if (!ok)
+      return Errorf(WEFT_INTERNAL,
+                    "node '%s' (%s): the kernel produced output %d of shape "
+                    "%s where %s was inferred", n->name.c_str(),
+                    n->op_type.c_str(), o, v.dims.ToString().c_str(),
+                    s.ToString().c_str());
+  }
+  return nullptr;
+}
+
+weft_status* Run::RunKernel(const PlanNode& p, const KernelReg* kernel,
+                            const TensorValue* const* inputs, int32_t n_in,
+                            TensorValue* outputs, int32_t n_out) {
+  weft_kernel_context ctx;
+  ctx.node = p.node;
+  ctx.device = p.device;
+  ctx.intra_op_threads = session_->intra_op_threads;
+  ctx.inputs = inputs;
+  ctx.num_inputs = n_in;
+  ctx.outputs = outputs;
+  ctx.num_outputs = n_out;
+  weft_status* st;
+  if (RunStream* rs = StreamFor(p.device)) {
+    std::lock_guard<std::mutex> lock(rs->mu);
+    ctx.stream = rs->stream;
+    st = kernel->compute(kernel->arg, &ctx);
+  } else {
+    st = kernel->compute(kernel->arg, &ctx);
+  }
+  if (st != nullptr) {
+    // Kernels usually name the node already; say which op and device.
+    std::string msg = weft_status_message(st);
+    if (msg.find(p.node->name) == std::string::npos)
+      st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type +
+                            ") on " + p.device->name);
+    return st;
+  }
+  return CheckOutputs(p, kernel, outputs);
+}
+
+weft_status* Run::ExecuteNode(const PlanNode& p) {
+  const int32_t n_in = static_cast<int32_t>(p.input_slots.size());
+  TensorValue* outputs = slots_.data() + p.output_base;
+  switch (p.kind) {
+    case ExecKind::kKernel: {
+      const TensorValue* inline_inputs[kInlineInputs];
+      std::vector<const TensorValue*> many;
+      const TensorValue** inputs = inline_inputs;
+      if (n_in > kInlineInputs) {
+        many.resize(n_in);
+        inputs = many.data();
+      }
+      std::vector<TensorValue> moved;  // inputs copied across devices
+      for (int32_t i = 0; i < n_in; ++i) {
+        const TensorValue& v = slots_[p.input_slots[i]];
+        if (Accessible(v, p.device)) {
+          inputs[i] = &v;
+          continue;
+        }
+        if (moved.capacity() == 0) moved.reserve(n_in);
+        moved.emplace_back();
+        WEFT_RETURN_IF_ERROR(
+            CopyInto(v, p.device, StreamFor(p.device), &moved.back(), false));
+        inputs[i] = &moved.back();
+      }
+      return RunKernel(p, p.kernel, inputs, n_in, outputs, p.num_outputs);
+    }
+    case ExecKind::kConst:
+      outputs[0] = p.const_value;
+      return nullptr;
+    case ExecKind::kVariable: {
+      std::lock_guard<std::mutex> lock(p.variable->mu);
+      if (!p.variable->initialized)
+        return Errorf(WEFT_FAILED_PRECONDITION,
+                      "variable '%s' is read before it is initialized: run "
+                      "its initializer ('%s/initializer') first",
+                      p.node->name.c_str(), p.node->name.c_str());
+      outputs[0] = p.variable->value;
+      return nullptr;
+    }
+    case ExecKind::kAssign: {
+      const TensorValue& v = slots_[p.input_slots[1]];
+      const ShapeInfo& want = p.node->output_shapes[0];
+      Dims want_dims(want.dims.data(), want.rank);
+      if (!(v.dims == want_dims))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (Assign): value of shape %s does not fit a "
+                      "variable of shape %s", p.node->name.c_str(),
+                      v.dims.ToString().c_str(), want_dims.ToString().c_str());
+      // A private copy: the value may be a constant, a feed or the caller's
+      // memory, none of which the variable may alias.
+      TensorValue copy;
+      WEFT_RETURN_IF_ERROR(
+          CopyInto(v, p.device, StreamFor(p.device), &copy, true));
+      std::lock_guard<std::mutex> lock(p.variable->mu);
+      p.variable->value = copy;
+      p.variable->initialized = true;
+      outputs[0] = std::move(copy);
+      return nullptr;
+    }
+    case ExecKind::kAssignAdd: {
+      TensorValue delta_moved;
+      const TensorValue* delta = &slots_[p.input_slots[1]];
+      if (!Accessible(*delta, p.device)) {
+        WEFT_RETURN_IF_ERROR(CopyInto(*delta, p.device, StreamFor(p.device),
+                                      &delta_moved, false));
+        delta = &delta_moved;
+      }
+      std::lock_guard<std::mutex> lock(p.variable->mu);
+      if (!p.variable->initialized)
+        return Errorf(WEFT_FAILED_PRECONDITION,
+                      "node '%s' (AssignAdd): variable '%s' is not "
+                      "initialized", p.node->name.c_str(),
+                      p.node->inputs[0].node->name.c_str());
+      const TensorValue* ins[2] = {&p.variable->value, delta};
+      TensorValue sum;
+      WEFT_RETURN_IF_ERROR(RunKernel(p, p.kernel, ins, 2, &sum, 1));
+      if (!(sum.dims == p.variable->value.dims))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (AssignAdd): adding %s would change the "
+                      "variable's shape %s", p.node->name.c_str(),
+                      delta->dims.ToString().c_str(),
+                      p.variable->value.dims.ToString().c_str());
+      if (sum.buffer) sum.buffer->is_state = true;
+      p.variable->value = sum;
+      outputs[0] = std::move(sum);
+      return nullptr;
+    }
+    case ExecKind::kNoOp:
+    case ExecKind::kPlaceholder:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+weft_status* Run::Finish() {
+  weft_status* first = nullptr;
+  for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
+    RunStream& rs = streams_[i];
+    if (rs.stream == nullptr) continue;
+    weft_status* st = rs.device->api->stream_synchronize(rs.device->handle,
+                                                         rs.stream);
+    if (st && !first) first = Annotate(st, "work on " + rs.device->name);
+    else weft_status_destroy(st);
+    session_->StreamsFor(rs.device)->Release(rs.stream);
+    rs.stream = nullptr;
+  }
+  deferred_.clear();
+  return first;
+}
+
+weft_status* Run::Execute(std::vector<TensorValue>& feeds,
+                          std::vector<TensorValue>* fetched) {
+  for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
+    streams_[i].device = plan_.async_devices[i];
+    weft_status* st = session_->StreamsFor(streams_[i].device)
+                          ->Acquire(&streams_[i].stream);
+    if (st) {
+      weft_status_destroy(Finish());
+      return st;
+    }
+  }
+  for (size_t i = 0; i < feeds.size(); ++i)
+    slots_[plan_.feed_slots[i]] = std::move(feeds[i]);
+
+  if (!plan_.nodes.empty()) {
+    const std::vector<int32_t>& roots = plan_.roots;
+    if (session_->pool) {
+      for (size_t i = 1; i < roots.size(); ++i) Dispatch(roots[i]);
+      Process(roots[0]);
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return finished_; });
+    } else {
+      for (size_t i = roots.size(); i-- > 0;) local_ready_.push_back(roots[i]);
+      while (!local_ready_.empty()) {
+        int32_t id = local_ready_.back();
+        local_ready_.pop_back();
+        Process(id);
+      }
+    }
+  }
+  weft_status* sync = Finish();
+  if (error_ != nullptr) {
+    weft_status_destroy(sync);
+    return std::exchange(error_, nullptr);
+  }
+  if (sync) return sync;
+  fetched->resize(plan_.fetch_slots.size());
+  for (size_t i = 0; i < plan_.fetch_slots.size(); ++i)
+    (*fetched)[i] = slots_[plan_.fetch_slots[i]];
+  return nullptr;
+}
+
+}  // namespace
+
+weft_status* Execute(weft_session* session, const Plan& plan,
+                     std::vector<TensorValue> feeds,
+                     std::vector<TensorValue>* fetched) {
+  Run run(session, plan);
+  return run.Execute(feeds, fetched);
+}
+
+}  // namespace weft

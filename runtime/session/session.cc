@@ -1,0 +1,255 @@
+// The session C API: options, plan caching, feeds and fetches.
+#include "session/session.h"
+
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "base/status.h"
+#include "device/registry.h"
+#include "session/device_set.h"
+#include "session/executor.h"
+#include "weft/session.h"
+
+namespace weft {
+
+StreamPool::~StreamPool() {
+  for (weft_plugin_stream* s : free_)
+    device_->api->stream_destroy(device_->handle, s);
+}
+
+weft_status* StreamPool::Acquire(weft_plugin_stream** out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      *out = free_.back();
+      free_.pop_back();
+      return nullptr;
+    }
+  }
+  return device_->api->stream_create(device_->handle, out);
+}
+
+void StreamPool::Release(weft_plugin_stream* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(s);
+}
+
+namespace {
+
+int32_t DefaultThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int32_t>(n);
+}
+
+// Appends the raw bytes of an (id, index) pair to a cache key.
+void KeyAppend(std::string* key, char tag, int32_t id, int32_t index) {
+  key->push_back(tag);
+  key->append(reinterpret_cast<const char*>(&id), sizeof id);
+  key->append(reinterpret_cast<const char*>(&index), sizeof index);
+}
+
+weft_status* CheckOutput(const weft_session* s, weft_output o,
+                         const char* what, int32_t i) {
+  if (!s->graph->Owns(o.node) || o.index < 0 ||
+      o.index >= static_cast<int32_t>(o.node->output_dtypes.size()))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "%s %d does not name an output of this session's graph",
+                  what, i);
+  return nullptr;
+}
+
+weft_status* CheckFeed(weft_output o, const weft_tensor* t, int32_t i) {
+  if (t == nullptr)
+    return Errorf(WEFT_INVALID_ARGUMENT, "feed %d ('%s:%d') has no tensor", i,
+                  o.node->name.c_str(), o.index);
+  weft_dtype want = o.node->output_dtypes[o.index];
+  if (t->value.dtype != want)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "feed for '%s:%d' is %s but the graph expects %s",
+                  o.node->name.c_str(), o.index,
+                  weft_dtype_name(t->value.dtype), weft_dtype_name(want));
+  const ShapeInfo& s = o.node->output_shapes[o.index];
+  const Dims& d = t->value.dims;
+  bool ok = s.rank < 0 || s.rank == d.rank();
+  for (int32_t k = 0; ok && k < s.rank; ++k)
+    ok = s.dims[k] < 0 || s.dims[k] == d[k];
+  if (!ok)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "feed for '%s:%d' has shape %s but the graph expects %s",
+                  o.node->name.c_str(), o.index, d.ToString().c_str(),
+                  s.ToString().c_str());
+  return nullptr;
+}
+
+// Turns a fetched value into a host tensor for the caller.  Values that are
+// state (variables, constants) are copied so the caller can never write into
+// them; everything else is handed over without a copy when it is in host
+// memory.
+weft_status* ToHostTensor(const TensorValue& v, weft_tensor** out) {
+  auto* t = new weft_tensor;
+  std::unique_ptr<weft_tensor> guard(t);
+  Device* d = v.device();
+  if (d != nullptr && !d->host_memory()) {
+    size_t bytes = v.byte_size();
+    t->value.dtype = v.dtype;
+    t->value.dims = v.dims;
+    t->value.buffer = AllocateHostBuffer(bytes);
+    if (bytes > 0 && !t->value.buffer)
+      return Error(WEFT_RESOURCE_EXHAUSTED, "out of memory for a fetch");
+    if (bytes > 0)
+      WEFT_RETURN_IF_ERROR(d->api->copy_device_to_host(
+          d->handle, nullptr, v.buffer->handle, v.offset,
+          t->value.buffer->handle, bytes));
+  } else if (v.buffer && v.buffer->is_state) {
+    WEFT_RETURN_IF_ERROR(CopyToNewHostValue(v, &t->value));
+  } else {
+    t->value = v;
+  }
+  *out = guard.release();
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace weft
+
+weft::StreamPool* weft_session::StreamsFor(weft::Device* d) {
+  std::lock_guard<std::mutex> lock(stream_mu);
+  for (auto& p : stream_pools)
+    if (p->device() == d) return p.get();
+  stream_pools.push_back(std::make_unique<weft::StreamPool>(d));
+  return stream_pools.back().get();
+}
+
+using weft::Error;
+using weft::Errorf;
+
+extern "C" {
+
+void weft_session_options_init(weft_session_options* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+weft_status* weft_session_create(weft_graph* graph,
+                                 const weft_session_options* options,
+                                 weft_session** out_session) {
+  if (out_session == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "out_session is NULL");
+  *out_session = nullptr;
+  if (graph == nullptr) return Error(WEFT_INVALID_ARGUMENT, "graph is NULL");
+  weft_session_options opts;
+  weft_session_options_init(&opts);
+  if (options != nullptr) {
+    if (options->struct_size < offsetof(weft_session_options, devices) +
+                                   sizeof(const char*))
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "session options struct_size %zu is too small (set it to "
+                    "sizeof(weft_session_options))", options->struct_size);
+    std::memcpy(&opts, options, std::min(options->struct_size, sizeof opts));
+  }
+  if (opts.inter_op_threads < 0 || opts.intra_op_threads < 0)
+    return Error(WEFT_INVALID_ARGUMENT, "thread counts must be >= 0");
+  return weft::Guard([&]() -> weft_status* {
+    WEFT_RETURN_IF_ERROR(weft::Registry::Get().Discover());
+    std::string filter = opts.devices ? opts.devices : "";
+    if (filter.empty())
+      if (const char* env = getenv("WEFT_DEVICES")) filter = env;
+    auto s = std::make_unique<weft_session>();
+    s->graph = graph->impl;
+    WEFT_RETURN_IF_ERROR(weft::SelectDevices(weft::Registry::Get().Devices(),
+                                             filter, &s->devices));
+    if (s->devices.empty())
+      return Error(WEFT_NOT_FOUND,
+                   "no device is available: no plugin was found on "
+                   "WEFT_PLUGIN_PATH or in the install directory (see `weft "
+                   "devices`)");
+    s->inter_op_threads = opts.inter_op_threads
+                              ? opts.inter_op_threads
+                              : weft::DefaultThreads();
+    s->intra_op_threads = opts.intra_op_threads
+                              ? opts.intra_op_threads
+                              : weft::DefaultThreads();
+    // The calling thread always works too, so n inter-op threads means
+    // n - 1 pool workers.
+    if (s->inter_op_threads > 1)
+      s->pool = std::make_unique<weft::ThreadPool>(s->inter_op_threads - 1);
+    *out_session = s.release();
+    return nullptr;
+  });
+}
+
+void weft_session_destroy(weft_session* session) { delete session; }
+
+weft_status* weft_session_run(weft_session* session, const weft_output* feeds,
+                              weft_tensor* const* feed_values,
+                              int32_t num_feeds, const weft_output* fetches,
+                              int32_t num_fetches, weft_node* const* targets,
+                              int32_t num_targets, weft_tensor** out_values) {
+  if (session == nullptr) return Error(WEFT_INVALID_ARGUMENT, "session is NULL");
+  if (num_feeds < 0 || num_fetches < 0 || num_targets < 0)
+    return Error(WEFT_INVALID_ARGUMENT, "negative count");
+  if ((num_feeds > 0 && (feeds == nullptr || feed_values == nullptr)) ||
+      (num_fetches > 0 && (fetches == nullptr || out_values == nullptr)) ||
+      (num_targets > 0 && targets == nullptr))
+    return Error(WEFT_INVALID_ARGUMENT, "an array argument is NULL");
+  for (int32_t i = 0; i < num_fetches; ++i) out_values[i] = nullptr;
+
+  return weft::Guard([&]() -> weft_status* {
+    std::string key;
+    key.reserve(9 * (num_feeds + num_fetches + num_targets));
+    for (int32_t i = 0; i < num_feeds; ++i) {
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, feeds[i], "feed", i));
+      WEFT_RETURN_IF_ERROR(weft::CheckFeed(feeds[i], feed_values[i], i));
+      weft::KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
+    }
+    for (int32_t i = 0; i < num_fetches; ++i) {
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, fetches[i], "fetch", i));
+      weft::KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
+    }
+    for (int32_t i = 0; i < num_targets; ++i) {
+      if (!session->graph->Owns(targets[i]))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "target %d is not a node of this session's graph", i);
+      weft::KeyAppend(&key, 't', targets[i]->id, 0);
+    }
+
+    std::shared_ptr<weft::Plan> plan;
+    {
+      std::lock_guard<std::mutex> lock(session->plan_mu);
+      auto it = session->plans.find(key);
+      if (it != session->plans.end()) plan = it->second;
+    }
+    if (!plan) {
+      std::vector<weft_output> fv(feeds, feeds + num_feeds);
+      std::vector<weft_output> ov(fetches, fetches + num_fetches);
+      std::vector<weft_node*> tv(targets, targets + num_targets);
+      weft::PlanRequest req{&fv, &ov, &tv, &session->devices,
+                            &session->variables};
+      WEFT_RETURN_IF_ERROR(weft::BuildPlan(req, &plan));
+      std::lock_guard<std::mutex> lock(session->plan_mu);
+      auto inserted = session->plans.emplace(key, plan);
+      plan = inserted.first->second;  // another thread may have won
+    }
+
+    std::vector<weft::TensorValue> in(num_feeds);
+    for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
+    std::vector<weft::TensorValue> fetched;
+    WEFT_RETURN_IF_ERROR(
+        weft::Execute(session, *plan, std::move(in), &fetched));
+    for (int32_t i = 0; i < num_fetches; ++i) {
+      if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
+        for (int32_t j = 0; j < i; ++j) {
+          weft_tensor_destroy(out_values[j]);
+          out_values[j] = nullptr;
+        }
+        return st;
+      }
+    }
+    return nullptr;
+  });
+}
+
+}  // extern "C"

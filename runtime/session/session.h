@@ -1,0 +1,47 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.h"
+#include "session/plan.h"
+#include "session/thread_pool.h"
+#include "session/variables.h"
+
+namespace weft {
+
+// Streams of one async device, reused across runs: each run takes one.
+class StreamPool {
+ public:
+  explicit StreamPool(Device* d) : device_(d) {}
+  ~StreamPool();
+  weft_status* Acquire(weft_plugin_stream** out);
+  void Release(weft_plugin_stream* s);
+  Device* device() const { return device_; }
+
+ private:
+  Device* device_;
+  std::mutex mu_;
+  std::vector<weft_plugin_stream*> free_;
+};
+
+}  // namespace weft
+
+struct weft_session {
+  std::shared_ptr<weft::Graph> graph;
+  std::vector<weft::Device*> devices;
+  int32_t inter_op_threads = 1;
+  int32_t intra_op_threads = 1;
+  std::unique_ptr<weft::ThreadPool> pool;  // null when single-threaded
+  weft::VariableStore variables;
+
+  std::mutex plan_mu;
+  std::unordered_map<std::string, std::shared_ptr<weft::Plan>> plans;
+
+  std::mutex stream_mu;
+  std::vector<std::unique_ptr<weft::StreamPool>> stream_pools;
+  weft::StreamPool* StreamsFor(weft::Device* d);
+};

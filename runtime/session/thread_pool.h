@@ -1,0 +1,35 @@
+// The inter-op thread pool: runs independent nodes at once.  Deliberately
+// simple (one locked queue): the executor keeps chains on the thread that
+// made them ready, so the queue only sees genuine parallelism.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace weft {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> task);
+  int size() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  void Work();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace weft

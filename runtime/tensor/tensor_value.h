@@ -1,0 +1,41 @@
+// A tensor value as the runtime passes it around: dtype, shape, and a view
+// (offset) into a shared buffer that may live on any device.
+#pragma once
+
+#include "tensor/buffer.h"
+#include "tensor/dims.h"
+#include "weft/dtype.h"
+#include "weft/status.h"
+
+namespace weft {
+
+struct TensorValue {
+  weft_dtype dtype = WEFT_DTYPE_INVALID;
+  Dims dims;
+  BufferRef buffer;  // null for empty tensors
+  uint64_t offset = 0;
+
+  int64_t elements() const { return dims.elements(); }
+  size_t byte_size() const {
+    return static_cast<size_t>(elements()) * weft_dtype_size(dtype);
+  }
+  // Where the value is: nullptr means host memory.
+  Device* device() const;
+  // The first element in host memory, or nullptr when the value lives on a
+  // device whose memory the host cannot address (or is empty).
+  void* host_data() const;
+};
+
+// Checks dtype and dims and computes the byte size, refusing overflow.
+weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
+                             int32_t rank, size_t* out_bytes);
+
+// A host copy of `value` (which must be host-addressable).
+weft_status* CopyToNewHostValue(const TensorValue& value, TensorValue* out);
+
+}  // namespace weft
+
+// The handle users hold: one reference to a value.
+struct weft_tensor {
+  weft::TensorValue value;
+};
