@@ -1,0 +1,154 @@
+// Cast between float32, float64, int32, int64, uint8, bool, float16 and
+// bfloat16.
+//
+// Semantics (runtime/ops/CONVENTIONS.md): float to integer truncates toward
+// zero, with NaN and out-of-range values becoming 0 (a plain C++ conversion
+// would be undefined); anything to bool is x != 0; integer to narrower
+// integer wraps modulo 2^bits, as two's complement hardware does.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "kernel.h"
+
+namespace weft_cpu {
+namespace {
+
+// Storage of a bool tensor: one byte, read as "non-zero" so that a stray
+// byte value can never be undefined behaviour as a C++ bool would.
+struct Bool {
+  uint8_t value;
+};
+
+// Converts through a few value types: float for the 16-bit floats (every
+// half and bfloat16 is exactly a float), bool for Bool, the type itself
+// otherwise.
+inline float Widen(Eigen::half v) { return static_cast<float>(v); }
+inline float Widen(Eigen::bfloat16 v) { return static_cast<float>(v); }
+inline bool Widen(Bool v) { return v.value != 0; }
+template <typename T>
+inline T Widen(T v) {
+  return v;
+}
+
+template <typename T>
+constexpr bool kIs16BitFloat = std::is_same_v<T, Eigen::half> ||
+                               std::is_same_v<T, Eigen::bfloat16>;
+
+template <typename Dst, typename V>
+inline Dst Narrow(V v) {
+  if constexpr (std::is_same_v<Dst, Bool>) {
+    return Bool{static_cast<uint8_t>(v != V(0) ? 1 : 0)};
+  } else if constexpr (kIs16BitFloat<Dst>) {
+    return Dst(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<Dst> && std::is_floating_point_v<V>) {
+    // Bounds are exact in double for every target here: min is 0 or -2^k,
+    // max + 1 is 2^k.
+    const double t = std::trunc(static_cast<double>(v));
+    constexpr double kLow = static_cast<double>(std::numeric_limits<Dst>::min());
+    constexpr double kHighExclusive =
+        static_cast<double>(std::numeric_limits<Dst>::max()) + 1.0;
+    // NaN fails both comparisons.
+    return t >= kLow && t < kHighExclusive ? static_cast<Dst>(t) : Dst(0);
+  } else {
+    return static_cast<Dst>(v);
+  }
+}
+
+template <typename Src, typename Dst>
+void CastRun(const Src* x, Dst* y, int64_t n) {
+  if constexpr (std::is_arithmetic_v<Src> && std::is_arithmetic_v<Dst> &&
+                std::is_floating_point_v<Src> == std::is_floating_point_v<Dst>) {
+    // Float to float, integer to integer: plain conversions that vectorise.
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Dst>(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = Narrow<Dst>(Widen(x[i]));
+  }
+}
+
+template <typename Src, typename Dst>
+weft_status* CastTo(const weft_kernel_context* ctx, const Tensor& x,
+                    const Tensor& y) {
+  const Src* xp = x.data<Src>();
+  Dst* yp = y.data<Dst>();
+  ParallelFor(ctx, y.count, 1, 4, [&](int64_t begin, int64_t end) {
+    CastRun(xp + begin, yp + begin, end - begin);
+  });
+  return nullptr;
+}
+
+template <typename Src>
+weft_status* CastFrom(const weft_kernel_context* ctx, const Tensor& x,
+                      const Tensor& y) {
+  switch (y.dtype) {
+    case WEFT_FLOAT32: return CastTo<Src, float>(ctx, x, y);
+    case WEFT_FLOAT64: return CastTo<Src, double>(ctx, x, y);
+    case WEFT_INT32: return CastTo<Src, int32_t>(ctx, x, y);
+    case WEFT_INT64: return CastTo<Src, int64_t>(ctx, x, y);
+    case WEFT_UINT8: return CastTo<Src, uint8_t>(ctx, x, y);
+    case WEFT_BOOL: return CastTo<Src, Bool>(ctx, x, y);
+    case WEFT_FLOAT16: return CastTo<Src, Eigen::half>(ctx, x, y);
+    case WEFT_BFLOAT16: return CastTo<Src, Eigen::bfloat16>(ctx, x, y);
+    default: return UnsupportedDtype(ctx, y.dtype);
+  }
+}
+
+bool Supported(int32_t dtype) {
+  switch (dtype) {
+    case WEFT_FLOAT32: case WEFT_FLOAT64: case WEFT_INT32: case WEFT_INT64:
+    case WEFT_UINT8: case WEFT_BOOL: case WEFT_FLOAT16: case WEFT_BFLOAT16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+weft_status* CastKernel(weft_kernel_context* ctx) {
+  Tensor x;
+  if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
+  int32_t dst = WEFT_DTYPE_INVALID;
+  if (weft_status* s = g_host->kernel_attr_dtype(ctx, "DstT", &dst)) return s;
+  int32_t src = x.dtype;
+  int32_t src_attr = WEFT_DTYPE_INVALID;
+  weft_status* s = g_host->kernel_attr_dtype(ctx, "SrcT", &src_attr);
+  if (s != nullptr) {
+    if (StatusCode(s) != WEFT_NOT_FOUND) return s;
+    DiscardStatus(s);  // the input's own dtype is authoritative
+  } else if (src_attr != src) {
+    return DtypeMismatch(ctx, "input x", src, src_attr);
+  }
+  if (!Supported(src)) return UnsupportedDtype(ctx, src);
+  if (!Supported(dst)) return UnsupportedDtype(ctx, dst);
+  if (src == dst) return g_host->kernel_forward_input(ctx, 0, 0, x.dims, x.rank);
+
+  Tensor y;
+  if (weft_status* st = AllocateOutput(ctx, 0, dst, x.dims, x.rank, &y)) {
+    return st;
+  }
+  if (y.count == 0) return nullptr;
+  switch (src) {
+    case WEFT_FLOAT32: return CastFrom<float>(ctx, x, y);
+    case WEFT_FLOAT64: return CastFrom<double>(ctx, x, y);
+    case WEFT_INT32: return CastFrom<int32_t>(ctx, x, y);
+    case WEFT_INT64: return CastFrom<int64_t>(ctx, x, y);
+    case WEFT_UINT8: return CastFrom<uint8_t>(ctx, x, y);
+    case WEFT_BOOL: return CastFrom<Bool>(ctx, x, y);
+    case WEFT_FLOAT16: return CastFrom<Eigen::half>(ctx, x, y);
+    case WEFT_BFLOAT16: return CastFrom<Eigen::bfloat16>(ctx, x, y);
+    default: return UnsupportedDtype(ctx, src);
+  }
+}
+
+}  // namespace
+
+weft_status* RegisterCastKernels(const Registrar& registrar) {
+  return registrar.Add("Cast",
+                       {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32, WEFT_INT64,
+                        WEFT_UINT8, WEFT_BOOL, WEFT_FLOAT16, WEFT_BFLOAT16},
+                       Guarded<CastKernel>, "SrcT");
+}
+
+}  // namespace weft_cpu

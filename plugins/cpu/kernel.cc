@@ -1,0 +1,188 @@
+// Error reporting, attribute helpers and registration shared by the kernels.
+#include "kernel.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <exception>
+
+namespace weft_cpu {
+
+const weft_host_api* g_host = nullptr;
+
+namespace {
+
+// Slots appended to weft_host_api after the first release may be missing
+// from an older host's (shorter) table.
+#define WEFT_CPU_HOST_HAS(slot)                                  \
+  (g_host->struct_size >= offsetof(weft_host_api, slot) +        \
+                              sizeof(g_host->slot) &&            \
+   g_host->slot != nullptr)
+
+// Long enough for any message here; longer ones are truncated, not lost.
+constexpr size_t kMessageSize = 1024;
+
+}  // namespace
+
+weft_status* MakeStatus(int32_t code, const char* format, ...) {
+  char message[kMessageSize];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  return g_host->status_create(code, message);
+}
+
+weft_status* NodeError(const weft_kernel_context* ctx, int32_t code,
+                       const char* format, ...) {
+  char detail[kMessageSize];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(detail, sizeof detail, format, args);
+  va_end(args);
+  const char* node = g_host->kernel_node_name(ctx);
+  const char* op = g_host->kernel_op(ctx);
+  return MakeStatus(code, "node '%s' (%s on CPU): %s", node ? node : "?",
+                    op ? op : "?", detail);
+}
+
+void DiscardStatus(weft_status* status) {
+  if (status == nullptr) return;
+  // A host without status_destroy gives the plugin no way to free what it
+  // returned; leaking is the only safe choice there.
+  if (WEFT_CPU_HOST_HAS(status_destroy)) g_host->status_destroy(status);
+}
+
+int32_t StatusCode(const weft_status* status) {
+  if (status == nullptr) return WEFT_OK;
+  if (WEFT_CPU_HOST_HAS(status_code)) return g_host->status_code(status);
+  // Without the slot every failure looks like an absent attribute; callers
+  // then fall back to defaults, the documented meaning of absence.
+  return WEFT_NOT_FOUND;
+}
+
+const char* DtypeName(int32_t dtype) {
+  switch (dtype) {
+    case WEFT_FLOAT32: return "float32";
+    case WEFT_FLOAT64: return "float64";
+    case WEFT_INT32: return "int32";
+    case WEFT_INT64: return "int64";
+    case WEFT_UINT8: return "uint8";
+    case WEFT_BOOL: return "bool";
+    case WEFT_FLOAT16: return "float16";
+    case WEFT_BFLOAT16: return "bfloat16";
+    case WEFT_INT8: return "int8";
+    case WEFT_INT16: return "int16";
+    case WEFT_UINT16: return "uint16";
+    case WEFT_UINT32: return "uint32";
+    case WEFT_UINT64: return "uint64";
+    default: return "invalid";
+  }
+}
+
+const char* FormatShape(const int64_t* dims, int32_t rank, char* buffer,
+                        size_t size) {
+  if (size == 0) return buffer;
+  size_t used = 0;
+  auto append = [&](const char* format, long long value) {
+    if (used >= size) return;
+    int n = snprintf(buffer + used, size - used, format, value);
+    if (n > 0) used += static_cast<size_t>(n);
+  };
+  buffer[0] = '\0';
+  append("[", 0);
+  for (int32_t i = 0; i < rank; ++i) {
+    append(i == 0 ? "%lld" : ",%lld", static_cast<long long>(dims[i]));
+  }
+  append("]", 0);
+  return buffer;
+}
+
+weft_status* RankTooLarge(const weft_kernel_context* ctx, const char* what,
+                          int32_t rank) {
+  return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                   "%s has rank %d; ranks run from 0 to %d", what, rank,
+                   WEFT_MAX_RANK);
+}
+
+weft_status* OptionalBoolAttr(const weft_kernel_context* ctx, const char* name,
+                              bool fallback, bool* out) {
+  int32_t value = 0;
+  weft_status* status = g_host->kernel_attr_bool(ctx, name, &value);
+  if (status == nullptr) {
+    *out = value != 0;
+    return nullptr;
+  }
+  if (StatusCode(status) != WEFT_NOT_FOUND) return status;
+  DiscardStatus(status);
+  *out = fallback;
+  return nullptr;
+}
+
+weft_status* OptionalIntListAttr(const weft_kernel_context* ctx,
+                                 const char* name, const int64_t** values,
+                                 int32_t* count, bool* present) {
+  weft_status* status =
+      g_host->kernel_attr_int_list(ctx, name, values, count);
+  if (status == nullptr) {
+    *present = true;
+    if (*count < 0) {
+      return NodeError(ctx, WEFT_INTERNAL,
+                       "host returned a negative length for attr '%s'", name);
+    }
+    return nullptr;
+  }
+  if (StatusCode(status) != WEFT_NOT_FOUND) return status;
+  DiscardStatus(status);
+  *present = false;
+  *values = nullptr;
+  *count = 0;
+  return nullptr;
+}
+
+weft_status* DtypeMismatch(const weft_kernel_context* ctx, const char* what,
+                           int32_t got, int32_t want) {
+  return NodeError(ctx, WEFT_INVALID_ARGUMENT, "%s is %s, expected %s", what,
+                   DtypeName(got), DtypeName(want));
+}
+
+weft_status* UnsupportedDtype(const weft_kernel_context* ctx, int32_t dtype) {
+  return NodeError(ctx, WEFT_UNIMPLEMENTED,
+                   "the CPU plugin has no kernel for dtype %s (%d)",
+                   DtypeName(dtype), dtype);
+}
+
+weft_status* StatusFromCurrentException(
+    const weft_kernel_context* ctx) noexcept {
+  // Formatting the message may itself throw (it should not: it uses only
+  // stack buffers), so stay inside a try block.
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return NodeError(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  } catch (const std::exception& e) {
+    return NodeError(ctx, WEFT_INTERNAL, "unexpected exception: %s",
+                     e.what());
+  } catch (...) {
+    return NodeError(ctx, WEFT_INTERNAL, "unexpected exception");
+  }
+}
+
+weft_status* Registrar::Add(const char* op,
+                            std::initializer_list<int32_t> dtypes,
+                            weft_kernel_compute_fn compute,
+                            const char* dtype_attr) const {
+  weft_kernel_def def{};
+  def.struct_size = sizeof def;
+  def.op = op;
+  def.dtype_attr = dtypes.size() == 0 ? nullptr : dtype_attr;
+  def.dtypes = dtypes.size() == 0 ? nullptr : dtypes.begin();
+  def.num_dtypes = static_cast<int32_t>(dtypes.size());
+  // Plain Eigen kernels: anything more specialised (oneDNN, a vendor's
+  // plugin) should win over them.
+  def.priority = 0;
+  def.compute = compute;
+  def.kernel_arg = nullptr;
+  return host_->register_kernel(registrar_, &def);
+}
+
+}  // namespace weft_cpu

@@ -1,0 +1,194 @@
+// Shared plumbing for the CPU plugin's kernels: the host table, statuses,
+// tensor access, the exception barrier and intra-op parallelism.
+//
+// Kernels sit on the hot path of every node the executor runs, so the success
+// path here allocates nothing, formats no string and takes no lock.  Error
+// paths are marked cold and may do all of those.
+#ifndef WEFT_PLUGINS_CPU_KERNEL_H_
+#define WEFT_PLUGINS_CPU_KERNEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <new>
+
+#include "thread_pool.h"
+#include "weft/plugin.h"
+#include "weft/tensor.h"
+
+namespace weft_cpu {
+
+// The host's service table, set by weft_plugin_entry before any kernel is
+// registered and never changed while kernels can run.
+extern const weft_host_api* g_host;
+
+#define WEFT_CPU_COLD __attribute__((cold, noinline))
+#define WEFT_CPU_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+// A status made by the host from a printf-style message.
+WEFT_CPU_COLD WEFT_CPU_PRINTF(2, 3) weft_status* MakeStatus(int32_t code,
+                                                            const char* format,
+                                                            ...);
+
+// Like MakeStatus, prefixed with the node and op so that the user can find
+// the culprit in a large graph.
+WEFT_CPU_COLD WEFT_CPU_PRINTF(3, 4) weft_status* NodeError(
+    const weft_kernel_context* ctx, int32_t code, const char* format, ...);
+
+// Releases a status the host handed back (an absent optional attribute).
+void DiscardStatus(weft_status* status);
+// The code of a host status; WEFT_OK for NULL.
+int32_t StatusCode(const weft_status* status);
+
+const char* DtypeName(int32_t dtype);
+// Renders dims as "[2,3]" into `buffer` (truncating); for error messages.
+const char* FormatShape(const int64_t* dims, int32_t rank, char* buffer,
+                        size_t size);
+
+// A tensor as kernels use it: the host's view with the data pointer resolved.
+struct Tensor {
+  int32_t dtype = WEFT_DTYPE_INVALID;
+  int32_t rank = 0;
+  const int64_t* dims = nullptr;
+  int64_t count = 0;
+  char* base = nullptr;  // first element; may be NULL when count == 0
+
+  template <typename T>
+  T* data() const {
+    return reinterpret_cast<T*>(base);
+  }
+};
+
+inline void FromKernelTensor(const weft_kernel_tensor& t, Tensor* out) {
+  out->dtype = t.dtype;
+  out->rank = t.rank;
+  out->dims = t.dims;
+  out->count = t.element_count;
+  out->base = t.data == nullptr ? nullptr
+                                : static_cast<char*>(t.data) + t.offset;
+}
+
+WEFT_CPU_COLD weft_status* RankTooLarge(const weft_kernel_context* ctx,
+                                        const char* what, int32_t rank);
+
+// Reads input `index`.  Ranks beyond WEFT_MAX_RANK are refused here so that
+// every kernel may keep per-dimension state in fixed arrays.
+inline weft_status* ReadInput(const weft_kernel_context* ctx, int32_t index,
+                              Tensor* out) {
+  weft_kernel_tensor t;
+  t.struct_size = sizeof t;
+  if (weft_status* s = g_host->kernel_input(ctx, index, &t)) return s;
+  if (t.rank < 0 || t.rank > WEFT_MAX_RANK) {
+    return RankTooLarge(ctx, "input", t.rank);
+  }
+  FromKernelTensor(t, out);
+  return nullptr;
+}
+
+inline weft_status* AllocateOutput(weft_kernel_context* ctx, int32_t index,
+                                   int32_t dtype, const int64_t* dims,
+                                   int32_t rank, Tensor* out) {
+  weft_kernel_tensor t;
+  t.struct_size = sizeof t;
+  if (weft_status* s =
+          g_host->kernel_allocate_output(ctx, index, dtype, dims, rank, &t)) {
+    return s;
+  }
+  FromKernelTensor(t, out);
+  return nullptr;
+}
+
+// Optional attributes: the default when absent, any other failure returned.
+weft_status* OptionalBoolAttr(const weft_kernel_context* ctx, const char* name,
+                              bool fallback, bool* out);
+// *present is false when the attribute is absent.
+weft_status* OptionalIntListAttr(const weft_kernel_context* ctx,
+                                 const char* name, const int64_t** values,
+                                 int32_t* count, bool* present);
+
+// Checks that `t` has the dtype the kernel was dispatched for.
+WEFT_CPU_COLD weft_status* DtypeMismatch(const weft_kernel_context* ctx,
+                                         const char* what, int32_t got,
+                                         int32_t want);
+WEFT_CPU_COLD weft_status* UnsupportedDtype(const weft_kernel_context* ctx,
+                                            int32_t dtype);
+
+// Turns an exception into a status: bad_alloc is RESOURCE_EXHAUSTED, the
+// rest INTERNAL.  Call only from inside a catch block.
+WEFT_CPU_COLD weft_status* StatusFromCurrentException(
+    const weft_kernel_context* ctx) noexcept;
+
+using KernelBody = weft_status* (*)(weft_kernel_context* ctx);
+
+// The compute function registered with the host: the body behind an
+// exception barrier.  A try block costs nothing until something throws.
+template <KernelBody Body>
+weft_status* Guarded(void* /*kernel_arg*/, weft_kernel_context* ctx) noexcept {
+  try {
+    return Body(ctx);
+  } catch (...) {
+    return StatusFromCurrentException(ctx);
+  }
+}
+
+// ---- Intra-op parallelism ------------------------------------------------
+
+// Below this many elements an element-wise kernel runs on the calling thread:
+// waking pool threads costs microseconds, more than the work itself.
+constexpr int64_t kParallelThreshold = 32 * 1024;
+
+// Runs fn(begin, end) over items [0, n), split across the session's
+// intra-op threads when the items hold enough elements in all to pay for the
+// dispatch.  `cycles_per_item` is a rough cost that lets Eigen choose the
+// block size.
+template <typename Fn>
+void ParallelFor(const weft_kernel_context* ctx, int64_t n,
+                 int64_t elements_per_item, double cycles_per_item, Fn&& fn) {
+  if (n <= 0) return;
+  if (n == 1 || n * elements_per_item < kParallelThreshold) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  Eigen::ThreadPoolDevice* device =
+      ThreadPoolFor(g_host->kernel_intra_op_threads(ctx));
+  if (device == nullptr) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  device->parallelFor(
+      static_cast<Eigen::Index>(n),
+      Eigen::TensorOpCost(0, 0, cycles_per_item),
+      [&fn](Eigen::Index begin, Eigen::Index end) {
+        fn(static_cast<int64_t>(begin), static_cast<int64_t>(end));
+      });
+}
+
+// ---- Registration --------------------------------------------------------
+
+class Registrar {
+ public:
+  Registrar(const weft_host_api* host, weft_kernel_registrar* registrar)
+      : host_(host), registrar_(registrar) {}
+
+  // Registers `compute` for `op` on the dtypes listed for attribute
+  // `dtype_attr` (NULL with an empty list: every dtype).
+  weft_status* Add(const char* op, std::initializer_list<int32_t> dtypes,
+                   weft_kernel_compute_fn compute,
+                   const char* dtype_attr = "T") const;
+
+ private:
+  const weft_host_api* host_;
+  weft_kernel_registrar* registrar_;
+};
+
+// Each op family registers its kernels; the first error stops loading.
+weft_status* RegisterBinaryKernels(const Registrar& registrar);
+weft_status* RegisterUnaryKernels(const Registrar& registrar);
+weft_status* RegisterSoftmaxKernels(const Registrar& registrar);
+weft_status* RegisterReduceKernels(const Registrar& registrar);
+weft_status* RegisterCastKernels(const Registrar& registrar);
+weft_status* RegisterMatMulKernels(const Registrar& registrar);
+
+}  // namespace weft_cpu
+
+#endif  // WEFT_PLUGINS_CPU_KERNEL_H_

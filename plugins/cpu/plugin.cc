@@ -1,0 +1,107 @@
+// The entry point: version negotiation, kernel registration and the
+// plugin's table.
+#include <cstddef>
+
+#include "cpu_device.h"
+#include "kernel.h"
+#include "weft/plugin.h"
+
+namespace weft_cpu {
+namespace {
+
+constexpr uint32_t kImplementedVersion = WEFT_VERSION_PACK(1, 0);
+
+void Shutdown() { ShutdownThreadPools(); }
+
+constexpr weft_plugin_api MakeApi() {
+  weft_plugin_api api{};
+  api.struct_size = sizeof api;
+  api.name = "weft-cpu";
+  api.version = "0.1.0";
+  api.device_type = "CPU";
+  api.device_count = DeviceCount;
+  api.device_open = DeviceOpen;
+  api.device_close = DeviceClose;
+  api.device_properties = DeviceProperties;
+  api.memory_allocate = MemoryAllocate;
+  api.memory_free = MemoryFree;
+  api.copy_host_to_device = CopyHostToDevice;
+  api.copy_device_to_host = CopyDeviceToHost;
+  api.copy_device_to_device = CopyDeviceToDevice;
+  // No streams: kernels and copies finish before they return, which is both
+  // what the CPU does anyway and the cheapest path for tiny nodes.
+  api.shutdown = Shutdown;
+  return api;
+}
+
+constexpr weft_plugin_api kApi = MakeApi();
+
+// True when `args` (sized by the host) has room for `field`.
+#define WEFT_CPU_ARGS_HAVE(args, field)                                \
+  ((args)->struct_size >= offsetof(weft_plugin_init_args, field) +     \
+                              sizeof((args)->field))
+
+weft_status* RegisterAll(const Registrar& registrar) {
+  using RegisterFn = weft_status* (*)(const Registrar&);
+  static constexpr RegisterFn kFamilies[] = {
+      RegisterBinaryKernels, RegisterUnaryKernels, RegisterSoftmaxKernels,
+      RegisterReduceKernels, RegisterCastKernels,  RegisterMatMulKernels,
+  };
+  for (RegisterFn family : kFamilies) {
+    if (weft_status* s = family(registrar)) return s;
+  }
+  return nullptr;
+}
+
+weft_status* Enter(weft_plugin_init_args* args) {
+  if (WEFT_CPU_ARGS_HAVE(args, chosen_version)) {
+    args->chosen_version = kImplementedVersion;
+  }
+  // Without a host table there is no way to build an error status.
+  if (!WEFT_CPU_ARGS_HAVE(args, host) || args->host == nullptr) return nullptr;
+  const weft_host_api* host = args->host;
+  if (host->struct_size < offsetof(weft_host_api, kernel_intra_op_threads) +
+                              sizeof(host->kernel_intra_op_threads)) {
+    return host->status_create(
+        WEFT_FAILED_PRECONDITION,
+        "weft-cpu: the host's service table is shorter than interface 1.0's");
+  }
+  g_host = host;
+  if (!WEFT_CPU_ARGS_HAVE(args, plugin)) {
+    return MakeStatus(WEFT_FAILED_PRECONDITION,
+                      "weft-cpu: the host's init args are shorter than "
+                      "interface 1.0's");
+  }
+  uint32_t lo = args->host_min_version, hi = args->host_max_version;
+  uint32_t major = WEFT_VERSION_MAJOR_OF(kImplementedVersion);
+  if (WEFT_VERSION_MAJOR_OF(lo) > major || WEFT_VERSION_MAJOR_OF(hi) < major) {
+    return MakeStatus(
+        WEFT_FAILED_PRECONDITION,
+        "weft-cpu implements plugin interface %u.%u; the host speaks %u.%u "
+        "to %u.%u",
+        major, WEFT_VERSION_MINOR_OF(kImplementedVersion),
+        WEFT_VERSION_MAJOR_OF(lo), WEFT_VERSION_MINOR_OF(lo),
+        WEFT_VERSION_MAJOR_OF(hi), WEFT_VERSION_MINOR_OF(hi));
+  }
+  if (weft_status* s = RegisterAll(Registrar(host, args->registrar))) {
+    return s;
+  }
+  args->plugin = &kApi;
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace weft_cpu
+
+extern "C" WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(
+    weft_plugin_init_args* args) {
+  if (args == nullptr) return nullptr;
+  try {
+    return weft_cpu::Enter(args);
+  } catch (...) {
+    // Registration copies nothing itself, but stay safe at the boundary.
+    if (weft_cpu::g_host == nullptr) return nullptr;
+    return weft_cpu::g_host->status_create(
+        WEFT_INTERNAL, "weft-cpu: unexpected exception while loading");
+  }
+}
