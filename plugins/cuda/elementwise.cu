@@ -1,0 +1,475 @@
+// Element-wise kernels: Add, Sub, Mul and Div with NumPy broadcasting; Neg,
+// Exp, Log, Relu, Sigmoid and Tanh; Identity; Cast.
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+
+#include "error_slot.h"
+#include "kernel_call.h"
+
+namespace weft_cuda {
+namespace {
+
+const int32_t kNumericTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
+                                 WEFT_INT64};
+const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+
+__device__ __forceinline__ int64_t GridStart() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t GridStride() {
+  return static_cast<int64_t>(blockDim.x) * gridDim.x;
+}
+
+// ---- Binary ops ----
+
+enum BinaryOp : int { kAdd, kSub, kMul, kDiv };
+const char* const kBinaryNames[] = {"Add", "Sub", "Mul", "Div"};
+
+// Where an integer Div reports a zero divisor; `word` is NULL for every
+// other launch.  See error_slot.h.
+struct DivisionCheck {
+  unsigned int* word;
+  unsigned int launch_id;
+};
+
+template <int Op, typename T>
+__device__ __forceinline__ T ApplyBinary(T x, T y, DivisionCheck check) {
+  if constexpr (std::is_floating_point<T>::value) {
+    if constexpr (Op == kAdd) return x + y;
+    if constexpr (Op == kSub) return x - y;
+    if constexpr (Op == kMul) return x * y;
+    if constexpr (Op == kDiv) return x / y;
+  } else {
+    // Signed overflow is undefined behaviour, unsigned arithmetic wraps:
+    // computing in unsigned gives the two's-complement results the op
+    // conventions ask for.
+    using U = std::make_unsigned_t<T>;
+    if constexpr (Op == kAdd) return static_cast<T>(U(x) + U(y));
+    if constexpr (Op == kSub) return static_cast<T>(U(x) - U(y));
+    if constexpr (Op == kMul) return static_cast<T>(U(x) * U(y));
+    if constexpr (Op == kDiv) {
+      if (y == 0) {
+        // The first failing launch of the stream claims the word; launches
+        // run in stream order, so no atomics are needed.
+        volatile unsigned int* word = check.word;
+        if (*word == 0) *word = check.launch_id;
+        return 0;
+      }
+      // The one quotient that overflows, MIN / -1, wraps to MIN.
+      if (y == -1) return static_cast<T>(U(0) - U(x));
+      return x / y;  // C++ truncates toward zero, as the conventions say
+    }
+  }
+}
+
+// Same-shape operands, or one of them a single element (step 0).
+template <int Op, typename T>
+__global__ void BinaryLinearKernel(const T* x, int64_t x_step, const T* y,
+                                   int64_t y_step, T* out, int64_t count,
+                                   DivisionCheck check) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    out[i] = ApplyBinary<Op>(x[i * x_step], y[i * y_step], check);
+  }
+}
+
+// Enough for any two shapes of rank <= 8, and for most higher ranks, since
+// coalescing merges every run of dimensions broadcast the same way.
+constexpr int kMaxBroadcastRank = 8;
+
+// Passed by value: lives in the kernel's parameter space, no device
+// allocation or copy per launch.
+struct BroadcastLayout {
+  int32_t rank;
+  int64_t dims[kMaxBroadcastRank];
+  int64_t x_strides[kMaxBroadcastRank];  // 0 where x is broadcast
+  int64_t y_strides[kMaxBroadcastRank];
+};
+
+template <int Op, typename T>
+__global__ void BinaryBroadcastKernel(const T* x, const T* y, T* out,
+                                      int64_t count, BroadcastLayout layout,
+                                      DivisionCheck check) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    int64_t rest = i, x_offset = 0, y_offset = 0;
+    for (int d = layout.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % layout.dims[d];
+      rest /= layout.dims[d];
+      x_offset += coordinate * layout.x_strides[d];
+      y_offset += coordinate * layout.y_strides[d];
+    }
+    out[i] = ApplyBinary<Op>(x[x_offset], y[y_offset], check);
+  }
+}
+
+template <int Op, typename T>
+weft_status* LaunchBinary(const KernelCall& call, const void* x,
+                          const void* y, void* out, int64_t count,
+                          const BroadcastLayout& layout, DivisionCheck check) {
+  const T* tx = static_cast<const T*>(x);
+  const T* ty = static_cast<const T*>(y);
+  T* tout = static_cast<T*>(out);
+  if (layout.rank <= 1) {
+    const int64_t x_step = layout.rank == 1 ? layout.x_strides[0] : 0;
+    const int64_t y_step = layout.rank == 1 ? layout.y_strides[0] : 0;
+    BinaryLinearKernel<Op, T>
+        <<<BlocksFor(count), kBlockThreads, 0, call.stream()>>>(
+            tx, x_step, ty, y_step, tout, count, check);
+  } else {
+    BinaryBroadcastKernel<Op, T>
+        <<<BlocksFor(count), kBlockThreads, 0, call.stream()>>>(
+            tx, ty, tout, count, layout, check);
+  }
+  return call.CheckLaunch(kBinaryNames[Op]);
+}
+
+template <typename T>
+weft_status* LaunchBinaryTyped(int op, const KernelCall& call, const void* x,
+                               const void* y, void* out, int64_t count,
+                               const BroadcastLayout& layout,
+                               DivisionCheck check) {
+  switch (op) {
+    case kAdd: return LaunchBinary<kAdd, T>(call, x, y, out, count, layout, check);
+    case kSub: return LaunchBinary<kSub, T>(call, x, y, out, count, layout, check);
+    case kMul: return LaunchBinary<kMul, T>(call, x, y, out, count, layout, check);
+    default: return LaunchBinary<kDiv, T>(call, x, y, out, count, layout, check);
+  }
+}
+
+// "[2, 3, 1]", for messages.
+void FormatShape(const weft_kernel_tensor& tensor, char* text, size_t size) {
+  size_t used = 0;
+  used += std::snprintf(text + used, size - used, "[");
+  for (int32_t i = 0; i < tensor.rank && used < size; ++i) {
+    used += std::snprintf(text + used, size - used, i ? ", %lld" : "%lld",
+                          static_cast<long long>(tensor.dims[i]));
+  }
+  if (used < size) std::snprintf(text + used, size - used, "]");
+}
+
+int64_t AlignedDim(const weft_kernel_tensor& tensor, int32_t rank,
+                   int32_t d) {
+  const int32_t i = d - (rank - tensor.rank);
+  return i < 0 ? 1 : tensor.dims[i];
+}
+
+// Builds the coalesced layout: dimensions of size 1 in the output are
+// dropped, and neighbours that both operands treat alike (both present, or
+// one broadcast in both) merge into one.  Returns false when more than
+// kMaxBroadcastRank dimensions remain.
+bool CoalesceBroadcast(const weft_kernel_tensor& x, const weft_kernel_tensor& y,
+                       const int64_t* out_dims, int32_t rank,
+                       BroadcastLayout* layout) {
+  bool x_full[kMaxBroadcastRank], y_full[kMaxBroadcastRank];
+  int32_t groups = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (out_dims[d] == 1) continue;
+    const bool xf = AlignedDim(x, rank, d) != 1;
+    const bool yf = AlignedDim(y, rank, d) != 1;
+    if (groups > 0 && x_full[groups - 1] == xf && y_full[groups - 1] == yf) {
+      layout->dims[groups - 1] *= out_dims[d];
+      continue;
+    }
+    if (groups == kMaxBroadcastRank) return false;
+    layout->dims[groups] = out_dims[d];
+    x_full[groups] = xf;
+    y_full[groups] = yf;
+    ++groups;
+  }
+  layout->rank = groups;
+  int64_t x_stride = 1, y_stride = 1;
+  for (int32_t g = groups - 1; g >= 0; --g) {
+    layout->x_strides[g] = x_full[g] ? x_stride : 0;
+    layout->y_strides[g] = y_full[g] ? y_stride : 0;
+    if (x_full[g]) x_stride *= layout->dims[g];
+    if (y_full[g]) y_stride *= layout->dims[g];
+  }
+  return true;
+}
+
+weft_status* BinaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
+  const int op = static_cast<int>(reinterpret_cast<intptr_t>(kernel_arg));
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_status* status = call.Begin();
+    if (status != nullptr) return status;
+    weft_kernel_tensor x, y;
+    if ((status = call.Input(0, &x)) != nullptr) return status;
+    if ((status = call.Input(1, &y)) != nullptr) return status;
+    if (x.dtype != y.dtype) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "x is %s but y is %s",
+                        DtypeName(x.dtype), DtypeName(y.dtype));
+    }
+    const int32_t rank = x.rank > y.rank ? x.rank : y.rank;
+    DimBuffer out_dims(rank);
+    for (int32_t d = 0; d < rank; ++d) {
+      const int64_t xd = AlignedDim(x, rank, d), yd = AlignedDim(y, rank, d);
+      if (xd != yd && xd != 1 && yd != 1) {
+        char x_text[256], y_text[256];
+        FormatShape(x, x_text, sizeof(x_text));
+        FormatShape(y, y_text, sizeof(y_text));
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "shapes %s and %s do not broadcast", x_text,
+                          y_text);
+      }
+      out_dims[d] = xd == 1 ? yd : xd;
+    }
+    weft_kernel_tensor out;
+    if ((status = call.AllocateOutput(0, x.dtype, out_dims.data(), rank,
+                                      &out)) != nullptr) {
+      return status;
+    }
+    if (out.element_count == 0) return nullptr;
+    BroadcastLayout layout{};
+    if (!CoalesceBroadcast(x, y, out_dims.data(), rank, &layout)) {
+      return call.Error(WEFT_UNIMPLEMENTED,
+                        "broadcasting needs more than %d alternating "
+                        "dimension groups",
+                        kMaxBroadcastRank);
+    }
+    DivisionCheck check{nullptr, 0};
+    const bool integer = x.dtype == WEFT_INT32 || x.dtype == WEFT_INT64;
+    if (op == kDiv && integer) {
+      check.word = call.plugin_stream()->errors->device_word();
+      check.launch_id = call.plugin_stream()->errors->RegisterLaunch(
+          call.DivisionByZeroDescription());
+    }
+    const void* xp = TensorData(x);
+    const void* yp = TensorData(y);
+    void* outp = TensorData(out);
+    const int64_t n = out.element_count;
+    switch (x.dtype) {
+      case WEFT_FLOAT32: return LaunchBinaryTyped<float>(op, call, xp, yp, outp, n, layout, check);
+      case WEFT_FLOAT64: return LaunchBinaryTyped<double>(op, call, xp, yp, outp, n, layout, check);
+      case WEFT_INT32: return LaunchBinaryTyped<int32_t>(op, call, xp, yp, outp, n, layout, check);
+      case WEFT_INT64: return LaunchBinaryTyped<int64_t>(op, call, xp, yp, outp, n, layout, check);
+      default:
+        return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
+                          DtypeName(x.dtype));
+    }
+  });
+}
+
+// ---- Unary ops ----
+
+enum UnaryOp : int { kNeg, kExp, kLog, kRelu, kSigmoid, kTanh };
+const char* const kUnaryNames[] = {"Neg", "Exp", "Log", "Relu", "Sigmoid",
+                                   "Tanh"};
+
+template <int Op, typename T>
+__device__ __forceinline__ T ApplyUnary(T x) {
+  constexpr bool kSingle = std::is_same<T, float>::value;
+  if constexpr (Op == kNeg) {
+    if constexpr (std::is_integral<T>::value) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(U(0) - U(x));  // -MIN wraps to MIN
+    } else {
+      return -x;
+    }
+  }
+  // NaN stays NaN rather than becoming 0.
+  if constexpr (Op == kRelu) return (x > T(0) || x != x) ? x : T(0);
+  if constexpr (Op == kExp) {
+    if constexpr (kSingle) return expf(x); else return exp(x);
+  }
+  if constexpr (Op == kLog) {
+    if constexpr (kSingle) return logf(x); else return log(x);
+  }
+  if constexpr (Op == kSigmoid) {
+    // exp(-x) overflows to inf for very negative x, giving exactly 0.
+    if constexpr (kSingle) return 1.0f / (1.0f + expf(-x));
+    else return 1.0 / (1.0 + exp(-x));
+  }
+  if constexpr (Op == kTanh) {
+    if constexpr (kSingle) return tanhf(x); else return tanh(x);
+  }
+}
+
+template <int Op, typename T>
+__global__ void UnaryKernel(const T* x, T* out, int64_t count) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    out[i] = ApplyUnary<Op>(x[i]);
+  }
+}
+
+template <int Op, typename T>
+weft_status* LaunchUnary(const KernelCall& call, const void* x, void* out,
+                         int64_t count) {
+  UnaryKernel<Op, T><<<BlocksFor(count), kBlockThreads, 0, call.stream()>>>(
+      static_cast<const T*>(x), static_cast<T*>(out), count);
+  return call.CheckLaunch(kUnaryNames[Op]);
+}
+
+// Float-only ops are never instantiated for integers.
+template <int Op>
+weft_status* LaunchUnaryTyped(const KernelCall& call, int32_t dtype,
+                              const void* x, void* out, int64_t count) {
+  constexpr bool kIntegersToo = Op == kNeg || Op == kRelu;
+  switch (dtype) {
+    case WEFT_FLOAT32: return LaunchUnary<Op, float>(call, x, out, count);
+    case WEFT_FLOAT64: return LaunchUnary<Op, double>(call, x, out, count);
+    case WEFT_INT32:
+      if constexpr (kIntegersToo) return LaunchUnary<Op, int32_t>(call, x, out, count);
+      break;
+    case WEFT_INT64:
+      if constexpr (kIntegersToo) return LaunchUnary<Op, int64_t>(call, x, out, count);
+      break;
+    default:
+      break;
+  }
+  return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
+                    DtypeName(dtype));
+}
+
+weft_status* UnaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
+  const int op = static_cast<int>(reinterpret_cast<intptr_t>(kernel_arg));
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_status* status = call.Begin();
+    if (status != nullptr) return status;
+    weft_kernel_tensor x, out;
+    if ((status = call.Input(0, &x)) != nullptr) return status;
+    if ((status = call.AllocateOutput(0, x.dtype, x.dims, x.rank, &out)) !=
+        nullptr) {
+      return status;
+    }
+    if (x.element_count == 0) return nullptr;
+    const void* xp = TensorData(x);
+    void* outp = TensorData(out);
+    const int64_t n = x.element_count;
+    switch (op) {
+      case kNeg: return LaunchUnaryTyped<kNeg>(call, x.dtype, xp, outp, n);
+      case kExp: return LaunchUnaryTyped<kExp>(call, x.dtype, xp, outp, n);
+      case kLog: return LaunchUnaryTyped<kLog>(call, x.dtype, xp, outp, n);
+      case kRelu: return LaunchUnaryTyped<kRelu>(call, x.dtype, xp, outp, n);
+      case kSigmoid: return LaunchUnaryTyped<kSigmoid>(call, x.dtype, xp, outp, n);
+      default: return LaunchUnaryTyped<kTanh>(call, x.dtype, xp, outp, n);
+    }
+  });
+}
+
+// Identity shares its input's memory: no kernel, no copy.
+weft_status* IdentityCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_kernel_tensor x;
+    weft_status* status = call.Input(0, &x);
+    if (status != nullptr) return status;
+    return call.ForwardInput(0, 0, x.dims, x.rank);
+  });
+}
+
+// ---- Cast ----
+
+template <typename From, typename To>
+__device__ __forceinline__ To Convert(From x) {
+  if constexpr (std::is_floating_point<From>::value &&
+                std::is_integral<To>::value) {
+    // Truncate toward zero; NaN and values outside To's range give 0 (a C++
+    // conversion would be undefined there).  2^31 and 2^63 are exact
+    // doubles, so the bounds are exact too.
+    constexpr double kLimit =
+        sizeof(To) == 4 ? 2147483648.0 : 9223372036854775808.0;
+    const double t = trunc(static_cast<double>(x));
+    return (t >= -kLimit && t < kLimit) ? static_cast<To>(t) : To(0);
+  } else {
+    // Integer narrowing is modular, the two's-complement behaviour CUDA and
+    // every host compiler implement.
+    return static_cast<To>(x);
+  }
+}
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* x, To* out, int64_t count) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    out[i] = Convert<From, To>(x[i]);
+  }
+}
+
+template <typename From, typename To>
+weft_status* LaunchCast(const KernelCall& call, const void* x, void* out,
+                        int64_t count) {
+  CastKernel<From, To><<<BlocksFor(count), kBlockThreads, 0, call.stream()>>>(
+      static_cast<const From*>(x), static_cast<To*>(out), count);
+  return call.CheckLaunch("Cast");
+}
+
+template <typename From>
+weft_status* LaunchCastFrom(const KernelCall& call, int32_t to,
+                            const void* x, void* out, int64_t count) {
+  switch (to) {
+    case WEFT_FLOAT32: return LaunchCast<From, float>(call, x, out, count);
+    case WEFT_FLOAT64: return LaunchCast<From, double>(call, x, out, count);
+    case WEFT_INT32: return LaunchCast<From, int32_t>(call, x, out, count);
+    default: return LaunchCast<From, int64_t>(call, x, out, count);
+  }
+}
+
+bool IsNumericType(int32_t dtype) {
+  return dtype == WEFT_FLOAT32 || dtype == WEFT_FLOAT64 ||
+         dtype == WEFT_INT32 || dtype == WEFT_INT64;
+}
+
+weft_status* CastCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_status* status = call.Begin();
+    if (status != nullptr) return status;
+    weft_kernel_tensor x;
+    if ((status = call.Input(0, &x)) != nullptr) return status;
+    int32_t to = WEFT_DTYPE_INVALID;
+    if ((status = call.AttrDtype("DstT", &to)) != nullptr) return status;
+    if (to == x.dtype) return call.ForwardInput(0, 0, x.dims, x.rank);
+    // The registration constrains SrcT only; DstT is checked here.
+    if (!IsNumericType(x.dtype) || !IsNumericType(to)) {
+      return call.Error(WEFT_UNIMPLEMENTED,
+                        "no CUDA Cast from %s to %s (CUDA casts among "
+                        "float32, float64, int32 and int64)",
+                        DtypeName(x.dtype), DtypeName(to));
+    }
+    weft_kernel_tensor out;
+    if ((status = call.AllocateOutput(0, to, x.dims, x.rank, &out)) !=
+        nullptr) {
+      return status;
+    }
+    if (x.element_count == 0) return nullptr;
+    const void* xp = TensorData(x);
+    void* outp = TensorData(out);
+    const int64_t n = x.element_count;
+    switch (x.dtype) {
+      case WEFT_FLOAT32: return LaunchCastFrom<float>(call, to, xp, outp, n);
+      case WEFT_FLOAT64: return LaunchCastFrom<double>(call, to, xp, outp, n);
+      case WEFT_INT32: return LaunchCastFrom<int32_t>(call, to, xp, outp, n);
+      default: return LaunchCastFrom<int64_t>(call, to, xp, outp, n);
+    }
+  });
+}
+
+void* OpArg(int op) { return reinterpret_cast<void*>(static_cast<intptr_t>(op)); }
+
+}  // namespace
+
+weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar) {
+  weft_status* status = nullptr;
+  for (int op = kAdd; op <= kDiv && status == nullptr; ++op) {
+    status = RegisterKernel(registrar, kBinaryNames[op], "T", kNumericTypes,
+                            4, BinaryCompute, OpArg(op));
+  }
+  for (int op = kNeg; op <= kTanh && status == nullptr; ++op) {
+    const bool integers_too = op == kNeg || op == kRelu;
+    status = RegisterKernel(registrar, kUnaryNames[op], "T",
+                            integers_too ? kNumericTypes : kFloatTypes,
+                            integers_too ? 4 : 2, UnaryCompute, OpArg(op));
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "Identity", nullptr, nullptr, 0,
+                            IdentityCompute, nullptr);
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "Cast", "SrcT", kNumericTypes, 4,
+                            CastCompute, nullptr);
+  }
+  return status;
+}
+
+}  // namespace weft_cuda

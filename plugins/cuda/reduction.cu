@@ -1,0 +1,435 @@
+// Reductions: Sum and Mean over any set of axes, and Softmax over the last
+// axis.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "kernel_call.h"
+
+namespace weft_cuda {
+namespace {
+
+const int32_t kNumericTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
+                                 WEFT_INT64};
+const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+
+// Reduces `value` over the block; every thread gets the result.  blockDim.x
+// must be a multiple of 32, and threads that saw no element must hold the
+// identity of `combine`.
+template <typename A, typename Combine>
+__device__ A BlockReduce(A value, Combine combine) {
+  __shared__ A partial[32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  for (int delta = 16; delta > 0; delta >>= 1) {
+    value = combine(value, __shfl_down_sync(0xffffffffu, value, delta));
+  }
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = blockDim.x >> 5;
+    value = partial[lane < warps ? lane : 0];
+    // Lanes past the last warp hold copies, not identities: they are left
+    // out instead of combined.
+    for (int delta = 16; delta > 0; delta >>= 1) {
+      const A other = __shfl_down_sync(0xffffffffu, value, delta);
+      if (lane + delta < warps) value = combine(value, other);
+    }
+    if (lane == 0) partial[0] = value;
+  }
+  __syncthreads();
+  const A result = partial[0];
+  // The next call may overwrite `partial` only after everyone has read it.
+  __syncthreads();
+  return result;
+}
+
+struct SumOp {
+  template <typename A>
+  __device__ A operator()(A a, A b) const { return a + b; }
+};
+struct MaxOp {
+  template <typename A>
+  __device__ A operator()(A a, A b) const { return b > a ? b : a; }
+};
+
+// ---- Sum and Mean ----
+
+// Integers accumulate in 64-bit unsigned arithmetic: it wraps instead of
+// overflowing into undefined behaviour, and truncated to 32 bits it equals
+// the wrapped int32 sum.
+template <typename T>
+using Accumulator =
+    std::conditional_t<std::is_integral<T>::value, unsigned long long, T>;
+
+template <typename T, bool kMean>
+__device__ __forceinline__ T Finish(Accumulator<T> sum, int64_t count) {
+  if constexpr (!kMean) {
+    return static_cast<T>(sum);
+  } else if constexpr (std::is_integral<T>::value) {
+    return static_cast<T>(static_cast<long long>(sum) / count);
+  } else {
+    return sum / static_cast<T>(count);
+  }
+}
+
+constexpr int kMaxReduceGroups = 8;
+
+// Input offsets of the kept (output) and reduced index spaces, after
+// coalescing.  Passed by value, in the kernel's parameter space.
+struct ReduceLayout {
+  int32_t kept_rank;
+  int32_t reduced_rank;
+  int64_t kept_dims[kMaxReduceGroups];
+  int64_t kept_strides[kMaxReduceGroups];
+  int64_t reduced_dims[kMaxReduceGroups];
+  int64_t reduced_strides[kMaxReduceGroups];
+  int64_t reduced_count;
+};
+
+__device__ __forceinline__ int64_t Offset(int64_t index, int32_t rank,
+                                          const int64_t* dims,
+                                          const int64_t* strides) {
+  int64_t offset = 0;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    offset += (index % dims[d]) * strides[d];
+    index /= dims[d];
+  }
+  return offset;
+}
+
+// One thread per output: when many outputs sit side by side in memory,
+// neighbouring threads read neighbouring elements.
+template <typename T, bool kMean>
+__global__ void ReducePerThreadKernel(const T* in, T* out, int64_t out_count,
+                                      ReduceLayout layout) {
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       o < out_count; o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const T* base = in + Offset(o, layout.kept_rank, layout.kept_dims,
+                                layout.kept_strides);
+    Accumulator<T> sum = 0;
+    for (int64_t r = 0; r < layout.reduced_count; ++r) {
+      sum += static_cast<Accumulator<T>>(
+          base[Offset(r, layout.reduced_rank, layout.reduced_dims,
+                      layout.reduced_strides)]);
+    }
+    out[o] = Finish<T, kMean>(sum, layout.reduced_count);
+  }
+}
+
+// One block per output: for long reductions, or for too few outputs to
+// fill the GPU.
+template <typename T, bool kMean>
+__global__ void ReducePerBlockKernel(const T* in, T* out, int64_t out_count,
+                                     ReduceLayout layout) {
+  for (int64_t o = blockIdx.x; o < out_count; o += gridDim.x) {
+    const T* base = in + Offset(o, layout.kept_rank, layout.kept_dims,
+                                layout.kept_strides);
+    Accumulator<T> sum = 0;
+    for (int64_t r = threadIdx.x; r < layout.reduced_count; r += blockDim.x) {
+      sum += static_cast<Accumulator<T>>(
+          base[Offset(r, layout.reduced_rank, layout.reduced_dims,
+                      layout.reduced_strides)]);
+    }
+    sum = BlockReduce(sum, SumOp());
+    if (threadIdx.x == 0) out[o] = Finish<T, kMean>(sum, layout.reduced_count);
+  }
+}
+
+template <typename T>
+__global__ void FillKernel(T* out, int64_t count, T value) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    out[i] = value;
+  }
+}
+
+template <typename T, bool kMean>
+weft_status* LaunchReduce(const KernelCall& call, const void* in, void* out,
+                          int64_t out_count, const ReduceLayout& layout,
+                          bool innermost_reduced) {
+  const T* tin = static_cast<const T*>(in);
+  T* tout = static_cast<T*>(out);
+  const bool per_block =
+      layout.reduced_count >= 64 && (innermost_reduced || out_count < 1024);
+  if (per_block) {
+    const int64_t blocks = out_count < 65535 ? out_count : 65535;
+    ReducePerBlockKernel<T, kMean>
+        <<<static_cast<unsigned int>(blocks), kBlockThreads, 0,
+           call.stream()>>>(tin, tout, out_count, layout);
+  } else {
+    ReducePerThreadKernel<T, kMean>
+        <<<BlocksFor(out_count), kBlockThreads, 0, call.stream()>>>(
+            tin, tout, out_count, layout);
+  }
+  return call.CheckLaunch(kMean ? "Mean" : "Sum");
+}
+
+template <typename T>
+weft_status* LaunchReduceTyped(const KernelCall& call, bool mean,
+                               const void* in, void* out, int64_t out_count,
+                               const ReduceLayout& layout,
+                               bool innermost_reduced) {
+  return mean ? LaunchReduce<T, true>(call, in, out, out_count, layout,
+                                      innermost_reduced)
+              : LaunchReduce<T, false>(call, in, out, out_count, layout,
+                                       innermost_reduced);
+}
+
+template <typename T>
+weft_status* LaunchFill(const KernelCall& call, void* out, int64_t count,
+                        T value) {
+  FillKernel<T><<<BlocksFor(count), kBlockThreads, 0, call.stream()>>>(
+      static_cast<T*>(out), count, value);
+  return call.CheckLaunch("fill");
+}
+
+// Builds the layout from per-dimension flags: size-1 dimensions are
+// dropped and neighbours of the same kind (both kept or both reduced)
+// merge, since row-major makes them one contiguous dimension.  Returns
+// false when more than kMaxReduceGroups groups of one kind remain.
+bool CoalesceReduce(const weft_kernel_tensor& x, const int64_t* reduced,
+                    ReduceLayout* layout, bool* innermost_reduced) {
+  int64_t dims[2 * kMaxReduceGroups];
+  bool is_reduced[2 * kMaxReduceGroups];
+  int32_t groups = 0;
+  for (int32_t d = 0; d < x.rank; ++d) {
+    if (x.dims[d] == 1) continue;
+    const bool r = reduced[d] != 0;
+    if (groups > 0 && is_reduced[groups - 1] == r) {
+      dims[groups - 1] *= x.dims[d];
+      continue;
+    }
+    if (groups == 2 * kMaxReduceGroups) return false;
+    dims[groups] = x.dims[d];
+    is_reduced[groups] = r;
+    ++groups;
+  }
+  *innermost_reduced = groups > 0 && is_reduced[groups - 1];
+  // Strides, innermost first, then the groups in order into their lists.
+  int64_t strides[2 * kMaxReduceGroups];
+  int64_t stride = 1;
+  for (int32_t g = groups - 1; g >= 0; --g) {
+    strides[g] = stride;
+    stride *= dims[g];
+  }
+  layout->kept_rank = 0;
+  layout->reduced_rank = 0;
+  layout->reduced_count = 1;
+  for (int32_t g = 0; g < groups; ++g) {
+    if (is_reduced[g]) {
+      if (layout->reduced_rank == kMaxReduceGroups) return false;
+      layout->reduced_dims[layout->reduced_rank] = dims[g];
+      layout->reduced_strides[layout->reduced_rank++] = strides[g];
+      layout->reduced_count *= dims[g];
+    } else {
+      if (layout->kept_rank == kMaxReduceGroups) return false;
+      layout->kept_dims[layout->kept_rank] = dims[g];
+      layout->kept_strides[layout->kept_rank++] = strides[g];
+    }
+  }
+  return true;
+}
+
+weft_status* ReduceCompute(void* kernel_arg, weft_kernel_context* ctx) {
+  const bool mean = kernel_arg != nullptr;
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_status* status = call.Begin();
+    if (status != nullptr) return status;
+    weft_kernel_tensor x;
+    if ((status = call.Input(0, &x)) != nullptr) return status;
+    bool has_axes = false, keep_dims = false;
+    const int64_t* axes = nullptr;
+    int32_t num_axes = 0;
+    if ((status = call.AttrIntList("axes", &has_axes, &axes, &num_axes)) !=
+        nullptr) {
+      return status;
+    }
+    if ((status = call.AttrBool("keep_dims", false, &keep_dims)) != nullptr) {
+      return status;
+    }
+
+    // reduced[d] != 0: axis d is reduced.  Absent axes means all of them.
+    DimBuffer reduced(x.rank);
+    for (int32_t d = 0; d < x.rank; ++d) reduced[d] = has_axes ? 0 : 1;
+    for (int32_t i = 0; i < num_axes; ++i) {
+      int64_t axis = axes[i];
+      if (axis < -x.rank || axis >= x.rank) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "axis %lld is out of range for rank %d",
+                          static_cast<long long>(axes[i]), x.rank);
+      }
+      if (axis < 0) axis += x.rank;
+      if (reduced[axis]) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "axis %lld is listed twice in axes",
+                          static_cast<long long>(axes[i]));
+      }
+      reduced[axis] = 1;
+    }
+
+    DimBuffer out_dims(x.rank);
+    int32_t out_rank = 0;
+    int64_t reduced_count = 1;
+    for (int32_t d = 0; d < x.rank; ++d) {
+      if (reduced[d]) {
+        reduced_count *= x.dims[d];
+        if (keep_dims) out_dims[out_rank++] = 1;
+      } else {
+        out_dims[out_rank++] = x.dims[d];
+      }
+    }
+    const bool integer = x.dtype == WEFT_INT32 || x.dtype == WEFT_INT64;
+    if (mean && integer && reduced_count == 0) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "the integer Mean of an empty reduction is "
+                        "undefined");
+    }
+    weft_kernel_tensor out;
+    if ((status = call.AllocateOutput(0, x.dtype, out_dims.data(), out_rank,
+                                      &out)) != nullptr) {
+      return status;
+    }
+    const int64_t out_count = out.element_count;
+    void* outp = TensorData(out);
+    if (out_count == 0) return nullptr;
+    if (reduced_count == 0) {
+      if (!mean) {
+        return call.CheckCuda(
+            cudaMemsetAsync(outp, 0, out.byte_size, call.stream()),
+            "cudaMemsetAsync");
+      }
+      if (x.dtype == WEFT_FLOAT32) {
+        return LaunchFill<float>(call, outp, out_count,
+                                std::numeric_limits<float>::quiet_NaN());
+      }
+      return LaunchFill<double>(call, outp, out_count,
+                              std::numeric_limits<double>::quiet_NaN());
+    }
+
+    ReduceLayout layout{};
+    bool innermost_reduced = false;
+    if (!CoalesceReduce(x, reduced.data(), &layout, &innermost_reduced)) {
+      return call.Error(WEFT_UNIMPLEMENTED,
+                        "more than %d alternating groups of kept and "
+                        "reduced axes",
+                        kMaxReduceGroups);
+    }
+    const void* xp = TensorData(x);
+    switch (x.dtype) {
+      case WEFT_FLOAT32:
+        return LaunchReduceTyped<float>(call, mean, xp, outp, out_count,
+                                        layout, innermost_reduced);
+      case WEFT_FLOAT64:
+        return LaunchReduceTyped<double>(call, mean, xp, outp, out_count,
+                                         layout, innermost_reduced);
+      case WEFT_INT32:
+        return LaunchReduceTyped<int32_t>(call, mean, xp, outp, out_count,
+                                          layout, innermost_reduced);
+      case WEFT_INT64:
+        return LaunchReduceTyped<int64_t>(call, mean, xp, outp, out_count,
+                                          layout, innermost_reduced);
+      default:
+        return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
+                          DtypeName(x.dtype));
+    }
+  });
+}
+
+// ---- Softmax ----
+
+template <typename T>
+__device__ __forceinline__ T Exp(T x) {
+  if constexpr (std::is_same<T, float>::value) return expf(x);
+  else return exp(x);
+}
+
+// One block per row, three passes over it: max, sum of shifted
+// exponentials, and the normalized output.  Subtracting the row max keeps
+// exp() from overflowing.
+template <typename T>
+__global__ void SoftmaxKernel(const T* in, T* out, int64_t rows,
+                              int64_t cols) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x = in + row * cols;
+    T* y = out + row * cols;
+    T max = -static_cast<T>(INFINITY);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      max = x[c] > max ? x[c] : max;
+    }
+    max = BlockReduce(max, MaxOp());
+    T sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      sum += Exp(x[c] - max);
+    }
+    sum = BlockReduce(sum, SumOp());
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      y[c] = Exp(x[c] - max) / sum;
+    }
+  }
+}
+
+template <typename T>
+weft_status* LaunchSoftmax(const KernelCall& call, const void* in, void* out,
+                           int64_t rows, int64_t cols) {
+  // Short rows would leave most of a 256-thread block idle.
+  const int threads = cols <= 32 ? 32 : cols <= 128 ? 128 : kBlockThreads;
+  const int64_t blocks = rows < 65535 ? rows : 65535;
+  SoftmaxKernel<T><<<static_cast<unsigned int>(blocks), threads, 0,
+                     call.stream()>>>(static_cast<const T*>(in),
+                                      static_cast<T*>(out), rows, cols);
+  return call.CheckLaunch("Softmax");
+}
+
+weft_status* SoftmaxCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_status* status = call.Begin();
+    if (status != nullptr) return status;
+    weft_kernel_tensor x, out;
+    if ((status = call.Input(0, &x)) != nullptr) return status;
+    if (x.rank < 1) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "Softmax needs logits of rank >= 1, got a scalar");
+    }
+    if ((status = call.AllocateOutput(0, x.dtype, x.dims, x.rank, &out)) !=
+        nullptr) {
+      return status;
+    }
+    if (x.element_count == 0) return nullptr;
+    const int64_t cols = x.dims[x.rank - 1];
+    const int64_t rows = x.element_count / cols;
+    switch (x.dtype) {
+      case WEFT_FLOAT32:
+        return LaunchSoftmax<float>(call, TensorData(x), TensorData(out), rows,
+                                    cols);
+      case WEFT_FLOAT64:
+        return LaunchSoftmax<double>(call, TensorData(x), TensorData(out),
+                                     rows, cols);
+      default:
+        return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
+                          DtypeName(x.dtype));
+    }
+  });
+}
+
+}  // namespace
+
+weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar) {
+  static int mean_tag;
+  weft_status* status = RegisterKernel(registrar, "Sum", "T", kNumericTypes,
+                                       4, ReduceCompute, nullptr);
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "Mean", "T", kNumericTypes, 4,
+                            ReduceCompute, &mean_tag);
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "Softmax", "T", kFloatTypes, 2,
+                            SoftmaxCompute, nullptr);
+  }
+  return status;
+}
+
+}  // namespace weft_cuda
