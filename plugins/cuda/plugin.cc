@@ -1,5 +1,7 @@
 // The plugin's entry point and table: devices, memory, copies, streams and
 // events.  Kernels live in elementwise.cu, reduction.cu and matmul.cc.
+#include <dlfcn.h>
+
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -83,6 +85,17 @@ int Fp32LanesPerSm(int major, int minor) {
   return 128;                                // GA10x, Ada, Hopper, Blackwell
 }
 
+// cudart reports a missing driver as cudaErrorInsufficientDriver, whose
+// text ("driver version is insufficient") misleads when there is no driver
+// at all.  cudart loads libcuda.so.1 itself; if it is not in the process
+// after the failure, it could not be found.
+bool DriverLibraryLoaded() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver == nullptr) return false;
+  dlclose(driver);  // NOLOAD still took a reference
+  return true;
+}
+
 weft_status* DeviceCount(int32_t* out_count) {
   return Guarded([&]() -> weft_status* {
     *out_count = 0;
@@ -90,6 +103,13 @@ weft_status* DeviceCount(int32_t* out_count) {
     cudaError_t error = cudaGetDeviceCount(&count);
     if (error != cudaSuccess) {
       cudaGetLastError();
+      if (error == cudaErrorInsufficientDriver && !DriverLibraryLoaded()) {
+        return MakeStatus(
+            WEFT_UNAVAILABLE,
+            "no CUDA driver: libcuda.so.1 could not be loaded "
+            "(cudaGetDeviceCount failed: %s)",
+            cudaGetErrorName(error));
+      }
       return MakeStatus(CodeFor(error),
                         "no CUDA device: cudaGetDeviceCount failed: %s (%s)",
                         cudaGetErrorString(error), cudaGetErrorName(error));
