@@ -115,7 +115,7 @@ void Run::Process(int32_t id) {
     if (!failed_.load(std::memory_order_acquire))
       if (weft_status* st = ExecuteNode(p)) Fail(st);
     for (int32_t s : p.input_slots)
-      if (uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
         ReleaseSlot(s);
     // Keep one ready successor on this thread: a chain then runs without
     // touching the queue at all.

@@ -101,6 +101,14 @@ weft_status* PrepareConst(const weft_node* n, Device* device,
                   "copying constant '" + n->name + "' to " + device->name);
 }
 
+// Input 0 of Assign and AssignAdd names the variable to write: a reference,
+// not a read, so it is no data edge (else initializing a variable would first
+// read it).
+bool IsRefInput(const weft_node* n, size_t i) {
+  return i == 0 && (n->def->exec == ExecKind::kAssign ||
+                    n->def->exec == ExecKind::kAssignAdd);
+}
+
 }  // namespace
 
 weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
@@ -132,8 +140,11 @@ weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
   while (!stack.empty()) {
     const weft_node* n = stack.back();
     stack.pop_back();
-    for (const weft_output& in : n->inputs)
-      if (!fed.count(OutputKey{in.node, in.index})) want(in.node);
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      const weft_output& in = n->inputs[i];
+      if (!IsRefInput(n, i) && !fed.count(OutputKey{in.node, in.index}))
+        want(in.node);
+    }
     for (const weft_node* c : n->control_inputs) want(c);
   }
 
@@ -196,7 +207,9 @@ weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
   // copied to a device once, at plan time, rather than on every run.
   std::vector<std::vector<int32_t>> consumers(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    for (const weft_output& in : order[i]->inputs) {
+    for (size_t k = 0; k < order[i]->inputs.size(); ++k) {
+      const weft_output& in = order[i]->inputs[k];
+      if (IsRefInput(order[i], k)) continue;
       auto it = index.find(in.node);
       if (it != index.end() && !fed.count(OutputKey{in.node, in.index}))
         consumers[it->second].push_back(static_cast<int32_t>(i));
@@ -237,7 +250,12 @@ weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
 
   for (size_t i = 0; i < order.size(); ++i) {
     PlanNode& p = plan->nodes[i];
-    for (const weft_output& in : p.node->inputs) {
+    for (size_t k = 0; k < p.node->inputs.size(); ++k) {
+      const weft_output& in = p.node->inputs[k];
+      if (IsRefInput(p.node, k)) {
+        p.input_slots.push_back(-1);  // never read
+        continue;
+      }
       int32_t s = slot_of(in);
       p.input_slots.push_back(s);
       plan->slot_uses[s]++;

@@ -52,11 +52,16 @@ void KeyAppend(std::string* key, char tag, int32_t id, int32_t index) {
 
 weft_status* CheckOutput(const weft_session* s, weft_output o,
                          const char* what, int32_t i) {
-  if (!s->graph->Owns(o.node) || o.index < 0 ||
-      o.index >= static_cast<int32_t>(o.node->output_dtypes.size()))
+  if (!s->graph->Owns(o.node))
     return Errorf(WEFT_INVALID_ARGUMENT,
-                  "%s %d does not name an output of this session's graph",
-                  what, i);
+                  "%s %d does not name a node of this session's graph", what,
+                  i);
+  int32_t n = static_cast<int32_t>(o.node->output_dtypes.size());
+  if (o.index < 0 || o.index >= n)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "%s %d names output %d of '%s' (%s), which has %d output%s",
+                  what, i, o.index, o.node->name.c_str(),
+                  o.node->op_type.c_str(), n, n == 1 ? "" : "s");
   return nullptr;
 }
 
@@ -150,8 +155,14 @@ weft_status* weft_session_create(weft_graph* graph,
                     "sizeof(weft_session_options))", options->struct_size);
     std::memcpy(&opts, options, std::min(options->struct_size, sizeof opts));
   }
-  if (opts.inter_op_threads < 0 || opts.intra_op_threads < 0)
-    return Error(WEFT_INVALID_ARGUMENT, "thread counts must be >= 0");
+  if (opts.inter_op_threads < 0)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "session option inter_op_threads is %d; it must be >= 0 "
+                  "(0 picks the core count)", opts.inter_op_threads);
+  if (opts.intra_op_threads < 0)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "session option intra_op_threads is %d; it must be >= 0 "
+                  "(0 picks the core count)", opts.intra_op_threads);
   return weft::Guard([&]() -> weft_status* {
     WEFT_RETURN_IF_ERROR(weft::Registry::Get().Discover());
     std::string filter = opts.devices ? opts.devices : "";
