@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "tensor/buffer.h"
 #include "weft/device.h"
@@ -34,7 +36,18 @@ class Device {
 
   // Allocates `bytes` on the device; bytes == 0 gives an empty ref.
   weft_status* Allocate(size_t bytes, BufferRef* out);
-  void Free(void* handle_to_free);
+  // Called when the last reference to one of this device's buffers goes:
+  // keeps it for reuse or frees it.
+  void Recycle(Buffer* buffer);
+
+ private:
+  // Freed allocations kept for reuse, so the executor's hot path does not go
+  // to the plugin (and malloc) for every output.  Small sizes only, bounded
+  // per size class; a buffer keeps its Buffer object too.
+  static constexpr int kClasses = 15;  // 64 B .. 1 MiB, powers of two
+  static constexpr size_t kMaxPerClass = 64;
+  std::mutex cache_mu_;
+  std::vector<Buffer*> cache_[kClasses];
 };
 
 }  // namespace weft

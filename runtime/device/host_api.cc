@@ -79,6 +79,16 @@ int32_t HostNumOutputs(const weft_kernel_context* c) {
 
 void Describe(const TensorValue& v, weft_kernel_tensor* out) {
   size_t size = out->struct_size;
+  if (size >= sizeof(weft_kernel_tensor)) {  // the common case: no copy
+    out->dtype = v.dtype;
+    out->rank = v.dims.rank();
+    out->dims = v.dims.data();
+    out->element_count = v.elements();
+    out->byte_size = v.byte_size();
+    out->data = v.buffer ? v.buffer->handle : nullptr;
+    out->offset = v.offset;
+    return;
+  }
   weft_kernel_tensor full{};
   full.struct_size = size;
   full.dtype = v.dtype;

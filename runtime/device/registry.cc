@@ -314,11 +314,41 @@ std::vector<const KernelReg*> Registry::KernelsFor(const std::string& op) {
   return out;
 }
 
+namespace {
+
+// The size class of `bytes`: allocations are rounded up to 64 << class.
+int SizeClass(size_t bytes) {
+  int c = 0;
+  size_t cap = 64;
+  while (cap < bytes) {
+    cap <<= 1;
+    ++c;
+  }
+  return c;
+}
+
+}  // namespace
+
 weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   *out = BufferRef();
   if (bytes == 0) return nullptr;
+  int cls = SizeClass(bytes);
+  size_t rounded = bytes;
+  if (cls < kClasses) {
+    rounded = size_t{64} << cls;
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (!cache_[cls].empty()) {
+      Buffer* b = cache_[cls].back();
+      cache_[cls].pop_back();
+      b->refs.store(1, std::memory_order_relaxed);
+      b->is_state = false;
+      b->bytes = bytes;
+      *out = BufferRef(b);
+      return nullptr;
+    }
+  }
   void* h = nullptr;
-  if (weft_status* st = api->memory_allocate(handle, bytes, &h))
+  if (weft_status* st = api->memory_allocate(handle, rounded, &h))
     return Annotate(st, "allocating " + std::to_string(bytes) + " bytes on " +
                             name);
   auto* b = new (std::nothrow) Buffer;
@@ -334,6 +364,17 @@ weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   return nullptr;
 }
 
-void Device::Free(void* h) { api->memory_free(handle, h); }
+void Device::Recycle(Buffer* b) {
+  int cls = SizeClass(b->bytes);
+  if (cls < kClasses) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (cache_[cls].size() < kMaxPerClass) {
+      cache_[cls].push_back(b);
+      return;
+    }
+  }
+  api->memory_free(handle, b->handle);
+  delete b;
+}
 
 }  // namespace weft

@@ -25,6 +25,10 @@ std::string Dims::ToString() const { return ShapeString(data(), rank_); }
 
 void BufferUnref(Buffer* b) {
   if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (b->kind == Buffer::Kind::kDevice) {
+    b->device->Recycle(b);  // frees or keeps it, Buffer object included
+    return;
+  }
   switch (b->kind) {
     case Buffer::Kind::kHostOwned:
       std::free(b->handle);
@@ -33,7 +37,6 @@ void BufferUnref(Buffer* b) {
       if (b->deleter) b->deleter(b->handle, b->bytes, b->deleter_arg);
       break;
     case Buffer::Kind::kDevice:
-      b->device->Free(b->handle);
       break;
   }
   delete b;
