@@ -1,0 +1,243 @@
+/* The plugin loader refuses what is not a usable plugin, says why, records
+ * the refusal, and keeps the good plugins working.  Criterion runs each
+ * test in its own process, so every test starts from an unloaded library.
+ * The test plugins are built in tests/plugins/, off the search path, and
+ * reach the test by path only. */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_support.h"
+#include "weft/plugin.h" /* WEFT_PLUGIN_ENTRY_NAME */
+
+#ifndef WEFT_TEST_PLUGIN_V2
+#error "the build passes the test plugins' paths"
+#endif
+
+static const char* base_name(const char* path) {
+  const char* slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* The reason recorded for `path`, or NULL when it was not refused. */
+static const char* refusal_reason(const char* path) {
+  for (int32_t i = 0; i < weft_plugin_refusal_count(); ++i) {
+    const char* refused = NULL;
+    const char* reason = NULL;
+    WT_OK(weft_plugin_refusal(i, &refused, &reason));
+    cr_assert_not_null(refused);
+    cr_assert_not_null(reason);
+    if (strstr(refused, base_name(path)) != NULL) return reason;
+  }
+  return NULL;
+}
+
+static void expect_refusal_recorded(const char* path, const char* needle) {
+  const char* reason = refusal_reason(path);
+  cr_assert_not_null(reason, "no refusal recorded for %s", path);
+  cr_expect_gt(strlen(reason), 0, "refusal of %s has no reason", path);
+  if (needle != NULL)
+    cr_expect(strstr(reason, needle) != NULL,
+              "refusal of %s does not say \"%s\": %s", path, needle, reason);
+}
+
+/* The good CPU plugin still runs a graph. */
+static void expect_runtime_still_works(void) {
+  weft_graph* graph = wt_graph_new();
+  float values[4] = {-2, -1, 1, 2};
+  weft_output x = wt_const_f32(graph, "x", WT_SHAPE(4), values);
+  weft_output y = wt_apply1(graph, "Relu", "y", x);
+  weft_session* session = wt_session_new(graph, NULL);
+  weft_tensor* out = wt_run1(session, NULL, NULL, 0, y);
+  double expected[4] = {0, 0, 1, 2};
+  wt_expect_f32(out, expected, 4, 0, 0);
+  weft_tensor_destroy(out);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}
+
+static int32_t cpu_device_count(void) {
+  int32_t count = 0;
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    count += strcmp(d.type, "CPU") == 0;
+  }
+  return count;
+}
+
+static void discover(void) {
+  WT_OK(weft_plugins_discover());
+  cr_assert_gt(cpu_device_count(), 0,
+               "no CPU device: is WEFT_PLUGIN_PATH set by the build?");
+}
+
+Test(plugin_loader, missing_file_is_not_found) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  const char* path = "/nonexistent/weft/libweft_no_such_plugin.so";
+  WT_EXPECT_ERROR(weft_plugin_load(path), WEFT_NOT_FOUND,
+                  "libweft_no_such_plugin.so");
+  cr_expect_eq(weft_plugin_count(), plugins);
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, text_file_is_refused) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  int32_t devices = weft_device_count();
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_NOT_A_PLUGIN),
+                  WEFT_INVALID_ARGUMENT, "not_a_plugin.txt");
+  expect_refusal_recorded(WEFT_TEST_NOT_A_PLUGIN, NULL);
+  cr_expect_eq(weft_plugin_count(), plugins);
+  cr_expect_eq(weft_device_count(), devices);
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, shared_object_without_entry_is_refused) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_NO_ENTRY),
+                  WEFT_INVALID_ARGUMENT, WEFT_PLUGIN_ENTRY_NAME);
+  expect_refusal_recorded(WEFT_TEST_PLUGIN_NO_ENTRY, WEFT_PLUGIN_ENTRY_NAME);
+  cr_expect_eq(weft_plugin_count(), plugins);
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, other_interface_major_is_refused_naming_both) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  uint32_t min = 0, max = 0;
+  weft_plugin_interface_range(&min, &max);
+  cr_assert_eq(WEFT_VERSION_MAJOR_OF(max), 1,
+               "this test assumes a host of interface 1.x");
+  char host[32];
+  snprintf(host, sizeof host, "%u.%u", WEFT_VERSION_MAJOR_OF(max),
+           WEFT_VERSION_MINOR_OF(max));
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_V2),
+                  WEFT_FAILED_PRECONDITION, "2.0", host);
+  expect_refusal_recorded(WEFT_TEST_PLUGIN_V2, "2.0");
+  cr_expect_eq(weft_plugin_count(), plugins);
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, entry_error_is_passed_on) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_FAILS), WEFT_UNAVAILABLE,
+                  "refuses on purpose");
+  expect_refusal_recorded(WEFT_TEST_PLUGIN_FAILS, "refuses on purpose");
+  cr_expect_eq(weft_plugin_count(), plugins);
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, every_refusal_in_a_row_then_still_working) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  int32_t devices = weft_device_count();
+  int32_t refusals = weft_plugin_refusal_count();
+  const char* bad[] = {WEFT_TEST_NOT_A_PLUGIN, WEFT_TEST_PLUGIN_NO_ENTRY,
+                       WEFT_TEST_PLUGIN_V2, WEFT_TEST_PLUGIN_FAILS};
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+      weft_status* status = weft_plugin_load(bad[i]);
+      cr_expect_not_null(status, "%s loaded on round %d", bad[i], round);
+      weft_status_destroy(status);
+    }
+  }
+  cr_expect_geq(weft_plugin_refusal_count(), refusals + 4);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
+    expect_refusal_recorded(bad[i], NULL);
+  cr_expect_eq(weft_plugin_count(), plugins);
+  cr_expect_eq(weft_device_count(), devices);
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, refusal_index_out_of_range) {
+  discover();
+  const char* path = NULL;
+  const char* reason = NULL;
+  WT_EXPECT_CODE(weft_plugin_refusal(weft_plugin_refusal_count(), &path,
+                                     &reason),
+                 WEFT_INVALID_ARGUMENT);
+  WT_EXPECT_CODE(weft_plugin_refusal(-1, &path, &reason),
+                 WEFT_INVALID_ARGUMENT);
+}
+
+Test(plugin_loader, loading_a_loaded_plugin_again_is_a_no_op) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  int32_t devices = weft_device_count();
+  WT_OK(weft_plugin_load(WEFT_TEST_CPU_PLUGIN));
+  WT_OK(weft_plugin_load(WEFT_TEST_CPU_PLUGIN));
+  /* The same file under another spelling of its path. */
+  char respelled[4096];
+  const char* name = base_name(WEFT_TEST_CPU_PLUGIN);
+  snprintf(respelled, sizeof respelled, "%.*s/./%s",
+           (int)(name - WEFT_TEST_CPU_PLUGIN - 1), WEFT_TEST_CPU_PLUGIN, name);
+  WT_OK(weft_plugin_load(respelled));
+  cr_expect_eq(weft_plugin_count(), plugins);
+  cr_expect_eq(weft_device_count(), devices);
+  expect_runtime_still_works();
+}
+
+/* Explicit loading before discovery, then discovery finding the same file
+ * on the search path, must not give two CPU plugins. */
+Test(plugin_loader, explicit_load_then_discovery) {
+  WT_OK(weft_plugin_load(WEFT_TEST_CPU_PLUGIN));
+  cr_expect_geq(weft_plugin_count(), 1);
+  int32_t cpu_devices = cpu_device_count();
+  cr_expect_gt(cpu_devices, 0);
+  WT_OK(weft_plugins_discover());
+  int32_t cpu_plugins = 0;
+  for (int32_t i = 0; i < weft_plugin_count(); ++i) {
+    weft_plugin_description d = {.struct_size = sizeof d};
+    WT_OK(weft_plugin_describe(i, &d));
+    cpu_plugins += strcmp(d.device_type, "CPU") == 0 &&
+                   strcmp(base_name(d.path), base_name(WEFT_TEST_CPU_PLUGIN)) ==
+                       0;
+  }
+  cr_expect_eq(cpu_plugins, 1, "the CPU plugin is loaded %d times",
+               cpu_plugins);
+  cr_expect_eq(cpu_device_count(), cpu_devices);
+  expect_runtime_still_works();
+}
+
+/* A plugin with no hardware loads, reports zero devices and why, and
+ * changes nothing for the rest (its Relu kernel has no device to run on). */
+Test(plugin_loader, plugin_without_devices_loads_and_says_why) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  int32_t devices = weft_device_count();
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_NO_DEVICE));
+  cr_assert_eq(weft_plugin_count(), plugins + 1);
+  cr_expect_eq(weft_device_count(), devices);
+
+  int found = 0;
+  for (int32_t i = 0; i < weft_plugin_count(); ++i) {
+    weft_plugin_description d = {.struct_size = sizeof d};
+    WT_OK(weft_plugin_describe(i, &d));
+    if (strcmp(d.name, "weft-test-nodevice") != 0) continue;
+    found = 1;
+    cr_expect_str_eq(d.version, "0.0.1");
+    cr_expect_str_eq(d.device_type, "NULLDEV");
+    cr_expect_eq(d.device_count, 0);
+    cr_expect_eq(d.interface_version, WEFT_VERSION_PACK(1, 0));
+    cr_expect(strstr(d.path, base_name(WEFT_TEST_PLUGIN_NO_DEVICE)) != NULL,
+              "path %s", d.path);
+    cr_expect(strstr(d.no_device_reason, "no NULLDEV hardware") != NULL,
+              "no_device_reason: \"%s\"", d.no_device_reason);
+  }
+  cr_expect(found, "the loaded plugin is not described");
+
+  weft_graph* graph = wt_graph_new();
+  weft_session_options options;
+  weft_session_options_init(&options);
+  options.devices = "/device:NULLDEV:0";
+  weft_session* session = NULL;
+  WT_EXPECT_CODE(weft_session_create(graph, &options, &session),
+                 WEFT_NOT_FOUND);
+  weft_graph_destroy(graph);
+  expect_runtime_still_works();
+}

@@ -1,0 +1,183 @@
+/* A run computes only what its fetches and targets need: nodes outside
+ * that set never run (their side effects never happen, their unfed
+ * placeholders raise nothing), and a fed output cuts off everything
+ * upstream of it. */
+#include <criterion/criterion.h>
+
+#include "test_support.h"
+
+static float read_scalar(weft_session* session, weft_output output) {
+  weft_tensor* t = wt_run1(session, NULL, NULL, 0, output);
+  cr_assert_eq(weft_tensor_element_count(t), 1);
+  float value = *(const float*)weft_tensor_data(t);
+  weft_tensor_destroy(t);
+  return value;
+}
+
+/* A float32 scalar variable "counter" = 5, initialized in a new session. */
+struct counter {
+  weft_graph* graph;
+  weft_output value;
+  weft_output one;
+  weft_output two;
+  weft_node* init;
+};
+
+static struct counter make_counter(void) {
+  struct counter c;
+  c.graph = wt_graph_new();
+  weft_output five = wt_const(c.graph, "five", wt_scalar_f32(5));
+  WT_OK(weft_graph_variable(c.graph, "counter", five, &c.value, &c.init));
+  c.one = wt_const(c.graph, "one", wt_scalar_f32(1));
+  c.two = wt_const(c.graph, "two", wt_scalar_f32(2));
+  return c;
+}
+
+static weft_session* init_session(struct counter* c) {
+  weft_session* session = wt_session_new(c->graph, NULL);
+  wt_run_targets(session, &c->init, 1);
+  return session;
+}
+
+Test(pruning, side_effect_outside_the_fetch_path_never_runs) {
+  struct counter c = make_counter();
+  weft_output bump = wt_apply2(c.graph, "AssignAdd", "bump", c.value, c.one);
+  weft_output doubled = wt_apply2(c.graph, "Mul", "doubled", c.value, c.two);
+  weft_session* session = init_session(&c);
+
+  for (int i = 0; i < 3; ++i)
+    cr_expect_eq(read_scalar(session, doubled), 10.0f);
+  cr_expect_eq(read_scalar(session, c.value), 5.0f,
+               "an AssignAdd nobody fetched changed the variable");
+
+  /* The same node does run when asked for, so the check above means
+   * something. */
+  wt_run_targets(session, &bump.node, 1);
+  cr_expect_eq(read_scalar(session, c.value), 6.0f);
+  cr_expect_eq(read_scalar(session, bump), 7.0f);
+
+  weft_session_destroy(session);
+  weft_graph_destroy(c.graph);
+}
+
+Test(pruning, unfed_placeholder_in_an_unneeded_branch_is_fine) {
+  weft_graph* graph = wt_graph_new();
+  weft_output never_fed =
+      wt_placeholder(graph, "never_fed", WEFT_FLOAT32, WT_SHAPE(2));
+  weft_output unused = wt_apply1(graph, "Relu", "unused_relu", never_fed);
+  float values[2] = {1, -2};
+  weft_output c = wt_const_f32(graph, "c", WT_SHAPE(2), values);
+  weft_output neg = wt_apply1(graph, "Neg", "neg", c);
+  /* Both branches meet only here, which is not fetched. */
+  wt_apply2(graph, "Add", "joined", unused, neg);
+
+  weft_session* session = wt_session_new(graph, NULL);
+  weft_tensor* out = wt_run1(session, NULL, NULL, 0, neg);
+  double expected[2] = {-1, 2};
+  wt_expect_f32(out, expected, 2, 0, 0);
+  weft_tensor_destroy(out);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}
+
+Test(pruning, fed_intermediate_cuts_off_its_upstream) {
+  weft_graph* graph = wt_graph_new();
+  weft_output x = wt_placeholder(graph, "upstream_unfed", WEFT_FLOAT32,
+                                 WT_SHAPE(2));
+  weft_output hidden = wt_apply1(graph, "Relu", "hidden", x);
+  weft_output y = wt_apply1(graph, "Neg", "y", hidden);
+  weft_session* session = wt_session_new(graph, NULL);
+
+  /* A negative feed survives: the Relu that would clamp it never runs. */
+  float fed_values[2] = {-1.5f, 2.0f};
+  weft_tensor* fed = wt_tensor(WEFT_FLOAT32, WT_SHAPE(2), fed_values);
+  weft_tensor* out = wt_run1(session, &hidden, &fed, 1, y);
+  double expected[2] = {1.5, -2.0};
+  wt_expect_f32(out, expected, 2, 0, 0);
+  weft_tensor_destroy(out);
+
+  /* Fetching the fed output itself returns the feed. */
+  out = wt_run1(session, &hidden, &fed, 1, hidden);
+  double same[2] = {-1.5, 2.0};
+  wt_expect_f32(out, same, 2, 0, 0);
+  weft_tensor_destroy(out);
+
+  weft_tensor_destroy(fed);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}
+
+Test(pruning, fed_intermediate_skips_upstream_side_effects) {
+  struct counter c = make_counter();
+  weft_output bump = wt_apply2(c.graph, "AssignAdd", "bump", c.value, c.one);
+  weft_output doubled = wt_apply2(c.graph, "Mul", "doubled", bump, c.two);
+  weft_session* session = init_session(&c);
+
+  weft_tensor* fed = wt_scalar_f32(100);
+  weft_tensor* out = wt_run1(session, &bump, &fed, 1, doubled);
+  cr_expect_eq(*(const float*)weft_tensor_data(out), 200.0f);
+  weft_tensor_destroy(out);
+  weft_tensor_destroy(fed);
+  cr_expect_eq(read_scalar(session, c.value), 5.0f,
+               "the AssignAdd whose output was fed still ran");
+
+  /* Unfed, the same fetch does run it. */
+  cr_expect_eq(read_scalar(session, doubled), 12.0f);
+  cr_expect_eq(read_scalar(session, c.value), 6.0f);
+
+  weft_session_destroy(session);
+  weft_graph_destroy(c.graph);
+}
+
+Test(pruning, control_inputs_are_part_of_what_is_needed) {
+  struct counter c = make_counter();
+  weft_node* bump = NULL;
+  {
+    weft_output out =
+        wt_apply2(c.graph, "AssignAdd", "bump", c.value, c.one);
+    bump = out.node;
+  }
+  /* Fetching a node with a control input on bump runs bump first. */
+  weft_op_builder* b = weft_op_begin(c.graph, "Identity", "after_bump");
+  weft_op_add_input(b, c.two);
+  weft_op_add_control_input(b, bump);
+  weft_node* after = NULL;
+  WT_OK(weft_op_finish(b, &after));
+  cr_expect_eq(weft_node_num_control_inputs(after), 1);
+
+  /* A NoOp grouping it does the same as a target. */
+  b = weft_op_begin(c.graph, "NoOp", "group");
+  weft_op_add_control_input(b, bump);
+  weft_node* group = NULL;
+  WT_OK(weft_op_finish(b, &group));
+
+  weft_session* session = init_session(&c);
+  weft_output plain_two = c.two;
+  cr_expect_eq(read_scalar(session, plain_two), 2.0f);
+  cr_expect_eq(read_scalar(session, c.value), 5.0f,
+               "fetching the Identity's input ran its control dependency");
+  weft_output after_out = {after, 0};
+  cr_expect_eq(read_scalar(session, after_out), 2.0f);
+  cr_expect_eq(read_scalar(session, c.value), 6.0f,
+               "a control input of a fetched node did not run");
+  wt_run_targets(session, &group, 1);
+  cr_expect_eq(read_scalar(session, c.value), 7.0f);
+
+  weft_session_destroy(session);
+  weft_graph_destroy(c.graph);
+}
+
+Test(pruning, unused_feed_is_harmless) {
+  weft_graph* graph = wt_graph_new();
+  weft_output x = wt_placeholder(graph, "spare", WEFT_FLOAT32, WT_SHAPE(1));
+  weft_output c = wt_const(graph, "c", wt_scalar_f32(3));
+  weft_output y = wt_apply1(graph, "Neg", "y", c);
+  weft_session* session = wt_session_new(graph, NULL);
+  weft_tensor* fed = wt_tensor(WEFT_FLOAT32, WT_SHAPE(1), NULL);
+  weft_tensor* out = wt_run1(session, &x, &fed, 1, y);
+  cr_expect_eq(*(const float*)weft_tensor_data(out), -3.0f);
+  weft_tensor_destroy(out);
+  weft_tensor_destroy(fed);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}
