@@ -2,8 +2,8 @@
 // Exp, Log, Relu, Sigmoid and Tanh; Identity; Cast.
 #include <cstdint>
 #include <cstdio>
-#include <type_traits>
 
+#include "elementwise_ops.h"
 #include "error_slot.h"
 #include "kernel_call.h"
 
@@ -23,45 +23,7 @@ __device__ __forceinline__ int64_t GridStride() {
 
 // ---- Binary ops ----
 
-enum BinaryOp : int { kAdd, kSub, kMul, kDiv };
 const char* const kBinaryNames[] = {"Add", "Sub", "Mul", "Div"};
-
-// Where an integer Div reports a zero divisor; `word` is NULL for every
-// other launch.  See error_slot.h.
-struct DivisionCheck {
-  unsigned int* word;
-  unsigned int launch_id;
-};
-
-template <int Op, typename T>
-__device__ __forceinline__ T ApplyBinary(T x, T y, DivisionCheck check) {
-  if constexpr (std::is_floating_point<T>::value) {
-    if constexpr (Op == kAdd) return x + y;
-    if constexpr (Op == kSub) return x - y;
-    if constexpr (Op == kMul) return x * y;
-    if constexpr (Op == kDiv) return x / y;
-  } else {
-    // Signed overflow is undefined behaviour, unsigned arithmetic wraps:
-    // computing in unsigned gives the two's-complement results the op
-    // conventions ask for.
-    using U = std::make_unsigned_t<T>;
-    if constexpr (Op == kAdd) return static_cast<T>(U(x) + U(y));
-    if constexpr (Op == kSub) return static_cast<T>(U(x) - U(y));
-    if constexpr (Op == kMul) return static_cast<T>(U(x) * U(y));
-    if constexpr (Op == kDiv) {
-      if (y == 0) {
-        // The first failing launch of the stream claims the word; launches
-        // run in stream order, so no atomics are needed.
-        volatile unsigned int* word = check.word;
-        if (*word == 0) *word = check.launch_id;
-        return 0;
-      }
-      // The one quotient that overflows, MIN / -1, wraps to MIN.
-      if (y == -1) return static_cast<T>(U(0) - U(x));
-      return x / y;  // C++ truncates toward zero, as the conventions say
-    }
-  }
-}
 
 // Same-shape operands, or one of them a single element (step 0).
 template <int Op, typename T>
@@ -73,31 +35,13 @@ __global__ void BinaryLinearKernel(const T* x, int64_t x_step, const T* y,
   }
 }
 
-// Enough for any two shapes of rank <= 8, and for most higher ranks, since
-// coalescing merges every run of dimensions broadcast the same way.
-constexpr int kMaxBroadcastRank = 8;
-
-// Passed by value: lives in the kernel's parameter space, no device
-// allocation or copy per launch.
-struct BroadcastLayout {
-  int32_t rank;
-  int64_t dims[kMaxBroadcastRank];
-  int64_t x_strides[kMaxBroadcastRank];  // 0 where x is broadcast
-  int64_t y_strides[kMaxBroadcastRank];
-};
-
 template <int Op, typename T>
 __global__ void BinaryBroadcastKernel(const T* x, const T* y, T* out,
                                       int64_t count, BroadcastLayout layout,
                                       DivisionCheck check) {
   for (int64_t i = GridStart(); i < count; i += GridStride()) {
-    int64_t rest = i, x_offset = 0, y_offset = 0;
-    for (int d = layout.rank - 1; d >= 0; --d) {
-      const int64_t coordinate = rest % layout.dims[d];
-      rest /= layout.dims[d];
-      x_offset += coordinate * layout.x_strides[d];
-      y_offset += coordinate * layout.y_strides[d];
-    }
+    int64_t x_offset, y_offset;
+    BroadcastOffsets(layout, i, &x_offset, &y_offset);
     out[i] = ApplyBinary<Op>(x[x_offset], y[y_offset], check);
   }
 }
@@ -145,46 +89,6 @@ void FormatShape(const weft_kernel_tensor& tensor, char* text, size_t size) {
                           static_cast<long long>(tensor.dims[i]));
   }
   if (used < size) std::snprintf(text + used, size - used, "]");
-}
-
-int64_t AlignedDim(const weft_kernel_tensor& tensor, int32_t rank,
-                   int32_t d) {
-  const int32_t i = d - (rank - tensor.rank);
-  return i < 0 ? 1 : tensor.dims[i];
-}
-
-// Builds the coalesced layout: dimensions of size 1 in the output are
-// dropped, and neighbours that both operands treat alike (both present, or
-// one broadcast in both) merge into one.  Returns false when more than
-// kMaxBroadcastRank dimensions remain.
-bool CoalesceBroadcast(const weft_kernel_tensor& x, const weft_kernel_tensor& y,
-                       const int64_t* out_dims, int32_t rank,
-                       BroadcastLayout* layout) {
-  bool x_full[kMaxBroadcastRank], y_full[kMaxBroadcastRank];
-  int32_t groups = 0;
-  for (int32_t d = 0; d < rank; ++d) {
-    if (out_dims[d] == 1) continue;
-    const bool xf = AlignedDim(x, rank, d) != 1;
-    const bool yf = AlignedDim(y, rank, d) != 1;
-    if (groups > 0 && x_full[groups - 1] == xf && y_full[groups - 1] == yf) {
-      layout->dims[groups - 1] *= out_dims[d];
-      continue;
-    }
-    if (groups == kMaxBroadcastRank) return false;
-    layout->dims[groups] = out_dims[d];
-    x_full[groups] = xf;
-    y_full[groups] = yf;
-    ++groups;
-  }
-  layout->rank = groups;
-  int64_t x_stride = 1, y_stride = 1;
-  for (int32_t g = groups - 1; g >= 0; --g) {
-    layout->x_strides[g] = x_full[g] ? x_stride : 0;
-    layout->y_strides[g] = y_full[g] ? y_stride : 0;
-    if (x_full[g]) x_stride *= layout->dims[g];
-    if (y_full[g]) y_stride *= layout->dims[g];
-  }
-  return true;
 }
 
 weft_status* BinaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
@@ -252,38 +156,8 @@ weft_status* BinaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
 
 // ---- Unary ops ----
 
-enum UnaryOp : int { kNeg, kExp, kLog, kRelu, kSigmoid, kTanh };
 const char* const kUnaryNames[] = {"Neg", "Exp", "Log", "Relu", "Sigmoid",
                                    "Tanh"};
-
-template <int Op, typename T>
-__device__ __forceinline__ T ApplyUnary(T x) {
-  constexpr bool kSingle = std::is_same<T, float>::value;
-  if constexpr (Op == kNeg) {
-    if constexpr (std::is_integral<T>::value) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(U(0) - U(x));  // -MIN wraps to MIN
-    } else {
-      return -x;
-    }
-  }
-  // NaN stays NaN rather than becoming 0.
-  if constexpr (Op == kRelu) return (x > T(0) || x != x) ? x : T(0);
-  if constexpr (Op == kExp) {
-    if constexpr (kSingle) return expf(x); else return exp(x);
-  }
-  if constexpr (Op == kLog) {
-    if constexpr (kSingle) return logf(x); else return log(x);
-  }
-  if constexpr (Op == kSigmoid) {
-    // exp(-x) overflows to inf for very negative x, giving exactly 0.
-    if constexpr (kSingle) return 1.0f / (1.0f + expf(-x));
-    else return 1.0 / (1.0 + exp(-x));
-  }
-  if constexpr (Op == kTanh) {
-    if constexpr (kSingle) return tanhf(x); else return tanh(x);
-  }
-}
 
 template <int Op, typename T>
 __global__ void UnaryKernel(const T* x, T* out, int64_t count) {
@@ -360,24 +234,6 @@ weft_status* IdentityCompute(void*, weft_kernel_context* ctx) {
 }
 
 // ---- Cast ----
-
-template <typename From, typename To>
-__device__ __forceinline__ To Convert(From x) {
-  if constexpr (std::is_floating_point<From>::value &&
-                std::is_integral<To>::value) {
-    // Truncate toward zero; NaN and values outside To's range give 0 (a C++
-    // conversion would be undefined there).  2^31 and 2^63 are exact
-    // doubles, so the bounds are exact too.
-    constexpr double kLimit =
-        sizeof(To) == 4 ? 2147483648.0 : 9223372036854775808.0;
-    const double t = trunc(static_cast<double>(x));
-    return (t >= -kLimit && t < kLimit) ? static_cast<To>(t) : To(0);
-  } else {
-    // Integer narrowing is modular, the two's-complement behaviour CUDA and
-    // every host compiler implement.
-    return static_cast<To>(x);
-  }
-}
 
 template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* out, int64_t count) {

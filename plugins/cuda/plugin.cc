@@ -453,20 +453,30 @@ weft_status* Entry(weft_plugin_init_args* args) {
 
 extern "C" WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(
     weft_plugin_init_args* args) {
-  // Without an args block that reaches `plugin` and a host table, there is
-  // no way to answer at all; not setting `plugin` is the only refusal left.
-  if (args == nullptr ||
-      args->struct_size < offsetof(weft_plugin_init_args, plugin) +
-                              sizeof(args->plugin)) {
-    return nullptr;
+  if (args == nullptr) return nullptr;
+  const auto covers = [args](size_t end) { return args->struct_size >= end; };
+  if (covers(offsetof(weft_plugin_init_args, chosen_version) +
+             sizeof(args->chosen_version))) {
+    args->chosen_version = weft_cuda::kChosenVersion;
   }
-  args->chosen_version = weft_cuda::kChosenVersion;
-  const weft_host_api* host = args->host;
+  // Without a host table there is no way to make a status: leaving
+  // `plugin` unset is the only refusal left.
+  const weft_host_api* host =
+      covers(offsetof(weft_plugin_init_args, host) + sizeof(args->host))
+          ? args->host
+          : nullptr;
   if (host == nullptr ||
       host->struct_size < offsetof(weft_host_api, status_create) +
                               sizeof(host->status_create) ||
       host->status_create == nullptr) {
     return nullptr;
+  }
+  if (!covers(offsetof(weft_plugin_init_args, plugin) +
+              sizeof(args->plugin))) {
+    return host->status_create(
+        WEFT_FAILED_PRECONDITION,
+        "weft-cuda: the init args are smaller than plugin interface 1.0 "
+        "defines");
   }
   // Every 1.0 slot, status_code included, is used somewhere.
   if (host->struct_size <

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernel_call.h"
+#include "reduce_ops.h"
 
 namespace weft_cuda {
 namespace {
@@ -56,49 +57,6 @@ struct MaxOp {
 
 // ---- Sum and Mean ----
 
-// Integers accumulate in 64-bit unsigned arithmetic: it wraps instead of
-// overflowing into undefined behaviour, and truncated to 32 bits it equals
-// the wrapped int32 sum.
-template <typename T>
-using Accumulator =
-    std::conditional_t<std::is_integral<T>::value, unsigned long long, T>;
-
-template <typename T, bool kMean>
-__device__ __forceinline__ T Finish(Accumulator<T> sum, int64_t count) {
-  if constexpr (!kMean) {
-    return static_cast<T>(sum);
-  } else if constexpr (std::is_integral<T>::value) {
-    return static_cast<T>(static_cast<long long>(sum) / count);
-  } else {
-    return sum / static_cast<T>(count);
-  }
-}
-
-constexpr int kMaxReduceGroups = 8;
-
-// Input offsets of the kept (output) and reduced index spaces, after
-// coalescing.  Passed by value, in the kernel's parameter space.
-struct ReduceLayout {
-  int32_t kept_rank;
-  int32_t reduced_rank;
-  int64_t kept_dims[kMaxReduceGroups];
-  int64_t kept_strides[kMaxReduceGroups];
-  int64_t reduced_dims[kMaxReduceGroups];
-  int64_t reduced_strides[kMaxReduceGroups];
-  int64_t reduced_count;
-};
-
-__device__ __forceinline__ int64_t Offset(int64_t index, int32_t rank,
-                                          const int64_t* dims,
-                                          const int64_t* strides) {
-  int64_t offset = 0;
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    offset += (index % dims[d]) * strides[d];
-    index /= dims[d];
-  }
-  return offset;
-}
-
 // One thread per output: when many outputs sit side by side in memory,
 // neighbouring threads read neighbouring elements.
 template <typename T, bool kMean>
@@ -106,13 +64,13 @@ __global__ void ReducePerThreadKernel(const T* in, T* out, int64_t out_count,
                                       ReduceLayout layout) {
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        o < out_count; o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const T* base = in + Offset(o, layout.kept_rank, layout.kept_dims,
-                                layout.kept_strides);
+    const T* base = in + SpaceOffset(o, layout.kept_rank, layout.kept_dims,
+                                     layout.kept_strides);
     Accumulator<T> sum = 0;
     for (int64_t r = 0; r < layout.reduced_count; ++r) {
       sum += static_cast<Accumulator<T>>(
-          base[Offset(r, layout.reduced_rank, layout.reduced_dims,
-                      layout.reduced_strides)]);
+          base[SpaceOffset(r, layout.reduced_rank, layout.reduced_dims,
+                           layout.reduced_strides)]);
     }
     out[o] = Finish<T, kMean>(sum, layout.reduced_count);
   }
@@ -124,13 +82,13 @@ template <typename T, bool kMean>
 __global__ void ReducePerBlockKernel(const T* in, T* out, int64_t out_count,
                                      ReduceLayout layout) {
   for (int64_t o = blockIdx.x; o < out_count; o += gridDim.x) {
-    const T* base = in + Offset(o, layout.kept_rank, layout.kept_dims,
-                                layout.kept_strides);
+    const T* base = in + SpaceOffset(o, layout.kept_rank, layout.kept_dims,
+                                     layout.kept_strides);
     Accumulator<T> sum = 0;
     for (int64_t r = threadIdx.x; r < layout.reduced_count; r += blockDim.x) {
       sum += static_cast<Accumulator<T>>(
-          base[Offset(r, layout.reduced_rank, layout.reduced_dims,
-                      layout.reduced_strides)]);
+          base[SpaceOffset(r, layout.reduced_rank, layout.reduced_dims,
+                           layout.reduced_strides)]);
     }
     sum = BlockReduce(sum, SumOp());
     if (threadIdx.x == 0) out[o] = Finish<T, kMean>(sum, layout.reduced_count);
@@ -183,53 +141,6 @@ weft_status* LaunchFill(const KernelCall& call, void* out, int64_t count,
   FillKernel<T><<<BlocksFor(count), kBlockThreads, 0, call.stream()>>>(
       static_cast<T*>(out), count, value);
   return call.CheckLaunch("fill");
-}
-
-// Builds the layout from per-dimension flags: size-1 dimensions are
-// dropped and neighbours of the same kind (both kept or both reduced)
-// merge, since row-major makes them one contiguous dimension.  Returns
-// false when more than kMaxReduceGroups groups of one kind remain.
-bool CoalesceReduce(const weft_kernel_tensor& x, const int64_t* reduced,
-                    ReduceLayout* layout, bool* innermost_reduced) {
-  int64_t dims[2 * kMaxReduceGroups];
-  bool is_reduced[2 * kMaxReduceGroups];
-  int32_t groups = 0;
-  for (int32_t d = 0; d < x.rank; ++d) {
-    if (x.dims[d] == 1) continue;
-    const bool r = reduced[d] != 0;
-    if (groups > 0 && is_reduced[groups - 1] == r) {
-      dims[groups - 1] *= x.dims[d];
-      continue;
-    }
-    if (groups == 2 * kMaxReduceGroups) return false;
-    dims[groups] = x.dims[d];
-    is_reduced[groups] = r;
-    ++groups;
-  }
-  *innermost_reduced = groups > 0 && is_reduced[groups - 1];
-  // Strides, innermost first, then the groups in order into their lists.
-  int64_t strides[2 * kMaxReduceGroups];
-  int64_t stride = 1;
-  for (int32_t g = groups - 1; g >= 0; --g) {
-    strides[g] = stride;
-    stride *= dims[g];
-  }
-  layout->kept_rank = 0;
-  layout->reduced_rank = 0;
-  layout->reduced_count = 1;
-  for (int32_t g = 0; g < groups; ++g) {
-    if (is_reduced[g]) {
-      if (layout->reduced_rank == kMaxReduceGroups) return false;
-      layout->reduced_dims[layout->reduced_rank] = dims[g];
-      layout->reduced_strides[layout->reduced_rank++] = strides[g];
-      layout->reduced_count *= dims[g];
-    } else {
-      if (layout->kept_rank == kMaxReduceGroups) return false;
-      layout->kept_dims[layout->kept_rank] = dims[g];
-      layout->kept_strides[layout->kept_rank++] = strides[g];
-    }
-  }
-  return true;
 }
 
 weft_status* ReduceCompute(void* kernel_arg, weft_kernel_context* ctx) {
