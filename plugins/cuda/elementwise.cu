@@ -36,9 +36,10 @@ __global__ void BinaryLinearKernel(const T* x, int64_t x_step, const T* y,
 }
 
 template <int Op, typename T>
-__global__ void BinaryBroadcastKernel(const T* x, const T* y, T* out,
-                                      int64_t count, BroadcastLayout layout,
-                                      DivisionCheck check) {
+__global__ void BinaryBroadcastKernel(
+    const T* x, const T* y, T* out, int64_t count,
+    // Read in place from parameter space instead of copied per thread.
+    const __grid_constant__ BroadcastLayout layout, DivisionCheck check) {
   for (int64_t i = GridStart(); i < count; i += GridStride()) {
     int64_t x_offset, y_offset;
     BroadcastOffsets(layout, i, &x_offset, &y_offset);
@@ -73,10 +74,14 @@ weft_status* LaunchBinaryTyped(int op, const KernelCall& call, const void* x,
                                const BroadcastLayout& layout,
                                DivisionCheck check) {
   switch (op) {
-    case kAdd: return LaunchBinary<kAdd, T>(call, x, y, out, count, layout, check);
-    case kSub: return LaunchBinary<kSub, T>(call, x, y, out, count, layout, check);
-    case kMul: return LaunchBinary<kMul, T>(call, x, y, out, count, layout, check);
-    default: return LaunchBinary<kDiv, T>(call, x, y, out, count, layout, check);
+    case kAdd:
+      return LaunchBinary<kAdd, T>(call, x, y, out, count, layout, check);
+    case kSub:
+      return LaunchBinary<kSub, T>(call, x, y, out, count, layout, check);
+    case kMul:
+      return LaunchBinary<kMul, T>(call, x, y, out, count, layout, check);
+    default:
+      return LaunchBinary<kDiv, T>(call, x, y, out, count, layout, check);
   }
 }
 
@@ -143,10 +148,18 @@ weft_status* BinaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
     void* outp = TensorData(out);
     const int64_t n = out.element_count;
     switch (x.dtype) {
-      case WEFT_FLOAT32: return LaunchBinaryTyped<float>(op, call, xp, yp, outp, n, layout, check);
-      case WEFT_FLOAT64: return LaunchBinaryTyped<double>(op, call, xp, yp, outp, n, layout, check);
-      case WEFT_INT32: return LaunchBinaryTyped<int32_t>(op, call, xp, yp, outp, n, layout, check);
-      case WEFT_INT64: return LaunchBinaryTyped<int64_t>(op, call, xp, yp, outp, n, layout, check);
+      case WEFT_FLOAT32:
+        return LaunchBinaryTyped<float>(op, call, xp, yp, outp, n, layout,
+                                        check);
+      case WEFT_FLOAT64:
+        return LaunchBinaryTyped<double>(op, call, xp, yp, outp, n, layout,
+                                         check);
+      case WEFT_INT32:
+        return LaunchBinaryTyped<int32_t>(op, call, xp, yp, outp, n, layout,
+                                          check);
+      case WEFT_INT64:
+        return LaunchBinaryTyped<int64_t>(op, call, xp, yp, outp, n, layout,
+                                          check);
       default:
         return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
                           DtypeName(x.dtype));
@@ -183,10 +196,14 @@ weft_status* LaunchUnaryTyped(const KernelCall& call, int32_t dtype,
     case WEFT_FLOAT32: return LaunchUnary<Op, float>(call, x, out, count);
     case WEFT_FLOAT64: return LaunchUnary<Op, double>(call, x, out, count);
     case WEFT_INT32:
-      if constexpr (kIntegersToo) return LaunchUnary<Op, int32_t>(call, x, out, count);
+      if constexpr (kIntegersToo) {
+        return LaunchUnary<Op, int32_t>(call, x, out, count);
+      }
       break;
     case WEFT_INT64:
-      if constexpr (kIntegersToo) return LaunchUnary<Op, int64_t>(call, x, out, count);
+      if constexpr (kIntegersToo) {
+        return LaunchUnary<Op, int64_t>(call, x, out, count);
+      }
       break;
     default:
       break;
@@ -211,13 +228,14 @@ weft_status* UnaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
     const void* xp = TensorData(x);
     void* outp = TensorData(out);
     const int64_t n = x.element_count;
+    const int32_t t = x.dtype;
     switch (op) {
-      case kNeg: return LaunchUnaryTyped<kNeg>(call, x.dtype, xp, outp, n);
-      case kExp: return LaunchUnaryTyped<kExp>(call, x.dtype, xp, outp, n);
-      case kLog: return LaunchUnaryTyped<kLog>(call, x.dtype, xp, outp, n);
-      case kRelu: return LaunchUnaryTyped<kRelu>(call, x.dtype, xp, outp, n);
-      case kSigmoid: return LaunchUnaryTyped<kSigmoid>(call, x.dtype, xp, outp, n);
-      default: return LaunchUnaryTyped<kTanh>(call, x.dtype, xp, outp, n);
+      case kNeg: return LaunchUnaryTyped<kNeg>(call, t, xp, outp, n);
+      case kExp: return LaunchUnaryTyped<kExp>(call, t, xp, outp, n);
+      case kLog: return LaunchUnaryTyped<kLog>(call, t, xp, outp, n);
+      case kRelu: return LaunchUnaryTyped<kRelu>(call, t, xp, outp, n);
+      case kSigmoid: return LaunchUnaryTyped<kSigmoid>(call, t, xp, outp, n);
+      default: return LaunchUnaryTyped<kTanh>(call, t, xp, outp, n);
     }
   });
 }
@@ -301,7 +319,9 @@ weft_status* CastCompute(void*, weft_kernel_context* ctx) {
   });
 }
 
-void* OpArg(int op) { return reinterpret_cast<void*>(static_cast<intptr_t>(op)); }
+void* OpArg(int op) {
+  return reinterpret_cast<void*>(static_cast<intptr_t>(op));
+}
 
 }  // namespace
 

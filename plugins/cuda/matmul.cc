@@ -90,8 +90,8 @@ weft_status* MatMulTyped(const KernelCall& call, const weft_kernel_tensor& a,
       transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
       static_cast<const T*>(TensorData(b)), b.dims[1],
       static_cast<const T*>(TensorData(a)), a.dims[1], c, n);
-  if (blas != CUBLAS_STATUS_SUCCESS) return BlasError(call, blas, "cuBLAS gemm");
-  return nullptr;
+  return blas == CUBLAS_STATUS_SUCCESS ? nullptr
+                                      : BlasError(call, blas, "cuBLAS gemm");
 }
 
 weft_status* MatMulCompute(void*, weft_kernel_context* ctx) {

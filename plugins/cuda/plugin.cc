@@ -76,13 +76,11 @@ const char* Intern(const std::string& text) {
   return strings->insert(text).first->c_str();
 }
 
-// FP32 lanes per SM, for the cost model's peak estimate.  Unknown newer
-// architectures get the figure of the latest known ones.
+// FP32 lanes per SM, for the cost model's peak estimate: 64 on Turing and
+// A100, 128 on GA10x, Ada, Hopper and Blackwell.  Architectures newer than
+// these get the latest figure.
 int Fp32LanesPerSm(int major, int minor) {
-  if (major < 7) return 64;
-  if (major == 7) return 64;                 // Volta, Turing
-  if (major == 8 && minor == 0) return 64;   // A100
-  return 128;                                // GA10x, Ada, Hopper, Blackwell
+  return (major < 8 || (major == 8 && minor == 0)) ? 64 : 128;
 }
 
 // cudart reports a missing driver as cudaErrorInsufficientDriver, whose
@@ -169,16 +167,19 @@ weft_status* DeviceOpen(int32_t index, weft_plugin_device** out) {
 
 void DeviceClose(weft_plugin_device* device) { delete device; }
 
-#define WEFT_CUDA_FITS(object, field)                     \
-  (offsetof(std::remove_pointer_t<decltype(object)>, field) + \
-       sizeof((object)->field) <=                         \
+// Whether the caller's struct, by its struct_size, has room for `field`.
+#define WEFT_CUDA_FITS(object, field)                          \
+  (offsetof(std::remove_pointer_t<decltype(object)>, field) +  \
+       sizeof((object)->field) <=                              \
    (object)->struct_size)
 
 weft_status* DeviceProperties(weft_plugin_device* device,
                               weft_device_properties* out) {
   if (WEFT_CUDA_FITS(out, description)) out->description = device->description;
   if (WEFT_CUDA_FITS(out, vendor)) out->vendor = "NVIDIA";
-  if (WEFT_CUDA_FITS(out, memory_bytes)) out->memory_bytes = device->memory_bytes;
+  if (WEFT_CUDA_FITS(out, memory_bytes)) {
+    out->memory_bytes = device->memory_bytes;
+  }
   if (WEFT_CUDA_FITS(out, compute_gflops)) {
     out->compute_gflops = device->compute_gflops;
   }

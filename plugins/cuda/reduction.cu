@@ -60,8 +60,10 @@ struct MaxOp {
 // One thread per output: when many outputs sit side by side in memory,
 // neighbouring threads read neighbouring elements.
 template <typename T, bool kMean>
-__global__ void ReducePerThreadKernel(const T* in, T* out, int64_t out_count,
-                                      ReduceLayout layout) {
+__global__ void ReducePerThreadKernel(
+    const T* in, T* out, int64_t out_count,
+    // Read in place from parameter space instead of copied per thread.
+    const __grid_constant__ ReduceLayout layout) {
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        o < out_count; o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const T* base = in + SpaceOffset(o, layout.kept_rank, layout.kept_dims,
@@ -79,8 +81,9 @@ __global__ void ReducePerThreadKernel(const T* in, T* out, int64_t out_count,
 // One block per output: for long reductions, or for too few outputs to
 // fill the GPU.
 template <typename T, bool kMean>
-__global__ void ReducePerBlockKernel(const T* in, T* out, int64_t out_count,
-                                     ReduceLayout layout) {
+__global__ void ReducePerBlockKernel(
+    const T* in, T* out, int64_t out_count,
+    const __grid_constant__ ReduceLayout layout) {
   for (int64_t o = blockIdx.x; o < out_count; o += gridDim.x) {
     const T* base = in + SpaceOffset(o, layout.kept_rank, layout.kept_dims,
                                      layout.kept_strides);
