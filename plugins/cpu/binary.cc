@@ -30,14 +30,18 @@ auto ApplyFloat(const A& a, const B& b) {
 // undefined for signed types: compute in the unsigned type of the same width.
 // Division is the exception; its zero divisors are refused beforehand.
 template <BinaryOp op, typename T>
-inline T ApplyInt(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  if constexpr (op == BinaryOp::kAdd) return static_cast<T>(U(a) + U(b));
-  if constexpr (op == BinaryOp::kSub) return static_cast<T>(U(a) - U(b));
-  if constexpr (op == BinaryOp::kMul) return static_cast<T>(U(a) * U(b));
-  if constexpr (op == BinaryOp::kDiv) {
+inline T ApplyScalar(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return ApplyFloat<op>(a, b);
+  } else {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (op == BinaryOp::kAdd) return static_cast<T>(U(a) + U(b));
+    if constexpr (op == BinaryOp::kSub) return static_cast<T>(U(a) - U(b));
+    if constexpr (op == BinaryOp::kMul) return static_cast<T>(U(a) * U(b));
     // MIN / -1 overflows; negating in unsigned arithmetic wraps it to MIN.
-    return b == -1 ? static_cast<T>(U(0) - U(a)) : static_cast<T>(a / b);
+    if constexpr (op == BinaryOp::kDiv) {
+      return b == -1 ? static_cast<T>(U(0) - U(a)) : static_cast<T>(a / b);
+    }
   }
 }
 
@@ -45,35 +49,39 @@ inline T ApplyInt(T a, T b) {
 template <BinaryOp op, typename T>
 void RunKernel(const T* x, const T* y, T* z, int64_t n, RunLayout layout) {
   if constexpr (std::is_floating_point_v<T>) {
-    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    Eigen::Map<Array> out(z, n);
-    switch (layout) {
-      case RunLayout::kBoth:
-        out = ApplyFloat<op>(Eigen::Map<const Array>(x, n),
-                             Eigen::Map<const Array>(y, n));
-        break;
-      case RunLayout::kRepeatX:
-        out = ApplyFloat<op>(*x, Eigen::Map<const Array>(y, n));
-        break;
-      case RunLayout::kRepeatY:
-        out = ApplyFloat<op>(Eigen::Map<const Array>(x, n), *y);
-        break;
+    // Below this, Eigen's alignment prologue and epilogue cost more than
+    // the scalar loop; graphs of scalars live here.
+    constexpr int64_t kTinyRun = 8;
+    if (n > kTinyRun) {
+      using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+      Eigen::Map<Array> out(z, n);
+      switch (layout) {
+        case RunLayout::kBoth:
+          out = ApplyFloat<op>(Eigen::Map<const Array>(x, n),
+                               Eigen::Map<const Array>(y, n));
+          return;
+        case RunLayout::kRepeatX:
+          out = ApplyFloat<op>(*x, Eigen::Map<const Array>(y, n));
+          return;
+        case RunLayout::kRepeatY:
+          out = ApplyFloat<op>(Eigen::Map<const Array>(x, n), *y);
+          return;
+      }
     }
-  } else {
-    switch (layout) {
-      case RunLayout::kBoth:
-        for (int64_t i = 0; i < n; ++i) z[i] = ApplyInt<op>(x[i], y[i]);
-        break;
-      case RunLayout::kRepeatX: {
-        const T a = *x;
-        for (int64_t i = 0; i < n; ++i) z[i] = ApplyInt<op>(a, y[i]);
-        break;
-      }
-      case RunLayout::kRepeatY: {
-        const T b = *y;
-        for (int64_t i = 0; i < n; ++i) z[i] = ApplyInt<op>(x[i], b);
-        break;
-      }
+  }
+  switch (layout) {
+    case RunLayout::kBoth:
+      for (int64_t i = 0; i < n; ++i) z[i] = ApplyScalar<op>(x[i], y[i]);
+      return;
+    case RunLayout::kRepeatX: {
+      const T a = *x;
+      for (int64_t i = 0; i < n; ++i) z[i] = ApplyScalar<op>(a, y[i]);
+      return;
+    }
+    case RunLayout::kRepeatY: {
+      const T b = *y;
+      for (int64_t i = 0; i < n; ++i) z[i] = ApplyScalar<op>(x[i], b);
+      return;
     }
   }
 }
@@ -139,10 +147,14 @@ weft_status* BinaryKernel(weft_kernel_context* ctx) {
   if (x.dtype != y.dtype) return DtypeMismatch(ctx, "input y", y.dtype, x.dtype);
 
   int64_t dims[WEFT_MAX_RANK];
-  int32_t rank;
-  if (weft_status* s = BroadcastShape(ctx, x, y, dims, &rank)) return s;
+  const int64_t* out_dims = x.dims;
+  int32_t rank = x.rank;
+  if (!SameShape(x, y)) {
+    if (weft_status* s = BroadcastShape(ctx, x, y, dims, &rank)) return s;
+    out_dims = dims;
+  }
   Tensor z;
-  if (weft_status* s = AllocateOutput(ctx, 0, x.dtype, dims, rank, &z)) {
+  if (weft_status* s = AllocateOutput(ctx, 0, x.dtype, out_dims, rank, &z)) {
     return s;
   }
   if (z.count == 0) return nullptr;

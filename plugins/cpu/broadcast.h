@@ -16,6 +16,14 @@ enum class RunLayout {
   kRepeatY,  // y holds one value for the whole run
 };
 
+inline bool SameShape(const Tensor& x, const Tensor& y) {
+  if (x.rank != y.rank) return false;
+  for (int32_t i = 0; i < x.rank; ++i) {
+    if (x.dims[i] != y.dims[i]) return false;
+  }
+  return true;
+}
+
 // The output shape of x op y; INVALID_ARGUMENT naming both shapes when they
 // do not broadcast.  `dims` has room for WEFT_MAX_RANK entries.
 weft_status* BroadcastShape(const weft_kernel_context* ctx, const Tensor& x,

@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 
+#include "exact_exp.h"
 #include "kernel.h"
 
 namespace weft_cpu {
@@ -19,7 +20,9 @@ void SoftmaxRows(const T* x, T* y, int64_t width, int64_t begin,
     Eigen::Map<const Array> in(x + row * width, width);
     Eigen::Map<Array> out(y + row * width, width);
     const T max = in.maxCoeff();
-    out = (in - max).exp();
+    out = in - max;
+    // Terms far below the max must underflow to 0, not to Eigen's clamp.
+    ExactExp(y + row * width, y + row * width, width);
     out *= T(1) / out.sum();
   }
 }

@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include "exact_exp.h"
 #include "kernel.h"
 
 namespace weft_cpu {
@@ -18,7 +19,7 @@ void Run(const T* x, T* y, int64_t n) {
     Eigen::Map<const Array> in(x, n);
     Eigen::Map<Array> out(y, n);
     if constexpr (op == UnaryOp::kNeg) out = -in;
-    if constexpr (op == UnaryOp::kExp) out = in.exp();
+    if constexpr (op == UnaryOp::kExp) ExactExp(x, y, n);
     if constexpr (op == UnaryOp::kLog) out = in.log();
     // NaN in, NaN out (NaN < 0 is false); a plain max would return
     // whichever operand the instruction favours.
