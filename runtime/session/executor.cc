@@ -60,6 +60,7 @@ class Run {
                             const TensorValue* outputs);
   RunStream* StreamFor(Device* d);
   void Fail(weft_status* st);
+  void Release(TensorValue& v);
   void ReleaseSlot(int32_t s);
   weft_status* Finish();
 
@@ -93,11 +94,14 @@ RunStream* Run::StreamFor(Device* d) {
   return nullptr;
 }
 
-void Run::ReleaseSlot(int32_t s) {
-  TensorValue& v = slots_[s];
+void Run::ReleaseSlot(int32_t s) { Release(slots_[s]); }
+
+void Run::Release(TensorValue& v) {
   Device* d = v.device();
   if (d != nullptr && d->has_streams()) {
     // Work enqueued on a stream may still read it: free after the sync.
+    // Dropped now, it would go to the device's buffer cache, and the next
+    // allocation could overwrite it before that work has run.
     std::lock_guard<std::mutex> lock(mu_);
     deferred_.push_back(std::move(v.buffer));
   }
@@ -258,7 +262,10 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
             CopyInto(v, p.device, StreamFor(p.device), &moved.back(), false));
         inputs[i] = &moved.back();
       }
-      return RunKernel(p, p.kernel, inputs, n_in, outputs, p.num_outputs);
+      weft_status* st =
+          RunKernel(p, p.kernel, inputs, n_in, outputs, p.num_outputs);
+      for (TensorValue& m : moved) Release(m);
+      return st;
     }
     case ExecKind::kConst:
       outputs[0] = p.const_value;
@@ -288,6 +295,7 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       WEFT_RETURN_IF_ERROR(
           CopyInto(v, p.device, StreamFor(p.device), &copy, true));
       std::lock_guard<std::mutex> lock(p.variable->mu);
+      Release(p.variable->value);  // queued work may still read it
       p.variable->value = copy;
       p.variable->initialized = true;
       outputs[0] = std::move(copy);
@@ -309,14 +317,22 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
                       p.node->inputs[0].node->name.c_str());
       const TensorValue* ins[2] = {&p.variable->value, delta};
       TensorValue sum;
-      WEFT_RETURN_IF_ERROR(RunKernel(p, p.kernel, ins, 2, &sum, 1));
-      if (!(sum.dims == p.variable->value.dims))
-        return Errorf(WEFT_INVALID_ARGUMENT,
-                      "node '%s' (AssignAdd): adding %s would change the "
-                      "variable's shape %s", p.node->name.c_str(),
-                      delta->dims.ToString().c_str(),
-                      p.variable->value.dims.ToString().c_str());
+      weft_status* st = RunKernel(p, p.kernel, ins, 2, &sum, 1);
+      if (st == nullptr && !(sum.dims == p.variable->value.dims))
+        st = Errorf(WEFT_INVALID_ARGUMENT,
+                    "node '%s' (AssignAdd): adding %s would change the "
+                    "variable's shape %s", p.node->name.c_str(),
+                    delta->dims.ToString().c_str(),
+                    p.variable->value.dims.ToString().c_str());
+      // The Add may be queued still, reading the delta and the old value
+      // and writing the sum: none of them is freed before the sync.
+      Release(delta_moved);
+      if (st != nullptr) {
+        Release(sum);
+        return st;
+      }
       if (sum.buffer) sum.buffer->is_state = true;
+      Release(p.variable->value);
       p.variable->value = sum;
       outputs[0] = std::move(sum);
       return nullptr;
