@@ -77,6 +77,8 @@ weft_status* tpl_device_properties(weft_plugin_device* device,
 
 /* ---- Memory (memory.c) ------------------------------------------------- */
 
+/* Two marks, so that a handle used after its free and a pointer that never
+ * was a handle get different messages.  ASCII, to read in a debugger. */
 #define TPL_BUFFER_MAGIC UINT64_C(0x54504c4255464d41) /* "TPLBUFMA" */
 #define TPL_BUFFER_FREED UINT64_C(0x54504c4652454544) /* "TPLFREED" */
 
@@ -150,8 +152,8 @@ struct tpl_work {
   uint64_t sequence;        /* which record of `event` */
 };
 
-/* Notes that `work` uses `buffer` (and whether it writes it), keeping the
- * buffer alive until the work is done. */
+/* Notes that `work` uses `buffer` (and whether it writes it).  Once the
+ * work is queued, the buffer stays alive until the work is done. */
 void tpl_work_use(tpl_work* work, tpl_buffer* buffer, int writes);
 
 /* Runs `work` on `stream`, taking ownership of it: queued when `stream` is
