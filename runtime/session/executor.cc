@@ -152,6 +152,10 @@ weft_status* Run::CopyInto(const TensorValue& v, Device* d, RunStream* rs,
   weft_plugin_stream* stream = rs ? rs->stream : nullptr;
   Device* src = v.device();
   if (src == d) {
+    // Other threads of this run may be queuing kernels on the same stream,
+    // and a stream takes one host thread at a time.
+    std::unique_lock<std::mutex> lock;
+    if (rs) lock = std::unique_lock<std::mutex>(rs->mu);
     return d->api->copy_device_to_device(d->handle, stream, v.buffer->handle,
                                          v.offset, out->buffer->handle, 0,
                                          bytes);
