@@ -30,9 +30,7 @@ static int command_devices(int argc, char** argv);
 static const command commands[] = {
     {"version", "library, user-API and plugin-interface versions", "",
      command_version},
-    {"devices",
-     "plugins found, plugins refused (with the reason), devices and their "
-     "properties",
+    {"devices", "plugins found, refused ones and why, devices and properties",
      "[PLUGIN_FILE...]", command_devices},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
@@ -56,7 +54,7 @@ static void print_usage(FILE* out) {
 }
 
 static void print_command_usage(FILE* out, const command* cmd) {
-  fprintf(out, "usage: weft %s%s%s\n\n%s\n", cmd->name,
+  fprintf(out, "usage: weft %s%s%s\n\n%s.\n", cmd->name,
           cmd->usage[0] ? " " : "", cmd->usage, cmd->summary);
 }
 
