@@ -690,3 +690,87 @@ Test(async_device, variables_live_on_the_device_across_runs) {
 Test(async_device, variables_on_the_device_fed_from_the_cpu) {
   exercise_variable("CPU,TEMPLATE", CPU);
 }
+
+/* One thread keeps adding ones to a variable on the device while another
+ * keeps reading it, each through its own run: every read must see a value
+ * that an AssignAdd finished writing (all elements equal, a whole number,
+ * never going down), never memory still being written by queued work. */
+struct variable_race {
+  weft_session* session;
+  weft_output variable;
+  weft_node* bump;
+  int bumps;
+  int failures;
+  char first_failure[256];
+  volatile int done; /* written by the bumper once, read by the reader */
+};
+
+static void* bump_main(void* arg) {
+  struct variable_race* r = arg;
+  for (int i = 0; i < r->bumps; ++i) {
+    weft_status* st =
+        weft_session_run(r->session, NULL, NULL, 0, NULL, 0, &r->bump, 1, NULL);
+    if (st != NULL) {
+      if (r->failures++ == 0)
+        snprintf(r->first_failure, sizeof r->first_failure, "bump %d: %s", i,
+                 weft_status_message(st));
+      weft_status_destroy(st);
+    }
+  }
+  __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+Test(async_device, concurrent_reads_see_only_finished_updates,
+     .timeout = 120) {
+  const float zeros[4] = {0, 0, 0, 0};
+  const float ones[4] = {1, 1, 1, 1};
+  weft_graph* graph = wt_graph_new();
+  weft_node* init = NULL;
+  weft_output v = variable_on(graph, "counter", TEMPLATE,
+                              wt_const_f32(graph, "zeros", WT_SHAPE(2, 2),
+                                           zeros), &init);
+  weft_output one = wt_const_f32(graph, "ones", WT_SHAPE(2, 2), ones);
+  weft_output bump = wt_apply2(graph, "AssignAdd", "bump", v, one);
+  weft_session* session = wt_session_new(graph, TEMPLATE);
+  wt_run_targets(session, &init, 1);
+
+  struct variable_race race = {session, v, bump.node, 40, 0, "", 0};
+  pthread_t bumper;
+  cr_assert_eq(pthread_create(&bumper, NULL, bump_main, &race), 0);
+  float last = 0;
+  int bad_reads = 0;
+  char first_bad[256] = "";
+  int reads = 0;
+  for (int i = 0; !__atomic_load_n(&race.done, __ATOMIC_ACQUIRE); ++i) {
+    ++reads;
+    weft_tensor* got = NULL;
+    weft_status* st =
+        weft_session_run(session, NULL, NULL, 0, &v, 1, NULL, 0, &got);
+    if (st != NULL) {
+      if (bad_reads++ == 0)
+        snprintf(first_bad, sizeof first_bad, "read %d failed: %s", i,
+                 weft_status_message(st));
+      weft_status_destroy(st);
+      continue;
+    }
+    const float* g = weft_tensor_data(got);
+    int consistent = g[0] == g[1] && g[1] == g[2] && g[2] == g[3] &&
+                     g[0] == (float)(int)g[0] && g[0] >= last && g[0] <= 40;
+    if (!consistent && bad_reads++ == 0)
+      snprintf(first_bad, sizeof first_bad,
+               "read %d saw {%g, %g, %g, %g} after %g", i, g[0], g[1], g[2],
+               g[3], last);
+    last = g[0];
+    weft_tensor_destroy(got);
+  }
+  pthread_join(bumper, NULL);
+  cr_log_info("%d reads during 40 bumps", reads);
+  cr_expect_eq(race.failures, 0, "%d bump runs failed; first: %s",
+               race.failures, race.first_failure);
+  cr_expect_eq(bad_reads, 0, "%d bad reads; first: %s", bad_reads, first_bad);
+  const double want[4] = {40, 40, 40, 40};
+  expect_values(session, v, want, "after 40 concurrent bumps");
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}

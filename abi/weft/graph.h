@@ -57,8 +57,11 @@ WEFT_API void weft_graph_destroy(weft_graph* graph);
 
 /* Starts a node of operation `op_type` ("MatMul").  `name` may be NULL or ""
  * for a fresh unique name derived from the op type.  Returns a builder owned
- * by the caller until it is handed to weft_op_finish() or weft_op_abandon();
- * never NULL (even for an unknown op, which weft_op_finish() reports). */
+ * by the caller until it is handed to weft_op_finish() or weft_op_abandon().
+ * Problems, even an unknown op, are reported by weft_op_finish().  Returns
+ * NULL only when memory runs out; every setter accepts NULL and does
+ * nothing, and weft_op_finish(NULL) returns RESOURCE_EXHAUSTED, so callers
+ * need no check here. */
 WEFT_API weft_op_builder* weft_op_begin(weft_graph* graph, const char* op_type,
                                         const char* name);
 

@@ -61,6 +61,9 @@ class Run {
   RunStream* StreamFor(Device* d);
   void Fail(weft_status* st);
   void Release(TensorValue& v);
+  // Waits for the work this run queued on `d` (no-op on synchronous
+  // devices).  Used before state becomes visible to other runs.
+  weft_status* DrainStream(Device* d);
   void ReleaseSlot(int32_t s);
   weft_status* Finish();
 
@@ -92,6 +95,13 @@ RunStream* Run::StreamFor(Device* d) {
   for (size_t i = 0; i < plan_.async_devices.size(); ++i)
     if (plan_.async_devices[i] == d) return &streams_[i];
   return nullptr;
+}
+
+weft_status* Run::DrainStream(Device* d) {
+  RunStream* rs = StreamFor(d);
+  if (rs == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(rs->mu);
+  return d->api->stream_synchronize(d->handle, rs->stream);
 }
 
 void Run::ReleaseSlot(int32_t s) { Release(slots_[s]); }
@@ -298,6 +308,12 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       TensorValue copy;
       WEFT_RETURN_IF_ERROR(
           CopyInto(v, p.device, StreamFor(p.device), &copy, true));
+      // Other runs read the variable as soon as it is published, from their
+      // own streams: the write must be complete first.
+      if (weft_status* st = DrainStream(p.device)) {
+        Release(copy);
+        return st;
+      }
       std::lock_guard<std::mutex> lock(p.variable->mu);
       Release(p.variable->value);  // queued work may still read it
       p.variable->value = copy;
@@ -322,6 +338,8 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       const TensorValue* ins[2] = {&p.variable->value, delta};
       TensorValue sum;
       weft_status* st = RunKernel(p, p.kernel, ins, 2, &sum, 1);
+      // As for Assign: the sum is published only once it is written.
+      if (st == nullptr) st = DrainStream(p.device);
       if (st == nullptr && !(sum.dims == p.variable->value.dims))
         st = Errorf(WEFT_INVALID_ARGUMENT,
                     "node '%s' (AssignAdd): adding %s would change the "
