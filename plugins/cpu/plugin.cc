@@ -67,6 +67,9 @@ weft_status* Enter(weft_plugin_init_args* args) {
         "weft-cpu: the host's service table is shorter than interface 1.0's");
   }
   g_host = host;
+  // Eigen's GEMM keeps cache-size statics; settle them before the host's
+  // threads race to first use.
+  Eigen::initParallel();
   if (!WEFT_CPU_ARGS_HAVE(args, plugin)) {
     return MakeStatus(WEFT_FAILED_PRECONDITION,
                       "weft-cpu: the host's init args are shorter than "
