@@ -151,7 +151,13 @@ weft_status* DeviceProperties(weft_plugin_device* device,
                       "weft-cpu: device_properties needs a device from "
                       "device_open and a non-NULL output");
   }
-  const MachineInfo& info = Machine();
+  const MachineInfo* machine = nullptr;
+  try {
+    machine = &Machine();
+  } catch (...) {  // std::call_once may throw std::system_error
+    return MakeStatus(WEFT_INTERNAL, "weft-cpu: cannot probe the machine");
+  }
+  const MachineInfo& info = *machine;
   // Write only what the host's struct covers: an older host's is shorter.
 #define WEFT_CPU_SET(field, value)                                         \
   if (out->struct_size >= offsetof(weft_device_properties, field) +        \

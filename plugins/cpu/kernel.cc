@@ -153,8 +153,7 @@ weft_status* UnsupportedDtype(const weft_kernel_context* ctx, int32_t dtype) {
 
 weft_status* StatusFromCurrentException(
     const weft_kernel_context* ctx) noexcept {
-  // Formatting the message may itself throw (it should not: it uses only
-  // stack buffers), so stay inside a try block.
+  // Rethrowing is the only portable way to learn the exception's type.
   try {
     throw;
   } catch (const std::bad_alloc&) {

@@ -106,7 +106,8 @@ weft_status* OptionalIntListAttr(const weft_kernel_context* ctx,
                                  const char* name, const int64_t** values,
                                  int32_t* count, bool* present);
 
-// Checks that `t` has the dtype the kernel was dispatched for.
+// The error for an input whose dtype is not the one the kernel expects, and
+// for a dtype this plugin has no kernel for.
 WEFT_CPU_COLD weft_status* DtypeMismatch(const weft_kernel_context* ctx,
                                          const char* what, int32_t got,
                                          int32_t want);

@@ -11,7 +11,13 @@ namespace {
 
 constexpr uint32_t kImplementedVersion = WEFT_VERSION_PACK(1, 0);
 
-void Shutdown() { ShutdownThreadPools(); }
+void Shutdown() {
+  try {
+    ShutdownThreadPools();
+  } catch (...) {
+    // Nothing can be reported from here, and nothing may escape.
+  }
+}
 
 constexpr weft_plugin_api MakeApi() {
   weft_plugin_api api{};
