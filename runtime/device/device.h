@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tensor/buffer.h"
@@ -41,13 +42,23 @@ class Device {
   void Recycle(Buffer* buffer);
 
  private:
-  // Freed allocations kept for reuse, so the executor's hot path does not go
-  // to the plugin (and malloc) for every output.  Small sizes only, bounded
-  // per size class; a buffer keeps its Buffer object too.
-  static constexpr int kClasses = 15;  // 64 B .. 1 MiB, powers of two
+  // Freed allocations kept for reuse, so running a plan again does not go
+  // to the plugin (and to malloc and fresh pages) for every output; a
+  // buffer keeps its Buffer object too.  Sizes up to 1 MiB are rounded to
+  // powers of two; larger ones to whole MiB (at most 1/16 waste from 16 MiB
+  // on).  The cache is bounded in entries per size and in total bytes.
+  static constexpr int kSmallClasses = 15;          // 64 B .. 1 MiB
   static constexpr size_t kMaxPerClass = 64;
+  static constexpr size_t kLargeStep = size_t{1} << 20;
+  static constexpr size_t kLargestCached = size_t{256} << 20;
+  static constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+  // The size `bytes` is rounded to, and its cache list.
+  size_t RoundedSize(size_t bytes) const;
+  std::vector<Buffer*>* CacheList(size_t rounded);
   std::mutex cache_mu_;
-  std::vector<Buffer*> cache_[kClasses];
+  std::vector<Buffer*> small_cache_[kSmallClasses];
+  std::unordered_map<size_t, std::vector<Buffer*>> large_cache_;
+  size_t cached_bytes_ = 0;
 };
 
 }  // namespace weft

@@ -314,32 +314,37 @@ std::vector<const KernelReg*> Registry::KernelsFor(const std::string& op) {
   return out;
 }
 
-namespace {
-
-// The size class of `bytes`: allocations are rounded up to 64 << class.
-int SizeClass(size_t bytes) {
-  int c = 0;
-  size_t cap = 64;
-  while (cap < bytes) {
-    cap <<= 1;
-    ++c;
+size_t Device::RoundedSize(size_t bytes) const {
+  if (bytes <= (size_t{64} << (kSmallClasses - 1))) {
+    size_t cap = 64;
+    while (cap < bytes) cap <<= 1;
+    return cap;
   }
-  return c;
+  if (bytes > kLargestCached) return bytes;  // not cached: no rounding
+  return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
-}  // namespace
+std::vector<Buffer*>* Device::CacheList(size_t rounded) {
+  if (rounded <= (size_t{64} << (kSmallClasses - 1))) {
+    int c = 0;
+    while ((size_t{64} << c) < rounded) ++c;
+    return &small_cache_[c];
+  }
+  if (rounded > kLargestCached) return nullptr;
+  return &large_cache_[rounded];
+}
 
 weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   *out = BufferRef();
   if (bytes == 0) return nullptr;
-  int cls = SizeClass(bytes);
-  size_t rounded = bytes;
-  if (cls < kClasses) {
-    rounded = size_t{64} << cls;
+  size_t rounded = RoundedSize(bytes);
+  {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    if (!cache_[cls].empty()) {
-      Buffer* b = cache_[cls].back();
-      cache_[cls].pop_back();
+    std::vector<Buffer*>* list = CacheList(rounded);
+    if (list != nullptr && !list->empty()) {
+      Buffer* b = list->back();
+      list->pop_back();
+      cached_bytes_ -= rounded;
       b->refs.store(1, std::memory_order_relaxed);
       b->is_state = false;
       b->bytes = bytes;
@@ -365,11 +370,14 @@ weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
 }
 
 void Device::Recycle(Buffer* b) {
-  int cls = SizeClass(b->bytes);
-  if (cls < kClasses) {
+  size_t rounded = RoundedSize(b->bytes);
+  {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    if (cache_[cls].size() < kMaxPerClass) {
-      cache_[cls].push_back(b);
+    std::vector<Buffer*>* list = CacheList(rounded);
+    if (list != nullptr && list->size() < kMaxPerClass &&
+        cached_bytes_ + rounded <= kMaxCachedBytes) {
+      list->push_back(b);
+      cached_bytes_ += rounded;
       return;
     }
   }
