@@ -142,23 +142,6 @@ weft_status* RegisterKernel(weft_kernel_registrar* registrar, const char* op,
   return g_host->register_kernel(registrar, &def);
 }
 
-const char* DtypeName(int32_t dtype) {
-  switch (dtype) {
-    case WEFT_FLOAT32: return "float32";
-    case WEFT_FLOAT64: return "float64";
-    case WEFT_INT32: return "int32";
-    case WEFT_INT64: return "int64";
-    case WEFT_UINT8: return "uint8";
-    case WEFT_BOOL: return "bool";
-    case WEFT_FLOAT16: return "float16";
-    case WEFT_BFLOAT16: return "bfloat16";
-    case WEFT_INT8: return "int8";
-    case WEFT_INT16: return "int16";
-    case WEFT_UINT16: return "uint16";
-    case WEFT_UINT32: return "uint32";
-    case WEFT_UINT64: return "uint64";
-    default: return "invalid";
-  }
-}
+const char* DtypeName(int32_t dtype) { return weft_dtype_name_of(dtype); }
 
 }  // namespace weft_cuda

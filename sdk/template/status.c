@@ -37,22 +37,4 @@ void tpl_log(int32_t level, const char* format, ...) {
   tpl_host->log(level, message);
 }
 
-const char* tpl_dtype_name(int32_t dtype) {
-  /* The plugin cannot call weft_dtype_name(): that is libweft. */
-  switch (dtype) {
-    case WEFT_FLOAT32: return "float32";
-    case WEFT_FLOAT64: return "float64";
-    case WEFT_INT32: return "int32";
-    case WEFT_INT64: return "int64";
-    case WEFT_UINT8: return "uint8";
-    case WEFT_BOOL: return "bool";
-    case WEFT_FLOAT16: return "float16";
-    case WEFT_BFLOAT16: return "bfloat16";
-    case WEFT_INT8: return "int8";
-    case WEFT_INT16: return "int16";
-    case WEFT_UINT16: return "uint16";
-    case WEFT_UINT32: return "uint32";
-    case WEFT_UINT64: return "uint64";
-    default: return "invalid";
-  }
-}
+const char* tpl_dtype_name(int32_t dtype) { return weft_dtype_name_of(dtype); }
