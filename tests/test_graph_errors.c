@@ -51,7 +51,7 @@ static void expect_graph_still_usable(int32_t count_before) {
 Test(graph_errors, unknown_op) {
   int32_t before = weft_graph_node_count(graph);
   weft_op_builder* b = weft_op_begin(graph, "FrobnicateTensor", "frob_node");
-  cr_assert_not_null(b, "weft_op_begin must never return NULL");
+  cr_assert_not_null(b, "an unknown op is reported by weft_op_finish");
   weft_op_add_input(b, f23);
   WT_EXPECT_ERROR(weft_op_finish(b, NULL), WEFT_NOT_FOUND,
                   "FrobnicateTensor");
