@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-typedef enum weft_dtype {
+typedef enum weft_dtype WEFT_ENUM_BASE {
   WEFT_DTYPE_INVALID = 0,
   WEFT_FLOAT32 = 1,
   WEFT_FLOAT64 = 2,

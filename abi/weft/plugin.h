@@ -73,7 +73,7 @@ typedef struct weft_plugin_event weft_plugin_event;
 typedef struct weft_kernel_context weft_kernel_context;
 typedef struct weft_kernel_registrar weft_kernel_registrar;
 
-typedef enum weft_log_level {
+typedef enum weft_log_level WEFT_ENUM_BASE {
   WEFT_LOG_DEBUG = 0,
   WEFT_LOG_INFO = 1,
   WEFT_LOG_WARNING = 2,

@@ -30,8 +30,18 @@ extern "C" {
 #define WEFT_MUST_USE
 #endif
 
+/* C++ gives the ABI's enums a fixed 32-bit underlying type, so that every
+ * value a C caller may pass is a valid one there (C++ makes loading an
+ * out-of-range enum value undefined).  In C they are 32-bit as well, so the
+ * layout is the same from both languages. */
+#ifdef __cplusplus
+#define WEFT_ENUM_BASE : int32_t
+#else
+#define WEFT_ENUM_BASE
+#endif
+
 /* Error codes (absl::StatusCode numbering). */
-typedef enum weft_code {
+typedef enum weft_code WEFT_ENUM_BASE {
   WEFT_OK = 0,
   WEFT_CANCELLED = 1,
   WEFT_UNKNOWN = 2,

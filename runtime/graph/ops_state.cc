@@ -54,7 +54,8 @@ void RegisterStateOps(OpRegistry* r) {
     d.attrs = {Required("value", AttrType::kTensor)};
     d.summary = "A constant tensor held by the graph.";
     d.infer = [](InferenceContext& c) -> weft_status* {
-      const TensorValue& t = c.attr("value")->tensor;
+      // A copy: SetAttr below may reallocate the attribute list.
+      const TensorValue t = c.attr("value")->tensor;
       AttrValue dt;
       dt.type = AttrType::kDtype;
       dt.i = t.dtype;
