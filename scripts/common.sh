@@ -60,3 +60,24 @@ weft_build() {
 weft_in_build_env() {
   meson devenv -C "$WEFT_BUILD_DIR" "$@"
 }
+
+WEFT_SANITIZE_DIR=${WEFT_SANITIZE_DIR:-build-sanitize}
+
+# A second build of everything the tests load, with ASan and UBSan.  The
+# CUDA plugin is left out (without a GPU the sanitizers would only see it
+# report zero devices, at the cost of another nvcc build), and so are the
+# benchmarks, which the tests never run.
+weft_build_sanitized() {
+  local options=(-Dcuda=disabled -Dbenchmarks=disabled
+                 -Db_sanitize=address,undefined -Db_lundef=false
+                 -Dbuildtype=debugoptimized)
+  if [ -f "$WEFT_SANITIZE_DIR/meson-private/coredata.dat" ]; then
+    weft_log "reconfiguring $WEFT_SANITIZE_DIR"
+    meson setup --reconfigure "${options[@]}" "$WEFT_SANITIZE_DIR"
+  else
+    weft_log "configuring $WEFT_SANITIZE_DIR (ASan + UBSan)"
+    meson setup "${options[@]}" "$WEFT_SANITIZE_DIR"
+  fi
+  weft_log "building $WEFT_SANITIZE_DIR"
+  meson compile -C "$WEFT_SANITIZE_DIR" ${WEFT_JOBS:+-j "$WEFT_JOBS"}
+}

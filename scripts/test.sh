@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, runs the whole test suite and ends with
-# one line, `N passed, M failed`, counting test cases.
+# Installs what is missing, builds, runs the whole test suite — once in the
+# normal build, once in a build with AddressSanitizer and
+# UndefinedBehaviorSanitizer (leak checks included) — and ends with one line,
+# `N passed, M failed`, counting test cases of both.  WEFT_SANITIZE=0 skips
+# the sanitized pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 
 weft_install_packages
 weft_build
+builds=("$WEFT_BUILD_DIR")
 weft_log "running the test suite"
 # meson exits non-zero when a test fails; the tally below still has to run,
 # and its status (not meson's) is this script's, since it counts cases
 # where meson counts executables.
 meson test -C "$WEFT_BUILD_DIR" --print-errorlogs --num-processes 2 || true
-exec python3 tests/tally.py "$WEFT_BUILD_DIR"
+
+if [ "${WEFT_SANITIZE:-1}" != 0 ]; then
+  weft_build_sanitized
+  builds+=("$WEFT_SANITIZE_DIR")
+  weft_log "running the test suite under ASan and UBSan"
+  meson test -C "$WEFT_SANITIZE_DIR" --print-errorlogs --num-processes 2 || true
+fi
+exec python3 tests/tally.py "${builds[@]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Counts the test cases of a Weft build and prints one closing line.
 
-Usage: tally.py BUILD_DIR
+Usage: tally.py BUILD_DIR [BUILD_DIR...]  (several builds: cases count per build)
 
 Every source of results (today: meson's log of the Criterion executables,
 which report TAP) yields one FileResult per test executable or file.  The
@@ -185,10 +185,18 @@ SOURCES = [MesonTestLog()]
 
 # ---- report -------------------------------------------------------------------
 
-def tally(build_dir: str, sources: Iterable = SOURCES) -> int:
+def tally(build_dirs: List[str], sources: Iterable = SOURCES) -> int:
     results: List[FileResult] = []
-    for source in sources:
-        results.extend(source.collect(build_dir))
+    for build_dir in build_dirs:
+        for source in sources:
+            found = source.collect(build_dir)
+            # The same tests run in several builds (plain, sanitized) count
+            # once per build, and say which build a failure came from.
+            if len(build_dirs) > 1:
+                label = os.path.basename(os.path.normpath(build_dir))
+                for result in found:
+                    result.name = f'{label}: {result.name}'
+            results.extend(found)
 
     passed = sum(r.passed for r in results)
     failed = sum(r.failed for r in results)
@@ -200,7 +208,8 @@ def tally(build_dir: str, sources: Iterable = SOURCES) -> int:
             for failure in result.failures:
                 print(f'  - {failure}')
     if not results:
-        print(f'no test results found under {build_dir}', file=sys.stderr)
+        print(f'no test results found under {", ".join(build_dirs)}',
+              file=sys.stderr)
 
     summary = f'{passed} passed, {failed} failed'
     if skipped:
@@ -210,10 +219,10 @@ def tally(build_dir: str, sources: Iterable = SOURCES) -> int:
 
 
 def main(argv: List[str]) -> int:
-    if len(argv) != 2:
+    if len(argv) < 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    return tally(argv[1])
+    return tally(argv[1:])
 
 
 if __name__ == '__main__':
