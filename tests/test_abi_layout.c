@@ -90,7 +90,7 @@ struct pin {
   F(weft_kernel_def, kernel_arg, 48)
 
 #define HOST_API_LAYOUT(S, F)                          \
-  S(weft_host_api, 184)                                \
+  S(weft_host_api, 192)                                \
   F(weft_host_api, struct_size, 0)                     \
   F(weft_host_api, status_create, 8)                   \
   F(weft_host_api, log, 16)                            \
@@ -113,7 +113,8 @@ struct pin {
   F(weft_host_api, kernel_stream, 152)                 \
   F(weft_host_api, kernel_intra_op_threads, 160)       \
   F(weft_host_api, status_destroy, 168)                \
-  F(weft_host_api, status_code, 176)
+  F(weft_host_api, status_code, 176)                   \
+  F(weft_host_api, kernel_run_counter, 184)
 
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 48)                    \

@@ -183,6 +183,13 @@ typedef struct weft_host_api {
   void (*status_destroy)(weft_status* status);
   /* The code of a status; WEFT_OK for NULL. */
   int32_t (*status_code)(const weft_status* status);
+
+  /* How many times this node ran before in this session (0 the first
+   * time), counted atomically per node and session, for stateful ops only
+   * (0 for others).  Random ops combine it with their seed attributes: a
+   * fixed seed then gives the same sequence in every process, and each run
+   * gives fresh values. */
+  uint64_t (*kernel_run_counter)(const weft_kernel_context* ctx);
 } weft_host_api;
 
 /* Properties of one device, filled by the plugin.  The host sets

@@ -240,6 +240,9 @@ int32_t HostIntraOpThreads(const weft_kernel_context* c) {
 }
 void HostStatusDestroy(weft_status* s) { weft_status_destroy(s); }
 int32_t HostStatusCode(const weft_status* s) { return weft_status_code(s); }
+uint64_t HostRunCounter(const weft_kernel_context* c) {
+  return c ? c->run_counter : 0;
+}
 
 }  // namespace
 
@@ -269,6 +272,7 @@ const weft_host_api* HostApi() {
     a.kernel_intra_op_threads = HostIntraOpThreads;
     a.status_destroy = HostStatusDestroy;
     a.status_code = HostStatusCode;
+    a.kernel_run_counter = HostRunCounter;
     return a;
   }();
   return &api;

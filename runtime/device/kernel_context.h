@@ -18,4 +18,5 @@ struct weft_kernel_context {
   int32_t num_inputs = 0;
   weft::TensorValue* outputs = nullptr;
   int32_t num_outputs = 0;
+  uint64_t run_counter = 0;  // stateful ops: earlier runs of this node
 };

@@ -116,7 +116,11 @@ const OpRegistry& OpRegistry::Global() {
   static OpRegistry* registry = [] {
     auto* r = new OpRegistry;
     RegisterStateOps(r);
-    RegisterMathOps(r);
+    RegisterElementwiseOps(r);
+    RegisterArrayOps(r);
+    RegisterRandomOps(r);
+    RegisterReduceOps(r);
+    RegisterLinalgOps(r);
     RegisterNnOps(r);
     return r;
   }();

@@ -94,8 +94,18 @@ class OpRegistry {
 
 // Registration, one function per family (ops_*.cc).
 void RegisterStateOps(OpRegistry* r);
-void RegisterMathOps(OpRegistry* r);
+void RegisterElementwiseOps(OpRegistry* r);
+void RegisterArrayOps(OpRegistry* r);
+void RegisterRandomOps(OpRegistry* r);
+void RegisterReduceOps(OpRegistry* r);
+void RegisterLinalgOps(OpRegistry* r);
 void RegisterNnOps(OpRegistry* r);
+
+// Schemas shared by families: a unary op keeping shape and dtype, and a
+// binary op with NumPy broadcasting over inputs of one dtype.
+OpDef UnaryOp(const char* name, const std::vector<weft_dtype>& types,
+              const char* summary);
+OpDef BinaryOp(const char* name, const char* summary);
 
 // Shared helpers for shape functions.
 weft_status* BroadcastShapes(const InferenceContext& c, const ShapeInfo& a,

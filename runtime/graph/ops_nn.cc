@@ -1,16 +1,10 @@
-// Neural-network activations and normalisations.
+// Neural-network ops: softmax, losses, convolution, pooling, normalisation.
 #include "base/status.h"
 #include "graph/op_registry.h"
 
 namespace weft {
 
-OpDef UnaryOp(const char* name, const std::vector<weft_dtype>& types,
-              const char* summary);
-
 void RegisterNnOps(OpRegistry* r) {
-  r->Add(UnaryOp("Relu", kNumericTypes, "max(x, 0)."));
-  r->Add(UnaryOp("Sigmoid", kFloatTypes, "1 / (1 + e^-x)."));
-  r->Add(UnaryOp("Tanh", kFloatTypes, "Hyperbolic tangent."));
   OpDef d = UnaryOp("Softmax", kFloatTypes, "Softmax over the last axis.");
   d.input_names = {"logits"};
   auto unary = d.infer;

@@ -232,6 +232,8 @@ weft_status* Run::RunKernel(const PlanNode& p, const KernelReg* kernel,
   ctx.num_inputs = n_in;
   ctx.outputs = outputs;
   ctx.num_outputs = n_out;
+  if (p.run_counter != nullptr)
+    ctx.run_counter = p.run_counter->fetch_add(1, std::memory_order_relaxed);
   weft_status* st;
   if (RunStream* rs = StreamFor(p.device)) {
     std::lock_guard<std::mutex> lock(rs->mu);

@@ -166,6 +166,7 @@ weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
       case ExecKind::kKernel:
         WEFT_RETURN_IF_ERROR(Candidates(n, allowed, &cands));
         WEFT_RETURN_IF_ERROR(PlaceKernel(n, cands, &p.device, &p.kernel));
+        if (n->def->stateful) p.run_counter = req.variables->RunCounter(n);
         break;
       case ExecKind::kVariable:
         WEFT_RETURN_IF_ERROR(Candidates(n, allowed, &cands));

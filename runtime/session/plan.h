@@ -24,6 +24,7 @@ struct PlanNode {
   int32_t pending = 0;              // edges from plan nodes
   TensorValue const_value;          // kConst: on `device`
   VariableState* variable = nullptr;  // kVariable, kAssign, kAssignAdd
+  std::atomic<uint64_t>* run_counter = nullptr;  // stateful kernels
 };
 
 struct Plan {

@@ -1,6 +1,8 @@
-// The session's resource container: the current value of each variable.
+// The session's resource container: the current value of each variable, and
+// how often each stateful node has run.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -27,9 +29,19 @@ class VariableStore {
     return slot.get();
   }
 
+  // The run counter of a stateful node (random ops), created on first use.
+  std::atomic<uint64_t>* RunCounter(const weft_node* node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = counters_[node];
+    if (!slot) slot = std::make_unique<std::atomic<uint64_t>>(0);
+    return slot.get();
+  }
+
  private:
   std::mutex mu_;
   std::unordered_map<const weft_node*, std::unique_ptr<VariableState>> states_;
+  std::unordered_map<const weft_node*, std::unique_ptr<std::atomic<uint64_t>>>
+      counters_;
 };
 
 }  // namespace weft
