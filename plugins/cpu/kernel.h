@@ -189,6 +189,11 @@ weft_status* RegisterSoftmaxKernels(const Registrar& registrar);
 weft_status* RegisterReduceKernels(const Registrar& registrar);
 weft_status* RegisterCastKernels(const Registrar& registrar);
 weft_status* RegisterMatMulKernels(const Registrar& registrar);
+weft_status* RegisterCompareKernels(const Registrar& registrar);
+weft_status* RegisterArrayKernels(const Registrar& registrar);
+weft_status* RegisterRandomKernels(const Registrar& registrar);
+weft_status* RegisterNnKernels(const Registrar& registrar);
+weft_status* RegisterLinalgKernels(const Registrar& registrar);
 
 }  // namespace weft_cpu
 

@@ -52,6 +52,8 @@ weft_status* RegisterAll(const Registrar& registrar) {
   static constexpr RegisterFn kFamilies[] = {
       RegisterBinaryKernels, RegisterUnaryKernels, RegisterSoftmaxKernels,
       RegisterReduceKernels, RegisterCastKernels,  RegisterMatMulKernels,
+      RegisterCompareKernels, RegisterArrayKernels, RegisterRandomKernels,
+      RegisterNnKernels,     RegisterLinalgKernels,
   };
   for (RegisterFn family : kFamilies) {
     if (weft_status* s = family(registrar)) return s;
