@@ -26,12 +26,15 @@ typedef struct command {
 
 static int command_version(int argc, char** argv);
 static int command_devices(int argc, char** argv);
+static int command_ops(int argc, char** argv);
 
 static const command commands[] = {
     {"version", "library, user-API and plugin-interface versions", "",
      command_version},
     {"devices", "plugins found, refused ones and why, devices and properties",
      "[PLUGIN_FILE...]", command_devices},
+    {"ops", "every op: inputs, outputs, attributes, kernels per plugin",
+     "[OP...]", command_ops},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 
@@ -224,6 +227,79 @@ static int command_devices(int argc, char** argv) {
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
+
+/* The dtypes of each plugin's kernels for one op, one line per kernel. */
+static int print_kernels(const char* op) {
+  int32_t n = weft_kernel_count(op);
+  for (int32_t k = 0; k < n; ++k) {
+    weft_kernel_description kd;
+    memset(&kd, 0, sizeof kd);
+    kd.struct_size = sizeof kd;
+    weft_status* status = weft_kernel_describe(op, k, &kd);
+    if (status != NULL) return report("describing a kernel", status);
+    printf("    kernel: %s (%s)", kd.device_type, kd.plugin);
+    if (kd.num_dtypes == 0 || kd.dtype_attr[0] == '\0') {
+      printf(": any dtype");
+    } else {
+      printf(", %s:", kd.dtype_attr);
+      for (int32_t i = 0; i < kd.num_dtypes; ++i)
+        printf("%s %s", i ? "," : "", weft_dtype_name((weft_dtype)kd.dtypes[i]));
+    }
+    if (kd.priority != 0) printf(" (priority %d)", kd.priority);
+    printf("\n");
+  }
+  return 0;
+}
+
+static int print_op(int32_t index) {
+  weft_op_description d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  weft_status* status = weft_op_describe(index, &d);
+  if (status != NULL) return report("describing an op", status);
+  printf("%s(%s) -> %s%s\n", d.name, d.inputs, d.outputs,
+         d.stateful ? "   [stateful]" : "");
+  if (d.summary[0]) printf("    %s\n", d.summary);
+  if (d.attributes[0]) printf("    attributes: %s\n", d.attributes);
+  if (d.runs_in_runtime) {
+    printf("    kernel: none needed (the runtime runs it on every device)\n");
+    return 0;
+  }
+  if (weft_kernel_count(d.name) == 0)
+    printf("    kernel: none in the loaded plugins\n");
+  return print_kernels(d.name);
+}
+
+static int command_ops(int argc, char** argv) {
+  /* argv[0] is the command's own name. */
+  int32_t count = weft_op_count();
+  if (argc <= 1) {
+    printf("%d ops\n\n", count);
+    for (int32_t i = 0; i < count; ++i) {
+      if (print_op(i)) return 1;
+      if (i + 1 < count) printf("\n");
+    }
+    return 0;
+  }
+  int status = 0;
+  for (int a = 1; a < argc; ++a) {
+    int32_t found = -1;
+    for (int32_t i = 0; i < count && found < 0; ++i) {
+      weft_op_description d;
+      memset(&d, 0, sizeof d);
+      d.struct_size = sizeof d;
+      if (weft_op_describe(i, &d) == NULL && strcmp(d.name, argv[a]) == 0)
+        found = i;
+    }
+    if (found < 0) {
+      fprintf(stderr, "weft ops: no op named '%s'\n", argv[a]);
+      status = 1;
+      continue;
+    }
+    if (print_op(found)) return 1;
+  }
+  return status;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -5,6 +5,7 @@
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/graph.h"
+#include "weft/ops.h"
 #include "weft/session.h"
 #include "weft/status.h"
 #include "weft/tensor.h"

@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 
+#include "base/sized_struct.h"
 #include "base/status.h"
 #include "device/registry.h"
 #include "weft/device.h"
@@ -14,20 +15,6 @@
 #endif
 
 namespace {
-
-// Writes `full` into `out`, honouring the caller's struct_size: only the
-// fields it covers are written, so an older caller's smaller struct is safe.
-template <typename T>
-weft_status* WriteSized(const T& full, T* out) {
-  if (out == nullptr) return weft::Error(WEFT_INVALID_ARGUMENT, "out is NULL");
-  size_t size = out->struct_size;
-  if (size < sizeof(size_t))
-    return weft::Error(WEFT_INVALID_ARGUMENT, "out->struct_size is not set");
-  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
-              reinterpret_cast<const char*>(&full) + sizeof(size_t),
-              std::min(size, sizeof(T)) - sizeof(size_t));
-  return nullptr;
-}
 
 void EnsureDiscovered() {
   weft_status_destroy(weft::Registry::Get().Discover());
@@ -81,7 +68,7 @@ weft_status* weft_plugin_describe(int32_t index, weft_plugin_description* out) {
   d.device_type = p.device_type.c_str();
   d.device_count = static_cast<int32_t>(p.devices.size());
   d.no_device_reason = p.no_device_reason.c_str();
-  return WriteSized(d, out);
+  return weft::WriteSized(d, out);
 }
 
 int32_t weft_plugin_refusal_count(void) {
@@ -131,7 +118,7 @@ weft_status* weft_device_describe(int32_t index,
   d.memory_bytes = dev.memory_bytes;
   d.compute_gflops = dev.compute_gflops;
   d.flags = dev.flags;
-  return WriteSized(d, out);
+  return weft::WriteSized(d, out);
 }
 
 }  // extern "C"

@@ -261,6 +261,7 @@ weft_status* Registry::LoadLocked(const std::string& path) {
 
   for (KernelReg& k : registrar.impl.pending) {
     k.device_type = plugin->device_type;
+    k.plugin = plugin->name;
     k.load_order = plugin->load_order;
     auto& list = kernels_[k.op];
     list.push_back(std::make_unique<KernelReg>(std::move(k)));

@@ -16,6 +16,7 @@ namespace weft {
 struct KernelReg {
   std::string op;
   std::string device_type;
+  std::string plugin;             // its plugin's name
   std::string dtype_attr;         // empty: no constraint
   std::vector<int32_t> dtypes;
   int32_t priority = 0;

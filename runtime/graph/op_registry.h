@@ -78,6 +78,9 @@ struct OpDef {
   std::vector<weft_dtype> allowed_types;  // for type_attr; empty = any
   std::function<weft_status*(InferenceContext&)> infer;
   std::string summary;
+  // How `weft ops` names the outputs when num_outputs does not tell
+  // (an attribute decides how many, as for Split): "num_split outputs".
+  std::string outputs_doc;
 };
 
 class OpRegistry {
