@@ -1,0 +1,121 @@
+// Sliding-window geometry (TensorFlow's NHWC rules) and per-thread scratch
+// memory, shared by the convolution and pooling kernels.
+//
+// Header-only and free of Weft types so that bench/ can set up the same
+// geometry when it calls the oneDNN path (onednn_nn.h) directly.
+#ifndef WEFT_PLUGINS_CPU_NN_COMMON_H_
+#define WEFT_PLUGINS_CPU_NN_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+namespace weft_cpu {
+
+// Where a 2-D window lands on an NHWC input.  Every field is an int64 so
+// that the struct can serve as a byte-compared cache key.
+struct Window2D {
+  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
+  int64_t k_h = 1, k_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 0, out_w = 0;
+  // SAME puts the odd padding element after the data (bottom, right), as
+  // TensorFlow does, so results match models trained there.
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+};
+
+namespace nn_detail {
+
+// One axis.  Returns false when a VALID window misses the input by a whole
+// stride or more, which has no meaningful output size.
+inline bool WindowAxis(int64_t in, int64_t k, int64_t stride,
+                       int64_t dilation, bool same, int64_t* out,
+                       int64_t* pad_before, int64_t* pad_after) {
+  const int64_t span = (k - 1) * dilation + 1;
+  *pad_before = *pad_after = 0;
+  if (same) {
+    *out = (in + stride - 1) / stride;
+    int64_t total = (*out - 1) * stride + span - in;
+    if (*out == 0 || total < 0) total = 0;
+    *pad_before = total / 2;
+    *pad_after = total - *pad_before;
+    return true;
+  }
+  const int64_t fit = in - span + 1;
+  *out = fit >= 0 ? (fit + stride - 1) / stride : -((-fit) / stride);
+  return *out >= 0;
+}
+
+}  // namespace nn_detail
+
+// Fills out_h/out_w and the padding from the input, window, strides and
+// dilations already in `w`.  False when VALID padding leaves no output size.
+inline bool ComputeWindow2D(bool same, Window2D* w) {
+  return nn_detail::WindowAxis(w->in_h, w->k_h, w->stride_h, w->dilation_h,
+                               same, &w->out_h, &w->pad_top,
+                               &w->pad_bottom) &&
+         nn_detail::WindowAxis(w->in_w, w->k_w, w->stride_w, w->dilation_w,
+                               same, &w->out_w, &w->pad_left,
+                               &w->pad_right);
+}
+
+// Temporary memory for one kernel call, 64-byte aligned.  Requests up to
+// kKeepBytes reuse a buffer owned by the calling thread, so a steady-state
+// run allocates nothing; larger ones are allocated and freed with the
+// Scratch so that one huge layer does not pin its memory in every executor
+// thread forever.  One Scratch per thread at a time: a second one would
+// reuse the same buffer.
+class Scratch {
+ public:
+  static constexpr size_t kKeepBytes = size_t{32} << 20;
+
+  explicit Scratch(size_t bytes) {
+    if (bytes == 0) return;
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    if (rounded > kKeepBytes) {
+      data_ = std::aligned_alloc(64, rounded);
+      if (data_ == nullptr) throw std::bad_alloc();
+      owned_ = true;
+      return;
+    }
+    Buffer& b = ThreadBuffer();
+    if (b.size < rounded) {
+      void* grown = std::aligned_alloc(64, rounded);
+      if (grown == nullptr) throw std::bad_alloc();
+      std::free(b.data);
+      b.data = grown;
+      b.size = rounded;
+    }
+    data_ = b.data;
+  }
+  ~Scratch() {
+    if (owned_) std::free(data_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  struct Buffer {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  static Buffer& ThreadBuffer() {
+    static thread_local Buffer buffer;
+    return buffer;
+  }
+
+  void* data_ = nullptr;
+  bool owned_ = false;
+};
+
+}  // namespace weft_cpu
+
+#endif  // WEFT_PLUGINS_CPU_NN_COMMON_H_
