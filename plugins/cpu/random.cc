@@ -98,7 +98,7 @@ void Generate(const weft_kernel_context* ctx, const CounterRandom& random,
           at[lane] = FromDouble<T>(UniformLane<T>(bits, lane));
         }
       } else {
-        double z[4];
+        double z[4] = {};
         for (int pair = 0; pair < lanes / 2; ++pair) {
           NormalPair<T>(bits, pair, &z[2 * pair], &z[2 * pair + 1]);
         }
