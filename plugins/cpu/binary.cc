@@ -1,189 +1,236 @@
-// Add, Sub, Mul, Div with NumPy broadcasting.
+// Broadcasting arithmetic: Add, Sub, Mul, Div, RealDiv, FloorDiv, FloorMod,
+// Pow, Maximum, Minimum.
 //
-// Every layout reduces to runs of contiguous output elements whose inputs are
-// either contiguous or one repeated value; the run kernels below are the only
-// arithmetic.  Same-shape and scalar operands are one run; anything else goes
-// through a collapsed-stride walk that calls the run kernel per row.
+// Integer semantics (runtime/ops/CONVENTIONS.md) never touch undefined
+// behaviour: results wrap modulo 2^bits, MIN / -1 wraps to MIN, and the
+// inputs an integer op has no value for (a zero divisor, a negative
+// exponent) are refused with INVALID_ARGUMENT before anything is written.
+// Floats follow IEEE: x / 0 is ±inf or NaN, never an error.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-#include <Eigen/Core>
-
-#include "broadcast.h"
+#include "elementwise_binary.h"
+#include "elementwise_types.h"
 #include "kernel.h"
 
 namespace weft_cpu {
 namespace {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+template <typename T>
+constexpr bool kIsFloat = std::is_floating_point_v<T>;
 
-template <BinaryOp op, typename A, typename B>
-auto ApplyFloat(const A& a, const B& b) {
-  if constexpr (op == BinaryOp::kAdd) return a + b;
-  if constexpr (op == BinaryOp::kSub) return a - b;
-  if constexpr (op == BinaryOp::kMul) return a * b;
-  if constexpr (op == BinaryOp::kDiv) return a / b;
+WEFT_CPU_COLD weft_status* ZeroDivisor(const weft_kernel_context* ctx,
+                                       int32_t dtype) {
+  return NodeError(ctx, WEFT_INVALID_ARGUMENT, "integer division by zero (%s)",
+                   DtypeName(dtype));
 }
 
-// Integers wrap (two's complement) instead of overflowing, which is
-// undefined for signed types: compute in the unsigned type of the same width.
-// Division is the exception; its zero divisors are refused beforehand.
-template <BinaryOp op, typename T>
-inline T ApplyScalar(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return ApplyFloat<op>(a, b);
-  } else {
-    using U = std::make_unsigned_t<T>;
-    if constexpr (op == BinaryOp::kAdd) return static_cast<T>(U(a) + U(b));
-    if constexpr (op == BinaryOp::kSub) return static_cast<T>(U(a) - U(b));
-    if constexpr (op == BinaryOp::kMul) return static_cast<T>(U(a) * U(b));
-    // MIN / -1 overflows; negating in unsigned arithmetic wraps it to MIN.
-    if constexpr (op == BinaryOp::kDiv) {
-      return b == -1 ? static_cast<T>(U(0) - U(a)) : static_cast<T>(a / b);
-    }
-  }
-}
-
-// z[0..n) = x op y over one run; `layout` says which operand repeats.
-template <BinaryOp op, typename T>
-void RunKernel(const T* x, const T* y, T* z, int64_t n, RunLayout layout) {
-  if constexpr (std::is_floating_point_v<T>) {
-    // Below this, Eigen's alignment prologue and epilogue cost more than
-    // the scalar loop; graphs of scalars live here.
-    constexpr int64_t kTinyRun = 8;
-    if (n > kTinyRun) {
-      using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-      Eigen::Map<Array> out(z, n);
-      switch (layout) {
-        case RunLayout::kBoth:
-          out = ApplyFloat<op>(Eigen::Map<const Array>(x, n),
-                               Eigen::Map<const Array>(y, n));
-          return;
-        case RunLayout::kRepeatX:
-          out = ApplyFloat<op>(*x, Eigen::Map<const Array>(y, n));
-          return;
-        case RunLayout::kRepeatY:
-          out = ApplyFloat<op>(Eigen::Map<const Array>(x, n), *y);
-          return;
+// Integer division and remainder have no value for a zero divisor.
+struct IntegerDivisorCheck : BinaryOpDefaults {
+  template <typename T>
+  static weft_status* Check(const weft_kernel_context* ctx, const Tensor& y) {
+    if constexpr (!kIsFloat<T>) {
+      const T* p = y.data<T>();
+      if (std::find(p, p + y.count, T(0)) != p + y.count) {
+        return ZeroDivisor(ctx, y.dtype);
       }
     }
-  }
-  switch (layout) {
-    case RunLayout::kBoth:
-      for (int64_t i = 0; i < n; ++i) z[i] = ApplyScalar<op>(x[i], y[i]);
-      return;
-    case RunLayout::kRepeatX: {
-      const T a = *x;
-      for (int64_t i = 0; i < n; ++i) z[i] = ApplyScalar<op>(a, y[i]);
-      return;
-    }
-    case RunLayout::kRepeatY: {
-      const T b = *y;
-      for (int64_t i = 0; i < n; ++i) z[i] = ApplyScalar<op>(x[i], b);
-      return;
-    }
-  }
-}
-
-// Rough cycles per element, for Eigen's block sizing.
-template <BinaryOp op, typename T>
-constexpr double CostPerElement() {
-  if constexpr (op == BinaryOp::kDiv) return std::is_integral_v<T> ? 20 : 8;
-  return 1;
-}
-
-template <BinaryOp op, typename T>
-weft_status* Compute(weft_kernel_context* ctx, const Tensor& x,
-                     const Tensor& y, const Tensor& z) {
-  const T* xp = x.data<T>();
-  const T* yp = y.data<T>();
-  T* zp = z.data<T>();
-  if constexpr (op == BinaryOp::kDiv && std::is_integral_v<T>) {
-    // Checked before writing anything, so a failed node leaves no partial
-    // output behind.
-    if (std::find(yp, yp + y.count, T(0)) != yp + y.count) {
-      return NodeError(ctx, WEFT_INVALID_ARGUMENT,
-                       "integer division by zero (%s)", DtypeName(y.dtype));
-    }
-  }
-  constexpr double kCost = CostPerElement<op, T>();
-
-  RunLayout flat;
-  if (x.count == z.count && y.count == z.count) {
-    flat = RunLayout::kBoth;
-  } else if (y.count == 1 && x.count == z.count) {
-    flat = RunLayout::kRepeatY;
-  } else if (x.count == 1 && y.count == z.count) {
-    flat = RunLayout::kRepeatX;
-  } else {
-    BroadcastPlan plan;
-    MakeBroadcastPlan(x, y, z, &plan);
-    ParallelFor(ctx, z.count, 1, kCost, [&](int64_t begin, int64_t end) {
-      WalkBroadcast(plan, begin, end,
-                    [&](int64_t x_offset, int64_t y_offset, int64_t z_offset,
-                        int64_t n) {
-                      RunKernel<op, T>(xp + x_offset, yp + y_offset,
-                                       zp + z_offset, n, plan.layout);
-                    });
-    });
     return nullptr;
   }
-  // Tiny tensors (the common case) stay on this thread in one run: no pool,
-  // no allocation.
-  ParallelFor(ctx, z.count, 1, kCost, [&](int64_t begin, int64_t end) {
-    RunKernel<op, T>(flat == RunLayout::kRepeatX ? xp : xp + begin,
-                     flat == RunLayout::kRepeatY ? yp : yp + begin, zp + begin,
-                     end - begin, flat);
-  });
-  return nullptr;
+};
+
+struct AddOp : BinaryOpDefaults {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr bool kVector = true;
+  template <typename A, typename B>
+  static auto Vector(const A& a, const B& b) {
+    return a + b;
+  }
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) return a + b;
+    else return WrappingAdd(a, b);
+  }
+};
+
+struct SubOp : BinaryOpDefaults {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr bool kVector = true;
+  template <typename A, typename B>
+  static auto Vector(const A& a, const B& b) {
+    return a - b;
+  }
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) return a - b;
+    else return WrappingSub(a, b);
+  }
+};
+
+struct MulOp : BinaryOpDefaults {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr bool kVector = true;
+  template <typename A, typename B>
+  static auto Vector(const A& a, const B& b) {
+    return a * b;
+  }
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) return a * b;
+    else return WrappingMul(a, b);
+  }
+};
+
+// Truncating integer division.  RealDiv is this op on float dtypes only.
+struct DivOp : IntegerDivisorCheck {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr bool kVector = true;
+  static constexpr double kCost = 8;
+  template <typename A, typename B>
+  static auto Vector(const A& a, const B& b) {
+    return a / b;
+  }
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T> || std::is_unsigned_v<T>) {
+      return static_cast<T>(a / b);
+    } else {
+      // MIN / -1 overflows; negation wraps it to MIN instead.
+      return b == -1 ? WrappingNeg(a) : static_cast<T>(a / b);
+    }
+  }
+};
+
+struct RealDivOp : DivOp {
+  static constexpr unsigned kDtypes = kFloatDtypes;
+};
+
+// Floor of the quotient.  For floats that is floor(a / b), TensorFlow's
+// definition: the quotient is rounded first, so 1 // 0.1 is 10 here where
+// Python's divmod-exact algorithm gives 9.
+struct FloorDivOp : IntegerDivisorCheck {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr double kCost = 10;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      return std::floor(a / b);
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(a / b);
+    } else {
+      if (b == -1) return WrappingNeg(a);
+      const T q = static_cast<T>(a / b);
+      // Truncation rounded toward zero; a negative inexact quotient needs
+      // one step down.  |b| >= 2 here, so q - 1 cannot overflow.
+      return (a % b != 0 && (a < 0) != (b < 0)) ? static_cast<T>(q - 1) : q;
+    }
+  }
+};
+
+// The remainder of FloorDiv: it has the sign of the divisor (Python).
+struct FloorModOp : IntegerDivisorCheck {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr double kCost = 10;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      T r = std::fmod(a, b);
+      if (r == 0) return std::copysign(T(0), b);  // 0 takes b's sign too
+      // NaN (b == 0, a infinite) compares false and stays NaN.
+      return (r < 0) != (b < 0) ? r + b : r;
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(a % b);
+    } else {
+      // MIN % -1 is undefined in C++ although its value is 0.
+      if (b == -1) return T(0);
+      const T r = static_cast<T>(a % b);
+      // r and b have opposite signs here, so r + b cannot overflow.
+      return r != 0 && (r < 0) != (b < 0) ? static_cast<T>(r + b) : r;
+    }
+  }
+};
+
+// Integer powers by repeated squaring, wrapping like Mul: reduction modulo
+// 2^64 commutes with multiplication, so computing in uint64_t and
+// truncating once gives the same bits as wrapping at every step.
+template <typename T>
+T IntegerPow(T base, T exponent) {
+  uint64_t result = 1;
+  uint64_t square = static_cast<uint64_t>(base);
+  for (uint64_t e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= square;
+    square *= square;
+  }
+  return static_cast<T>(result);
 }
 
-template <BinaryOp op>
-weft_status* BinaryKernel(weft_kernel_context* ctx) {
-  Tensor x, y;
-  if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
-  if (weft_status* s = ReadInput(ctx, 1, &y)) return s;
-  if (x.dtype != y.dtype) return DtypeMismatch(ctx, "input y", y.dtype, x.dtype);
+struct PowOp : BinaryOpDefaults {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr double kCost = 40;
+  // x^-n is a fraction an integer cannot hold.
+  template <typename T>
+  static weft_status* Check(const weft_kernel_context* ctx, const Tensor& y) {
+    if constexpr (std::is_signed_v<T> && !kIsFloat<T>) {
+      const T* p = y.data<T>();
+      const T* bad = std::find_if(p, p + y.count, [](T e) { return e < 0; });
+      if (bad != p + y.count) {
+        return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                         "integer Pow with a negative exponent (%lld, %s)",
+                         static_cast<long long>(*bad), DtypeName(y.dtype));
+      }
+    }
+    return nullptr;
+  }
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) return std::pow(a, b);
+    else return IntegerPow(a, b);
+  }
+};
 
-  int64_t dims[WEFT_MAX_RANK];
-  const int64_t* out_dims = x.dims;
-  int32_t rank = x.rank;
-  if (!SameShape(x, y)) {
-    if (weft_status* s = BroadcastShape(ctx, x, y, dims, &rank)) return s;
-    out_dims = dims;
+// NaN wins in Maximum and Minimum, as in NumPy: a comparison alone would
+// return whichever operand happened to be second.
+struct MaximumOp : BinaryOpDefaults {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) return a > b || std::isnan(a) ? a : b;
+    else return a > b ? a : b;
   }
-  Tensor z;
-  if (weft_status* s = AllocateOutput(ctx, 0, x.dtype, out_dims, rank, &z)) {
-    return s;
+};
+
+struct MinimumOp : BinaryOpDefaults {
+  static constexpr unsigned kDtypes = kNumericDtypes;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (kIsFloat<T>) return a < b || std::isnan(a) ? a : b;
+    else return a < b ? a : b;
   }
-  if (z.count == 0) return nullptr;
-  switch (x.dtype) {
-    case WEFT_FLOAT32: return Compute<op, float>(ctx, x, y, z);
-    case WEFT_FLOAT64: return Compute<op, double>(ctx, x, y, z);
-    case WEFT_INT32: return Compute<op, int32_t>(ctx, x, y, z);
-    case WEFT_INT64: return Compute<op, int64_t>(ctx, x, y, z);
-    default: return UnsupportedDtype(ctx, x.dtype);
-  }
+};
+
+template <typename Op>
+weft_status* Register(const Registrar& registrar, const char* name) {
+  return RegisterForDtypes(registrar, name, Op::kDtypes,
+                           Guarded<BinaryKernel<Op>>);
 }
 
 }  // namespace
 
 weft_status* RegisterBinaryKernels(const Registrar& registrar) {
-  const auto types = {int32_t{WEFT_FLOAT32}, int32_t{WEFT_FLOAT64},
-                      int32_t{WEFT_INT32}, int32_t{WEFT_INT64}};
-  struct Entry {
-    const char* op;
-    weft_kernel_compute_fn compute;
-  };
-  static constexpr Entry kEntries[] = {
-      {"Add", Guarded<BinaryKernel<BinaryOp::kAdd>>},
-      {"Sub", Guarded<BinaryKernel<BinaryOp::kSub>>},
-      {"Mul", Guarded<BinaryKernel<BinaryOp::kMul>>},
-      {"Div", Guarded<BinaryKernel<BinaryOp::kDiv>>},
-  };
-  for (const Entry& e : kEntries) {
-    if (weft_status* s = registrar.Add(e.op, types, e.compute)) return s;
+  weft_status* s = nullptr;
+  if ((s = Register<AddOp>(registrar, "Add")) ||
+      (s = Register<SubOp>(registrar, "Sub")) ||
+      (s = Register<MulOp>(registrar, "Mul")) ||
+      (s = Register<DivOp>(registrar, "Div")) ||
+      (s = Register<RealDivOp>(registrar, "RealDiv")) ||
+      (s = Register<FloorDivOp>(registrar, "FloorDiv")) ||
+      (s = Register<FloorModOp>(registrar, "FloorMod")) ||
+      (s = Register<PowOp>(registrar, "Pow")) ||
+      (s = Register<MaximumOp>(registrar, "Maximum")) ||
+      (s = Register<MinimumOp>(registrar, "Minimum"))) {
+    return s;
   }
   return nullptr;
 }

@@ -12,23 +12,18 @@
 
 #include <Eigen/Core>
 
+#include "elementwise_types.h"
 #include "kernel.h"
 
 namespace weft_cpu {
 namespace {
-
-// Storage of a bool tensor: one byte, read as "non-zero" so that a stray
-// byte value can never be undefined behaviour as a C++ bool would.
-struct Bool {
-  uint8_t value;
-};
 
 // Converts through a few value types: float for the 16-bit floats (every
 // half and bfloat16 is exactly a float), bool for Bool, the type itself
 // otherwise.
 inline float Widen(Eigen::half v) { return static_cast<float>(v); }
 inline float Widen(Eigen::bfloat16 v) { return static_cast<float>(v); }
-inline bool Widen(Bool v) { return v.value != 0; }
+inline bool Widen(Bool v) { return Truth(v); }
 template <typename T>
 inline T Widen(T v) {
   return v;
@@ -41,7 +36,7 @@ constexpr bool kIs16BitFloat = std::is_same_v<T, Eigen::half> ||
 template <typename Dst, typename V>
 inline Dst Narrow(V v) {
   if constexpr (std::is_same_v<Dst, Bool>) {
-    return Bool{static_cast<uint8_t>(v != V(0) ? 1 : 0)};
+    return MakeBool(v != V(0));
   } else if constexpr (kIs16BitFloat<Dst>) {
     return Dst(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<Dst> && std::is_floating_point_v<V>) {

@@ -1,16 +1,27 @@
-// Element-wise unary ops, and Identity (which forwards its input untouched).
+// Element-wise unary ops, and Identity (which forwards its input untouched,
+// whatever its dtype).
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include <Eigen/Core>
 
+#include "elementwise_types.h"
 #include "exact_exp.h"
 #include "kernel.h"
 
 namespace weft_cpu {
 namespace {
 
-enum class UnaryOp { kNeg, kExp, kLog, kRelu, kSigmoid, kTanh };
+enum class UnaryOp {
+  kNeg, kAbs, kSign, kSquare, kRelu,  // numeric
+  kExp, kLog, kSigmoid, kTanh, kSqrt, kRsqrt,  // float
+};
+
+constexpr bool TakesIntegers(UnaryOp op) {
+  return op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kSign ||
+         op == UnaryOp::kSquare || op == UnaryOp::kRelu;
+}
 
 template <UnaryOp op, typename T>
 void Run(const T* x, T* y, int64_t n) {
@@ -19,6 +30,14 @@ void Run(const T* x, T* y, int64_t n) {
     Eigen::Map<const Array> in(x, n);
     Eigen::Map<Array> out(y, n);
     if constexpr (op == UnaryOp::kNeg) out = -in;
+    if constexpr (op == UnaryOp::kAbs) out = in.abs();
+    // Zeros (of either sign) and NaN come back as they are.
+    if constexpr (op == UnaryOp::kSign) {
+      for (int64_t i = 0; i < n; ++i) {
+        y[i] = x[i] > T(0) ? T(1) : x[i] < T(0) ? T(-1) : x[i];
+      }
+    }
+    if constexpr (op == UnaryOp::kSquare) out = in.square();
     if constexpr (op == UnaryOp::kExp) ExactExp(x, y, n);
     if constexpr (op == UnaryOp::kLog) out = in.log();
     // NaN in, NaN out (NaN < 0 is false); a plain max would return
@@ -28,22 +47,36 @@ void Run(const T* x, T* y, int64_t n) {
     // NaN arises on either tail.
     if constexpr (op == UnaryOp::kSigmoid) out = T(1) / (T(1) + (-in).exp());
     if constexpr (op == UnaryOp::kTanh) out = in.tanh();
-  } else {
-    using U = std::make_unsigned_t<T>;
-    // Negating MIN wraps to MIN, as two's complement does, instead of
-    // overflowing.
-    if constexpr (op == UnaryOp::kNeg) {
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(U(0) - U(x[i]));
+    // Not Eigen's sqrt: with EIGEN_FAST_MATH (its default) float sqrt is an
+    // rsqrt estimate that is off in the last bits and wrong for infinity.
+    // The loop compiles to the exact instruction.  Negative inputs give NaN.
+    if constexpr (op == UnaryOp::kSqrt) {
+      for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
     }
-    if constexpr (op == UnaryOp::kRelu) {
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : T(0);
+    if constexpr (op == UnaryOp::kRsqrt) {
+      for (int64_t i = 0; i < n; ++i) y[i] = T(1) / std::sqrt(x[i]);
+    }
+  } else {
+    // Integers wrap: -MIN and |MIN| are MIN, MIN * MIN is 0.  Unsigned
+    // Neg is 2^bits - x; unsigned Relu and Abs are the identity.
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i];
+      if constexpr (op == UnaryOp::kNeg) y[i] = WrappingNeg(v);
+      if constexpr (op == UnaryOp::kAbs) {
+        y[i] = std::is_signed_v<T> && v < T(0) ? WrappingNeg(v) : v;
+      }
+      if constexpr (op == UnaryOp::kSign) {
+        y[i] = static_cast<T>((v > T(0)) - (v < T(0)));
+      }
+      if constexpr (op == UnaryOp::kSquare) y[i] = WrappingMul(v, v);
+      if constexpr (op == UnaryOp::kRelu) y[i] = v > T(0) ? v : T(0);
     }
   }
 }
 
 template <UnaryOp op>
 constexpr double CostPerElement() {
-  return op == UnaryOp::kNeg || op == UnaryOp::kRelu ? 1 : 20;
+  return TakesIntegers(op) ? 1 : 20;
 }
 
 template <UnaryOp op, typename T>
@@ -59,6 +92,9 @@ weft_status* Compute(weft_kernel_context* ctx, const Tensor& x,
 }
 
 template <UnaryOp op>
+constexpr unsigned kDtypes = TakesIntegers(op) ? kNumericDtypes : kFloatDtypes;
+
+template <UnaryOp op>
 weft_status* UnaryKernel(weft_kernel_context* ctx) {
   Tensor x;
   if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
@@ -67,20 +103,9 @@ weft_status* UnaryKernel(weft_kernel_context* ctx) {
     return s;
   }
   if (y.count == 0) return nullptr;
-  constexpr bool kIntegers = op == UnaryOp::kNeg || op == UnaryOp::kRelu;
-  switch (x.dtype) {
-    case WEFT_FLOAT32: return Compute<op, float>(ctx, x, y);
-    case WEFT_FLOAT64: return Compute<op, double>(ctx, x, y);
-    case WEFT_INT32:
-      if constexpr (kIntegers) return Compute<op, int32_t>(ctx, x, y);
-      break;
-    case WEFT_INT64:
-      if constexpr (kIntegers) return Compute<op, int64_t>(ctx, x, y);
-      break;
-    default:
-      break;
-  }
-  return UnsupportedDtype(ctx, x.dtype);
+  return DispatchDtype<kDtypes<op>>(ctx, x.dtype, [&](auto tag) {
+    return Compute<op, decltype(tag)>(ctx, x, y);
+  });
 }
 
 // Output 0 is input 0 under the same shape: no copy, whatever the dtype.
@@ -90,25 +115,27 @@ weft_status* IdentityKernel(weft_kernel_context* ctx) {
   return g_host->kernel_forward_input(ctx, 0, 0, x.dims, x.rank);
 }
 
+template <UnaryOp op>
+weft_status* Register(const Registrar& registrar, const char* name) {
+  return RegisterForDtypes(registrar, name, kDtypes<op>,
+                           Guarded<UnaryKernel<op>>);
+}
+
 }  // namespace
 
 weft_status* RegisterUnaryKernels(const Registrar& registrar) {
-  const auto all_numbers = {int32_t{WEFT_FLOAT32}, int32_t{WEFT_FLOAT64},
-                            int32_t{WEFT_INT32}, int32_t{WEFT_INT64}};
-  const auto floats = {int32_t{WEFT_FLOAT32}, int32_t{WEFT_FLOAT64}};
   weft_status* s = nullptr;
-  if ((s = registrar.Add("Neg", all_numbers,
-                         Guarded<UnaryKernel<UnaryOp::kNeg>>)) ||
-      (s = registrar.Add("Relu", all_numbers,
-                         Guarded<UnaryKernel<UnaryOp::kRelu>>)) ||
-      (s = registrar.Add("Exp", floats,
-                         Guarded<UnaryKernel<UnaryOp::kExp>>)) ||
-      (s = registrar.Add("Log", floats,
-                         Guarded<UnaryKernel<UnaryOp::kLog>>)) ||
-      (s = registrar.Add("Sigmoid", floats,
-                         Guarded<UnaryKernel<UnaryOp::kSigmoid>>)) ||
-      (s = registrar.Add("Tanh", floats,
-                         Guarded<UnaryKernel<UnaryOp::kTanh>>)) ||
+  if ((s = Register<UnaryOp::kNeg>(registrar, "Neg")) ||
+      (s = Register<UnaryOp::kAbs>(registrar, "Abs")) ||
+      (s = Register<UnaryOp::kSign>(registrar, "Sign")) ||
+      (s = Register<UnaryOp::kSquare>(registrar, "Square")) ||
+      (s = Register<UnaryOp::kRelu>(registrar, "Relu")) ||
+      (s = Register<UnaryOp::kExp>(registrar, "Exp")) ||
+      (s = Register<UnaryOp::kLog>(registrar, "Log")) ||
+      (s = Register<UnaryOp::kSigmoid>(registrar, "Sigmoid")) ||
+      (s = Register<UnaryOp::kTanh>(registrar, "Tanh")) ||
+      (s = Register<UnaryOp::kSqrt>(registrar, "Sqrt")) ||
+      (s = Register<UnaryOp::kRsqrt>(registrar, "Rsqrt")) ||
       (s = registrar.Add("Identity", {}, Guarded<IdentityKernel>))) {
     return s;
   }

@@ -1,0 +1,154 @@
+// The one driver behind every broadcasting binary kernel (arithmetic,
+// comparisons, logical ops).  An op supplies only its scalar function; the
+// driver reads the inputs, broadcasts, allocates, checks and walks.
+//
+// Every layout reduces to runs of contiguous output elements whose inputs are
+// either contiguous or one repeated value; the run loop below is the only
+// place the op's function is applied.  Same-shape and scalar operands are one
+// run; anything else goes through the collapsed-stride walk of broadcast.h,
+// which calls the run loop per row.
+//
+// An op is a struct deriving from BinaryOpDefaults that declares
+//   static constexpr unsigned kDtypes;        // DtypeSet it runs on
+//   static R Apply(T a, T b);                 // for every T in kDtypes
+// and may override the defaults below.
+#ifndef WEFT_PLUGINS_CPU_ELEMENTWISE_BINARY_H_
+#define WEFT_PLUGINS_CPU_ELEMENTWISE_BINARY_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "broadcast.h"
+#include "elementwise_types.h"
+#include "kernel.h"
+
+namespace weft_cpu {
+
+struct BinaryOpDefaults {
+  // Output bool (comparisons, logical ops) instead of the input dtype.
+  static constexpr bool kBoolResult = false;
+  // Float runs may use Eigen through `static auto Vector(a, b)`, an
+  // expression valid on Eigen arrays and scalars alike.
+  static constexpr bool kVector = false;
+  // Rough cycles per element, for Eigen's block sizing.
+  static constexpr double kCost = 1;
+  // Refuses inputs the op has no value for (an integer zero divisor),
+  // before anything is written.  `y` is non-empty.
+  template <typename T>
+  static weft_status* Check(const weft_kernel_context* /*ctx*/,
+                            const Tensor& /*y*/) {
+    return nullptr;
+  }
+};
+
+// z[0..n) = Apply(x, y) over one run; `layout` says which operand repeats.
+template <typename Op, typename T, typename R>
+void BinaryRun(const T* x, const T* y, R* z, int64_t n, RunLayout layout) {
+  if constexpr (Op::kVector && std::is_floating_point_v<T> &&
+                std::is_same_v<T, R>) {
+    // Below this, Eigen's alignment prologue and epilogue cost more than
+    // the scalar loop; graphs of scalars live here.
+    constexpr int64_t kTinyRun = 8;
+    if (n > kTinyRun) {
+      using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+      Eigen::Map<Array> out(z, n);
+      switch (layout) {
+        case RunLayout::kBoth:
+          out = Op::Vector(Eigen::Map<const Array>(x, n),
+                           Eigen::Map<const Array>(y, n));
+          return;
+        case RunLayout::kRepeatX:
+          out = Op::Vector(*x, Eigen::Map<const Array>(y, n));
+          return;
+        case RunLayout::kRepeatY:
+          out = Op::Vector(Eigen::Map<const Array>(x, n), *y);
+          return;
+      }
+    }
+  }
+  switch (layout) {
+    case RunLayout::kBoth:
+      for (int64_t i = 0; i < n; ++i) z[i] = Op::Apply(x[i], y[i]);
+      return;
+    case RunLayout::kRepeatX: {
+      const T a = *x;
+      for (int64_t i = 0; i < n; ++i) z[i] = Op::Apply(a, y[i]);
+      return;
+    }
+    case RunLayout::kRepeatY: {
+      const T b = *y;
+      for (int64_t i = 0; i < n; ++i) z[i] = Op::Apply(x[i], b);
+      return;
+    }
+  }
+}
+
+template <typename Op, typename T>
+weft_status* BinaryCompute(weft_kernel_context* ctx, const Tensor& x,
+                           const Tensor& y, const Tensor& z) {
+  using R = std::conditional_t<Op::kBoolResult, Bool, T>;
+  if (weft_status* s = Op::template Check<T>(ctx, y)) return s;
+  const T* xp = x.data<T>();
+  const T* yp = y.data<T>();
+  R* zp = z.data<R>();
+
+  RunLayout flat;
+  if (x.count == z.count && y.count == z.count) {
+    flat = RunLayout::kBoth;
+  } else if (y.count == 1 && x.count == z.count) {
+    flat = RunLayout::kRepeatY;
+  } else if (x.count == 1 && y.count == z.count) {
+    flat = RunLayout::kRepeatX;
+  } else {
+    BroadcastPlan plan;
+    MakeBroadcastPlan(x, y, z, &plan);
+    ParallelFor(ctx, z.count, 1, Op::kCost, [&](int64_t begin, int64_t end) {
+      WalkBroadcast(plan, begin, end,
+                    [&](int64_t x_offset, int64_t y_offset, int64_t z_offset,
+                        int64_t n) {
+                      BinaryRun<Op>(xp + x_offset, yp + y_offset,
+                                    zp + z_offset, n, plan.layout);
+                    });
+    });
+    return nullptr;
+  }
+  // Tiny tensors (the common case) stay on this thread in one run: no pool,
+  // no allocation.
+  ParallelFor(ctx, z.count, 1, Op::kCost, [&](int64_t begin, int64_t end) {
+    BinaryRun<Op>(flat == RunLayout::kRepeatX ? xp : xp + begin,
+                  flat == RunLayout::kRepeatY ? yp : yp + begin, zp + begin,
+                  end - begin, flat);
+  });
+  return nullptr;
+}
+
+template <typename Op>
+weft_status* BinaryKernel(weft_kernel_context* ctx) {
+  Tensor x, y;
+  if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
+  if (weft_status* s = ReadInput(ctx, 1, &y)) return s;
+  if (x.dtype != y.dtype) return DtypeMismatch(ctx, "input y", y.dtype, x.dtype);
+
+  int64_t dims[WEFT_MAX_RANK];
+  const int64_t* out_dims = x.dims;
+  int32_t rank = x.rank;
+  if (!SameShape(x, y)) {
+    if (weft_status* s = BroadcastShape(ctx, x, y, dims, &rank)) return s;
+    out_dims = dims;
+  }
+  Tensor z;
+  const int32_t out_dtype = Op::kBoolResult ? WEFT_BOOL : x.dtype;
+  if (weft_status* s = AllocateOutput(ctx, 0, out_dtype, out_dims, rank, &z)) {
+    return s;
+  }
+  if (z.count == 0) return nullptr;
+  return DispatchDtype<Op::kDtypes>(ctx, x.dtype, [&](auto tag) {
+    return BinaryCompute<Op, decltype(tag)>(ctx, x, y, z);
+  });
+}
+
+}  // namespace weft_cpu
+
+#endif  // WEFT_PLUGINS_CPU_ELEMENTWISE_BINARY_H_
