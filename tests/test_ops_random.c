@@ -115,7 +115,8 @@ static double fraction_different(const weft_tensor* a, const weft_tensor* b) {
   int64_t n = weft_tensor_element_count(a), differ = 0;
   const char* pa = weft_tensor_data(a);
   const char* pb = weft_tensor_data(b);
-  for (int64_t i = 0; i < n; ++i) differ += memcmp(pa + i * es, pb + i * es, es) != 0;
+  for (int64_t i = 0; i < n; ++i)
+    differ += memcmp(pa + i * es, pb + i * es, es) != 0;
   return n ? (double)differ / (double)n : 0;
 }
 
@@ -252,7 +253,8 @@ Test(ops_random, uniform_moments) {
     cr_expect(fabs(m.variance - 1.0 / 12) < 0.0015, "variance %g", m.variance);
     /* Ten equal bins each hold about a tenth (sd 0.001). */
     int64_t bins[10] = {0};
-    for (int64_t i = 0; i < N_STATS; ++i) bins[(int)(element(out[0], i) * 10)]++;
+    for (int64_t i = 0; i < N_STATS; ++i)
+      bins[(int)(element(out[0], i) * 10)]++;
     for (int b = 0; b < 10; ++b)
       cr_expect(fabs(bins[b] / (double)N_STATS - 0.1) < 0.005, "bin %d: %lld",
                 b, (long long)bins[b]);
@@ -307,7 +309,8 @@ Test(ops_random, truncated_normal_stays_within_two_stddev) {
 Test(ops_random, half_precision_generators) {
   for (int op = 0; op < 3; ++op) {
     weft_graph* g = wt_graph_new();
-    random_attrs a = {.seed = 21, .dtype = op == 0 ? WEFT_FLOAT16 : WEFT_BFLOAT16,
+    random_attrs a = {.seed = 21,
+                      .dtype = op == 0 ? WEFT_FLOAT16 : WEFT_BFLOAT16,
                       .shape = WT_SHAPE(N_STATS)};
     weft_output x;
     WT_OK(add_random(g, kGenerators[op], &a, NULL, &x));
@@ -362,7 +365,8 @@ Test(ops_random, shuffle_is_a_permutation) {
   const int64_t rows = 500, cols = 3;
   weft_tensor* x = wt_tensor(WEFT_FLOAT32, WT_SHAPE(rows, cols), NULL);
   float* v = weft_tensor_data(x);
-  for (int64_t i = 0; i < rows * cols; ++i) v[i] = (float)(i / cols * 8 + i % cols);
+  for (int64_t i = 0; i < rows * cols; ++i)
+    v[i] = (float)(i / cols * 8 + i % cols);
   for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
     /* uint8 and float16 hold only small codes exactly: 30 rows for them. */
     weft_tensor* in = x;
@@ -436,8 +440,10 @@ Test(ops_random, dropout_keeps_and_scales) {
   for (int t = 0; t < 2; ++t) {
     weft_tensor* x = wt_tensor(types[t], WT_SHAPE(N_STATS), NULL);
     for (int64_t i = 0; i < N_STATS; ++i) {
-      if (types[t] == WEFT_FLOAT32) ((float*)weft_tensor_data(x))[i] = (float)(i + 1);
-      else ((double*)weft_tensor_data(x))[i] = (double)(i + 1) / 3;
+      if (types[t] == WEFT_FLOAT32)
+        ((float*)weft_tensor_data(x))[i] = (float)(i + 1);
+      else
+        ((double*)weft_tensor_data(x))[i] = (double)(i + 1) / 3;
     }
     for (int r = 0; r < 3; ++r) {
       random_attrs a = {.seed = 31, .seed2 = r, .has_rate = 1,

@@ -89,13 +89,15 @@ weft_status* ReshapeKernel(weft_kernel_context* ctx) {
     dims[i] = shape[i];
     if (shape[i] == -1 && inferred < 0) {
       inferred = i;
-    } else if (shape[i] < 0 || __builtin_mul_overflow(known, shape[i], &known)) {
+    } else if (shape[i] < 0 ||
+               __builtin_mul_overflow(known, shape[i], &known)) {
       known = -1;
       break;
     }
   }
-  const bool ok = known >= 0 && (inferred < 0 ? known == x.count
-                                              : known > 0 && x.count % known == 0);
+  const bool ok =
+      known >= 0 && (inferred < 0 ? known == x.count
+                                  : known > 0 && x.count % known == 0);
   if (!ok) {
     char from[256], to[256];
     return NodeError(ctx, WEFT_INVALID_ARGUMENT, "cannot reshape %s into %s",

@@ -138,7 +138,9 @@ weft_status* OneHotKernel(weft_kernel_context* ctx) {
       (s = NormalizeAxis(ctx, "axis", axis_attr, idx.rank + 1, &axis))) {
     return s;
   }
-  if (idx.rank >= WEFT_MAX_RANK) return RankTooLarge(ctx, "output", idx.rank + 1);
+  if (idx.rank >= WEFT_MAX_RANK) {
+    return RankTooLarge(ctx, "output", idx.rank + 1);
+  }
   unsigned char on[8], off[8];
   if (depth < 0 || !EncodeElement(on_value, dtype, on) ||
       !EncodeElement(off_value, dtype, off)) {

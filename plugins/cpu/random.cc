@@ -25,7 +25,8 @@ weft_status* MakeGenerator(weft_kernel_context* ctx, CounterRandom* out) {
       (s = g_host->kernel_attr_int(ctx, "seed2", &seed2))) {
     return s;
   }
-  *out = CounterRandom(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2),
+  *out = CounterRandom(static_cast<uint64_t>(seed),
+                       static_cast<uint64_t>(seed2),
                        g_host->kernel_run_counter(ctx));
   return nullptr;
 }
@@ -91,7 +92,8 @@ void Generate(const weft_kernel_context* ctx, const CounterRandom& random,
   ParallelFor(ctx, groups, lanes, cost, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const RandomBits bits = random(static_cast<uint64_t>(g));
-      const int count = static_cast<int>(std::min<int64_t>(lanes, n - g * lanes));
+      const int count =
+          static_cast<int>(std::min<int64_t>(lanes, n - g * lanes));
       T* at = out + g * lanes;
       if constexpr (dist == Distribution::kUniform) {
         for (int lane = 0; lane < count; ++lane) {

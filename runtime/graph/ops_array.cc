@@ -27,16 +27,14 @@ AttrDef Absent(const char* name, AttrType type) {
   return AttrDef{name, type, false, {}, false};
 }
 
-AttrValue Int(int64_t i) {
-  AttrValue v;
-  v.i = i;
-  return v;
-}
+AttrValue Int(int64_t i) { AttrValue v; v.i = i; return v; }
+AttrValue Float(double f) { AttrValue v; v.f = f; return v; }
 
-AttrValue Float(double f) {
-  AttrValue v;
-  v.f = f;
-  return v;
+// The usual result: one output of input 0's dtype.
+weft_status* Produce(InferenceContext& c, ShapeInfo shape) {
+  c.output_dtypes = {c.input_dtypes[0]};
+  c.output_shapes = {std::move(shape)};
+  return nullptr;
 }
 
 std::string ListString(const std::vector<int64_t>& v) {
@@ -142,25 +140,15 @@ weft_status* IndexType(InferenceContext& c, size_t index, const char* what,
 // the dtype cannot hold exactly would be silently changed.
 weft_status* CheckRepresentable(const InferenceContext& c, const char* attr,
                                 double v, weft_dtype t) {
-  double lo = 0, hi = 0;
-  switch (t) {
-    case WEFT_FLOAT16: case WEFT_BFLOAT16: case WEFT_FLOAT32:
-    case WEFT_FLOAT64:
-      return nullptr;  // rounding is what a float conversion means
-    case WEFT_BOOL: lo = 0; hi = 1; break;
-    case WEFT_UINT8: lo = 0; hi = 255; break;
-    case WEFT_INT8: lo = -128; hi = 127; break;
-    case WEFT_INT16: lo = -32768; hi = 32767; break;
-    case WEFT_UINT16: lo = 0; hi = 65535; break;
-    case WEFT_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
-    case WEFT_UINT32: lo = 0; hi = 4294967295.0; break;
-    case WEFT_INT64: lo = -9223372036854775808.0; hi = 9223372036854774784.0;
-      break;
-    case WEFT_UINT64: lo = 0; hi = 18446744073709549568.0; break;
-    default:
-      return c.Fail("dtype %s has no values", weft_dtype_name(t));
-  }
-  if (!(v >= lo && v <= hi) || v != std::trunc(v))
+  for (weft_dtype f : kFloatTypes)
+    if (t == f) return nullptr;  // rounding is what a float conversion means
+  bool is_signed = t == WEFT_INT8 || t == WEFT_INT16 || t == WEFT_INT32 ||
+                   t == WEFT_INT64;
+  int bits = t == WEFT_BOOL ? 1 : 8 * static_cast<int>(weft_dtype_size(t));
+  // The first value past the range; exact as a double even for 64 bits.
+  double end = std::ldexp(1.0, is_signed ? bits - 1 : bits);
+  double lo = is_signed ? -end : 0;
+  if (!(v >= lo && v < end) || v != std::trunc(v))
     return c.Fail("attribute %s = %g cannot be represented in %s", attr, v,
                   weft_dtype_name(t));
   return nullptr;
@@ -179,23 +167,9 @@ OpDef Base(const char* name, std::vector<std::string> inputs,
 
 }  // namespace
 
-// Reads an int-list attribute that must hold a fully known shape (Fill and
-// the random ops).  Declared again in ops_random.cc.
+// Defined in ops_random.cc: the random ops read their `shape` the same way.
 weft_status* FullyKnownShapeAttr(const InferenceContext& c, const char* attr,
-                                 ShapeInfo* out) {
-  const std::vector<int64_t>& dims = Ints(c, attr);
-  if (static_cast<int64_t>(dims.size()) > WEFT_MAX_RANK)
-    return c.Fail("attribute %s has rank %zu; ranks run up to %d", attr,
-                  dims.size(), WEFT_MAX_RANK);
-  for (int64_t d : dims)
-    if (d < 0)
-      return c.Fail("attribute %s = %s must be fully known (no negative "
-                    "dimension)", attr, ListString(dims).c_str());
-  int64_t n = 0;
-  WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &n));
-  *out = ShapeInfo::Of(dims);
-  return nullptr;
-}
+                                 ShapeInfo* out);
 
 namespace {
 
@@ -209,41 +183,32 @@ void RegisterShapeOps(OpRegistry* r) {
   };
   r->Add(std::move(rank));
 
-  AttrValue int32_type = Int(WEFT_INT32);
-  OpDef shape = Base("Shape", {"x"}, "The dims of x, a vector of out_type.");
-  shape.attrs = {Optional("out_type", AttrType::kDtype, int32_type)};
-  shape.infer = [](InferenceContext& c) -> weft_status* {
-    WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
-    weft_dtype t;
-    WEFT_RETURN_IF_ERROR(OutType(c, &t));
-    const ShapeInfo& in = c.input_shapes[0];
-    for (int32_t i = 0; t == WEFT_INT32 && i < in.rank; ++i)
-      if (in.dims[i] > INT32_MAX)
-        return c.Fail("dimension %d of %s does not fit out_type int32", i,
-                      in.ToString().c_str());
-    c.output_dtypes = {t};
-    c.output_shapes = {ShapeInfo::Of({in.known_rank() ? in.rank : -1})};
-    return nullptr;
-  };
-  r->Add(std::move(shape));
-
-  OpDef size = Base("Size", {"x"}, "The element count of x, a scalar.");
-  size.attrs = {Optional("out_type", AttrType::kDtype, int32_type)};
-  size.infer = [](InferenceContext& c) -> weft_status* {
-    WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
-    weft_dtype t;
-    WEFT_RETURN_IF_ERROR(OutType(c, &t));
-    const ShapeInfo& in = c.input_shapes[0];
-    int64_t n = 0;
-    WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, &n));
-    if (t == WEFT_INT32 && in.fully_known() && n > INT32_MAX)
-      return c.Fail("%s has %lld elements, more than out_type int32 holds",
-                    in.ToString().c_str(), static_cast<long long>(n));
-    c.output_dtypes = {t};
-    c.output_shapes = {ShapeInfo::Of({})};
-    return nullptr;
-  };
-  r->Add(std::move(size));
+  for (bool is_size : {false, true}) {
+    OpDef d = Base(is_size ? "Size" : "Shape", {"x"},
+                   is_size ? "The element count of x, a scalar of out_type."
+                           : "The dims of x, a vector of out_type.");
+    d.attrs = {Optional("out_type", AttrType::kDtype, Int(WEFT_INT32))};
+    d.infer = [is_size](InferenceContext& c) -> weft_status* {
+      WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+      weft_dtype t;
+      WEFT_RETURN_IF_ERROR(OutType(c, &t));
+      const ShapeInfo& in = c.input_shapes[0];
+      int64_t n = 0;
+      WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, &n));
+      // Values unknown now are checked by the kernel.
+      std::vector<int64_t> values = is_size ? std::vector<int64_t>{n} : in.dims;
+      for (int64_t v : values)
+        if (t == WEFT_INT32 && v > INT32_MAX && (!is_size || in.fully_known()))
+          return c.Fail("%lld (from %s) does not fit out_type int32",
+                        static_cast<long long>(v), in.ToString().c_str());
+      c.output_dtypes = {t};
+      c.output_shapes = {ShapeInfo::Of({})};
+      if (!is_size) c.output_shapes[0].dims = {in.known_rank() ? in.rank : -1};
+      c.output_shapes[0].rank = is_size ? 0 : 1;
+      return nullptr;
+    };
+    r->Add(std::move(d));
+  }
 
   OpDef reshape = Base("Reshape", {"x"}, "x viewed with a new shape: no copy.");
   reshape.attrs = {Required("shape", AttrType::kIntList)};
@@ -255,30 +220,30 @@ void RegisterShapeOps(OpRegistry* r) {
     int inferred = -1;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] < -1)
-        return c.Fail("shape %s has a negative dimension", want.c_str());
+        return c.Fail("attribute shape = %s has a negative dimension",
+                      want.c_str());
       if (dims[i] == -1 && inferred >= 0)
-        return c.Fail("shape %s has more than one -1", want.c_str());
+        return c.Fail("attribute shape = %s has more than one -1",
+                      want.c_str());
       if (dims[i] == -1) inferred = static_cast<int>(i);
     }
     int64_t known = 0;
     WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &known));
     if (inferred >= 0 && known == 0)
-      return c.Fail("cannot infer the -1 in shape %s: the other dimensions "
-                    "multiply to 0", want.c_str());
+      return c.Fail("cannot infer the -1 in attribute shape = %s: the other "
+                    "dimensions multiply to 0", want.c_str());
     const ShapeInfo& in = c.input_shapes[0];
     if (in.fully_known()) {
       int64_t n = 0;
       WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, &n));
       bool ok = inferred >= 0 ? n % known == 0 : n == known;
       if (!ok)
-        return c.Fail("cannot reshape %s (%lld elements) into %s",
-                      in.ToString().c_str(), static_cast<long long>(n),
-                      want.c_str());
+        return c.Fail("cannot reshape %s (%lld elements) into attribute "
+                      "shape = %s", in.ToString().c_str(),
+                      static_cast<long long>(n), want.c_str());
       if (inferred >= 0) dims[inferred] = n / known;
     }
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(reshape));
 
@@ -287,17 +252,14 @@ void RegisterShapeOps(OpRegistry* r) {
   expand.infer = [](InferenceContext& c) -> weft_status* {
     WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
     const ShapeInfo& in = c.input_shapes[0];
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Unknown()};
-    if (!in.known_rank()) return nullptr;
+    if (!in.known_rank()) return Produce(c, ShapeInfo::Unknown());
     WEFT_RETURN_IF_ERROR(CheckOutputRank(c, in.rank + 1));
     int32_t axis;
     WEFT_RETURN_IF_ERROR(
         NormalizeAxis(c, "axis", c.attr("axis")->i, in.rank + 1, in, &axis));
     std::vector<int64_t> dims = in.dims;
     dims.insert(dims.begin() + axis, 1);
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(expand));
 
@@ -307,13 +269,12 @@ void RegisterShapeOps(OpRegistry* r) {
     WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
     const ShapeInfo& in = c.input_shapes[0];
     const AttrValue* listed = c.attr("squeeze_dims");
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Unknown()};
-    if (!in.known_rank()) return nullptr;
+    if (!in.known_rank()) return Produce(c, ShapeInfo::Unknown());
     std::vector<bool> drop(in.rank, false);
     if (listed == nullptr) {
       for (int32_t i = 0; i < in.rank; ++i) {
-        if (in.dims[i] < 0) return nullptr;  // might be 1: rank unknown
+        // An unknown dim might be 1: the output rank is unknown.
+        if (in.dims[i] < 0) return Produce(c, ShapeInfo::Unknown());
         drop[i] = in.dims[i] == 1;
       }
     }
@@ -322,7 +283,7 @@ void RegisterShapeOps(OpRegistry* r) {
       WEFT_RETURN_IF_ERROR(
           NormalizeAxis(c, "squeeze_dims", a, in.rank, in, &axis));
       if (drop[axis])
-        return c.Fail("squeeze_dims lists axis %d twice", axis);
+        return c.Fail("attribute squeeze_dims lists axis %d twice", axis);
       if (in.dims[axis] >= 0 && in.dims[axis] != 1)
         return c.Fail("cannot squeeze dimension %d of %s: its size is %lld, "
                       "not 1", axis, in.ToString().c_str(),
@@ -332,8 +293,7 @@ void RegisterShapeOps(OpRegistry* r) {
     std::vector<int64_t> dims;
     for (int32_t i = 0; i < in.rank; ++i)
       if (!drop[i]) dims.push_back(in.dims[i]);
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(squeeze));
 }
@@ -347,7 +307,8 @@ void RegisterLayoutOps(OpRegistry* r) {
     const std::vector<int64_t>& perm = Ints(c, "perm");
     int32_t n = static_cast<int32_t>(perm.size());
     if (in.known_rank() && n != in.rank)
-      return c.Fail("perm %s has %d entries but the input %s has rank %d",
+      return c.Fail("attribute perm = %s has %d entries but the input %s "
+                    "has rank %d",
                     ListString(perm).c_str(), n, in.ToString().c_str(),
                     in.rank);
     WEFT_RETURN_IF_ERROR(CheckOutputRank(c, n));
@@ -356,14 +317,12 @@ void RegisterLayoutOps(OpRegistry* r) {
     for (int32_t i = 0; i < n; ++i) {
       int64_t p = perm[i] < 0 ? perm[i] + n : perm[i];
       if (p < 0 || p >= n || seen[p])
-        return c.Fail("perm %s is not a permutation of 0..%d",
+        return c.Fail("attribute perm = %s is not a permutation of 0..%d",
                       ListString(perm).c_str(), n - 1);
       seen[p] = true;
       if (in.known_rank()) dims[i] = in.dims[p];
     }
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(transpose));
 
@@ -378,7 +337,7 @@ void RegisterLayoutOps(OpRegistry* r) {
     std::string b = ListString(begin), s = ListString(size);
     if (begin.size() != size.size() ||
         (in.known_rank() && static_cast<int32_t>(begin.size()) != in.rank))
-      return c.Fail("begin %s and size %s must both have one entry per "
+      return c.Fail("attributes begin = %s and size = %s need one entry per "
                     "dimension of the input %s", b.c_str(), s.c_str(),
                     in.ToString().c_str());
     WEFT_RETURN_IF_ERROR(CheckOutputRank(c, begin.size()));
@@ -389,14 +348,13 @@ void RegisterLayoutOps(OpRegistry* r) {
       if (ok && dim >= 0)
         ok = begin[i] <= dim && (size[i] < 0 || size[i] <= dim - begin[i]);
       if (!ok)
-        return c.Fail("begin %s, size %s is out of bounds for the input %s "
+        return c.Fail("attributes begin = %s, size = %s are out of bounds for "
+                      "the input %s "
                       "(dimension %zu)", b.c_str(), s.c_str(),
                       in.ToString().c_str(), i);
       dims[i] = size[i] >= 0 ? size[i] : (dim >= 0 ? dim - begin[i] : -1);
     }
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(slice));
 
@@ -408,13 +366,14 @@ void RegisterLayoutOps(OpRegistry* r) {
     const std::vector<int64_t>& m = Ints(c, "multiples");
     int32_t n = static_cast<int32_t>(m.size());
     if (in.known_rank() && n != in.rank)
-      return c.Fail("multiples %s needs one entry per dimension of the "
-                    "input %s", ListString(m).c_str(), in.ToString().c_str());
+      return c.Fail("attribute multiples = %s needs one entry per dimension "
+                    "of the input %s", ListString(m).c_str(),
+                    in.ToString().c_str());
     WEFT_RETURN_IF_ERROR(CheckOutputRank(c, n));
     std::vector<int64_t> dims(n, -1);
     for (int32_t i = 0; i < n; ++i) {
       if (m[i] < 0)
-        return c.Fail("multiples %s has a negative entry",
+        return c.Fail("attribute multiples = %s has a negative entry",
                       ListString(m).c_str());
       int64_t d = in.known_rank() ? in.dims[i] : -1;
       if (m[i] == 0 || d == 0) dims[i] = 0;
@@ -424,9 +383,7 @@ void RegisterLayoutOps(OpRegistry* r) {
     }
     int64_t count = 0;
     WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &count));
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(tile));
 
@@ -439,7 +396,7 @@ void RegisterLayoutOps(OpRegistry* r) {
     const std::vector<int64_t>& p = Ints(c, "paddings");
     if (p.size() % 2 != 0 ||
         (in.known_rank() && p.size() != 2 * static_cast<size_t>(in.rank)))
-      return c.Fail("paddings %s must hold a (before, after) pair per "
+      return c.Fail("attribute paddings = %s needs a (before, after) pair per "
                     "dimension of the input %s", ListString(p).c_str(),
                     in.ToString().c_str());
     WEFT_RETURN_IF_ERROR(CheckRepresentable(
@@ -449,7 +406,7 @@ void RegisterLayoutOps(OpRegistry* r) {
     std::vector<int64_t> dims(n, -1);
     for (int32_t i = 0; i < n; ++i) {
       if (p[2 * i] < 0 || p[2 * i + 1] < 0)
-        return c.Fail("paddings %s has a negative entry",
+        return c.Fail("attribute paddings = %s has a negative entry",
                       ListString(p).c_str());
       int64_t d = in.known_rank() ? in.dims[i] : -1;
       if (d >= 0 && (__builtin_add_overflow(d, p[2 * i], &dims[i]) ||
@@ -459,9 +416,7 @@ void RegisterLayoutOps(OpRegistry* r) {
     }
     int64_t count = 0;
     WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &count));
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(pad));
 }
@@ -476,12 +431,10 @@ void RegisterJoinOps(OpRegistry* r) {
   concat.attrs = {Required("axis", AttrType::kInt)};
   concat.infer = [](InferenceContext& c) -> weft_status* {
     WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Unknown()};
     const ShapeInfo* first = nullptr;
     for (const ShapeInfo& s : c.input_shapes)
       if (s.known_rank() && first == nullptr) first = &s;
-    if (first == nullptr) return nullptr;
+    if (first == nullptr) return Produce(c, ShapeInfo::Unknown());
     if (first->rank == 0)
       return c.Fail("cannot concatenate scalars (shape []); use Pack");
     int32_t axis;
@@ -500,8 +453,7 @@ void RegisterJoinOps(OpRegistry* r) {
         return c.Fail("the concatenated dimension overflows");
     }
     out.dims[axis] = sum;
-    c.output_shapes = {std::move(out)};
-    return nullptr;
+    return Produce(c, std::move(out));
   };
   r->Add(std::move(concat));
 
@@ -512,7 +464,6 @@ void RegisterJoinOps(OpRegistry* r) {
     WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
     ShapeInfo out;
     WEFT_RETURN_IF_ERROR(MergeShapes(c, -1, &out));
-    c.output_dtypes = {c.input_dtypes[0]};
     if (out.known_rank()) {
       WEFT_RETURN_IF_ERROR(CheckOutputRank(c, out.rank + 1));
       int32_t axis;
@@ -522,8 +473,7 @@ void RegisterJoinOps(OpRegistry* r) {
                       static_cast<int64_t>(c.input_shapes.size()));
       out.rank += 1;
     }
-    c.output_shapes = {std::move(out)};
-    return nullptr;
+    return Produce(c, std::move(out));
   };
   r->Add(std::move(pack));
 
@@ -535,7 +485,7 @@ void RegisterJoinOps(OpRegistry* r) {
     const ShapeInfo& in = c.input_shapes[0];
     int64_t n = c.attr("num_split")->i;
     if (n < 1 || n > kMaxOutputs)
-      return c.Fail("num_split = %lld must be in [1, %lld]",
+      return c.Fail("attribute num_split = %lld must be in [1, %lld]",
                     static_cast<long long>(n),
                     static_cast<long long>(kMaxOutputs));
     ShapeInfo piece = ShapeInfo::Unknown();
@@ -545,9 +495,9 @@ void RegisterJoinOps(OpRegistry* r) {
           NormalizeAxis(c, "axis", c.attr("axis")->i, in.rank, in, &axis));
       int64_t d = in.dims[axis];
       if (d >= 0 && d % n != 0)
-        return c.Fail("num_split = %lld does not divide dimension %d (%lld) "
-                      "of %s", static_cast<long long>(n), axis,
-                      static_cast<long long>(d), in.ToString().c_str());
+        return c.Fail("attribute num_split = %lld does not divide "
+                      "dimension %d (%lld) of %s", static_cast<long long>(n),
+                      axis, static_cast<long long>(d), in.ToString().c_str());
       piece = in;
       piece.dims[axis] = d >= 0 ? d / n : -1;
     }
@@ -567,7 +517,7 @@ void RegisterJoinOps(OpRegistry* r) {
     const AttrValue* given = c.attr("num");
     int64_t num = given ? given->i : -1;
     if (given && (num < 0 || num > kMaxOutputs))
-      return c.Fail("num = %lld must be in [0, %lld]",
+      return c.Fail("attribute num = %lld must be in [0, %lld]",
                     static_cast<long long>(num),
                     static_cast<long long>(kMaxOutputs));
     ShapeInfo piece = ShapeInfo::Unknown();
@@ -578,7 +528,7 @@ void RegisterJoinOps(OpRegistry* r) {
           NormalizeAxis(c, "axis", c.attr("axis")->i, in.rank, in, &axis));
       int64_t d = in.dims[axis];
       if (given && d >= 0 && num != d)
-        return c.Fail("num = %lld but dimension %d of %s is %lld",
+        return c.Fail("attribute num = %lld but dimension %d of %s is %lld",
                       static_cast<long long>(num), axis, in.ToString().c_str(),
                       static_cast<long long>(d));
       if (!given && d > kMaxOutputs)
@@ -611,9 +561,7 @@ void RegisterFillOps(OpRegistry* r) {
                     v.ToString().c_str());
     ShapeInfo out;
     WEFT_RETURN_IF_ERROR(FullyKnownShapeAttr(c, "shape", &out));
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {std::move(out)};
-    return nullptr;
+    return Produce(c, std::move(out));
   };
   r->Add(std::move(fill));
   r->Add(UnaryOp("ZerosLike", kAllTypes, "Zeros of x's shape and dtype."));
@@ -632,21 +580,18 @@ void RegisterIndexOps(OpRegistry* r) {
     WEFT_RETURN_IF_ERROR(IndexType(c, 1, "indices", "Tindices"));
     const ShapeInfo& params = c.input_shapes[0];
     const ShapeInfo& indices = c.input_shapes[1];
-    c.output_dtypes = {c.input_dtypes[0]};
-    c.output_shapes = {ShapeInfo::Unknown()};
-    if (!params.known_rank()) return nullptr;
+    if (!params.known_rank()) return Produce(c, ShapeInfo::Unknown());
     if (params.rank == 0) return c.Fail("params must have rank >= 1, got []");
     int32_t axis;
     WEFT_RETURN_IF_ERROR(NormalizeAxis(c, "axis", c.attr("axis")->i,
                                        params.rank, params, &axis));
-    if (!indices.known_rank()) return nullptr;
+    if (!indices.known_rank()) return Produce(c, ShapeInfo::Unknown());
     WEFT_RETURN_IF_ERROR(CheckOutputRank(c, params.rank - 1 + indices.rank));
     std::vector<int64_t> dims(params.dims.begin(),
                               params.dims.begin() + axis);
     dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
     dims.insert(dims.end(), params.dims.begin() + axis + 1, params.dims.end());
-    c.output_shapes = {ShapeInfo::Of(std::move(dims))};
-    return nullptr;
+    return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(gather));
 
@@ -666,7 +611,8 @@ void RegisterIndexOps(OpRegistry* r) {
     WEFT_RETURN_IF_ERROR(IndexType(c, 0, "indices", "TI"));
     int64_t depth = c.attr("depth")->i;
     if (depth < 0)
-      return c.Fail("depth = %lld must be >= 0", static_cast<long long>(depth));
+      return c.Fail("attribute depth = %lld must be >= 0",
+                    static_cast<long long>(depth));
     auto t = static_cast<weft_dtype>(c.attr("dtype")->i);
     if (weft_dtype_size(t) == 0)
       return c.Fail("attribute dtype has invalid value %d",

@@ -6,15 +6,36 @@
 // TensorFlow: the shape function draws seed2 once, when the node is built.
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "base/status.h"
 #include "graph/op_registry.h"
+#include "weft/tensor.h"
 
 namespace weft {
 
-// Defined in ops_array.cc (Fill reads its `shape` the same way).
+// Reads an int-list attribute that must hold a fully known shape: the
+// random ops' `shape`, and Fill's (declared again in ops_array.cc).
 weft_status* FullyKnownShapeAttr(const InferenceContext& c, const char* attr,
-                                 ShapeInfo* out);
+                                 ShapeInfo* out) {
+  const std::vector<int64_t>& dims = c.attr(attr)->ints;
+  std::string text =
+      ShapeString(dims.data(), static_cast<int32_t>(dims.size()));
+  if (dims.size() > WEFT_MAX_RANK)
+    return c.Fail("attribute %s = %s has rank %zu; ranks run up to %d", attr,
+                  text.c_str(), dims.size(), WEFT_MAX_RANK);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return c.Fail("attribute %s = %s must be fully known (no negative "
+                    "dimension)", attr, text.c_str());
+    if (__builtin_mul_overflow(n, d, &n))
+      return c.Fail("attribute %s = %s has too many elements", attr,
+                    text.c_str());
+  }
+  *out = ShapeInfo::Of(dims);
+  return nullptr;
+}
 
 namespace {
 
