@@ -1,0 +1,148 @@
+// Conv2D: oneDNN for float32 where the plugin was built with it; otherwise,
+// and for float64, patches gathered into a matrix (im2col) and multiplied by
+// the filter with the plugin's Eigen GEMM.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernel.h"
+#include "matmul_eigen.h"
+#include "nn_common.h"
+#include "nn_kernels.h"
+#if WEFT_CPU_HAVE_ONEDNN
+#include "onednn_nn.h"
+#endif
+
+namespace weft_cpu {
+namespace {
+
+// Bytes of patch matrix built at a time: big enough that each GEMM keeps
+// every thread busy, small enough to stay in the outer caches and not to
+// multiply a large input's memory by KH*KW.
+constexpr int64_t kPatchBytes = int64_t{4} << 20;
+
+// Copies the receptive field of output pixel `pixel` (counted over N, OH,
+// OW) into `row`, laid out [KH, KW, Cin] to match the HWIO filter's rows;
+// taps in the padding are zero.
+template <typename T>
+void GatherPatch(const Window2D& w, const T* in, int64_t pixel, T* row) {
+  const int64_t ox = pixel % w.out_w;
+  const int64_t oy = pixel / w.out_w % w.out_h;
+  const int64_t n = pixel / (w.out_w * w.out_h);
+  const int64_t c = w.channels;
+  for (int64_t ky = 0; ky < w.k_h; ++ky) {
+    const int64_t iy = oy * w.stride_h - w.pad_top + ky * w.dilation_h;
+    const bool row_inside = iy >= 0 && iy < w.in_h;
+    for (int64_t kx = 0; kx < w.k_w; ++kx, row += c) {
+      const int64_t ix = ox * w.stride_w - w.pad_left + kx * w.dilation_w;
+      if (row_inside && ix >= 0 && ix < w.in_w) {
+        std::memcpy(row, in + ((n * w.in_h + iy) * w.in_w + ix) * c,
+                    static_cast<size_t>(c) * sizeof(T));
+      } else {
+        std::fill(row, row + c, T(0));
+      }
+    }
+  }
+}
+
+template <typename T>
+void ConvIm2col(const weft_kernel_context* ctx, const Window2D& w,
+                int64_t out_channels, const T* in, const T* filter, T* out,
+                int threads) {
+  const int64_t patch = w.k_h * w.k_w * w.channels;
+  const int64_t pixels = w.batch * w.out_h * w.out_w;
+  if (patch == 0) {  // no input channels: an empty sum
+    std::fill(out, out + pixels * out_channels, T(0));
+    return;
+  }
+  // A 1x1 window that visits every pixel once sees the input itself as the
+  // patch matrix.
+  if (w.k_h == 1 && w.k_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+      w.out_h == w.in_h && w.out_w == w.in_w) {
+    MatMulEigen(in, filter, out, pixels, patch, out_channels, false, false,
+                threads);
+    return;
+  }
+  const int64_t chunk = std::min<int64_t>(
+      pixels, std::max<int64_t>(1, kPatchBytes / (patch * int64_t{sizeof(T)})));
+  Scratch scratch(static_cast<size_t>(chunk * patch) * sizeof(T));
+  T* patches = scratch.as<T>();
+  for (int64_t first = 0; first < pixels; first += chunk) {
+    const int64_t rows = std::min(chunk, pixels - first);
+    ParallelFor(ctx, rows, patch, 2.0 * static_cast<double>(patch),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t r = begin; r < end; ++r) {
+                    GatherPatch(w, in, first + r, patches + r * patch);
+                  }
+                });
+    MatMulEigen<T>(patches, filter, out + first * out_channels, rows, patch,
+                   out_channels, false, false, threads);
+  }
+}
+
+weft_status* Conv2DKernel(weft_kernel_context* ctx) {
+  Tensor in, filter;
+  if (weft_status* s = ReadInput(ctx, 0, &in)) return s;
+  if (weft_status* s = ReadInput(ctx, 1, &filter)) return s;
+  if (in.dtype != filter.dtype) {
+    return DtypeMismatch(ctx, "filter", filter.dtype, in.dtype);
+  }
+  if (weft_status* s = CheckNhwcInput(ctx, "input [N, H, W, C]", in)) return s;
+  if (weft_status* s =
+          CheckNhwcInput(ctx, "filter [KH, KW, Cin, Cout]", filter)) {
+    return s;
+  }
+  if (filter.dims[2] != in.dims[3]) {
+    char a[96], b[96];
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "input %s has %lld channels but filter %s expects %lld",
+                     FormatShape(in.dims, 4, a, sizeof a),
+                     static_cast<long long>(in.dims[3]),
+                     FormatShape(filter.dims, 4, b, sizeof b),
+                     static_cast<long long>(filter.dims[2]));
+  }
+  Window2D w;
+  w.batch = in.dims[0];
+  w.in_h = in.dims[1];
+  w.in_w = in.dims[2];
+  w.channels = in.dims[3];
+  w.k_h = filter.dims[0];
+  w.k_w = filter.dims[1];
+  if (weft_status* s = ReadWindowAttrs(ctx, false, &w)) return s;
+  const int64_t out_channels = filter.dims[3];
+  const int64_t dims[4] = {w.batch, w.out_h, w.out_w, out_channels};
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, in.dtype, dims, 4, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  const int threads = g_host->kernel_intra_op_threads(ctx);
+  switch (in.dtype) {
+    case WEFT_FLOAT32:
+#if WEFT_CPU_HAVE_ONEDNN
+      if (in.count != 0) {
+        OnednnConv2D(w, out_channels, in.data<float>(), filter.data<float>(),
+                     out.data<float>(), threads);
+        return nullptr;
+      }
+#endif
+      ConvIm2col(ctx, w, out_channels, in.data<float>(), filter.data<float>(),
+                 out.data<float>(), threads);
+      return nullptr;
+    case WEFT_FLOAT64:
+      ConvIm2col(ctx, w, out_channels, in.data<double>(),
+                 filter.data<double>(), out.data<double>(), threads);
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, in.dtype);
+  }
+}
+
+}  // namespace
+
+weft_status* RegisterConvKernels(const Registrar& registrar) {
+  return registrar.Add("Conv2D", {WEFT_FLOAT32, WEFT_FLOAT64},
+                       Guarded<Conv2DKernel>);
+}
+
+}  // namespace weft_cpu

@@ -1,0 +1,116 @@
+// MaxPool and AvgPool: oneDNN for float32 where the plugin was built with
+// it; otherwise, and for float64, direct loops over each window.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "kernel.h"
+#include "nn_common.h"
+#include "nn_kernels.h"
+#if WEFT_CPU_HAVE_ONEDNN
+#include "onednn_nn.h"
+#endif
+
+namespace weft_cpu {
+namespace {
+
+// Output rows [begin, end), a row being one (image, output y).  Windows are
+// clipped to the input, so padding takes part in neither the maximum nor the
+// average: TensorFlow's SAME semantics.  Channels are innermost in NHWC, so
+// the inner loop runs over contiguous memory and vectorises.
+template <typename T, bool kMax>
+void PoolRows(const Window2D& w, const T* in, T* out, int64_t begin,
+              int64_t end) {
+  const int64_t c = w.channels;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t n = row / w.out_h;
+    const int64_t y0 = row % w.out_h * w.stride_h - w.pad_top;
+    const int64_t y_lo = std::max<int64_t>(y0, 0);
+    const int64_t y_hi = std::min(y0 + w.k_h, w.in_h);
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const int64_t x0 = ox * w.stride_w - w.pad_left;
+      const int64_t x_lo = std::max<int64_t>(x0, 0);
+      const int64_t x_hi = std::min(x0 + w.k_w, w.in_w);
+      T* o = out + (row * w.out_w + ox) * c;
+      std::fill(o, o + c,
+                kMax ? -std::numeric_limits<T>::infinity() : T(0));
+      for (int64_t y = y_lo; y < y_hi; ++y) {
+        for (int64_t x = x_lo; x < x_hi; ++x) {
+          const T* p = in + ((n * w.in_h + y) * w.in_w + x) * c;
+          for (int64_t k = 0; k < c; ++k) {
+            o[k] = kMax ? (p[k] > o[k] ? p[k] : o[k]) : o[k] + p[k];
+          }
+        }
+      }
+      if (!kMax) {
+        // SAME windows always hold at least one input element.
+        const T count = static_cast<T>((y_hi - y_lo) * (x_hi - x_lo));
+        for (int64_t k = 0; k < c; ++k) o[k] /= count;
+      }
+    }
+  }
+}
+
+template <typename T>
+void PoolLoops(const weft_kernel_context* ctx, const Window2D& w, bool max,
+               const T* in, T* out) {
+  const int64_t rows = w.batch * w.out_h;
+  const int64_t per_row = w.out_w * w.channels * w.k_h * w.k_w;
+  ParallelFor(ctx, rows, per_row, static_cast<double>(per_row),
+              [&](int64_t begin, int64_t end) {
+                if (max) {
+                  PoolRows<T, true>(w, in, out, begin, end);
+                } else {
+                  PoolRows<T, false>(w, in, out, begin, end);
+                }
+              });
+}
+
+template <bool kMax>
+weft_status* PoolKernel(weft_kernel_context* ctx) {
+  Tensor in;
+  if (weft_status* s = ReadInput(ctx, 0, &in)) return s;
+  if (weft_status* s = CheckNhwcInput(ctx, "value [N, H, W, C]", in)) {
+    return s;
+  }
+  Window2D w;
+  w.batch = in.dims[0];
+  w.in_h = in.dims[1];
+  w.in_w = in.dims[2];
+  w.channels = in.dims[3];
+  if (weft_status* s = ReadWindowAttrs(ctx, true, &w)) return s;
+  const int64_t dims[4] = {w.batch, w.out_h, w.out_w, w.channels};
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, in.dtype, dims, 4, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  switch (in.dtype) {
+    case WEFT_FLOAT32:
+#if WEFT_CPU_HAVE_ONEDNN
+      OnednnPool2D(w, kMax, in.data<float>(), out.data<float>(),
+                   g_host->kernel_intra_op_threads(ctx));
+#else
+      PoolLoops(ctx, w, kMax, in.data<float>(), out.data<float>());
+#endif
+      return nullptr;
+    case WEFT_FLOAT64:
+      PoolLoops(ctx, w, kMax, in.data<double>(), out.data<double>());
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, in.dtype);
+  }
+}
+
+}  // namespace
+
+weft_status* RegisterPoolKernels(const Registrar& registrar) {
+  if (weft_status* s = registrar.Add("MaxPool", {WEFT_FLOAT32, WEFT_FLOAT64},
+                                     Guarded<PoolKernel<true>>)) {
+    return s;
+  }
+  return registrar.Add("AvgPool", {WEFT_FLOAT32, WEFT_FLOAT64},
+                       Guarded<PoolKernel<false>>);
+}
+
+}  // namespace weft_cpu

@@ -1,0 +1,726 @@
+/* The neural-network ops of runtime/ops/CONVENTIONS.md on the CPU, against
+ * references written here as plain loops (a direct convolution, explicit
+ * pooling windows, softmax from its definition) on fixed-seed inputs, in
+ * float32 and float64; plus hand-worked cases and the errors the contract
+ * promises.  Inputs go through placeholders so nothing is folded away. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_support.h"
+
+#define CPU "/device:CPU:0"
+
+typedef struct operand {
+  weft_dtype dtype;
+  int32_t rank;
+  int64_t dims[4];
+  const void* data;
+} operand;
+
+/* Attributes for the op under test; a list with n == 0 is not set. */
+typedef struct list {
+  int64_t v[5];
+  int32_t n;
+} list;
+#define L4(a, b, c, d) ((list){{a, b, c, d}, 4})
+
+typedef struct nn_attrs {
+  list strides, ksize, dilations;
+  const char* padding;
+  const char* data_format;
+  int has_eps;
+  double eps;
+  int scale;
+} nn_attrs;
+
+static int64_t count_of(const operand* x) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < x->rank; ++i) n *= x->dims[i];
+  return n;
+}
+
+static void set_list(weft_op_builder* b, const char* name, const list* l) {
+  if (l->n > 0) weft_op_set_attr_int_list(b, name, l->v, l->n);
+}
+
+/* Builds `op` named `name` over placeholders for `in`, runs it on the CPU
+ * with `threads` intra-op threads (0: default) and fetches its first
+ * `num_outs` outputs.  Build and run errors both come back as the status. */
+static weft_status* try_nn(const char* op, const char* name, const operand* in,
+                           int n, const nn_attrs* a, weft_tensor** outs,
+                           int num_outs, int threads) {
+  weft_graph* graph = wt_graph_new();
+  weft_output feeds[5];
+  weft_tensor* values[5];
+  weft_op_builder* b = weft_op_begin(graph, op, name);
+  for (int i = 0; i < n; ++i) {
+    char ph[16];
+    snprintf(ph, sizeof ph, "in%d", i);
+    feeds[i] = wt_placeholder(graph, ph, in[i].dtype, in[i].dims, in[i].rank);
+    values[i] = wt_tensor(in[i].dtype, in[i].dims, in[i].rank,
+                          count_of(&in[i]) ? in[i].data : NULL);
+    weft_op_add_input(b, feeds[i]);
+  }
+  if (a != NULL) {
+    set_list(b, "strides", &a->strides);
+    set_list(b, "ksize", &a->ksize);
+    set_list(b, "dilations", &a->dilations);
+    if (a->padding) weft_op_set_attr_string(b, "padding", a->padding);
+    if (a->data_format)
+      weft_op_set_attr_string(b, "data_format", a->data_format);
+    if (a->has_eps) weft_op_set_attr_float(b, "variance_epsilon", a->eps);
+    if (a->scale) weft_op_set_attr_bool(b, "scale_after_normalization", 1);
+  }
+  weft_node* node = NULL;
+  weft_status* status = weft_op_finish(b, &node);
+  if (status == NULL) {
+    weft_session_options options;
+    weft_session_options_init(&options);
+    options.devices = CPU;
+    options.intra_op_threads = threads;
+    weft_session* session = NULL;
+    WT_OK(weft_session_create(graph, &options, &session));
+    weft_output fetches[2] = {{node, 0}, {node, 1}};
+    status = weft_session_run(session, feeds, values, n, fetches, num_outs,
+                              NULL, 0, outs);
+    weft_session_destroy(session);
+  }
+  for (int i = 0; i < n; ++i) weft_tensor_destroy(values[i]);
+  weft_graph_destroy(graph);
+  return status;
+}
+
+static weft_tensor* run_nn(const char* op, const operand* in, int n,
+                           const nn_attrs* a) {
+  weft_tensor* out = NULL;
+  wt_check_ok(try_nn(op, "under_test", in, n, a, &out, 1, 0), op, __FILE__,
+              __LINE__);
+  return out;
+}
+
+static double value_at(const weft_tensor* t, int64_t i) {
+  const void* d = weft_tensor_data(t);
+  switch (weft_tensor_dtype(t)) {
+    case WEFT_FLOAT32: return ((const float*)d)[i];
+    case WEFT_FLOAT64: return ((const double*)d)[i];
+    case WEFT_INT32: return ((const int32_t*)d)[i];
+    default: cr_assert_fail("unexpected dtype"); return 0;
+  }
+}
+
+/* float32 results get `tol32` (absolute and relative), float64 1e-10. */
+static void expect_close(const weft_tensor* t, const double* ref, int64_t n,
+                         double tol32) {
+  double tol = weft_tensor_dtype(t) == WEFT_FLOAT64 ? 1e-10 : tol32;
+  cr_assert_eq(weft_tensor_element_count(t), n);
+  for (int64_t i = 0; i < n; ++i) {
+    double g = value_at(t, i), r = ref[i];
+    if (isinf(r)) {
+      cr_assert(g == r, "element %lld: %g, expected %g", (long long)i, g, r);
+    } else {
+      cr_assert(fabs(g - r) <= tol + tol * fabs(r),
+                "element %lld: %.10g, expected %.10g", (long long)i, g, r);
+    }
+  }
+}
+
+/* Fixed-seed inputs in [lo, hi), as double (the reference's view) and in
+ * the dtype under test; both hold the same values. */
+static double* random_values(uint64_t seed, int64_t n, double lo, double hi) {
+  wt_rng rng = {seed};
+  double* v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = wt_rng_uniform(&rng, (float)lo, (float)hi);
+  return v;
+}
+
+static void* as_dtype(const double* v, int64_t n, weft_dtype dtype) {
+  void* out = malloc(8 * (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype == WEFT_FLOAT32) ((float*)out)[i] = (float)v[i];
+    else if (dtype == WEFT_FLOAT64) ((double*)out)[i] = v[i];
+    else if (dtype == WEFT_INT32) ((int32_t*)out)[i] = (int32_t)v[i];
+    else ((int64_t*)out)[i] = (int64_t)v[i];
+  }
+  return out;
+}
+
+static const weft_dtype kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+
+/* ---- Conv2D ------------------------------------------------------------- */
+
+typedef struct conv_case {
+  int64_t n, h, w, c, kh, kw, co, sh, sw, dh, dw;
+  int same;
+} conv_case;
+
+/* The spec's output size: SAME ceil(in / s); VALID
+ * ceil((in - (k - 1) * d) / s). */
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d,
+                        int same) {
+  if (same) return (in + s - 1) / s;
+  int64_t fit = in - (k - 1) * d;
+  return fit <= 0 ? 0 : (fit + s - 1) / s;
+}
+
+/* TensorFlow's SAME split: the smaller half of the padding before. */
+static int64_t pad_before(int64_t in, int64_t out, int64_t k, int64_t s,
+                          int64_t d, int same) {
+  int64_t total = (out - 1) * s + (k - 1) * d + 1 - in;
+  return same && total > 0 ? total / 2 : 0;
+}
+
+static void conv_reference(const conv_case* k, const double* x,
+                           const double* f, int64_t oh, int64_t ow,
+                           double* y) {
+  int64_t pt = pad_before(k->h, oh, k->kh, k->sh, k->dh, k->same);
+  int64_t pl = pad_before(k->w, ow, k->kw, k->sw, k->dw, k->same);
+  for (int64_t n = 0; n < k->n; ++n)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t co = 0; co < k->co; ++co) {
+          double sum = 0;
+          for (int64_t ky = 0; ky < k->kh; ++ky)
+            for (int64_t kx = 0; kx < k->kw; ++kx)
+              for (int64_t ci = 0; ci < k->c; ++ci) {
+                int64_t iy = oy * k->sh + ky * k->dh - pt;
+                int64_t ix = ox * k->sw + kx * k->dw - pl;
+                if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
+                sum += x[((n * k->h + iy) * k->w + ix) * k->c + ci] *
+                       f[((ky * k->kw + kx) * k->c + ci) * k->co + co];
+              }
+          y[((n * oh + oy) * ow + ox) * k->co + co] = sum;
+        }
+}
+
+static nn_attrs conv_attrs(const conv_case* k) {
+  nn_attrs a = {.strides = L4(1, k->sh, k->sw, 1),
+                .dilations = L4(1, k->dh, k->dw, 1),
+                .padding = k->same ? "SAME" : "VALID"};
+  return a;
+}
+
+static void check_conv(const conv_case* k, weft_dtype dtype, uint64_t seed,
+                       int threads) {
+  int64_t nx = k->n * k->h * k->w * k->c, nf = k->kh * k->kw * k->c * k->co;
+  int64_t oh = out_size(k->h, k->kh, k->sh, k->dh, k->same);
+  int64_t ow = out_size(k->w, k->kw, k->sw, k->dw, k->same);
+  int64_t ny = k->n * oh * ow * k->co;
+  double* x = random_values(seed, nx, -1, 1);
+  double* f = random_values(seed + 1, nf, -1, 1);
+  double* ref = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
+  conv_reference(k, x, f, oh, ow, ref);
+  void* xd = as_dtype(x, nx, dtype);
+  void* fd = as_dtype(f, nf, dtype);
+  operand in[2] = {{dtype, 4, {k->n, k->h, k->w, k->c}, xd},
+                   {dtype, 4, {k->kh, k->kw, k->c, k->co}, fd}};
+  nn_attrs a = conv_attrs(k);
+  weft_tensor* out = NULL;
+  WT_OK(try_nn("Conv2D", "conv", in, 2, &a, &out, 1, threads));
+  wt_expect_shape(out, dtype, WT_DIMS(k->n, oh, ow, k->co), 4);
+  /* float32 sums of up to a few hundred products of values below 1. */
+  expect_close(out, ref, ny, 1e-4);
+  weft_tensor_destroy(out);
+  free(x), free(f), free(ref), free(xd), free(fd);
+}
+
+static const conv_case kConvCases[] = {
+    /* n  h   w   c  kh kw co sh sw dh dw same */
+    {2, 7, 9, 3, 3, 3, 4, 1, 1, 1, 1, 1},
+    {2, 7, 9, 3, 3, 3, 4, 1, 1, 1, 1, 0},
+    {2, 8, 7, 5, 3, 2, 3, 2, 2, 1, 1, 1},   /* stride 2, even window */
+    {1, 9, 9, 4, 3, 3, 5, 2, 2, 1, 1, 0},
+    {1, 9, 8, 3, 3, 3, 2, 2, 1, 1, 1, 1},   /* unequal strides */
+    {1, 10, 9, 3, 4, 2, 2, 3, 2, 1, 1, 1},  /* odd padding split */
+    {3, 6, 5, 2, 1, 1, 7, 1, 1, 1, 1, 0},   /* pointwise */
+    {2, 7, 7, 3, 1, 1, 4, 2, 2, 1, 1, 1},   /* 1x1, stride 2 */
+    {1, 11, 10, 3, 3, 3, 2, 1, 1, 2, 2, 1}, /* dilation 2 */
+    {2, 11, 9, 2, 3, 2, 3, 1, 1, 2, 2, 0},
+    {1, 12, 12, 4, 3, 3, 4, 2, 2, 2, 2, 1}, /* stride and dilation 2 */
+    {1, 5, 5, 16, 5, 5, 8, 1, 1, 1, 1, 1},  /* window wider than half */
+    {2, 14, 14, 32, 3, 3, 64, 1, 1, 1, 1, 1}, /* blocked-layout sizes */
+    {2, 13, 15, 16, 3, 3, 32, 2, 2, 1, 1, 0},
+};
+
+Test(ops_nn, conv2d_matches_direct_convolution) {
+  for (size_t i = 0; i < sizeof kConvCases / sizeof kConvCases[0]; ++i)
+    for (int t = 0; t < 2; ++t)
+      check_conv(&kConvCases[i], kFloatTypes[t], 10 + i, 0);
+}
+
+/* The thread count is the session's; results must not depend on it. */
+Test(ops_nn, conv2d_any_thread_count) {
+  const conv_case k = {4, 12, 12, 16, 3, 3, 16, 1, 1, 1, 1, 1};
+  for (int threads = 1; threads <= 3; ++threads)
+    for (int t = 0; t < 2; ++t) check_conv(&k, kFloatTypes[t], 5, threads);
+}
+
+/* Worked by hand: 1..9 in a 3x3 image, filter [[1,2],[3,4]]. */
+Test(ops_nn, conv2d_hand_worked) {
+  const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, f[4] = {1, 2, 3, 4};
+  operand in[2] = {{WEFT_FLOAT32, 4, {1, 3, 3, 1}, x},
+                   {WEFT_FLOAT32, 4, {2, 2, 1, 1}, f}};
+  nn_attrs a = {.strides = L4(1, 1, 1, 1), .padding = "VALID"};
+  weft_tensor* out = run_nn("Conv2D", in, 2, &a);
+  expect_close(out, (const double[]){37, 47, 67, 77}, 4, 1e-6);
+  weft_tensor_destroy(out);
+  /* SAME pads one row and column, after the data. */
+  a.padding = "SAME";
+  out = run_nn("Conv2D", in, 2, &a);
+  expect_close(out, (const double[]){37, 47, 21, 67, 77, 33, 23, 26, 9}, 9,
+               1e-6);
+  weft_tensor_destroy(out);
+  a.strides = L4(1, 2, 2, 1);
+  out = run_nn("Conv2D", in, 2, &a);
+  wt_expect_shape(out, WEFT_FLOAT32, WT_SHAPE(1, 2, 2, 1));
+  expect_close(out, (const double[]){37, 21, 23, 9}, 4, 1e-6);
+  weft_tensor_destroy(out);
+}
+
+Test(ops_nn, conv2d_empty_batch_and_channels) {
+  nn_attrs a = {.strides = L4(1, 2, 2, 1), .padding = "SAME"};
+  operand in[2] = {{WEFT_FLOAT32, 4, {0, 5, 5, 3}, NULL},
+                   {WEFT_FLOAT32, 4, {3, 3, 3, 4}, NULL}};
+  weft_tensor* out = run_nn("Conv2D", in, 2, &a);
+  wt_expect_shape(out, WEFT_FLOAT32, WT_SHAPE(0, 3, 3, 4));
+  weft_tensor_destroy(out);
+  /* No input channels: every output is an empty sum. */
+  operand none[2] = {{WEFT_FLOAT64, 4, {1, 4, 4, 0}, NULL},
+                     {WEFT_FLOAT64, 4, {3, 3, 0, 2}, NULL}};
+  out = run_nn("Conv2D", none, 2, &a);
+  wt_expect_shape(out, WEFT_FLOAT64, WT_SHAPE(1, 2, 2, 2));
+  expect_close(out, (const double[8]){0}, 8, 0);
+  weft_tensor_destroy(out);
+}
+
+/* One session, one cached primitive per shape: a placeholder of unknown
+ * size fed twice with each of two sizes. */
+Test(ops_nn, conv2d_reruns_with_new_shapes) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_SHAPE(-1, -1, -1, 4));
+  weft_output f = wt_placeholder(g, "f", WEFT_FLOAT32, WT_SHAPE(3, 3, 4, 8));
+  weft_op_builder* b = weft_op_begin(g, "Conv2D", "conv");
+  weft_op_add_input(b, x);
+  weft_op_add_input(b, f);
+  weft_op_set_attr_int_list(b, "strides", WT_DIMS(1, 1, 1, 1), 4);
+  weft_op_set_attr_string(b, "padding", "SAME");
+  weft_node* node = NULL;
+  WT_OK(weft_op_finish(b, &node));
+  int64_t dims[4];
+  int32_t rank = 0;
+  WT_OK(weft_output_shape((weft_output){node, 0}, dims, 4, &rank));
+  cr_assert(rank == 4 && dims[0] == -1 && dims[1] == -1 && dims[3] == 8);
+  weft_session* s = wt_session_new(g, CPU);
+  for (int run = 0; run < 4; ++run) {
+    conv_case k = {1 + run % 2, 6 + 3 * (run % 2), 5, 4, 3, 3, 8,
+                   1, 1, 1, 1, 1};
+    int64_t nx = k.n * k.h * k.w * 4, ny = k.n * k.h * k.w * 8;
+    double* xv = random_values(40 + run, nx, -1, 1);
+    double* fv = random_values(50 + run, 288, -1, 1);
+    double* ref = malloc(sizeof(double) * (size_t)ny);
+    conv_reference(&k, xv, fv, k.h, k.w, ref);
+    void* xd = as_dtype(xv, nx, WEFT_FLOAT32);
+    void* fd = as_dtype(fv, 288, WEFT_FLOAT32);
+    weft_tensor* feeds[2] = {
+        wt_tensor(WEFT_FLOAT32, WT_DIMS(k.n, k.h, k.w, 4), 4, xd),
+        wt_tensor(WEFT_FLOAT32, WT_SHAPE(3, 3, 4, 8), fd)};
+    weft_tensor* out =
+        wt_run1(s, (weft_output[]){x, f}, feeds, 2, (weft_output){node, 0});
+    expect_close(out, ref, ny, 1e-4);
+    weft_tensor_destroy(out);
+    weft_tensor_destroy(feeds[0]), weft_tensor_destroy(feeds[1]);
+    free(xv), free(fv), free(ref), free(xd), free(fd);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* Refused while the graph is built, naming the node and the culprit. */
+static void expect_conv_refused(const int64_t* xdims, const int64_t* fdims,
+                                nn_attrs a, const char* what) {
+  operand in[2] = {
+      {WEFT_FLOAT32, 4, {xdims[0], xdims[1], xdims[2], xdims[3]}, NULL},
+      {WEFT_FLOAT32, 4, {fdims[0], fdims[1], fdims[2], fdims[3]}, NULL}};
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(try_nn("Conv2D", "bad_conv", in, 2, &a, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "bad_conv", "Conv2D", what);
+  cr_assert_null(out);
+}
+
+Test(ops_nn, conv2d_build_time_refusals) {
+  const int64_t* x = WT_DIMS(1, 5, 5, 3);
+  const int64_t* f = WT_DIMS(3, 3, 3, 2);
+  nn_attrs ok = {.strides = L4(1, 1, 1, 1), .padding = "SAME"};
+  nn_attrs a = ok;
+  a.strides = (list){{1, 1, 1}, 3};
+  expect_conv_refused(x, f, a, "[1,1,1]");
+  a.strides = L4(2, 1, 1, 1);
+  expect_conv_refused(x, f, a, "strides");
+  a.strides = L4(1, 0, 1, 1);
+  expect_conv_refused(x, f, a, "[1,0,1,1]");
+  a = ok;
+  a.dilations = L4(1, 1, 1, 2);
+  expect_conv_refused(x, f, a, "dilations");
+  a = ok;
+  a.padding = "FULL";
+  expect_conv_refused(x, f, a, "FULL");
+  a = ok;
+  a.data_format = "NCHW";
+  expect_conv_refused(x, f, a, "NCHW");
+  expect_conv_refused(x, WT_DIMS(3, 3, 4, 2), ok, "[3,3,4,2]");
+  a = ok;
+  a.padding = "VALID";
+  expect_conv_refused(WT_DIMS(1, 2, 9, 3), WT_DIMS(5, 3, 3, 2), a, "height");
+  a = ok;
+  a.padding = NULL;
+  expect_conv_refused(x, f, a, "padding");
+  /* Wrong rank. */
+  operand in[2] = {{WEFT_FLOAT32, 3, {5, 5, 3}, NULL},
+                   {WEFT_FLOAT32, 4, {3, 3, 3, 2}, NULL}};
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(try_nn("Conv2D", "flat", in, 2, &ok, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "flat", "rank 4", "[5,5,3]");
+}
+
+/* ---- MaxPool, AvgPool --------------------------------------------------- */
+
+typedef struct pool_case {
+  int64_t n, h, w, c, kh, kw, sh, sw;
+  int same;
+} pool_case;
+
+/* Explicit windows; padded positions are skipped, so AvgPool divides by
+ * the number of real elements. */
+static void pool_reference(const pool_case* k, int max, const double* x,
+                           int64_t oh, int64_t ow, double* y) {
+  int64_t pt = pad_before(k->h, oh, k->kh, k->sh, 1, k->same);
+  int64_t pl = pad_before(k->w, ow, k->kw, k->sw, 1, k->same);
+  for (int64_t n = 0; n < k->n; ++n)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t c = 0; c < k->c; ++c) {
+          double acc = max ? -INFINITY : 0;
+          int64_t count = 0;
+          for (int64_t ky = 0; ky < k->kh; ++ky)
+            for (int64_t kx = 0; kx < k->kw; ++kx) {
+              int64_t iy = oy * k->sh + ky - pt, ix = ox * k->sw + kx - pl;
+              if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
+              double v = x[((n * k->h + iy) * k->w + ix) * k->c + c];
+              acc = max ? (v > acc ? v : acc) : acc + v;
+              ++count;
+            }
+          y[((n * oh + oy) * ow + ox) * k->c + c] = max ? acc : acc / count;
+        }
+}
+
+static void check_pool(const pool_case* k, const char* op, weft_dtype dtype,
+                       uint64_t seed) {
+  int max = strcmp(op, "MaxPool") == 0;
+  int64_t nx = k->n * k->h * k->w * k->c;
+  int64_t oh = out_size(k->h, k->kh, k->sh, 1, k->same);
+  int64_t ow = out_size(k->w, k->kw, k->sw, 1, k->same);
+  int64_t ny = k->n * oh * ow * k->c;
+  double* x = random_values(seed, nx, -3, 3);
+  double* ref = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
+  pool_reference(k, max, x, oh, ow, ref);
+  void* xd = as_dtype(x, nx, dtype);
+  operand in = {dtype, 4, {k->n, k->h, k->w, k->c}, xd};
+  nn_attrs a = {.ksize = L4(1, k->kh, k->kw, 1),
+                .strides = L4(1, k->sh, k->sw, 1),
+                .padding = k->same ? "SAME" : "VALID"};
+  weft_tensor* out = run_nn(op, &in, 1, &a);
+  wt_expect_shape(out, dtype, WT_DIMS(k->n, oh, ow, k->c), 4);
+  expect_close(out, ref, ny, 1e-6);
+  weft_tensor_destroy(out);
+  free(x), free(ref), free(xd);
+}
+
+static const pool_case kPoolCases[] = {
+    /* n  h  w  c kh kw sh sw same */
+    {2, 6, 6, 3, 2, 2, 2, 2, 0},
+    {2, 7, 5, 3, 2, 2, 2, 2, 1},  /* odd sizes: padding after */
+    {1, 9, 9, 4, 3, 3, 2, 2, 1},  /* overlapping windows */
+    {1, 9, 9, 4, 3, 3, 2, 2, 0},
+    {3, 5, 8, 2, 3, 2, 1, 1, 1},  /* stride 1 */
+    {1, 8, 7, 5, 3, 3, 1, 2, 0},
+    {2, 4, 4, 16, 1, 1, 2, 2, 1}, /* 1x1 window subsamples */
+    {2, 10, 11, 17, 4, 3, 3, 2, 1},
+};
+
+Test(ops_nn, pooling_matches_explicit_windows) {
+  for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i)
+    for (int t = 0; t < 2; ++t) {
+      check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 70 + i);
+      check_pool(&kPoolCases[i], "AvgPool", kFloatTypes[t], 80 + i);
+    }
+}
+
+/* 1..9 in a 3x3 image, 2x2 windows, stride 2, SAME: the last row and
+ * column of windows hang over the edge. */
+Test(ops_nn, pooling_hand_worked) {
+  const double x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  for (int t = 0; t < 2; ++t) {
+    void* xd = as_dtype(x, 9, kFloatTypes[t]);
+    operand in = {kFloatTypes[t], 4, {1, 3, 3, 1}, xd};
+    nn_attrs a = {.ksize = L4(1, 2, 2, 1), .strides = L4(1, 2, 2, 1),
+                  .padding = "SAME"};
+    weft_tensor* out = run_nn("MaxPool", &in, 1, &a);
+    expect_close(out, (const double[]){5, 6, 8, 9}, 4, 1e-6);
+    weft_tensor_destroy(out);
+    out = run_nn("AvgPool", &in, 1, &a);
+    expect_close(out, (const double[]){3, 4.5, 7.5, 9}, 4, 1e-6);
+    weft_tensor_destroy(out);
+    a.padding = "VALID";
+    out = run_nn("AvgPool", &in, 1, &a);
+    wt_expect_shape(out, kFloatTypes[t], WT_SHAPE(1, 1, 1, 1));
+    expect_close(out, (const double[]){3}, 1, 1e-6);
+    weft_tensor_destroy(out);
+    free(xd);
+  }
+}
+
+Test(ops_nn, pooling_empty_batch_and_refusals) {
+  operand in = {WEFT_FLOAT32, 4, {0, 6, 6, 2}, NULL};
+  nn_attrs a = {.ksize = L4(1, 3, 3, 1), .strides = L4(1, 2, 2, 1),
+                .padding = "VALID"};
+  weft_tensor* out = run_nn("MaxPool", &in, 1, &a);
+  wt_expect_shape(out, WEFT_FLOAT32, WT_SHAPE(0, 2, 2, 2));
+  weft_tensor_destroy(out);
+  out = NULL;
+  nn_attrs bad = a;
+  bad.ksize = L4(1, 2, 2, 2);
+  WT_EXPECT_ERROR(try_nn("AvgPool", "pool", &in, 1, &bad, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "pool", "AvgPool", "ksize",
+                  "[1,2,2,2]");
+  bad = a;
+  bad.padding = "same";
+  WT_EXPECT_ERROR(try_nn("MaxPool", "pool", &in, 1, &bad, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "pool", "same");
+  bad = a;
+  bad.data_format = "NCHW";
+  WT_EXPECT_ERROR(try_nn("MaxPool", "pool", &in, 1, &bad, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "pool", "NCHW");
+  cr_assert_null(out);
+}
+
+/* ---- Softmax, LogSoftmax ------------------------------------------------ */
+
+static void softmax_reference(const double* x, int64_t rows, int64_t cols,
+                              int log_of, double* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x + r * cols;
+    double max = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) max = xr[c] > max ? xr[c] : max;
+    for (int64_t c = 0; c < cols; ++c) sum += exp(xr[c] - max);
+    for (int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] = log_of ? xr[c] - max - log(sum)
+                               : exp(xr[c] - max) / sum;
+  }
+}
+
+static void check_softmax(const char* op, const double* x, int64_t rows,
+                          int64_t cols, weft_dtype dtype) {
+  double ref[64];
+  softmax_reference(x, rows, cols, strcmp(op, "LogSoftmax") == 0, ref);
+  void* xd = as_dtype(x, rows * cols, dtype);
+  operand in = {dtype, 2, {rows, cols}, xd};
+  weft_tensor* out = run_nn(op, &in, 1, NULL);
+  wt_expect_shape(out, dtype, WT_SHAPE(rows, cols));
+  expect_close(out, ref, rows * cols, 1e-5);
+  weft_tensor_destroy(out);
+  free(xd);
+}
+
+Test(ops_nn, softmax_and_log_softmax) {
+  double* x = random_values(3, 60, -6, 6);
+  /* Far apart logits: exp of the shifted values neither overflows nor
+   * loses the small terms' logs. */
+  const double far[6] = {1000, 1001, 1002, -1000, -1001, -1002};
+  for (int t = 0; t < 2; ++t) {
+    check_softmax("Softmax", x, 6, 10, kFloatTypes[t]);
+    check_softmax("LogSoftmax", x, 6, 10, kFloatTypes[t]);
+    check_softmax("LogSoftmax", x, 1, 1, kFloatTypes[t]);
+    check_softmax("LogSoftmax", far, 2, 3, kFloatTypes[t]);
+    check_softmax("LogSoftmax", far, 1, 6, kFloatTypes[t]);
+  }
+  free(x);
+  operand empty = {WEFT_FLOAT64, 2, {0, 4}, NULL};
+  weft_tensor* out = run_nn("LogSoftmax", &empty, 1, NULL);
+  wt_expect_shape(out, WEFT_FLOAT64, WT_SHAPE(0, 4));
+  weft_tensor_destroy(out);
+  operand scalar = {WEFT_FLOAT32, 0, {0}, (const float[]){1}};
+  WT_EXPECT_ERROR(try_nn("LogSoftmax", "lsm", &scalar, 1, NULL, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "lsm", "scalar");
+}
+
+/* ---- Softmax cross-entropy ---------------------------------------------- */
+
+/* loss = -sum(labels * log softmax(x)); backprop = softmax(x) - labels. */
+static void xent_reference(const double* x, const double* labels, int64_t b,
+                           int64_t c, double* loss, double* grad) {
+  softmax_reference(x, b, c, 1, grad);
+  for (int64_t r = 0; r < b; ++r) {
+    loss[r] = 0;
+    for (int64_t k = 0; k < c; ++k) {
+      loss[r] -= labels[r * c + k] * grad[r * c + k];
+      grad[r * c + k] = exp(grad[r * c + k]) - labels[r * c + k];
+    }
+  }
+}
+
+static void check_xent(const double* x, const double* dense,
+                       const int64_t* sparse, weft_dtype label_type,
+                       int64_t b, int64_t c, weft_dtype dtype) {
+  double loss[8], grad[64];
+  xent_reference(x, dense, b, c, loss, grad);
+  double indices[8];
+  for (int64_t r = 0; sparse && r < b; ++r) indices[r] = (double)sparse[r];
+  void* xd = as_dtype(x, b * c, dtype);
+  void* ld = sparse ? as_dtype(indices, b, label_type)
+                    : as_dtype(dense, b * c, dtype);
+  operand in[2] = {{dtype, 2, {b, c}, xd},
+                   sparse ? (operand){label_type, 1, {b}, ld}
+                          : (operand){dtype, 2, {b, c}, ld}};
+  weft_tensor* out[2] = {NULL, NULL};
+  WT_OK(try_nn(sparse ? "SparseSoftmaxCrossEntropyWithLogits"
+                      : "SoftmaxCrossEntropyWithLogits",
+               "loss", in, 2, NULL, out, 2, 0));
+  wt_expect_shape(out[0], dtype, WT_DIMS(b), 1);
+  wt_expect_shape(out[1], dtype, WT_DIMS(b, c), 2);
+  expect_close(out[0], loss, b, 1e-5);
+  expect_close(out[1], grad, b * c, 1e-5);
+  weft_tensor_destroy(out[0]), weft_tensor_destroy(out[1]);
+  free(xd), free(ld);
+}
+
+Test(ops_nn, softmax_cross_entropy) {
+  double* x = random_values(21, 40, -5, 5);
+  double* labels = random_values(22, 40, 0, 1);
+  for (int r = 0; r < 5; ++r) { /* rows of a distribution */
+    double sum = 0;
+    for (int k = 0; k < 8; ++k) sum += labels[r * 8 + k];
+    for (int k = 0; k < 8; ++k) labels[r * 8 + k] /= sum;
+  }
+  const double far[6] = {1000, 0, -1000, 50, 40, -30};
+  const double far_labels[6] = {0.25, 0.5, 0.25, 0, 1, 0};
+  for (int t = 0; t < 2; ++t) {
+    check_xent(x, labels, NULL, 0, 5, 8, kFloatTypes[t]);
+    check_xent(far, far_labels, NULL, 0, 2, 3, kFloatTypes[t]);
+  }
+  free(x), free(labels);
+}
+
+Test(ops_nn, sparse_softmax_cross_entropy) {
+  double* x = random_values(31, 42, -4, 4);
+  const int64_t classes[6] = {0, 6, 3, 3, 1, 5};
+  double onehot[42] = {0};
+  for (int r = 0; r < 6; ++r) onehot[r * 7 + classes[r]] = 1;
+  for (int t = 0; t < 2; ++t) {
+    check_xent(x, onehot, classes, WEFT_INT32, 6, 7, kFloatTypes[t]);
+    check_xent(x, onehot, classes, WEFT_INT64, 6, 7, kFloatTypes[t]);
+  }
+  free(x);
+}
+
+Test(ops_nn, cross_entropy_errors_and_empty_batch) {
+  const float x[12] = {0};
+  weft_tensor* out[2] = {NULL, NULL};
+  operand bad[2] = {{WEFT_FLOAT32, 2, {4, 3}, x},
+                    {WEFT_INT32, 1, {4}, (const int32_t[]){0, 2, 3, 1}}};
+  WT_EXPECT_ERROR(try_nn("SparseSoftmaxCrossEntropyWithLogits", "loss", bad,
+                         2, NULL, out, 2, 0),
+                  WEFT_INVALID_ARGUMENT, "loss", "row 2", "label 3");
+  bad[1] = (operand){WEFT_INT64, 1, {4}, (const int64_t[]){0, -1, 0, 0}};
+  WT_EXPECT_ERROR(try_nn("SparseSoftmaxCrossEntropyWithLogits", "loss", bad,
+                         2, NULL, out, 2, 0),
+                  WEFT_INVALID_ARGUMENT, "loss", "row 1", "label -1");
+  bad[1] = (operand){WEFT_FLOAT32, 1, {4}, x};
+  WT_EXPECT_ERROR(try_nn("SparseSoftmaxCrossEntropyWithLogits", "loss", bad,
+                         2, NULL, out, 2, 0),
+                  WEFT_INVALID_ARGUMENT, "loss", "int32 or int64");
+  bad[1] = (operand){WEFT_FLOAT32, 2, {4, 2}, x};
+  WT_EXPECT_ERROR(try_nn("SoftmaxCrossEntropyWithLogits", "loss", bad, 2,
+                         NULL, out, 2, 0),
+                  WEFT_INVALID_ARGUMENT, "loss", "[4,3]", "[4,2]");
+  cr_assert(out[0] == NULL && out[1] == NULL);
+  operand empty[2] = {{WEFT_FLOAT64, 2, {0, 5}, NULL},
+                      {WEFT_INT64, 1, {0}, NULL}};
+  WT_OK(try_nn("SparseSoftmaxCrossEntropyWithLogits", "loss", empty, 2, NULL,
+               out, 2, 0));
+  wt_expect_shape(out[0], WEFT_FLOAT64, WT_SHAPE(0));
+  wt_expect_shape(out[1], WEFT_FLOAT64, WT_SHAPE(0, 5));
+  weft_tensor_destroy(out[0]), weft_tensor_destroy(out[1]);
+}
+
+/* ---- BiasAdd, BatchNormWithGlobalNormalization -------------------------- */
+
+Test(ops_nn, bias_add) {
+  double* x = random_values(61, 24, -10, 10);
+  double* bias = random_values(62, 4, -10, 10);
+  const weft_dtype types[3] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32};
+  for (int t = 0; t < 3; ++t) {
+    double ref[24];
+    for (int i = 0; i < 24; ++i)
+      ref[i] = types[t] == WEFT_INT32 ? (int32_t)x[i] + (int32_t)bias[i % 4]
+                                      : x[i] + bias[i % 4];
+    void* xd = as_dtype(x, 24, types[t]);
+    void* bd = as_dtype(bias, 4, types[t]);
+    operand in[2] = {{types[t], 3, {2, 3, 4}, xd}, {types[t], 1, {4}, bd}};
+    weft_tensor* out = run_nn("BiasAdd", in, 2, NULL);
+    wt_expect_shape(out, types[t], WT_SHAPE(2, 3, 4));
+    expect_close(out, ref, 24, 1e-6);
+    weft_tensor_destroy(out);
+    free(xd), free(bd);
+  }
+  operand bad[2] = {{WEFT_FLOAT32, 3, {2, 3, 4}, NULL},
+                    {WEFT_FLOAT32, 1, {3}, NULL}};
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(try_nn("BiasAdd", "bias", bad, 2, NULL, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "bias", "[2,3,4]", "[3]");
+  bad[1].dims[0] = 4;
+  nn_attrs nchw = {.data_format = "NCHW"};
+  WT_EXPECT_ERROR(try_nn("BiasAdd", "bias", bad, 2, &nchw, &out, 1, 0),
+                  WEFT_INVALID_ARGUMENT, "bias", "NCHW");
+  free(x), free(bias);
+}
+
+Test(ops_nn, batch_norm_with_global_normalization) {
+  double* p[5] = {random_values(91, 40, -3, 3), random_values(92, 5, -1, 1),
+                  random_values(93, 5, 0.1, 2), random_values(94, 5, -1, 1),
+                  random_values(95, 5, 0.5, 2)};
+  for (int scale = 0; scale < 2; ++scale)
+    for (int t = 0; t < 2; ++t) {
+      double ref[40];
+      for (int i = 0; i < 40; ++i) {
+        int c = i % 5;
+        ref[i] = (p[0][i] - p[1][c]) / sqrt(p[2][c] + 0.001) *
+                     (scale ? p[4][c] : 1) + p[3][c];
+      }
+      operand in[5];
+      void* d[5];
+      for (int i = 0; i < 5; ++i) {
+        d[i] = as_dtype(p[i], i == 0 ? 40 : 5, kFloatTypes[t]);
+        in[i] = i == 0 ? (operand){kFloatTypes[t], 3, {2, 4, 5}, d[i]}
+                       : (operand){kFloatTypes[t], 1, {5}, d[i]};
+      }
+      nn_attrs a = {.has_eps = 1, .eps = 0.001, .scale = scale};
+      weft_tensor* out = run_nn("BatchNormWithGlobalNormalization", in, 5, &a);
+      wt_expect_shape(out, kFloatTypes[t], WT_SHAPE(2, 4, 5));
+      expect_close(out, ref, 40, 1e-5);
+      weft_tensor_destroy(out);
+      in[4].dims[0] = 4;
+      WT_EXPECT_ERROR(try_nn("BatchNormWithGlobalNormalization", "bn", in, 5,
+                             &a, &out, 1, 0),
+                      WEFT_INVALID_ARGUMENT, "bn", "gamma", "[4]");
+      in[4].dims[0] = 5;
+      WT_EXPECT_ERROR(try_nn("BatchNormWithGlobalNormalization", "bn", in, 5,
+                             NULL, &out, 1, 0),
+                      WEFT_INVALID_ARGUMENT, "bn", "variance_epsilon");
+      for (int i = 0; i < 5; ++i) free(d[i]);
+    }
+  for (int i = 0; i < 5; ++i) free(p[i]);
+}
