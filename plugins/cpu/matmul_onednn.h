@@ -1,0 +1,207 @@
+// oneDNN's matmul primitive behind the MatMul and BatchMatMul kernels,
+// callable without the plugin: bench/ includes this header to time the very
+// code the kernels run against oneDNN called by hand.
+//
+// Why oneDNN for float32: the plugin is compiled for baseline x86-64, so
+// Eigen's GEMM is limited to SSE2, while oneDNN picks AVX2/AVX-512 kernels
+// at run time (see the figures in matmul.cc).  bfloat16 runs natively too
+// where the CPU has an implementation of its own (AVX512-BF16, AMX).
+//
+// Operands are bound in place: transposes and broadcast batch dims are
+// described to oneDNN through strides and size-1 dims, never copied.
+// Primitives are cached per geometry and thread count (onednn_engine.h
+// explains why the count matters); implementations named "ref" (oneDNN's
+// naive loops) are refused, so that callers fall back to Eigen instead.
+//
+// Header-only; needs WEFT_CPU_HAVE_ONEDNN.  May throw std::bad_alloc.
+#ifndef WEFT_PLUGINS_CPU_MATMUL_ONEDNN_H_
+#define WEFT_PLUGINS_CPU_MATMUL_ONEDNN_H_
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "onednn_engine.h"
+
+namespace weft_cpu {
+
+// oneDNN tensors have at most DNNL_MAX_NDIMS (12) dims, two of them the
+// matrix.
+constexpr int32_t kOnednnMaxBatchRank = DNNL_MAX_NDIMS - 2;
+
+// c[batch..., M, N] = op(a)[batch..., M, K] · op(b)[batch..., K, N], dense
+// and row-major; op transposes the last two dims when asked (a stored
+// [..., K, M], b stored [..., N, K]).  a_batch and b_batch hold each
+// operand's batch dims, aligned with the output's: equal to it, or 1 to
+// broadcast.  Value-initialize (MatMulGeometry g{}) before filling: it is
+// also the cache key, compared byte for byte.
+struct MatMulGeometry {
+  int64_t a_batch[kOnednnMaxBatchRank];
+  int64_t b_batch[kOnednnMaxBatchRank];
+  int64_t m, k, n;
+  int32_t batch_rank;
+  int32_t transpose_a, transpose_b;
+  int32_t data_type;  // dnnl_data_type_t: f32 or bf16
+  int32_t threads;    // as OnednnThreads() returns it
+  int32_t reserved;   // makes the padding explicit, hence zeroed by {}
+};
+
+namespace matmul_onednn_detail {
+
+using dnnl::memory;
+
+struct Primitive {
+  bool available = false;  // false: oneDNN has no fast implementation
+  dnnl::matmul matmul;
+  memory::desc a, b, c, scratchpad;
+  size_t scratchpad_bytes = 0;
+};
+
+// A [batch..., rows, cols] operand stored [batch..., cols, rows] when
+// `transposed`.
+inline memory::desc Operand(const int64_t* batch, int32_t batch_rank,
+                            int64_t rows, int64_t cols, bool transposed,
+                            memory::data_type type) {
+  memory::dims dims(batch, batch + batch_rank);
+  dims.push_back(rows);
+  dims.push_back(cols);
+  memory::dims strides(dims.size());
+  strides[batch_rank] = transposed ? 1 : cols;
+  strides[batch_rank + 1] = transposed ? rows : 1;
+  int64_t stride = rows * cols;
+  for (int32_t i = batch_rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= batch[i];
+  }
+  return memory::desc(dims, type, strides);
+}
+
+inline std::shared_ptr<const Primitive> Make(const MatMulGeometry& g) {
+  auto p = std::make_shared<Primitive>();
+  const auto type = static_cast<memory::data_type>(g.data_type);
+  int64_t out_batch[kOnednnMaxBatchRank];
+  for (int32_t i = 0; i < g.batch_rank; ++i) {
+    out_batch[i] = g.a_batch[i] == 1 ? g.b_batch[i] : g.a_batch[i];
+  }
+  p->a = Operand(g.a_batch, g.batch_rank, g.m, g.k, g.transpose_a != 0, type);
+  p->b = Operand(g.b_batch, g.batch_rank, g.k, g.n, g.transpose_b != 0, type);
+  p->c = Operand(out_batch, g.batch_rank, g.m, g.n, false, type);
+  // A user scratchpad lets several threads execute one cached primitive at
+  // once (the library's own would be shared by them).
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a, p->b, p->c),
+                                    attr, OnednnEngine());
+    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return p;
+    p->matmul = dnnl::matmul(pd);
+    p->scratchpad = pd.scratchpad_desc();
+    p->scratchpad_bytes = p->scratchpad.get_size();
+  } catch (const dnnl::error& e) {
+    if (e.status == dnnl_out_of_memory) throw std::bad_alloc();
+    return p;  // unimplemented for this type or ISA: remembered as such
+  }
+  p->available = true;
+  return p;
+}
+
+inline OnednnCache<MatMulGeometry, Primitive>& Cache() {
+  static OnednnCache<MatMulGeometry, Primitive> cache;
+  return cache;
+}
+
+// The primitive's scratchpad: a buffer kept per thread up to kKeepBytes,
+// so that steady-state products allocate nothing, and a fresh one beyond,
+// so that one huge product does not pin its memory in every thread.
+class Scratchpad {
+ public:
+  static constexpr size_t kKeepBytes = size_t{32} << 20;
+
+  explicit Scratchpad(size_t bytes) {
+    if (bytes == 0) return;
+    bytes = (bytes + 63) / 64 * 64;
+    if (bytes > kKeepBytes) {
+      data_ = std::aligned_alloc(64, bytes);
+      if (data_ == nullptr) throw std::bad_alloc();
+      owned_ = true;
+      return;
+    }
+    static thread_local Kept kept;
+    if (kept.size < bytes) {
+      void* grown = std::aligned_alloc(64, bytes);
+      if (grown == nullptr) throw std::bad_alloc();
+      std::free(kept.data);
+      kept.data = grown;
+      kept.size = bytes;
+    }
+    data_ = kept.data;
+  }
+  ~Scratchpad() {
+    if (owned_) std::free(data_);
+  }
+  Scratchpad(const Scratchpad&) = delete;
+  Scratchpad& operator=(const Scratchpad&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  struct Kept {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Kept() { std::free(data); }
+  };
+  void* data_ = nullptr;
+  bool owned_ = false;
+};
+
+}  // namespace matmul_onednn_detail
+
+// Runs the products of `g` (every one of M, K, N positive; g.threads from
+// OnednnThreads) and waits for them.  Returns false, having done nothing,
+// when oneDNN has no fast implementation for the type and this CPU; the
+// caller then computes the product itself.  Thread-safe.
+inline bool OnednnMatMul(const MatMulGeometry& g, const void* a,
+                         const void* b, void* c) {
+  namespace d = matmul_onednn_detail;
+  dnnl::stream& stream = OnednnPrepareThread(g.threads);
+  const std::shared_ptr<const d::Primitive> p =
+      d::Cache().Get(g, [&g] { return d::Make(g); });
+  if (!p->available) return false;
+  const dnnl::engine& engine = OnednnEngine();
+  d::Scratchpad scratch(p->scratchpad_bytes);
+  d::memory am(p->a, engine, const_cast<void*>(a));
+  d::memory bm(p->b, engine, const_cast<void*>(b));
+  d::memory cm(p->c, engine, c);
+  d::memory sm(p->scratchpad, engine, scratch.data());
+  // The C API takes the arguments as an array: no map built per call.
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am.get()},
+                                  {DNNL_ARG_WEIGHTS, bm.get()},
+                                  {DNNL_ARG_DST, cm.get()},
+                                  {DNNL_ARG_SCRATCHPAD, sm.get()}};
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(p->matmul.get(), stream.get(), 4, args),
+      "could not execute a matmul primitive");
+  stream.wait();
+  return true;
+}
+
+// One float32 product, with MatMulEigen's signature (matmul_eigen.h), M, K
+// and N positive.  Returns false when oneDNN cannot run it.
+inline bool MatMulOnednn(const float* a, const float* b, float* c, int64_t m,
+                         int64_t k, int64_t n, bool transpose_a,
+                         bool transpose_b, int threads) {
+  MatMulGeometry g{};
+  g.m = m;
+  g.k = k;
+  g.n = n;
+  g.transpose_a = transpose_a;
+  g.transpose_b = transpose_b;
+  g.data_type = dnnl_f32;
+  g.threads = OnednnThreads(threads);
+  return OnednnMatMul(g, a, b, c);
+}
+
+}  // namespace weft_cpu
+
+#endif  // WEFT_PLUGINS_CPU_MATMUL_ONEDNN_H_
