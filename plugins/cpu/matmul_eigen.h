@@ -1,10 +1,11 @@
-// The CPU plugin's matrix product, callable without the plugin.
+// The CPU plugin's Eigen matrix product, callable without the plugin.
 //
-// The MatMul kernel is a thin shell around MatMulEigen(); bench/ includes
-// this header to time the same code against Eigen, oneDNN and LibTorch
-// called directly, so the comparison isolates the runtime's overhead.
-// Header-only: it needs Eigen (with EIGEN_USE_THREADS, which thread_pool.h
-// sets) and nothing of Weft.
+// MatMul and BatchMatMul run it for float64 and the integer types, and for
+// float32 where oneDNN is absent, refuses a product or the product is tiny
+// (matmul.cc says why); float32 otherwise goes to MatMulOnednn()
+// (matmul_onednn.h).  bench/ includes this header to time the same code
+// called directly.  Header-only: it needs Eigen (with EIGEN_USE_THREADS,
+// which thread_pool.h sets) and nothing of Weft.
 #ifndef WEFT_PLUGINS_CPU_MATMUL_EIGEN_H_
 #define WEFT_PLUGINS_CPU_MATMUL_EIGEN_H_
 
