@@ -297,12 +297,23 @@ Test(ops_nn, conv2d_empty_batch_and_channels) {
   weft_tensor_destroy(out);
 }
 
-/* One session, one cached primitive per shape: a placeholder of unknown
- * size fed twice with each of two sizes. */
-Test(ops_nn, conv2d_reruns_with_new_shapes) {
+/* One session, fed inputs of two sizes (one primitive each) while its
+ * filter, a variable, is updated in place between runs: neither a stale
+ * primitive nor a stale packed copy of the filter may be reused. */
+Test(ops_nn, conv2d_reruns_follow_shapes_and_filter_updates) {
+  double* fv = random_values(8, 2304, -1, 1);
+  double* delta = random_values(9, 2304, -1, 1);
+  float* f32[2] = {as_dtype(fv, 2304, WEFT_FLOAT32),
+                   as_dtype(delta, 2304, WEFT_FLOAT32)};
   weft_graph* g = wt_graph_new();
-  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_SHAPE(-1, -1, -1, 4));
-  weft_output f = wt_placeholder(g, "f", WEFT_FLOAT32, WT_SHAPE(3, 3, 4, 8));
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_SHAPE(-1, -1, 5, 16));
+  weft_output f, step = wt_const_f32(g, "delta", WT_SHAPE(3, 3, 16, 16),
+                                     f32[1]);
+  weft_node* init = NULL;
+  WT_OK(weft_graph_variable(
+      g, "f", wt_const_f32(g, "f0", WT_SHAPE(3, 3, 16, 16), f32[0]), &f,
+      &init));
+  weft_node* bump = wt_apply2(g, "AssignAdd", "bump", f, step).node;
   weft_op_builder* b = weft_op_begin(g, "Conv2D", "conv");
   weft_op_add_input(b, x);
   weft_op_add_input(b, f);
@@ -313,30 +324,34 @@ Test(ops_nn, conv2d_reruns_with_new_shapes) {
   int64_t dims[4];
   int32_t rank = 0;
   WT_OK(weft_output_shape((weft_output){node, 0}, dims, 4, &rank));
-  cr_assert(rank == 4 && dims[0] == -1 && dims[1] == -1 && dims[3] == 8);
+  cr_assert(rank == 4 && dims[0] == -1 && dims[1] == -1 && dims[2] == 5 &&
+            dims[3] == 16);
   weft_session* s = wt_session_new(g, CPU);
-  for (int run = 0; run < 4; ++run) {
-    conv_case k = {1 + run % 2, 6 + 3 * (run % 2), 5, 4, 3, 3, 8,
+  wt_run_targets(s, &init, 1);
+  for (int run = 0; run < 6; ++run) {
+    conv_case k = {1 + run % 2, 6 + 3 * (run % 2), 5, 16, 3, 3, 16,
                    1, 1, 1, 1, 1};
-    int64_t nx = k.n * k.h * k.w * 4, ny = k.n * k.h * k.w * 8;
+    int64_t nx = k.n * k.h * k.w * 16;
     double* xv = random_values(40 + run, nx, -1, 1);
-    double* fv = random_values(50 + run, 288, -1, 1);
-    double* ref = malloc(sizeof(double) * (size_t)ny);
+    double ref[2 * 9 * 5 * 16];
     conv_reference(&k, xv, fv, k.h, k.w, ref);
     void* xd = as_dtype(xv, nx, WEFT_FLOAT32);
-    void* fd = as_dtype(fv, 288, WEFT_FLOAT32);
-    weft_tensor* feeds[2] = {
-        wt_tensor(WEFT_FLOAT32, WT_DIMS(k.n, k.h, k.w, 4), 4, xd),
-        wt_tensor(WEFT_FLOAT32, WT_SHAPE(3, 3, 4, 8), fd)};
-    weft_tensor* out =
-        wt_run1(s, (weft_output[]){x, f}, feeds, 2, (weft_output){node, 0});
-    expect_close(out, ref, ny, 1e-4);
-    weft_tensor_destroy(out);
-    weft_tensor_destroy(feeds[0]), weft_tensor_destroy(feeds[1]);
-    free(xv), free(fv), free(ref), free(xd), free(fd);
+    weft_tensor* feed = wt_tensor(WEFT_FLOAT32, WT_DIMS(k.n, k.h, 5, 16), 4,
+                                  xd);
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      weft_tensor* out = wt_run1(s, &x, &feed, 1, (weft_output){node, 0});
+      expect_close(out, ref, nx, 1e-4);
+      weft_tensor_destroy(out);
+    }
+    weft_tensor_destroy(feed);
+    free(xv), free(xd);
+    if (run % 3 == 2) continue; /* sometimes the same filter again */
+    wt_run_targets(s, &bump, 1);
+    for (int i = 0; i < 2304; ++i) fv[i] = (float)(fv[i] + (float)delta[i]);
   }
   weft_session_destroy(s);
   weft_graph_destroy(g);
+  free(fv), free(delta), free(f32[0]), free(f32[1]);
 }
 
 /* Refused while the graph is built, naming the node and the culprit. */

@@ -14,9 +14,11 @@
 // the thread count it sees when it is created.  So, before creating or
 // executing a primitive, a kernel calls OnednnPrepareThread(threads), which
 // sets the calling thread's OpenMP thread count, and keys its primitive
-// cache on that count.  With a sequential build every count is 1; with TBB
-// or a threadpool build the library's own default applies (such builds
-// would need a task arena or a threadpool adapter here).
+// cache on that count.  Every oneDNN user in the plugin must go through it
+// (it remembers the count it last set on each thread).  With a sequential
+// build every count is 1; with TBB or a threadpool build the library's own
+// default applies (such builds would need a task arena or a threadpool
+// adapter here).
 #ifndef WEFT_PLUGINS_CPU_ONEDNN_ENGINE_H_
 #define WEFT_PLUGINS_CPU_ONEDNN_ENGINE_H_
 

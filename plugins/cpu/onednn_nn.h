@@ -5,11 +5,13 @@
 //
 // Activations are bound to oneDNN in place (format_tag::nhwc over the
 // caller's buffers), never copied.  The filter is declared with
-// format_tag::any so that oneDNN may pick its fastest (blocked) weights
-// layout; the HWIO filter is then reordered into per-thread scratch on each
-// run.  That copy is KH*KW*Cin*Cout elements, tiny next to the convolution
-// itself, and it keeps the kernel correct when the filter is a variable
-// that changes between runs.
+// format_tag::any so that oneDNN picks its fast blocked weights layout (with
+// HWIO imposed it falls back to im2col + GEMM).  Reordering HWIO into that
+// layout is a separate primitive that costs as much as a sizeable fraction
+// of the convolution on a busy machine (its parallel region waits for every
+// thread), so the packed filter is kept, per primitive and filter buffer,
+// and reused for as long as the filter's bytes are unchanged: a memcmp
+// against a saved copy, which also catches a variable updated in place.
 //
 // Header-only; needs WEFT_CPU_HAVE_ONEDNN.  Throws dnnl::error or
 // std::bad_alloc on failure (the kernels turn either into a status).
@@ -17,7 +19,10 @@
 #define WEFT_PLUGINS_CPU_ONEDNN_NN_H_
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "nn_common.h"
 #include "onednn_engine.h"
@@ -43,13 +48,43 @@ struct Key {
   int64_t threads;
 };
 
+// A 64-byte aligned heap block.
+struct AlignedBlock {
+  explicit AlignedBlock(size_t bytes)
+      : data(std::aligned_alloc(64, (bytes + 63) / 64 * 64)) {
+    if (data == nullptr) throw std::bad_alloc();
+  }
+  ~AlignedBlock() { std::free(data); }
+  AlignedBlock(const AlignedBlock&) = delete;
+  AlignedBlock& operator=(const AlignedBlock&) = delete;
+  void* data;
+};
+
+// A filter in oneDNN's layout, with the HWIO bytes it was made from.
+struct PackedFilter {
+  PackedFilter(const void* from, size_t hwio_bytes, size_t packed_bytes)
+      : source(from), hwio(hwio_bytes), packed(packed_bytes) {}
+  const void* source;  // the buffer it came from: a hint, never trusted
+  AlignedBlock hwio;
+  AlignedBlock packed;
+};
+
 struct Conv {
+  // Packed filters kept per primitive: one per filter buffer seen lately.
+  // Layers of one shape share the primitive but not the weights, and deep
+  // networks repeat a shape a few dozen times; memory is only taken by
+  // slots in use.
+  static constexpr int kFilterSlots = 32;
+
   dnnl::convolution_forward primitive;
-  memory::desc src, dst, user_weights, weights;
+  memory::desc src, dst, user_weights, weights, scratchpad;
   dnnl::reorder weights_reorder;  // empty when oneDNN takes HWIO as is
-  memory::desc scratchpad;
-  size_t weights_bytes = 0;
+  size_t hwio_bytes = 0;
   size_t scratchpad_bytes = 0;
+
+  mutable std::mutex filters_mutex;
+  mutable std::shared_ptr<const PackedFilter> filters[kFilterSlots];
+  mutable int next_slot = 0;
 };
 
 struct Pool {
@@ -86,7 +121,7 @@ inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
   conv->scratchpad = pd.scratchpad_desc();
   conv->scratchpad_bytes = conv->scratchpad.get_size();
   if (conv->weights != conv->user_weights) {
-    conv->weights_bytes = conv->weights.get_size();
+    conv->hwio_bytes = conv->user_weights.get_size();
     conv->weights_reorder = dnnl::reorder(
         dnnl::reorder::primitive_desc(engine, conv->user_weights, engine,
                                       conv->weights));
@@ -154,6 +189,40 @@ inline void Execute(const dnnl::primitive& p, dnnl::stream& stream,
   stream.wait();
 }
 
+// The packed form of `filter` for `conv`: a kept one whose HWIO bytes match,
+// or a fresh reorder, kept in place of the least recently added.
+inline std::shared_ptr<const PackedFilter> PackFilter(const Conv& conv,
+                                                      const float* filter,
+                                                      dnnl::stream& stream) {
+  std::shared_ptr<const PackedFilter> kept;
+  {
+    std::lock_guard<std::mutex> lock(conv.filters_mutex);
+    for (const auto& slot : conv.filters)
+      if (slot && slot->source == filter) kept = slot;
+  }
+  if (kept && std::memcmp(kept->hwio.data, filter, conv.hwio_bytes) == 0)
+    return kept;
+  auto fresh = std::make_shared<PackedFilter>(filter, conv.hwio_bytes,
+                                              conv.weights.get_size());
+  std::memcpy(fresh->hwio.data, filter, conv.hwio_bytes);
+  const dnnl::engine& engine = OnednnEngine();
+  memory from(conv.user_weights, engine, fresh->hwio.data);
+  memory to(conv.weights, engine, fresh->packed.data);
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from.get()},
+                                  {DNNL_ARG_TO, to.get()}};
+  Execute(conv.weights_reorder, stream, args, 2);
+  std::lock_guard<std::mutex> lock(conv.filters_mutex);
+  int slot = -1;
+  for (int i = 0; i < Conv::kFilterSlots; ++i)
+    if (conv.filters[i] && conv.filters[i]->source == filter) slot = i;
+  if (slot < 0) {
+    slot = conv.next_slot;
+    conv.next_slot = (conv.next_slot + 1) % Conv::kFilterSlots;
+  }
+  conv.filters[slot] = fresh;
+  return fresh;
+}
+
 }  // namespace onednn_nn_detail
 
 // output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
@@ -169,23 +238,17 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
   const auto entry = d::Find(w, out_channels, 0, threads);
   const d::Conv& conv = *entry->conv;
   const dnnl::engine& engine = OnednnEngine();
-  // One scratch holds the reordered filter and then oneDNN's scratchpad,
-  // each 64-byte aligned.
-  const size_t weights_bytes = (conv.weights_bytes + 63) / 64 * 64;
-  Scratch scratch(weights_bytes + conv.scratchpad_bytes);
+  std::shared_ptr<const d::PackedFilter> packed;
+  void* weights_data = const_cast<float*>(filter);
+  if (conv.hwio_bytes != 0) {
+    packed = d::PackFilter(conv, filter, stream);
+    weights_data = packed->packed.data;
+  }
+  Scratch scratch(conv.scratchpad_bytes);
   d::memory src(conv.src, engine, const_cast<float*>(input));
   d::memory dst(conv.dst, engine, output);
-  d::memory user_weights(conv.user_weights, engine,
-                         const_cast<float*>(filter));
-  d::memory weights = user_weights;
-  if (conv.weights_bytes != 0) {
-    weights = d::memory(conv.weights, engine, scratch.as<char>());
-    const dnnl_exec_arg_t reorder_args[] = {
-        {DNNL_ARG_FROM, user_weights.get()}, {DNNL_ARG_TO, weights.get()}};
-    d::Execute(conv.weights_reorder, stream, reorder_args, 2);
-  }
-  d::memory scratchpad(conv.scratchpad, engine,
-                       scratch.as<char>() + weights_bytes);
+  d::memory weights(conv.weights, engine, weights_data);
+  d::memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
                                   {DNNL_ARG_WEIGHTS, weights.get()},
                                   {DNNL_ARG_DST, dst.get()},
