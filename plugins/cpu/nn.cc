@@ -80,7 +80,13 @@ weft_status* ReadWindowAttrs(const weft_kernel_context* ctx, bool pooling,
                      "data_format '%s' is not supported; only \"NHWC\" is",
                      format);
   }
-  if (w->k_h <= 0 || w->k_w <= 0 || !ComputeWindow2D(same, w)) {
+  if (w->k_h <= 0 || w->k_w <= 0) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "the %lldx%lld window is empty",
+                     static_cast<long long>(w->k_h),
+                     static_cast<long long>(w->k_w));
+  }
+  if (!ComputeWindow2D(same, w)) {
     return NodeError(ctx, WEFT_INVALID_ARGUMENT,
                      "a %lldx%lld window (dilations %lld, %lld) with VALID "
                      "padding does not fit the %lldx%lld input",
