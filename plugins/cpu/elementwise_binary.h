@@ -44,8 +44,10 @@ struct BinaryOpDefaults {
 };
 
 // z[0..n) = Apply(x, y) over one run; `layout` says which operand repeats.
+// Out of line, like everything below that is not on the path of a scalar
+// node (see BinaryKernel).
 template <typename Op, typename T, typename R>
-void BinaryRun(const T* x, const T* y, R* z, int64_t n, RunLayout layout) {
+__attribute__((noinline)) void BinaryRun(const T* x, const T* y, R* z, int64_t n, RunLayout layout) {
   if constexpr (Op::kVector && std::is_floating_point_v<T> &&
                 std::is_same_v<T, R>) {
     // Below this, Eigen's alignment prologue and epilogue cost more than
@@ -85,15 +87,41 @@ void BinaryRun(const T* x, const T* y, R* z, int64_t n, RunLayout layout) {
   }
 }
 
+// Runs spread over the intra-op threads: a flat layout, or the broadcast
+// walk when `flat` is null.
+template <typename Op, typename T, typename R>
+__attribute__((noinline)) void BinaryParallel(
+    const weft_kernel_context* ctx, const Tensor& x, const Tensor& y,
+    const Tensor& z, const RunLayout* flat) {
+  const T* xp = x.data<T>();
+  const T* yp = y.data<T>();
+  R* zp = z.data<R>();
+  if (flat != nullptr) {
+    const RunLayout layout = *flat;
+    ParallelFor(ctx, z.count, 1, Op::kCost, [&](int64_t begin, int64_t end) {
+      BinaryRun<Op>(layout == RunLayout::kRepeatX ? xp : xp + begin,
+                    layout == RunLayout::kRepeatY ? yp : yp + begin,
+                    zp + begin, end - begin, layout);
+    });
+    return;
+  }
+  BroadcastPlan plan;
+  MakeBroadcastPlan(x, y, z, &plan);
+  ParallelFor(ctx, z.count, 1, Op::kCost, [&](int64_t begin, int64_t end) {
+    WalkBroadcast(plan, begin, end,
+                  [&](int64_t x_offset, int64_t y_offset, int64_t z_offset,
+                      int64_t n) {
+                    BinaryRun<Op>(xp + x_offset, yp + y_offset, zp + z_offset,
+                                  n, plan.layout);
+                  });
+  });
+}
+
 template <typename Op, typename T>
 weft_status* BinaryCompute(weft_kernel_context* ctx, const Tensor& x,
                            const Tensor& y, const Tensor& z) {
   using R = std::conditional_t<Op::kBoolResult, Bool, T>;
   if (weft_status* s = Op::template Check<T>(ctx, y)) return s;
-  const T* xp = x.data<T>();
-  const T* yp = y.data<T>();
-  R* zp = z.data<R>();
-
   RunLayout flat;
   if (x.count == z.count && y.count == z.count) {
     flat = RunLayout::kBoth;
@@ -102,30 +130,26 @@ weft_status* BinaryCompute(weft_kernel_context* ctx, const Tensor& x,
   } else if (x.count == 1 && y.count == z.count) {
     flat = RunLayout::kRepeatX;
   } else {
-    BroadcastPlan plan;
-    MakeBroadcastPlan(x, y, z, &plan);
-    ParallelFor(ctx, z.count, 1, Op::kCost, [&](int64_t begin, int64_t end) {
-      WalkBroadcast(plan, begin, end,
-                    [&](int64_t x_offset, int64_t y_offset, int64_t z_offset,
-                        int64_t n) {
-                      BinaryRun<Op>(xp + x_offset, yp + y_offset,
-                                    zp + z_offset, n, plan.layout);
-                    });
-    });
+    BinaryParallel<Op, T, R>(ctx, x, y, z, nullptr);
     return nullptr;
   }
-  // Tiny tensors (the common case) stay on this thread in one run: no pool,
-  // no allocation.
-  ParallelFor(ctx, z.count, 1, Op::kCost, [&](int64_t begin, int64_t end) {
-    BinaryRun<Op>(flat == RunLayout::kRepeatX ? xp : xp + begin,
-                  flat == RunLayout::kRepeatY ? yp : yp + begin, zp + begin,
-                  end - begin, flat);
-  });
+  // Tiny tensors (the common case) are one run on this thread: what
+  // ParallelFor would do below its threshold, without the detour.
+  if (z.count < kParallelThreshold) {
+    BinaryRun<Op>(x.data<T>(), y.data<T>(), z.data<R>(), z.count, flat);
+    return nullptr;
+  }
+  BinaryParallel<Op, T, R>(ctx, x, y, z, &flat);
   return nullptr;
 }
 
+// Flattened so that ReadInput and AllocateOutput are inlined whatever the
+// compiler's budget for the file: with ten ops times five dtypes it stops
+// inlining them, and on a graph of scalars those calls are a large part of
+// a kernel's cost (bench/executor_overhead measures it).  What must not be
+// inlined here (the runs, the pool, the broadcast walk) is marked noinline.
 template <typename Op>
-weft_status* BinaryKernel(weft_kernel_context* ctx) {
+__attribute__((flatten)) weft_status* BinaryKernel(weft_kernel_context* ctx) {
   Tensor x, y;
   if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
   if (weft_status* s = ReadInput(ctx, 1, &y)) return s;
