@@ -44,10 +44,10 @@ struct BinaryOpDefaults {
 };
 
 // z[0..n) = Apply(x, y) over one run; `layout` says which operand repeats.
-// Out of line, like everything below that is not on the path of a scalar
-// node (see BinaryKernel).
+// Out of line so that BinaryKernel stays small when flattened.
 template <typename Op, typename T, typename R>
-__attribute__((noinline)) void BinaryRun(const T* x, const T* y, R* z, int64_t n, RunLayout layout) {
+__attribute__((noinline)) void BinaryRun(const T* x, const T* y, R* z,
+                                         int64_t n, RunLayout layout) {
   if constexpr (Op::kVector && std::is_floating_point_v<T> &&
                 std::is_same_v<T, R>) {
     // Below this, Eigen's alignment prologue and epilogue cost more than
