@@ -227,8 +227,7 @@ Test(ops_array, transpose_every_dtype) {
   /* Past the parallel threshold, with tiled planes and odd edges. */
   s = (spec_t){.op = "Transpose", .num_inputs = 1, .shape = {SHAPE(3, 97, 130)},
                .attrs = {LIST("perm", 0, 2, 1)}, .threads = 2};
-  check_op_dtype(&s, WEFT_FLOAT32, &SHAPE(3, 130, 97), transpose_ref, 0);
-  check_op_dtype(&s, WEFT_UINT8, &SHAPE(3, 130, 97), transpose_ref, 0);
+  check_op(&s, &SHAPE(3, 130, 97), transpose_ref, 0);
   s.attrs[0] = (attr_t)LIST("perm", 2, 1, 0);
   check_op_dtype(&s, WEFT_INT64, &SHAPE(130, 97, 3), transpose_ref, 0);
 }

@@ -65,12 +65,31 @@ Box Simplify(const Box& in) {
   return out;
 }
 
-// Side of the square tiles a transposing copy moves at a time: both the
-// rows read and the rows written stay in L1.
+// Side of the square tiles a transposing copy moves at a time.
 constexpr int64_t kTile = 32;
 
+// One tile of a transpose: element (i, j) is read at src + i + j * src_col
+// and written at dst + i * dst_row + j (in elements).  Reading the tile's
+// source rows whole into a local buffer first matters when the strides are
+// powers of two: the 32 source lines a column walk touches would otherwise
+// share one L1 set and evict each other on every row.
+template <size_t N>
+void TransposeTile(const char* src, char* dst, int64_t ni, int64_t nj,
+                   int64_t src_col, int64_t dst_row) {
+  unsigned char buffer[kTile][kTile * N];
+  for (int64_t j = 0; j < nj; ++j) {
+    std::memcpy(buffer[j], src + j * src_col * N, static_cast<size_t>(ni) * N);
+  }
+  for (int64_t i = 0; i < ni; ++i) {
+    char* row = dst + i * dst_row * N;
+    for (int64_t j = 0; j < nj; ++j) {
+      std::memcpy(row + j * N, buffer[j] + i * N, N);
+    }
+  }
+}
+
 // The two innermost dimensions swap layouts (source contiguous along the
-// second to last, destination along the last): copy in tiles instead of
+// second to last, destination along the last): copy tile by tile instead of
 // striding through the whole source for every destination row.
 void CopyTransposedPlanes(const weft_kernel_context* ctx, const char* src,
                           char* dst, const Box& b, size_t es) {
@@ -78,7 +97,12 @@ void CopyTransposedPlanes(const weft_kernel_context* ctx, const char* src,
   const int64_t rows = b.size[r], cols = b.size[r + 1];
   const int64_t row_tiles = (rows + kTile - 1) / kTile;
   const int64_t planes = Product(b.size, 0, r);
-  ParallelFor(ctx, planes * row_tiles, kTile * cols, 3.0 * kTile * cols,
+  const int64_t src_col = b.src_stride[r + 1], dst_row = b.dst_stride[r];
+  auto tile = es == 1 ? TransposeTile<1>
+              : es == 2 ? TransposeTile<2>
+              : es == 4 ? TransposeTile<4>
+                        : TransposeTile<8>;
+  ParallelFor(ctx, planes * row_tiles, kTile * cols, 2.0 * kTile * cols,
               [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       int64_t plane = item / row_tiles, src_off = 0, dst_off = 0;
@@ -89,15 +113,11 @@ void CopyTransposedPlanes(const weft_kernel_context* ctx, const char* src,
         dst_off += index * b.dst_stride[d];
       }
       const int64_t i0 = item % row_tiles * kTile;
-      const int64_t i1 = std::min(rows, i0 + kTile);
+      const int64_t ni = std::min(rows - i0, kTile);
       for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-        const int64_t j1 = std::min(cols, j0 + kTile);
-        for (int64_t i = i0; i < i1; ++i) {
-          CopyRun(src + (src_off + i * b.src_stride[r] +
-                         j0 * b.src_stride[r + 1]) * es,
-                  dst + (dst_off + i * b.dst_stride[r] + j0) * es, j1 - j0,
-                  b.src_stride[r + 1], 1, es);
-        }
+        tile(src + (src_off + i0 + j0 * src_col) * es,
+             dst + (dst_off + i0 * dst_row + j0) * es, ni,
+             std::min(cols - j0, kTile), src_col, dst_row);
       }
     }
   });
