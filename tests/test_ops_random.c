@@ -104,9 +104,10 @@ static void transform(const char* op, const random_attrs* a, weft_dtype dtype,
 }
 
 static int same_bytes(const weft_tensor* a, const weft_tensor* b) {
-  return weft_tensor_byte_size(a) == weft_tensor_byte_size(b) &&
-         memcmp(weft_tensor_data(a), weft_tensor_data(b),
-                weft_tensor_byte_size(a)) == 0;
+  size_t n = weft_tensor_byte_size(a);
+  /* Empty tensors may have no data pointer at all. */
+  return n == weft_tensor_byte_size(b) &&
+         (n == 0 || memcmp(weft_tensor_data(a), weft_tensor_data(b), n) == 0);
 }
 
 /* Fraction of elements that differ between a and b (same shape). */
