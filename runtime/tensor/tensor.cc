@@ -127,6 +127,29 @@ weft_status* CopyToNewHostValue(const TensorValue& value, TensorValue* out) {
 using weft::Error;
 using weft::Errorf;
 
+namespace {
+
+// What creating a tensor over caller data checks first: the shape, that the
+// caller's byte count matches it, and the pointers.
+weft_status* CheckCallerData(weft_dtype dtype, const int64_t* dims,
+                             int32_t rank, const void* data, size_t byte_size,
+                             weft_tensor** out_tensor, size_t* bytes) {
+  if (out_tensor == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "out_tensor is NULL");
+  *out_tensor = nullptr;
+  WEFT_RETURN_IF_ERROR(weft::CheckedByteSize(dtype, dims, rank, bytes));
+  if (*bytes != byte_size)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "byte_size %zu does not match %s %s (%zu bytes)", byte_size,
+                  weft_dtype_name(dtype), weft::ShapeString(dims, rank).c_str(),
+                  *bytes);
+  if (*bytes > 0 && data == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "data is NULL");
+  return nullptr;
+}
+
+}  // namespace
+
 extern "C" {
 
 weft_status* weft_tensor_create(weft_dtype dtype, const int64_t* dims,
@@ -154,18 +177,9 @@ weft_status* weft_tensor_create_copy(weft_dtype dtype, const int64_t* dims,
                                      int32_t rank, const void* data,
                                      size_t byte_size,
                                      weft_tensor** out_tensor) {
-  if (out_tensor == nullptr)
-    return Error(WEFT_INVALID_ARGUMENT, "out_tensor is NULL");
-  *out_tensor = nullptr;
   size_t bytes = 0;
-  WEFT_RETURN_IF_ERROR(weft::CheckedByteSize(dtype, dims, rank, &bytes));
-  if (bytes != byte_size)
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "byte_size %zu does not match %s %s (%zu bytes)", byte_size,
-                  weft_dtype_name(dtype), weft::ShapeString(dims, rank).c_str(),
-                  bytes);
-  if (bytes > 0 && data == nullptr)
-    return Error(WEFT_INVALID_ARGUMENT, "data is NULL");
+  WEFT_RETURN_IF_ERROR(
+      CheckCallerData(dtype, dims, rank, data, byte_size, out_tensor, &bytes));
   WEFT_RETURN_IF_ERROR(weft_tensor_create(dtype, dims, rank, out_tensor));
   if (bytes > 0) std::memcpy(weft_tensor_data(*out_tensor), data, bytes);
   return nullptr;
@@ -177,18 +191,9 @@ weft_status* weft_tensor_create_from_data(weft_dtype dtype,
                                           weft_deleter deleter,
                                           void* deleter_arg,
                                           weft_tensor** out_tensor) {
-  if (out_tensor == nullptr)
-    return Error(WEFT_INVALID_ARGUMENT, "out_tensor is NULL");
-  *out_tensor = nullptr;
   size_t bytes = 0;
-  WEFT_RETURN_IF_ERROR(weft::CheckedByteSize(dtype, dims, rank, &bytes));
-  if (bytes != byte_size)
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "byte_size %zu does not match %s %s (%zu bytes)", byte_size,
-                  weft_dtype_name(dtype), weft::ShapeString(dims, rank).c_str(),
-                  bytes);
-  if (bytes > 0 && data == nullptr)
-    return Error(WEFT_INVALID_ARGUMENT, "data is NULL");
+  WEFT_RETURN_IF_ERROR(
+      CheckCallerData(dtype, dims, rank, data, byte_size, out_tensor, &bytes));
   return weft::Guard([&]() -> weft_status* {
     auto* b = new weft::Buffer;
     b->kind = weft::Buffer::Kind::kHostWrapped;
