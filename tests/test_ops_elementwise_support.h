@@ -252,15 +252,8 @@ static weft_status* try_op(const char* op, const char* name,
     weft_op_add_input(b, feeds[i]);
   }
   if (dst != WEFT_DTYPE_INVALID) weft_op_set_attr_dtype(b, "DstT", dst);
-  weft_node* node = NULL;
-  weft_status* status = weft_op_finish(b, &node);
-  if (status == NULL) {
-    weft_session* session = wt_session_new(graph, CPU);
-    weft_output fetch = {node, 0};
-    status = weft_session_run(session, feeds, values, n, &fetch, 1, NULL, 0,
-                              out);
-    weft_session_destroy(session);
-  }
+  weft_status* status =
+      wt_finish_and_run(graph, b, feeds, values, n, 0, 1, out);
   for (int i = 0; i < n; ++i) weft_tensor_destroy(values[i]);
   weft_graph_destroy(graph);
   return status;

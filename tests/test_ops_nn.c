@@ -75,20 +75,8 @@ static weft_status* try_nn(const char* op, const char* name, const operand* in,
     if (a->has_eps) weft_op_set_attr_float(b, "variance_epsilon", a->eps);
     if (a->scale) weft_op_set_attr_bool(b, "scale_after_normalization", 1);
   }
-  weft_node* node = NULL;
-  weft_status* status = weft_op_finish(b, &node);
-  if (status == NULL) {
-    weft_session_options options;
-    weft_session_options_init(&options);
-    options.devices = CPU;
-    options.intra_op_threads = threads;
-    weft_session* session = NULL;
-    WT_OK(weft_session_create(graph, &options, &session));
-    weft_output fetches[2] = {{node, 0}, {node, 1}};
-    status = weft_session_run(session, feeds, values, n, fetches, num_outs,
-                              NULL, 0, outs);
-    weft_session_destroy(session);
-  }
+  weft_status* status =
+      wt_finish_and_run(graph, b, feeds, values, n, threads, num_outs, outs);
   for (int i = 0; i < n; ++i) weft_tensor_destroy(values[i]);
   weft_graph_destroy(graph);
   return status;

@@ -114,25 +114,13 @@ static weft_status* try_op(const char* op, const char* name,
     if (a->has_axis) weft_op_set_attr_int(b, "axis", a->axis);
     if (a->output_type) weft_op_set_attr_dtype(b, "output_type", a->output_type);
   }
-  weft_node* node = NULL;
-  weft_status* status = weft_op_finish(b, &node);
-  if (status == NULL) {
-    int64_t n = count_of(x);
-    void* data = typed(x->dtype, x->values, n);
-    weft_tensor* value = wt_tensor(x->dtype, x->dims, x->rank, n ? data : NULL);
-    weft_session_options options;
-    weft_session_options_init(&options);
-    options.devices = CPU;
-    options.intra_op_threads = 3;
-    weft_session* session = NULL;
-    WT_OK(weft_session_create(graph, &options, &session));
-    weft_output fetch = {node, 0};
-    status = weft_session_run(session, &feed, &value, 1, &fetch, 1, NULL, 0,
-                              out);
-    weft_session_destroy(session);
-    weft_tensor_destroy(value);
-    free(data);
-  }
+  int64_t n = count_of(x);
+  void* data = typed(x->dtype, x->values, n);
+  weft_tensor* value = wt_tensor(x->dtype, x->dims, x->rank, n ? data : NULL);
+  weft_status* status =
+      wt_finish_and_run(graph, b, &feed, &value, 1, 3, 1, out);
+  weft_tensor_destroy(value);
+  free(data);
   weft_graph_destroy(graph);
   return status;
 }

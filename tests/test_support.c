@@ -98,6 +98,29 @@ weft_session* wt_session_new(weft_graph* graph, const char* devices) {
   return session;
 }
 
+weft_status* wt_finish_and_run(weft_graph* graph, weft_op_builder* b,
+                               const weft_output* feeds,
+                               weft_tensor* const* values, int32_t num_feeds,
+                               int32_t intra_op_threads, int32_t num_outputs,
+                               weft_tensor** outs) {
+  weft_node* node = NULL;
+  weft_status* status = weft_op_finish(b, &node);
+  if (status != NULL) return status;
+  cr_assert(num_outputs >= 0 && num_outputs <= 8);
+  weft_session_options options;
+  weft_session_options_init(&options);
+  options.devices = "/device:CPU:0";
+  options.intra_op_threads = intra_op_threads;
+  weft_session* session = NULL;
+  WT_OK(weft_session_create(graph, &options, &session));
+  weft_output fetches[8];
+  for (int32_t i = 0; i < num_outputs; ++i) fetches[i] = (weft_output){node, i};
+  status = weft_session_run(session, feeds, values, num_feeds, fetches,
+                            num_outputs, NULL, 0, outs);
+  weft_session_destroy(session);
+  return status;
+}
+
 weft_output wt_placeholder(weft_graph* graph, const char* name,
                            weft_dtype dtype, const int64_t* dims,
                            int32_t rank) {

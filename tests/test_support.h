@@ -60,6 +60,17 @@ weft_graph* wt_graph_new(void);
 /* A session over `graph`; `devices` NULL means every device. */
 weft_session* wt_session_new(weft_graph* graph, const char* devices);
 
+/* The tail every one-op test harness shares: finishes builder `b` of
+ * `graph`, runs the node alone on /device:CPU:0 with `intra_op_threads`
+ * (0: the default), feeding feeds[i] with values[i], and fetches its first
+ * `num_outputs` outputs (at most 8) into outs.  Returns the status of the
+ * finish or of the run; destroys neither the graph nor the values. */
+weft_status* wt_finish_and_run(weft_graph* graph, weft_op_builder* b,
+                               const weft_output* feeds,
+                               weft_tensor* const* values, int32_t num_feeds,
+                               int32_t intra_op_threads, int32_t num_outputs,
+                               weft_tensor** outs);
+
 weft_output wt_placeholder(weft_graph* graph, const char* name,
                            weft_dtype dtype, const int64_t* dims,
                            int32_t rank);
