@@ -213,7 +213,7 @@ weft_status* InferConv2D(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
   WEFT_RETURN_IF_ERROR(CheckNhwc(c));
   int64_t sh, sw, dh, dw;
-  bool same;
+  bool same = false;  // set by the padding check before any use
   WEFT_RETURN_IF_ERROR(ReadWindowAttr(c, "strides", &sh, &sw));
   WEFT_RETURN_IF_ERROR(ReadWindowAttr(c, "dilations", &dh, &dw));
   WEFT_RETURN_IF_ERROR(ReadPadding(c, &same));
@@ -251,7 +251,7 @@ weft_status* InferPool(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
   WEFT_RETURN_IF_ERROR(CheckNhwc(c));
   int64_t kh, kw, sh, sw;
-  bool same;
+  bool same = false;  // set by the padding check before any use
   WEFT_RETURN_IF_ERROR(ReadWindowAttr(c, "ksize", &kh, &kw));
   WEFT_RETURN_IF_ERROR(ReadWindowAttr(c, "strides", &sh, &sw));
   WEFT_RETURN_IF_ERROR(ReadPadding(c, &same));
