@@ -41,7 +41,52 @@ typedef struct weft_session_options {
   int32_t inter_op_threads;
   /* Threads a single kernel may use; 0 picks the core count. */
   int32_t intra_op_threads;
+
+  /* ---- Appended in 1.1.  A caller whose struct_size stops before a field
+   * gets the default written beside it. ---- */
+
+  /* What happens to a node constrained to a device that has no kernel for
+   * it (weft_placement_policy).  Default WEFT_PLACEMENT_SOFT. */
+  int32_t placement;
+  /* How float32 values cross from one device to another
+   * (weft_transfer_precision).  Default WEFT_TRANSFER_EXACT. */
+  int32_t transfer_precision;
+  /* Graph optimizations to apply (WEFT_OPTIMIZE_* bits).  Default
+   * WEFT_OPTIMIZE_ALL. */
+  uint32_t optimizations;
+  /* Overrides of the compute estimate the cost model uses for devices, in
+   * GFLOP/s: "OPENCL=500,/device:CPU:0=20" (a device pattern as in
+   * `devices`, '=', a positive number; later terms win).  NULL or "" means
+   * the WEFT_DEVICE_GFLOPS environment variable if set, else the estimate
+   * each plugin gives, else one measured once per device.  Borrowed for the
+   * duration of weft_session_create(). */
+  const char* device_gflops;
 } weft_session_options;
+
+typedef enum weft_placement_policy WEFT_ENUM_BASE {
+  /* A node whose constraint names only devices without a kernel for it
+   * goes to another allowed device that has one; the run metadata says so. */
+  WEFT_PLACEMENT_SOFT = 0,
+  /* ... is an error that names the node, its op and the device. */
+  WEFT_PLACEMENT_STRICT = 1
+} weft_placement_policy;
+
+typedef enum weft_transfer_precision WEFT_ENUM_BASE {
+  WEFT_TRANSFER_EXACT = 0,
+  /* float32 values crossing devices travel as bfloat16 (half the bytes,
+   * about 3 significant digits) and are widened back on arrival. */
+  WEFT_TRANSFER_BFLOAT16 = 1,
+  /* ... as IEEE float16 (range +-65504: larger values become infinite). */
+  WEFT_TRANSFER_FLOAT16 = 2
+} weft_transfer_precision;
+
+/* Graph optimizations (bits of weft_session_options.optimizations). */
+/* Merge identical ops over identical inputs and attributes. */
+#define WEFT_OPTIMIZE_CSE 1u
+/* Order work so that values live briefly: nodes run as late as their
+ * consumers allow. */
+#define WEFT_OPTIMIZE_MEMORY_SCHEDULE 2u
+#define WEFT_OPTIMIZE_ALL 0xffffffffu
 
 /* Fills `options` with defaults and sets struct_size. */
 WEFT_API void weft_session_options_init(weft_session_options* options);
@@ -78,6 +123,77 @@ WEFT_API WEFT_MUST_USE weft_status* weft_session_run(
     const weft_output* fetches, int32_t num_fetches,
     weft_node* const* targets, int32_t num_targets,
     weft_tensor** out_values);
+
+/* ---- Run metadata: what a run did, for people and for tests. ---- */
+
+/* Collected by weft_session_run_with_metadata(); reusable (each run
+ * replaces the contents).  Strings it returns are borrowed until the next
+ * run that fills it or its destruction.  Not thread-safe: one run fills one
+ * metadata object at a time. */
+typedef struct weft_run_metadata weft_run_metadata;
+
+/* NULL when out of memory. */
+WEFT_API weft_run_metadata* weft_run_metadata_create(void);
+WEFT_API void weft_run_metadata_destroy(weft_run_metadata* metadata);
+
+/* weft_session_run(), also filling `metadata` (which may be NULL).  On
+ * error the metadata describes what is known (the placement, when planning
+ * succeeded). */
+WEFT_API WEFT_MUST_USE weft_status* weft_session_run_with_metadata(
+    weft_session* session, const weft_output* feeds,
+    weft_tensor* const* feed_values, int32_t num_feeds,
+    const weft_output* fetches, int32_t num_fetches,
+    weft_node* const* targets, int32_t num_targets,
+    weft_tensor** out_values, weft_run_metadata* metadata);
+
+/* Placement: one entry per graph node the run needed, after CSE, in plan
+ * order.  `reason` says why the node went where it did, for instance
+ * "cost: 41.2 us here, 310.0 us on /device:CPU:0" or "constraint
+ * /device:OPENCL:0". Out-of-range indexes give NULL. */
+WEFT_API int32_t weft_run_metadata_num_nodes(const weft_run_metadata* m);
+WEFT_API const char* weft_run_metadata_node_name(const weft_run_metadata* m,
+                                                 int32_t i);
+WEFT_API const char* weft_run_metadata_node_op(const weft_run_metadata* m,
+                                               int32_t i);
+WEFT_API const char* weft_run_metadata_node_device(
+    const weft_run_metadata* m, int32_t i);
+WEFT_API const char* weft_run_metadata_node_reason(
+    const weft_run_metadata* m, int32_t i);
+/* The device a node named `node_name` ran on; NULL if the run had no such
+ * node (never needed, fed, or merged into another by CSE). */
+WEFT_API const char* weft_run_metadata_device_of(const weft_run_metadata* m,
+                                                 const char* node_name);
+
+/* Transfers: one Send/Recv pair per (value, destination device). */
+WEFT_API int32_t weft_run_metadata_num_transfers(const weft_run_metadata* m);
+/* Transfer i: the value ("node:index"), where it goes from and to, the
+ * dtype on the wire (bfloat16 or float16 for lossy transfers) and the bytes
+ * moved per run (0 when the size is known only at run time). */
+WEFT_API weft_status* weft_run_metadata_transfer(
+    const weft_run_metadata* m, int32_t i, const char** value,
+    const char** src_device, const char** dst_device, int32_t* wire_dtype,
+    uint64_t* bytes);
+
+/* CSE: nodes merged into another (removed), and what they were merged
+ * into. */
+WEFT_API int32_t weft_run_metadata_num_merged(const weft_run_metadata* m);
+WEFT_API weft_status* weft_run_metadata_merged(const weft_run_metadata* m,
+                                               int32_t i,
+                                               const char** removed,
+                                               const char** kept);
+
+/* Memory: the devices the run used, and the peak bytes of values the run
+ * held on each at once (outputs and transfer buffers; variables and
+ * constants, which outlive runs, are not counted). */
+WEFT_API int32_t weft_run_metadata_num_devices(const weft_run_metadata* m);
+WEFT_API const char* weft_run_metadata_device_name(const weft_run_metadata* m,
+                                                   int32_t i);
+WEFT_API uint64_t weft_run_metadata_peak_bytes(const weft_run_metadata* m,
+                                               int32_t i);
+
+/* Everything above as text, one line per fact, for people (`weft place`
+ * prints it). */
+WEFT_API const char* weft_run_metadata_to_string(const weft_run_metadata* m);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@ extern "C" {
 
 /* Version of the user API these headers describe. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 0
+#define WEFT_ABI_VERSION_MINOR 1
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \
