@@ -37,11 +37,15 @@ struct pin {
   F(weft_output, index, 8)
 
 #define SESSION_OPTIONS_LAYOUT(S, F)                  \
-  S(weft_session_options, 24)                         \
+  S(weft_session_options, 48)                         \
   F(weft_session_options, struct_size, 0)             \
   F(weft_session_options, devices, 8)                 \
   F(weft_session_options, inter_op_threads, 16)       \
-  F(weft_session_options, intra_op_threads, 20)
+  F(weft_session_options, intra_op_threads, 20)       \
+  F(weft_session_options, placement, 24)              \
+  F(weft_session_options, transfer_precision, 28)     \
+  F(weft_session_options, optimizations, 32)          \
+  F(weft_session_options, device_gflops, 40)
 
 #define DEVICE_DESCRIPTION_LAYOUT(S, F)            \
   S(weft_device_description, 80)                   \

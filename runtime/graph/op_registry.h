@@ -53,6 +53,9 @@ enum class ExecKind {
   kAssign,
   kAssignAdd,
   kNoOp,
+  // Plan-only kinds, made by partitioning; no op has them.
+  kSend,  // hands a value to another device (narrowing it when lossy)
+  kRecv,  // receives it there (widening it back when lossy)
 };
 
 struct AttrDef {

@@ -37,7 +37,17 @@ class Run {
         pending_(new std::atomic<int32_t>[p.nodes.size()]),
         uses_(new std::atomic<int32_t>[p.num_slots]),
         remaining_(static_cast<int32_t>(p.nodes.size())),
-        streams_(new RunStream[p.async_devices.size()]) {
+        streams_(new RunStream[p.async_devices.size()]),
+        events_(p.transfers.size(), nullptr),
+        slot_bytes_(new std::atomic<int64_t>[p.num_slots]),
+        live_(new std::atomic<int64_t>[p.devices.size()]),
+        peak_(new std::atomic<int64_t>[p.devices.size()]) {
+    for (int32_t i = 0; i < p.num_slots; ++i)
+      slot_bytes_[i].store(0, std::memory_order_relaxed);
+    for (size_t i = 0; i < p.devices.size(); ++i) {
+      live_[i].store(0, std::memory_order_relaxed);
+      peak_[i].store(0, std::memory_order_relaxed);
+    }
     for (size_t i = 0; i < p.nodes.size(); ++i)
       pending_[i].store(p.nodes[i].pending, std::memory_order_relaxed);
     for (int32_t i = 0; i < p.num_slots; ++i)
@@ -45,18 +55,24 @@ class Run {
   }
 
   weft_status* Execute(std::vector<TensorValue>& feeds,
-                       std::vector<TensorValue>* fetched);
+                       std::vector<TensorValue>* fetched, RunStats* stats);
 
  private:
   void Process(int32_t id);
   void Dispatch(int32_t id);
   weft_status* ExecuteNode(const PlanNode& p);
-  weft_status* RunKernel(const PlanNode& p, const KernelReg* kernel,
+  weft_status* RunKernel(const PlanNode& p, const weft_node* node,
+                         const KernelReg* kernel,
                          const TensorValue* const* inputs, int32_t n_in,
                          TensorValue* outputs, int32_t n_out);
+  weft_status* Send(const PlanNode& p);
+  weft_status* Recv(const PlanNode& p);
+  // Counts the outputs of `p` that are new run memory on its device.
+  void Account(const PlanNode& p);
   weft_status* CopyInto(const TensorValue& v, Device* d, RunStream* rs,
                         TensorValue* out, bool mark_state);
-  weft_status* CheckOutputs(const PlanNode& p, const KernelReg* kernel,
+  weft_status* CheckOutputs(const PlanNode& p, const weft_node* n,
+                            const KernelReg* kernel,
                             const TensorValue* outputs);
   RunStream* StreamFor(Device* d);
   void Fail(weft_status* st);
@@ -74,6 +90,12 @@ class Run {
   std::unique_ptr<std::atomic<int32_t>[]> uses_;
   std::atomic<int32_t> remaining_;
   std::unique_ptr<RunStream[]> streams_;
+  std::vector<weft_plugin_event*> events_;  // per transfer, on its sender
+  // Run memory: bytes each slot's value counts for, live and peak bytes
+  // per device of the plan.
+  std::unique_ptr<std::atomic<int64_t>[]> slot_bytes_;
+  std::unique_ptr<std::atomic<int64_t>[]> live_;
+  std::unique_ptr<std::atomic<int64_t>[]> peak_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -104,7 +126,39 @@ weft_status* Run::DrainStream(Device* d) {
   return d->api->stream_synchronize(d->handle, rs->stream);
 }
 
-void Run::ReleaseSlot(int32_t s) { Release(slots_[s]); }
+void Run::ReleaseSlot(int32_t s) {
+  int64_t bytes = slot_bytes_[s].exchange(0, std::memory_order_relaxed);
+  if (bytes != 0)
+    for (size_t i = 0; i < plan_.devices.size(); ++i)
+      if (plan_.devices[i] == slots_[s].device())
+        live_[i].fetch_sub(bytes, std::memory_order_relaxed);
+  Release(slots_[s]);
+}
+
+void Run::Account(const PlanNode& p) {
+  size_t dev = 0;
+  while (dev < plan_.devices.size() && plan_.devices[dev] != p.device) ++dev;
+  if (dev == plan_.devices.size()) return;
+  int64_t added = 0;
+  for (int32_t o = 0; o < p.num_outputs; ++o) {
+    const TensorValue& v = slots_[p.output_base + o];
+    if (!v.buffer || v.buffer->is_state || v.device() != p.device) continue;
+    bool aliases = false;  // forwarded inputs (Identity, Reshape) are not new
+    for (int32_t s : p.input_slots)
+      aliases |= s >= 0 && slots_[s].buffer.get() == v.buffer.get();
+    if (aliases) continue;
+    int64_t bytes = static_cast<int64_t>(v.byte_size());
+    slot_bytes_[p.output_base + o].store(bytes, std::memory_order_relaxed);
+    added += bytes;
+  }
+  if (added == 0) return;
+  int64_t now = live_[dev].fetch_add(added, std::memory_order_relaxed) + added;
+  int64_t peak = peak_[dev].load(std::memory_order_relaxed);
+  while (now > peak &&
+         !peak_[dev].compare_exchange_weak(peak, now,
+                                           std::memory_order_relaxed)) {
+  }
+}
 
 void Run::Release(TensorValue& v) {
   Device* d = v.device();
@@ -126,8 +180,10 @@ void Run::Dispatch(int32_t id) {
 void Run::Process(int32_t id) {
   for (;;) {
     const PlanNode& p = plan_.nodes[id];
-    if (!failed_.load(std::memory_order_acquire))
+    if (!failed_.load(std::memory_order_acquire)) {
       if (weft_status* st = ExecuteNode(p)) Fail(st);
+      else Account(p);
+    }
     for (int32_t s : p.input_slots)
       if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
         ReleaseSlot(s);
@@ -194,9 +250,9 @@ weft_status* Run::CopyInto(const TensorValue& v, Device* d, RunStream* rs,
                                      out->buffer->handle, 0, bytes);
 }
 
-weft_status* Run::CheckOutputs(const PlanNode& p, const KernelReg* kernel,
+weft_status* Run::CheckOutputs(const PlanNode& p, const weft_node* n,
+                               const KernelReg* kernel,
                                const TensorValue* outputs) {
-  const weft_node* n = p.node;
   for (int32_t o = 0; o < p.num_outputs; ++o) {
     const TensorValue& v = outputs[o];
     if (v.dtype != n->output_dtypes[o])
@@ -221,11 +277,12 @@ weft_status* Run::CheckOutputs(const PlanNode& p, const KernelReg* kernel,
   return nullptr;
 }
 
-weft_status* Run::RunKernel(const PlanNode& p, const KernelReg* kernel,
+weft_status* Run::RunKernel(const PlanNode& p, const weft_node* node,
+                            const KernelReg* kernel,
                             const TensorValue* const* inputs, int32_t n_in,
                             TensorValue* outputs, int32_t n_out) {
   weft_kernel_context ctx;
-  ctx.node = p.node;
+  ctx.node = node;
   ctx.device = p.device;
   ctx.intra_op_threads = session_->intra_op_threads;
   ctx.inputs = inputs;
@@ -245,12 +302,12 @@ weft_status* Run::RunKernel(const PlanNode& p, const KernelReg* kernel,
   if (st != nullptr) {
     // Kernels usually name the node already; say which op and device.
     std::string msg = weft_status_message(st);
-    if (msg.find(p.node->name) == std::string::npos)
-      st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type +
+    if (msg.find(node->name) == std::string::npos)
+      st = Annotate(st, "node '" + node->name + "' (" + node->op_type +
                             ") on " + p.device->name);
     return st;
   }
-  return CheckOutputs(p, kernel, outputs);
+  return CheckOutputs(p, node, kernel, outputs);
 }
 
 weft_status* Run::ExecuteNode(const PlanNode& p) {
@@ -265,23 +322,19 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
         many.resize(n_in);
         inputs = many.data();
       }
-      std::vector<TensorValue> moved;  // inputs copied across devices
       for (int32_t i = 0; i < n_in; ++i) {
         const TensorValue& v = slots_[p.input_slots[i]];
-        if (Accessible(v, p.device)) {
-          inputs[i] = &v;
-          continue;
-        }
-        if (moved.capacity() == 0) moved.reserve(n_in);
-        moved.emplace_back();
-        WEFT_RETURN_IF_ERROR(
-            CopyInto(v, p.device, StreamFor(p.device), &moved.back(), false));
-        inputs[i] = &moved.back();
+        // Partitioning put a Recv before every input from other memory.
+        if (!Accessible(v, p.device))
+          return Errorf(WEFT_INTERNAL,
+                        "node '%s': input %d is on %s, which %s cannot read "
+                        "(a missing Send/Recv)", p.node->name.c_str(), i,
+                        v.device() ? v.device()->name.c_str() : "the host",
+                        p.device->name.c_str());
+        inputs[i] = &v;
       }
-      weft_status* st =
-          RunKernel(p, p.kernel, inputs, n_in, outputs, p.num_outputs);
-      for (TensorValue& m : moved) Release(m);
-      return st;
+      return RunKernel(p, p.node, p.kernel, inputs, n_in, outputs,
+                       p.num_outputs);
     }
     case ExecKind::kConst:
       outputs[0] = p.const_value;
@@ -339,7 +392,7 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
                       p.node->inputs[0].node->name.c_str());
       const TensorValue* ins[2] = {&p.variable->value, delta};
       TensorValue sum;
-      weft_status* st = RunKernel(p, p.kernel, ins, 2, &sum, 1);
+      weft_status* st = RunKernel(p, p.node, p.kernel, ins, 2, &sum, 1);
       // As for Assign: the sum is published only once it is written.
       if (st == nullptr) st = DrainStream(p.device);
       if (st == nullptr && !(sum.dims == p.variable->value.dims))
@@ -361,11 +414,92 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       outputs[0] = std::move(sum);
       return nullptr;
     }
+    case ExecKind::kSend:
+      return Send(p);
+    case ExecKind::kRecv:
+      return Recv(p);
     case ExecKind::kNoOp:
     case ExecKind::kPlaceholder:
       return nullptr;
   }
   return nullptr;
+}
+
+// Send, on the value's device: narrows it for a lossy transfer, and marks
+// the point in the device's stream after which the value is complete.
+weft_status* Run::Send(const PlanNode& p) {
+  const TensorValue& v = slots_[p.input_slots[0]];
+  TensorValue* out = slots_.data() + p.output_base;
+  if (p.cast_node != nullptr) {
+    const TensorValue* in = &v;
+    WEFT_RETURN_IF_ERROR(RunKernel(p, p.cast_node, p.kernel, &in, 1, out, 1));
+  } else {
+    *out = v;
+  }
+  RunStream* rs = StreamFor(p.device);
+  if (rs == nullptr) return nullptr;
+  Device* d = p.device;
+  weft_plugin_event* e = nullptr;
+  WEFT_RETURN_IF_ERROR(d->api->event_create(d->handle, &e));
+  events_[p.transfer] = e;  // destroyed in Finish, after the streams sync
+  std::lock_guard<std::mutex> lock(rs->mu);
+  return d->api->event_record(d->handle, e, rs->stream);
+}
+
+// Recv, on the destination device: waits for the Send's point, copies the
+// value over (through host memory between two devices that both have their
+// own), and widens a lossy value back.
+weft_status* Run::Recv(const PlanNode& p) {
+  const Transfer& t = plan_.transfers[p.transfer];
+  const TensorValue& wire = slots_[p.input_slots[0]];
+  Device* src = t.src;
+  Device* dst = p.device;
+  if (weft_plugin_event* e = events_[p.transfer])
+    WEFT_RETURN_IF_ERROR(Annotate(src->api->event_synchronize(src->handle, e),
+                                  "work on " + src->name + " before a Send"));
+  TensorValue* out = slots_.data() + p.output_base;
+  TensorValue received;
+  TensorValue* into = p.cast_node ? &received : out;
+  into->dtype = wire.dtype;
+  into->dims = wire.dims;
+  into->offset = 0;
+  size_t bytes = wire.byte_size();
+  WEFT_RETURN_IF_ERROR(dst->Allocate(bytes, &into->buffer));
+  if (bytes > 0) {
+    const void* host_src = nullptr;
+    BufferRef keep;  // host memory an asynchronous copy reads from
+    if (src == nullptr || src->host_memory()) {
+      host_src = wire.host_data();
+      keep = wire.buffer;
+    } else {
+      keep = AllocateHostBuffer(bytes);
+      if (!keep) return Error(WEFT_RESOURCE_EXHAUSTED, "out of memory");
+      WEFT_RETURN_IF_ERROR(src->api->copy_device_to_host(
+          src->handle, nullptr, wire.buffer->handle, wire.offset,
+          keep->handle, bytes));
+      host_src = keep->handle;
+    }
+    if (dst->host_memory()) {
+      std::memcpy(into->buffer->handle, host_src, bytes);
+    } else {
+      RunStream* rs = StreamFor(dst);
+      std::unique_lock<std::mutex> lock;
+      if (rs) lock = std::unique_lock<std::mutex>(rs->mu);
+      WEFT_RETURN_IF_ERROR(dst->api->copy_host_to_device(
+          dst->handle, rs ? rs->stream : nullptr, host_src,
+          into->buffer->handle, 0, bytes));
+      if (rs) {
+        // The copy reads host memory until the stream passes it.
+        std::lock_guard<std::mutex> dlock(mu_);
+        deferred_.push_back(std::move(keep));
+      }
+    }
+  }
+  if (p.cast_node == nullptr) return nullptr;
+  const TensorValue* in = &received;
+  weft_status* st = RunKernel(p, p.cast_node, p.kernel, &in, 1, out, 1);
+  Release(received);
+  return st;
 }
 
 weft_status* Run::Finish() {
@@ -380,12 +514,19 @@ weft_status* Run::Finish() {
     session_->StreamsFor(rs.device)->Release(rs.stream);
     rs.stream = nullptr;
   }
+  for (size_t i = 0; i < events_.size(); ++i)
+    if (events_[i] != nullptr) {
+      Device* d = plan_.transfers[i].src;
+      d->api->event_destroy(d->handle, events_[i]);
+      events_[i] = nullptr;
+    }
   deferred_.clear();
   return first;
 }
 
 weft_status* Run::Execute(std::vector<TensorValue>& feeds,
-                          std::vector<TensorValue>* fetched) {
+                          std::vector<TensorValue>* fetched,
+                          RunStats* stats) {
   for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
     streams_[i].device = plan_.async_devices[i];
     weft_status* st = session_->StreamsFor(streams_[i].device)
@@ -415,6 +556,12 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     }
   }
   weft_status* sync = Finish();
+  if (stats != nullptr) {
+    stats->peak_bytes.resize(plan_.devices.size());
+    for (size_t i = 0; i < plan_.devices.size(); ++i)
+      stats->peak_bytes[i] =
+          static_cast<uint64_t>(peak_[i].load(std::memory_order_relaxed));
+  }
   if (error_ != nullptr) {
     weft_status_destroy(sync);
     return std::exchange(error_, nullptr);
@@ -430,9 +577,9 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
 
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
-                     std::vector<TensorValue>* fetched) {
+                     std::vector<TensorValue>* fetched, RunStats* stats) {
   Run run(session, plan);
-  return run.Execute(feeds, fetched);
+  return run.Execute(feeds, fetched, stats);
 }
 
 }  // namespace weft

@@ -9,10 +9,18 @@
 
 namespace weft {
 
+// What a run measured.
+struct RunStats {
+  // Per device of plan.devices: the most bytes of run values (outputs and
+  // transfer buffers, not state) held at once.
+  std::vector<uint64_t> peak_bytes;
+};
+
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is
-// the value of fetch i (on whatever device produced it).
+// the value of fetch i (on whatever device produced it).  `stats` may be
+// null.
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
-                     std::vector<TensorValue>* fetched);
+                     std::vector<TensorValue>* fetched, RunStats* stats);
 
 }  // namespace weft

@@ -1,13 +1,29 @@
-// From (feeds, fetches, targets) to a plan: prune to what is needed, place
-// each node on a device, find kernels, and lay out value slots.
+// From (feeds, fetches, targets) to a plan:
+//  1. prune to what is needed, stopping at feeds;
+//  2. merge common subexpressions, and prune again through the survivors;
+//  3. place: variables once per session, kernels by constraint, kernel
+//     availability and cost (argmin over devices of compute time plus the
+//     time to bring inputs over), state with its variable, constants and
+//     NoOps with their consumers;
+//  4. partition: one Send/Recv pair per (value, destination device) for
+//     values that cross memories; constants are copied to each device that
+//     reads them once, at plan time, instead;
+//  5. schedule for memory: delay nodes whose outputs would otherwise wait
+//     for their consumers;
+//  6. lay out value slots and dependency counts.
 #include "session/plan.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/status.h"
+#include "session/cse.h"
 #include "session/device_set.h"
+#include "weft/session.h"
 
 namespace weft {
 namespace {
@@ -34,7 +50,21 @@ std::string DtypeList(const std::vector<int32_t>& d) {
   return s.empty() ? "any" : s;
 }
 
-// The devices a node may go to: its constraint within the allowed set.
+std::string Names(const std::vector<Device*>& devices) {
+  std::string s;
+  for (Device* d : devices) s += (s.empty() ? "" : ", ") + d->name;
+  return s.empty() ? "none" : s;
+}
+
+std::string KernelList(const std::string& op) {
+  std::string have;
+  for (const KernelReg* k : Registry::Get().KernelsFor(op))
+    have += (have.empty() ? "" : "; ") + k->device_type + ": " +
+            DtypeList(k->dtypes);
+  return have.empty() ? "none" : have;
+}
+
+// The devices a node's constraint allows within the session's set.
 weft_status* Candidates(const weft_node* n, const std::vector<Device*>& allowed,
                         std::vector<Device*>* out) {
   out->clear();
@@ -44,39 +74,13 @@ weft_status* Candidates(const weft_node* n, const std::vector<Device*>& allowed,
   }
   for (Device* d : allowed)
     if (DeviceMatches(*d, n->device)) out->push_back(d);
-  if (out->empty()) {
-    std::string names;
-    for (Device* d : allowed) names += (names.empty() ? "" : ", ") + d->name;
+  if (out->empty())
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "node '%s' (%s) is constrained to '%s', which matches no "
                   "device this session may use (%s)", n->name.c_str(),
-                  n->op_type.c_str(), n->device.c_str(), names.c_str());
-  }
+                  n->op_type.c_str(), n->device.c_str(),
+                  Names(allowed).c_str());
   return nullptr;
-}
-
-weft_status* PlaceKernel(const weft_node* n, const std::vector<Device*>& cands,
-                         Device** device, const KernelReg** kernel) {
-  int32_t dtype = TypeAttrValue(n);
-  for (Device* d : cands)
-    if (const KernelReg* k =
-            Registry::Get().FindKernel(n->op_type, d->type, dtype)) {
-      *device = d;
-      *kernel = k;
-      return nullptr;
-    }
-  std::string have;
-  for (const KernelReg* k : Registry::Get().KernelsFor(n->op_type))
-    have += (have.empty() ? "" : "; ") + k->device_type + ": " +
-            DtypeList(k->dtypes);
-  return Errorf(WEFT_INVALID_ARGUMENT,
-                "node '%s': no kernel for op %s with %s=%s on %s (kernels: "
-                "%s)", n->name.c_str(), n->op_type.c_str(),
-                n->def->type_attr.c_str(),
-                weft_dtype_name(static_cast<weft_dtype>(dtype)),
-                cands.size() == 1 ? cands[0]->name.c_str()
-                                  : "any allowed device",
-                have.empty() ? "none" : have.c_str());
 }
 
 // Puts a graph constant on `device` in a buffer the plan owns, marked as
@@ -109,182 +113,635 @@ bool IsRefInput(const weft_node* n, size_t i) {
                     n->def->exec == ExecKind::kAssignAdd);
 }
 
-}  // namespace
+// Can a kernel on `dst` read memory of `src` (null: host memory) directly?
+bool SameMemory(const Device* src, const Device* dst) {
+  if (src == dst) return true;
+  bool src_host = src == nullptr || src->host_memory();
+  return src_host && dst->host_memory();
+}
 
-weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
-  auto plan = std::make_shared<Plan>();
-  const std::vector<Device*>& allowed = *req.devices;
+std::string Us(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f us", us);
+  return buf;
+}
 
-  std::unordered_map<OutputKey, int32_t, OutputKeyHash> fed;
-  for (size_t i = 0; i < req.feeds->size(); ++i) {
-    const weft_output& f = (*req.feeds)[i];
-    if (!fed.emplace(OutputKey{f.node, f.index}, static_cast<int32_t>(i))
-             .second)
-      return Errorf(WEFT_INVALID_ARGUMENT, "output %s:%d is fed twice",
-                    f.node->name.c_str(), f.index);
+class Planner {
+ public:
+  Planner(const PlanRequest& req, Plan* plan)
+      : req_(req), opts_(*req.options), plan_(plan),
+        allowed_(*req.devices) {}
+
+  weft_status* Build();
+
+ private:
+  const weft_node* Rep(const weft_node* n) const {
+    auto it = cse_.replaced.find(n);
+    return it == cse_.replaced.end() ? n : it->second;
   }
+  bool IsFed(const weft_node* n, int32_t i) const {
+    return fed_.count(OutputKey{n, i}) != 0;
+  }
+  void Prune();
+  void TopologicalOrder();
+  weft_status* PlaceVariable(const weft_node* var, Device** out,
+                             std::string* reason);
+  weft_status* PlaceKernel(int32_t i);
+  double InputTransferUs(const weft_node* n, Device* d);
+  weft_status* Place();
+  weft_status* Partition();
+  int32_t NewNode(PlanNode p);
+  weft_status* ConstOn(int32_t const_node, Device* d, int32_t* slot);
+  int32_t TransferTo(int32_t slot, Device* src, weft_dtype dtype,
+                     const ShapeInfo& shape, const std::string& value,
+                     Device* dst);
+  const weft_node* CastNode(const std::string& name, weft_dtype from,
+                            weft_dtype to, const ShapeInfo& shape);
+  void Link();
+  void ScheduleForMemory();
+  bool Reaches(int32_t from, int32_t to) const;
 
-  // Prune: everything the fetches and targets need, stopping at feeds.
-  std::unordered_map<const weft_node*, int32_t> index;
-  std::vector<const weft_node*> order;
+  const PlanRequest& req_;
+  const PlanOptions& opts_;
+  Plan* plan_;
+  const std::vector<Device*>& allowed_;
+
+  std::unordered_map<OutputKey, int32_t, OutputKeyHash> fed_;
+  CseResult cse_;
+  std::unordered_map<const weft_node*, int32_t> index_;
+  std::vector<const weft_node*> order_;  // pruned graph nodes
+  std::vector<int32_t> topo_;            // indexes into order_
+  // Slot of each output of each pruned node, and of each feed.
+  std::vector<int32_t> slot_producer_;   // plan node; -1 for feeds
+  std::vector<Device*> slot_device_;     // where the slot's value lives
+  std::vector<weft_dtype> slot_dtype_;
+  std::vector<ShapeInfo> slot_shape_;
+  std::vector<std::string> slot_name_;
+  std::map<std::pair<int32_t, Device*>, int32_t> const_copies_;
+  std::map<std::pair<int32_t, Device*>, int32_t> recv_slot_;
+};
+
+void Planner::Prune() {
+  index_.clear();
+  order_.clear();
   std::vector<const weft_node*> stack;
   auto want = [&](const weft_node* n) {
-    if (index.emplace(n, static_cast<int32_t>(order.size())).second) {
-      order.push_back(n);
+    n = Rep(n);
+    if (index_.emplace(n, static_cast<int32_t>(order_.size())).second) {
+      order_.push_back(n);
       stack.push_back(n);
     }
   };
-  for (const weft_output& f : *req.fetches)
-    if (!fed.count(OutputKey{f.node, f.index})) want(f.node);
-  for (const weft_node* t : *req.targets) want(t);
+  for (const weft_output& f : *req_.fetches)
+    if (!IsFed(f.node, f.index)) want(f.node);
+  for (const weft_node* t : *req_.targets) want(t);
   while (!stack.empty()) {
     const weft_node* n = stack.back();
     stack.pop_back();
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const weft_output& in = n->inputs[i];
-      if (!IsRefInput(n, i) && !fed.count(OutputKey{in.node, in.index}))
-        want(in.node);
+      if (!IsRefInput(n, i) && !IsFed(in.node, in.index)) want(in.node);
     }
     for (const weft_node* c : n->control_inputs) want(c);
   }
+}
 
-  plan->nodes.resize(order.size());
+void Planner::TopologicalOrder() {
+  const size_t n = order_.size();
+  std::vector<int32_t> pending(n, 0);
+  std::vector<std::vector<int32_t>> succ(n);
+  for (size_t i = 0; i < n; ++i) {
+    const weft_node* node = order_[i];
+    auto edge = [&](const weft_node* from) {
+      succ[index_.at(Rep(from))].push_back(static_cast<int32_t>(i));
+      pending[i]++;
+    };
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const weft_output& in = node->inputs[k];
+      if (!IsRefInput(node, k) && !IsFed(in.node, in.index)) edge(in.node);
+    }
+    for (const weft_node* c : node->control_inputs) edge(c);
+  }
+  topo_.clear();
+  for (size_t i = n; i-- > 0;)
+    if (pending[i] == 0) topo_.push_back(static_cast<int32_t>(i));
+  for (size_t h = 0; h < topo_.size(); ++h)
+    for (int32_t s : succ[topo_[h]])
+      if (--pending[s] == 0) topo_.push_back(s);
+}
+
+weft_status* Planner::PlaceVariable(const weft_node* var, Device** out,
+                                    std::string* reason) {
+  VariableState* v = req_.variables->Get(var);
+  std::lock_guard<std::mutex> lock(v->mu);
+  if (v->device == nullptr) {
+    std::vector<Device*> cands;
+    WEFT_RETURN_IF_ERROR(Candidates(var, allowed_, &cands));
+    v->device = cands[0];
+    v->device_reason = var->device.empty()
+                           ? "state: the session's first device"
+                           : "constraint '" + var->device + "'";
+  }
+  *out = v->device;
+  if (reason) *reason = v->device_reason;
+  return nullptr;
+}
+
+double Planner::InputTransferUs(const weft_node* n, Device* d) {
+  double us = 0;
+  for (size_t k = 0; k < n->inputs.size(); ++k) {
+    if (IsRefInput(n, k)) continue;
+    const weft_output& in = n->inputs[k];
+    uint64_t bytes = StaticBytes(in.node, in.index);
+    if (IsFed(in.node, in.index)) {
+      us += req_.costs->TransferUs(bytes, nullptr, d);
+      continue;
+    }
+    const PlanNode& p = plan_->nodes[index_.at(Rep(in.node))];
+    // Constants follow their consumers: they cost nothing to move.
+    if (p.device == nullptr || p.kind == ExecKind::kConst) continue;
+    us += req_.costs->TransferUs(bytes, p.device, d);
+  }
+  return us;
+}
+
+weft_status* Planner::PlaceKernel(int32_t i) {
+  PlanNode& p = plan_->nodes[i];
+  const weft_node* n = p.node;
+  int32_t dtype = TypeAttrValue(n);
   std::vector<Device*> cands;
-  // Kernels and state first; sources of values then follow their consumers.
-  for (size_t i = 0; i < order.size(); ++i) {
-    const weft_node* n = order[i];
-    PlanNode& p = plan->nodes[i];
-    p.node = n;
-    p.kind = n->def->exec;
-    switch (p.kind) {
-      case ExecKind::kPlaceholder:
-        return Errorf(WEFT_INVALID_ARGUMENT,
-                      "placeholder '%s' (%s %s) must be fed: the fetches or "
-                      "targets need it", n->name.c_str(),
-                      weft_dtype_name(n->output_dtypes[0]),
-                      n->output_shapes[0].ToString().c_str());
-      case ExecKind::kKernel:
-        WEFT_RETURN_IF_ERROR(Candidates(n, allowed, &cands));
-        WEFT_RETURN_IF_ERROR(PlaceKernel(n, cands, &p.device, &p.kernel));
-        if (n->def->stateful) p.run_counter = req.variables->RunCounter(n);
-        break;
-      case ExecKind::kVariable:
-        WEFT_RETURN_IF_ERROR(Candidates(n, allowed, &cands));
-        p.device = cands[0];
-        p.variable = req.variables->Get(n);
-        break;
-      default:
-        break;
+  WEFT_RETURN_IF_ERROR(Candidates(n, allowed_, &cands));
+  std::vector<std::pair<Device*, const KernelReg*>> options;
+  for (Device* d : cands)
+    if (const KernelReg* k =
+            Registry::Get().FindKernel(n->op_type, d->type, dtype))
+      options.emplace_back(d, k);
+  std::string why;
+  if (options.empty() && !n->device.empty()) {
+    if (opts_.placement == WEFT_PLACEMENT_STRICT)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "node '%s': no kernel for op %s with %s=%s on %s, where "
+                    "it is constrained ('%s'), and placement is strict "
+                    "(kernels: %s)", n->name.c_str(), n->op_type.c_str(),
+                    n->def->type_attr.c_str(),
+                    weft_dtype_name(static_cast<weft_dtype>(dtype)),
+                    Names(cands).c_str(), n->device.c_str(),
+                    KernelList(n->op_type).c_str());
+    for (Device* d : allowed_)
+      if (const KernelReg* k =
+              Registry::Get().FindKernel(n->op_type, d->type, dtype))
+        options.emplace_back(d, k);
+    why = "soft fallback: no " + n->op_type + " kernel on " +
+          Names(cands) + "; ";
+  }
+  if (options.empty())
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s': no kernel for op %s with %s=%s on %s (kernels: "
+                  "%s)", n->name.c_str(), n->op_type.c_str(),
+                  n->def->type_attr.c_str(),
+                  weft_dtype_name(static_cast<weft_dtype>(dtype)),
+                  cands.size() == 1 ? cands[0]->name.c_str()
+                                    : "any allowed device",
+                  KernelList(n->op_type).c_str());
+  size_t best = 0;
+  if (options.size() == 1) {
+    why += n->device.empty() || !why.empty()
+               ? (allowed_.size() == 1 ? "the session's only device"
+                                       : "the only device with a kernel")
+               : "constraint '" + n->device + "'";
+  } else {
+    std::vector<double> cost(options.size());
+    for (size_t k = 0; k < options.size(); ++k) {
+      Device* d = options[k].first;
+      cost[k] = req_.costs->ComputeUs(n, d) + InputTransferUs(n, d);
+      if (cost[k] < cost[best]) best = k;  // ties: the preferred device
+    }
+    why += "cost " + Us(cost[best]) + " here";
+    for (size_t k = 0; k < options.size(); ++k)
+      if (k != best) why += ", " + Us(cost[k]) + " on " + options[k].first->name;
+  }
+  p.device = options[best].first;
+  p.kernel = options[best].second;
+  p.reason = std::move(why);
+  return nullptr;
+}
+
+weft_status* Planner::Place() {
+  plan_->nodes.resize(order_.size());
+  for (size_t i = 0; i < order_.size(); ++i) {
+    PlanNode& p = plan_->nodes[i];
+    p.node = order_[i];
+    p.kind = p.node->def->exec;
+    if (p.kind == ExecKind::kPlaceholder)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "placeholder '%s' (%s %s) must be fed: the fetches or "
+                    "targets need it", p.node->name.c_str(),
+                    weft_dtype_name(p.node->output_dtypes[0]),
+                    p.node->output_shapes[0].ToString().c_str());
+    if (p.kind == ExecKind::kVariable) {
+      WEFT_RETURN_IF_ERROR(PlaceVariable(p.node, &p.device, &p.reason));
+      p.variable = req_.variables->Get(p.node);
     }
   }
-  for (size_t i = 0; i < order.size(); ++i) {
-    PlanNode& p = plan->nodes[i];
-    const weft_node* n = p.node;
-    if (p.kind == ExecKind::kAssign || p.kind == ExecKind::kAssignAdd) {
-      // State stays with its variable, wherever that is.
-      const weft_node* var = n->inputs[0].node;
-      auto it = index.find(var);
-      Device* vd = nullptr;
-      if (it != index.end()) {
-        vd = plan->nodes[it->second].device;
-      } else {
-        WEFT_RETURN_IF_ERROR(Candidates(var, allowed, &cands));
-        vd = cands[0];
-      }
-      p.device = vd;
-      p.variable = req.variables->Get(var);
-      if (p.kind == ExecKind::kAssignAdd) {
-        p.kernel = Registry::Get().FindKernel("Add", vd->type,
-                                              TypeAttrValue(n));
-        if (p.kernel == nullptr)
-          return Errorf(WEFT_INVALID_ARGUMENT,
-                        "node '%s' (AssignAdd): %s has no Add kernel for %s",
-                        n->name.c_str(), vd->name.c_str(),
-                        weft_dtype_name(n->output_dtypes[0]));
-      }
+  // Kernels in dependency order, so each sees where its inputs are.
+  for (int32_t i : topo_) {
+    PlanNode& p = plan_->nodes[i];
+    if (p.kind != ExecKind::kKernel) continue;
+    WEFT_RETURN_IF_ERROR(PlaceKernel(i));
+    if (p.node->def->stateful)
+      p.run_counter = req_.variables->RunCounter(p.node);
+  }
+  for (PlanNode& p : plan_->nodes) {
+    if (p.kind != ExecKind::kAssign && p.kind != ExecKind::kAssignAdd)
+      continue;
+    // State stays with its variable, wherever that is.
+    const weft_node* var = p.node->inputs[0].node;
+    WEFT_RETURN_IF_ERROR(PlaceVariable(var, &p.device, nullptr));
+    p.reason = "state: with its variable '" + var->name + "'";
+    p.variable = req_.variables->Get(var);
+    if (p.kind == ExecKind::kAssignAdd) {
+      p.kernel = Registry::Get().FindKernel("Add", p.device->type,
+                                            TypeAttrValue(p.node));
+      if (p.kernel == nullptr)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (AssignAdd): %s has no Add kernel for %s",
+                      p.node->name.c_str(), p.device->name.c_str(),
+                      weft_dtype_name(p.node->output_dtypes[0]));
     }
   }
   // Constants and NoOps go where their first consumer is, so a constant is
   // copied to a device once, at plan time, rather than on every run.
-  std::vector<std::vector<int32_t>> consumers(order.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    for (size_t k = 0; k < order[i]->inputs.size(); ++k) {
-      const weft_output& in = order[i]->inputs[k];
-      if (IsRefInput(order[i], k)) continue;
-      auto it = index.find(in.node);
-      if (it != index.end() && !fed.count(OutputKey{in.node, in.index}))
-        consumers[it->second].push_back(static_cast<int32_t>(i));
+  std::vector<std::vector<int32_t>> consumers(order_.size());
+  for (size_t i = 0; i < order_.size(); ++i)
+    for (size_t k = 0; k < order_[i]->inputs.size(); ++k) {
+      const weft_output& in = order_[i]->inputs[k];
+      if (IsRefInput(order_[i], k) || IsFed(in.node, in.index)) continue;
+      consumers[index_.at(Rep(in.node))].push_back(static_cast<int32_t>(i));
     }
-  }
-  for (size_t i = 0; i < order.size(); ++i) {
-    PlanNode& p = plan->nodes[i];
+  std::vector<Device*> cands;
+  for (size_t i = 0; i < order_.size(); ++i) {
+    PlanNode& p = plan_->nodes[i];
     if (p.device != nullptr) continue;
-    WEFT_RETURN_IF_ERROR(Candidates(p.node, allowed, &cands));
+    WEFT_RETURN_IF_ERROR(Candidates(p.node, allowed_, &cands));
     p.device = cands[0];
+    p.reason = p.node->device.empty() ? "the session's first device"
+                                      : "constraint '" + p.node->device + "'";
     if (p.node->device.empty())
       for (int32_t c : consumers[i])
-        if (plan->nodes[c].device) {
-          p.device = plan->nodes[c].device;
+        if (Device* d = plan_->nodes[c].device) {
+          p.device = d;
+          p.reason = "with its consumer '" + plan_->nodes[c].node->name + "'";
           break;
         }
     if (p.kind == ExecKind::kConst)
       WEFT_RETURN_IF_ERROR(PrepareConst(p.node, p.device, &p.const_value));
   }
+  return nullptr;
+}
 
-  // Slots: every output of every plan node, then one per feed.
-  int32_t slots = 0;
-  for (PlanNode& p : plan->nodes) {
-    p.output_base = slots;
-    p.num_outputs = static_cast<int32_t>(p.node->output_dtypes.size());
-    slots += p.num_outputs;
+int32_t Planner::NewNode(PlanNode p) {
+  int32_t id = static_cast<int32_t>(plan_->nodes.size());
+  p.output_base = static_cast<int32_t>(slot_producer_.size());
+  plan_->nodes.push_back(std::move(p));
+  return id;
+}
+
+// A copy of constant node `c` on device `d`, made once at plan time.
+weft_status* Planner::ConstOn(int32_t c, Device* d, int32_t* slot) {
+  auto key = std::make_pair(c, d);
+  auto it = const_copies_.find(key);
+  if (it != const_copies_.end()) {
+    *slot = it->second;
+    return nullptr;
   }
-  plan->feed_slots.resize(req.feeds->size());
-  for (size_t i = 0; i < req.feeds->size(); ++i)
-    plan->feed_slots[i] = slots++;
-  plan->num_slots = slots;
-  plan->slot_uses.assign(slots, 0);
-  auto slot_of = [&](const weft_output& o) -> int32_t {
-    auto f = fed.find(OutputKey{o.node, o.index});
-    if (f != fed.end()) return plan->feed_slots[f->second];
-    return plan->nodes[index.at(o.node)].output_base + o.index;
-  };
+  PlanNode copy;
+  copy.node = plan_->nodes[c].node;
+  copy.kind = ExecKind::kConst;
+  copy.device = d;
+  copy.num_outputs = 1;
+  copy.reason = "copy for consumers on " + d->name;
+  WEFT_RETURN_IF_ERROR(PrepareConst(copy.node, d, &copy.const_value));
+  const weft_node* n = copy.node;
+  int32_t id = NewNode(std::move(copy));
+  slot_producer_.push_back(id);
+  slot_device_.push_back(d);
+  slot_dtype_.push_back(n->output_dtypes[0]);
+  slot_shape_.push_back(n->output_shapes[0]);
+  slot_name_.push_back(n->name + ":0");
+  *slot = plan_->nodes[id].output_base;
+  const_copies_.emplace(key, *slot);
+  return nullptr;
+}
 
-  for (size_t i = 0; i < order.size(); ++i) {
-    PlanNode& p = plan->nodes[i];
-    for (size_t k = 0; k < p.node->inputs.size(); ++k) {
-      const weft_output& in = p.node->inputs[k];
-      if (IsRefInput(p.node, k)) {
-        p.input_slots.push_back(-1);  // never read
+const weft_node* Planner::CastNode(const std::string& name, weft_dtype from,
+                                   weft_dtype to, const ShapeInfo& shape) {
+  auto n = std::make_unique<weft_node>();
+  n->name = name;
+  n->op_type = "Cast";
+  n->def = OpRegistry::Global().Find("Cast");
+  AttrValue src, dst;
+  src.type = dst.type = AttrType::kDtype;
+  src.i = from;
+  dst.i = to;
+  SetAttr(&n->attrs, "SrcT", src);
+  SetAttr(&n->attrs, "DstT", dst);
+  n->output_dtypes = {to};
+  n->output_shapes = {shape};
+  plan_->synthetic.push_back(std::move(n));
+  return plan_->synthetic.back().get();
+}
+
+// The slot holding `slot`'s value on `dst`, adding a Send/Recv pair the
+// first time a value goes to a device.
+int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
+                            const ShapeInfo& shape, const std::string& value,
+                            Device* dst) {
+  auto key = std::make_pair(slot, dst);
+  auto it = recv_slot_.find(key);
+  if (it != recv_slot_.end()) return it->second;
+
+  Transfer t;
+  t.value = value;
+  t.src = src;
+  t.dst = dst;
+  t.wire_dtype = dtype;
+  // Lossy transfers: float32 values narrowed on the sending device and
+  // widened on the receiving one, when both have the Cast kernels.  Feeds
+  // come from host memory that no device kernel narrows: they go exact.
+  const KernelReg* narrow = nullptr;
+  const KernelReg* widen = nullptr;
+  if (opts_.transfer_precision != WEFT_TRANSFER_EXACT &&
+      dtype == WEFT_FLOAT32 && src != nullptr) {
+    weft_dtype wire = opts_.transfer_precision == WEFT_TRANSFER_FLOAT16
+                          ? WEFT_FLOAT16
+                          : WEFT_BFLOAT16;
+    narrow = Registry::Get().FindKernel("Cast", src->type, WEFT_FLOAT32);
+    widen = Registry::Get().FindKernel("Cast", dst->type, wire);
+    if (narrow && widen) t.wire_dtype = wire;
+  }
+  ShapeInfo wire_shape = shape;
+  if (shape.fully_known()) {
+    int64_t n = 1;
+    for (int64_t d : shape.dims) n *= d;
+    t.bytes = static_cast<uint64_t>(n) * weft_dtype_size(t.wire_dtype);
+  }
+  int32_t transfer = static_cast<int32_t>(plan_->transfers.size());
+  plan_->transfers.push_back(t);
+
+  int32_t wire_slot = slot;
+  if (src != nullptr) {
+    PlanNode send;
+    send.node = plan_->nodes[slot_producer_[slot]].node;
+    send.kind = ExecKind::kSend;
+    send.device = src;
+    send.transfer = transfer;
+    send.input_slots = {slot};
+    send.num_outputs = 1;
+    if (t.wire_dtype != dtype) {
+      send.kernel = narrow;
+      send.cast_node = CastNode(value + "/_narrow", dtype, t.wire_dtype,
+                                shape);
+    }
+    int32_t id = NewNode(std::move(send));
+    wire_slot = plan_->nodes[id].output_base;
+    slot_producer_.push_back(id);
+    slot_device_.push_back(src);
+    slot_dtype_.push_back(t.wire_dtype);
+    slot_shape_.push_back(wire_shape);
+    slot_name_.push_back(value);
+  }
+  PlanNode recv;
+  if (src != nullptr) {
+    recv.node = plan_->nodes[slot_producer_[slot]].node;
+  } else {
+    for (size_t f = 0; f < plan_->feed_slots.size(); ++f)
+      if (plan_->feed_slots[f] == slot) recv.node = (*req_.feeds)[f].node;
+  }
+  recv.kind = ExecKind::kRecv;
+  recv.device = dst;
+  recv.transfer = transfer;
+  recv.input_slots = {wire_slot};
+  recv.num_outputs = 1;
+  if (t.wire_dtype != dtype) {
+    recv.kernel = widen;
+    recv.cast_node = CastNode(value + "/_widen", t.wire_dtype, dtype, shape);
+  }
+  int32_t id = NewNode(std::move(recv));
+  int32_t out = plan_->nodes[id].output_base;
+  slot_producer_.push_back(id);
+  slot_device_.push_back(dst);
+  slot_dtype_.push_back(dtype);
+  slot_shape_.push_back(shape);
+  slot_name_.push_back(value);
+  recv_slot_.emplace(key, out);
+  return out;
+}
+
+weft_status* Planner::Partition() {
+  // Slots: every output of every graph node in the plan, then the feeds.
+  const int32_t n_graph = static_cast<int32_t>(plan_->nodes.size());
+  for (int32_t i = 0; i < n_graph; ++i) {
+    PlanNode& p = plan_->nodes[i];
+    p.output_base = static_cast<int32_t>(slot_producer_.size());
+    p.num_outputs = static_cast<int32_t>(p.node->output_dtypes.size());
+    for (int32_t o = 0; o < p.num_outputs; ++o) {
+      slot_producer_.push_back(i);
+      slot_device_.push_back(p.device);
+      slot_dtype_.push_back(p.node->output_dtypes[o]);
+      slot_shape_.push_back(p.node->output_shapes[o]);
+      slot_name_.push_back(p.node->name + ":" + std::to_string(o));
+    }
+  }
+  plan_->feed_slots.resize(req_.feeds->size());
+  for (size_t i = 0; i < req_.feeds->size(); ++i) {
+    const weft_output& f = (*req_.feeds)[i];
+    plan_->feed_slots[i] = static_cast<int32_t>(slot_producer_.size());
+    slot_producer_.push_back(-1);
+    slot_device_.push_back(nullptr);
+    slot_dtype_.push_back(f.node->output_dtypes[f.index]);
+    slot_shape_.push_back(f.node->output_shapes[f.index]);
+    slot_name_.push_back(f.node->name + ":" + std::to_string(f.index));
+  }
+  auto slot_of = [&](const weft_output& o) -> int32_t {
+    auto f = fed_.find(OutputKey{o.node, o.index});
+    if (f != fed_.end()) return plan_->feed_slots[f->second];
+    return plan_->nodes[index_.at(Rep(o.node))].output_base + o.index;
+  };
+  // Inputs: where a value is in memory the node's device cannot read, the
+  // node reads it from a Recv on its own device.
+  for (int32_t i = 0; i < n_graph; ++i) {
+    const weft_node* n = plan_->nodes[i].node;
+    Device* dst = plan_->nodes[i].device;
+    std::vector<int32_t> slots;
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      if (IsRefInput(n, k)) {
+        slots.push_back(-1);  // never read
         continue;
       }
-      int32_t s = slot_of(in);
-      p.input_slots.push_back(s);
-      plan->slot_uses[s]++;
-      if (!fed.count(OutputKey{in.node, in.index})) {
-        plan->nodes[index.at(in.node)].successors.push_back(
-            static_cast<int32_t>(i));
+      int32_t s = slot_of(n->inputs[k]);
+      Device* src = slot_device_[s];
+      if (!SameMemory(src, dst)) {
+        int32_t producer = slot_producer_[s];
+        if (producer >= 0 && plan_->nodes[producer].kind == ExecKind::kConst)
+          WEFT_RETURN_IF_ERROR(ConstOn(producer, dst, &s));
+        else
+          s = TransferTo(s, src, slot_dtype_[s], slot_shape_[s],
+                         slot_name_[s], dst);
+      }
+      slots.push_back(s);
+    }
+    plan_->nodes[i].input_slots = std::move(slots);
+  }
+  for (const weft_output& f : *req_.fetches)
+    plan_->fetch_slots.push_back(slot_of(f));
+  plan_->num_slots = static_cast<int32_t>(slot_producer_.size());
+  return nullptr;
+}
+
+// Dependency edges: data (through slots) and control.
+void Planner::Link() {
+  plan_->slot_uses.assign(plan_->num_slots, 0);
+  const int32_t n_graph = static_cast<int32_t>(order_.size());
+  for (size_t i = 0; i < plan_->nodes.size(); ++i) {
+    PlanNode& p = plan_->nodes[i];
+    for (int32_t s : p.input_slots) {
+      if (s < 0) continue;
+      plan_->slot_uses[s]++;
+      int32_t producer = slot_producer_[s];
+      if (producer >= 0) {
+        plan_->nodes[producer].successors.push_back(static_cast<int32_t>(i));
         p.pending++;
       }
     }
-    for (const weft_node* c : p.node->control_inputs) {
-      plan->nodes[index.at(c)].successors.push_back(static_cast<int32_t>(i));
-      p.pending++;
+    if (static_cast<int32_t>(i) < n_graph && p.kind != ExecKind::kSend &&
+        p.kind != ExecKind::kRecv)
+      for (const weft_node* c : p.node->control_inputs) {
+        plan_->nodes[index_.at(Rep(c))].successors.push_back(
+            static_cast<int32_t>(i));
+        p.pending++;
+      }
+  }
+  for (int32_t s : plan_->fetch_slots) plan_->slot_uses[s]++;
+}
+
+// Is `to` reachable from `from` along successors?  Bounded: a search that
+// grows too large answers "yes", which only forgoes an optimization.
+bool Planner::Reaches(int32_t from, int32_t to) const {
+  std::vector<int32_t> stack{from};
+  std::unordered_set<int32_t> seen{from};
+  size_t budget = 20000;
+  while (!stack.empty()) {
+    int32_t n = stack.back();
+    stack.pop_back();
+    if (n == to) return true;
+    for (int32_t s : plan_->nodes[n].successors)
+      if (seen.insert(s).second) {
+        if (--budget == 0) return true;
+        stack.push_back(s);
+      }
+  }
+  return false;
+}
+
+// Memory-aware scheduling.  A node that is ready long before its consumer
+// would hold its output through all the work in between; instead it waits
+// (by an added dependency edge) for the last-finishing other input of its
+// earliest consumer, so it runs as late as that consumer allows and its
+// output lives briefly.  Only nodes with large outputs are delayed: for
+// small ones the lost parallelism costs more than the memory saved.
+void Planner::ScheduleForMemory() {
+  constexpr uint64_t kMinBytes = 64 << 10;
+  const size_t n = plan_->nodes.size();
+  // Longest path from a root, in nodes (ASAP level).
+  std::vector<int32_t> level(n, 0), pending(n);
+  std::vector<int32_t> ready;
+  for (size_t i = 0; i < n; ++i) {
+    pending[i] = plan_->nodes[i].pending;
+    if (pending[i] == 0) ready.push_back(static_cast<int32_t>(i));
+  }
+  std::vector<int32_t> topo;
+  while (!ready.empty()) {
+    int32_t i = ready.back();
+    ready.pop_back();
+    topo.push_back(i);
+    for (int32_t s : plan_->nodes[i].successors) {
+      level[s] = std::max(level[s], level[i] + 1);
+      if (--pending[s] == 0) ready.push_back(s);
     }
   }
-  for (size_t i = 0; i < plan->nodes.size(); ++i)
-    if (plan->nodes[i].pending == 0)
-      plan->roots.push_back(static_cast<int32_t>(i));
-  for (const weft_output& f : *req.fetches) {
-    int32_t s = slot_of(f);
-    plan->fetch_slots.push_back(s);
-    plan->slot_uses[s]++;
-  }
-  for (const PlanNode& p : plan->nodes)
-    if (p.device->has_streams()) {
-      bool seen = false;
-      for (Device* d : plan->async_devices) seen |= d == p.device;
-      if (!seen) plan->async_devices.push_back(p.device);
+  // Producers of each node (data and control), from the successor lists.
+  std::vector<std::vector<int32_t>> preds(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int32_t s : plan_->nodes[i].successors)
+      preds[s].push_back(static_cast<int32_t>(i));
+  for (int32_t v : topo) {
+    PlanNode& p = plan_->nodes[v];
+    if (p.kind != ExecKind::kKernel && p.kind != ExecKind::kRecv) continue;
+    if (p.successors.empty()) continue;
+    uint64_t bytes = 0;
+    if (p.kind == ExecKind::kRecv) {
+      bytes = plan_->transfers[p.transfer].bytes;
+    } else {
+      for (int32_t o = 0; o < p.num_outputs; ++o)
+        if (p.node->output_shapes[o].fully_known())
+          bytes += StaticBytes(p.node, o);
     }
+    if (bytes < kMinBytes) continue;
+    int32_t consumer = p.successors[0];
+    for (int32_t s : p.successors)
+      if (level[s] < level[consumer]) consumer = s;
+    int32_t gate = -1;
+    for (int32_t q : preds[consumer])
+      if (q != v && (gate < 0 || level[q] > level[gate])) gate = q;
+    if (gate < 0 || level[gate] <= level[v]) continue;  // no slack
+    if (Reaches(v, gate)) continue;                      // would cycle
+    plan_->nodes[gate].successors.push_back(v);
+    p.pending++;
+    preds[v].push_back(gate);
+    plan_->schedule_edges++;
+  }
+}
+
+weft_status* Planner::Build() {
+  for (size_t i = 0; i < req_.feeds->size(); ++i) {
+    const weft_output& f = (*req_.feeds)[i];
+    if (!fed_.emplace(OutputKey{f.node, f.index}, static_cast<int32_t>(i))
+             .second)
+      return Errorf(WEFT_INVALID_ARGUMENT, "output %s:%d is fed twice",
+                    f.node->name.c_str(), f.index);
+  }
+  Prune();
+  if (opts_.optimizations & WEFT_OPTIMIZE_CSE) {
+    cse_ = EliminateCommonSubexpressions(
+        order_, [this](const weft_node* n, int32_t i) { return IsFed(n, i); });
+    if (!cse_.replaced.empty()) Prune();
+    plan_->merged = cse_.merges;
+  }
+  TopologicalOrder();
+  WEFT_RETURN_IF_ERROR(Place());
+  WEFT_RETURN_IF_ERROR(Partition());
+  Link();
+  if (opts_.optimizations & WEFT_OPTIMIZE_MEMORY_SCHEDULE) ScheduleForMemory();
+
+  for (size_t i = 0; i < plan_->nodes.size(); ++i)
+    if (plan_->nodes[i].pending == 0)
+      plan_->roots.push_back(static_cast<int32_t>(i));
+  for (const PlanNode& p : plan_->nodes) {
+    auto add = [](std::vector<Device*>* v, Device* d) {
+      if (std::find(v->begin(), v->end(), d) == v->end()) v->push_back(d);
+    };
+    add(&plan_->devices, p.device);
+    if (p.device->has_streams()) add(&plan_->async_devices, p.device);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
+  auto plan = std::make_shared<Plan>();
+  Planner planner(req, plan.get());
+  WEFT_RETURN_IF_ERROR(planner.Build());
   *out = std::move(plan);
   return nullptr;
 }

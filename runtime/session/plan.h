@@ -1,22 +1,28 @@
-// An execution plan: the pruned, placed subgraph for one (feeds, fetches,
-// targets) signature, laid out as flat arrays so that a run does no graph
-// work at all.
+// An execution plan: the pruned, optimized, placed and partitioned subgraph
+// for one (feeds, fetches, targets) signature, laid out as flat arrays so
+// that a run does no graph work at all.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "device/registry.h"
 #include "graph/graph.h"
+#include "session/cost_model.h"
 #include "session/variables.h"
 
 namespace weft {
 
 struct PlanNode {
-  const weft_node* node = nullptr;
+  const weft_node* node = nullptr;  // kSend/kRecv: the value's producer
   ExecKind kind = ExecKind::kKernel;
   Device* device = nullptr;
-  const KernelReg* kernel = nullptr;  // kKernel, and Add for kAssignAdd
+  // kKernel; Add for kAssignAdd; the Cast that narrows (kSend) or widens
+  // (kRecv) a lossy transfer, run as `cast_node`.
+  const KernelReg* kernel = nullptr;
+  const weft_node* cast_node = nullptr;
+  int32_t transfer = -1;  // kSend, kRecv: index in Plan::transfers
   std::vector<int32_t> input_slots;
   int32_t output_base = 0;
   int32_t num_outputs = 0;
@@ -25,6 +31,17 @@ struct PlanNode {
   TensorValue const_value;          // kConst: on `device`
   VariableState* variable = nullptr;  // kVariable, kAssign, kAssignAdd
   std::atomic<uint64_t>* run_counter = nullptr;  // stateful kernels
+  std::string reason;  // why the node is on `device`, for run metadata
+};
+
+// One Send/Recv pair: a value crossing from one device (or from the host,
+// for a feed) to another.
+struct Transfer {
+  std::string value;         // "node:index"
+  Device* src = nullptr;     // null: a feed, in host memory
+  Device* dst = nullptr;
+  weft_dtype wire_dtype = WEFT_DTYPE_INVALID;
+  uint64_t bytes = 0;        // per run; 0 when known only at run time
 };
 
 struct Plan {
@@ -37,6 +54,18 @@ struct Plan {
   // are never released early).
   std::vector<int32_t> slot_uses;
   std::vector<Device*> async_devices;  // devices with streams in the plan
+  std::vector<Device*> devices;        // every device the plan uses
+  std::vector<Transfer> transfers;
+  std::vector<std::pair<const weft_node*, const weft_node*>> merged;  // CSE
+  int32_t schedule_edges = 0;  // edges added to delay nodes (memory)
+  // Nodes made by the planner (the Casts of lossy transfers).
+  std::vector<std::unique_ptr<weft_node>> synthetic;
+};
+
+struct PlanOptions {
+  int32_t placement = 0;           // weft_placement_policy
+  int32_t transfer_precision = 0;  // weft_transfer_precision
+  uint32_t optimizations = ~0u;    // WEFT_OPTIMIZE_*
 };
 
 struct PlanRequest {
@@ -45,6 +74,8 @@ struct PlanRequest {
   const std::vector<weft_node*>* targets;
   const std::vector<Device*>* devices;  // allowed, in preference order
   VariableStore* variables;
+  const PlanOptions* options;
+  CostModel* costs;
 };
 
 weft_status* BuildPlan(const PlanRequest& request, std::shared_ptr<Plan>* out);

@@ -4,12 +4,14 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <strings.h>
 #include <thread>
 
 #include "base/status.h"
 #include "device/registry.h"
 #include "session/device_set.h"
 #include "session/executor.h"
+#include "session/run_metadata.h"
 #include "weft/session.h"
 
 namespace weft {
@@ -116,7 +118,42 @@ weft_status* ToHostTensor(const TensorValue& v, weft_tensor** out) {
   return nullptr;
 }
 
+// An enum option: the session's value when set, else the environment
+// variable's (by name), else the default (0).
+weft_status* EnumOption(int32_t value, const char* option, const char* env,
+                        const std::vector<const char*>& names,
+                        int32_t* out) {
+  if (value < 0 || value >= static_cast<int32_t>(names.size()))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "session option %s is %d; it must be 0..%zu", option, value,
+                  names.size() - 1);
+  *out = value;
+  const char* e = getenv(env);
+  if (value != 0 || e == nullptr || *e == '\0') return nullptr;
+  std::string known;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (strcasecmp(e, names[i]) == 0) {
+      *out = static_cast<int32_t>(i);
+      return nullptr;
+    }
+    known += (known.empty() ? "" : ", ") + std::string(names[i]);
+  }
+  return Errorf(WEFT_INVALID_ARGUMENT, "%s is '%s'; it must be one of: %s",
+                env, e, known.c_str());
+}
+
 }  // namespace
+
+weft_status* ReadPlanOptions(const weft_session_options& o, PlanOptions* out) {
+  WEFT_RETURN_IF_ERROR(EnumOption(o.placement, "placement", "WEFT_PLACEMENT",
+                                  {"soft", "strict"}, &out->placement));
+  WEFT_RETURN_IF_ERROR(EnumOption(
+      o.transfer_precision, "transfer_precision", "WEFT_TRANSFER_PRECISION",
+      {"exact", "bfloat16", "float16"}, &out->transfer_precision));
+  out->optimizations = o.optimizations;
+  return nullptr;
+}
+
 }  // namespace weft
 
 weft::StreamPool* weft_session::StreamsFor(weft::Device* d) {
@@ -136,6 +173,7 @@ void weft_session_options_init(weft_session_options* options) {
   if (options == nullptr) return;
   std::memset(options, 0, sizeof *options);
   options->struct_size = sizeof *options;
+  options->optimizations = WEFT_OPTIMIZE_ALL;
 }
 
 weft_status* weft_session_create(weft_graph* graph,
@@ -187,6 +225,15 @@ weft_status* weft_session_create(weft_graph* graph,
     // n - 1 pool workers.
     if (s->inter_op_threads > 1)
       s->pool = std::make_unique<weft::ThreadPool>(s->inter_op_threads - 1);
+    WEFT_RETURN_IF_ERROR(weft::ReadPlanOptions(opts, &s->plan_options));
+    std::string gflops = opts.device_gflops ? opts.device_gflops : "";
+    if (gflops.empty())
+      if (const char* env = getenv("WEFT_DEVICE_GFLOPS")) gflops = env;
+    WEFT_RETURN_IF_ERROR(weft::Annotate(
+        weft::CostModel::Create(gflops, s->devices, &s->costs),
+        opts.device_gflops && *opts.device_gflops
+            ? "session option device_gflops"
+            : "WEFT_DEVICE_GFLOPS"));
     *out_session = s.release();
     return nullptr;
   });
@@ -199,6 +246,19 @@ weft_status* weft_session_run(weft_session* session, const weft_output* feeds,
                               int32_t num_feeds, const weft_output* fetches,
                               int32_t num_fetches, weft_node* const* targets,
                               int32_t num_targets, weft_tensor** out_values) {
+  return weft_session_run_with_metadata(session, feeds, feed_values,
+                                        num_feeds, fetches, num_fetches,
+                                        targets, num_targets, out_values,
+                                        nullptr);
+}
+
+weft_status* weft_session_run_with_metadata(
+    weft_session* session, const weft_output* feeds,
+    weft_tensor* const* feed_values, int32_t num_feeds,
+    const weft_output* fetches, int32_t num_fetches,
+    weft_node* const* targets, int32_t num_targets,
+    weft_tensor** out_values, weft_run_metadata* metadata) {
+  if (metadata) metadata->Clear();
   if (session == nullptr) return Error(WEFT_INVALID_ARGUMENT, "session is NULL");
   if (num_feeds < 0 || num_fetches < 0 || num_targets < 0)
     return Error(WEFT_INVALID_ARGUMENT, "negative count");
@@ -238,7 +298,8 @@ weft_status* weft_session_run(weft_session* session, const weft_output* feeds,
       std::vector<weft_output> ov(fetches, fetches + num_fetches);
       std::vector<weft_node*> tv(targets, targets + num_targets);
       weft::PlanRequest req{&fv, &ov, &tv, &session->devices,
-                            &session->variables};
+                            &session->variables, &session->plan_options,
+                            session->costs.get()};
       WEFT_RETURN_IF_ERROR(weft::BuildPlan(req, &plan));
       std::lock_guard<std::mutex> lock(session->plan_mu);
       auto inserted = session->plans.emplace(key, plan);
@@ -248,8 +309,11 @@ weft_status* weft_session_run(weft_session* session, const weft_output* feeds,
     std::vector<weft::TensorValue> in(num_feeds);
     for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
     std::vector<weft::TensorValue> fetched;
-    WEFT_RETURN_IF_ERROR(
-        weft::Execute(session, *plan, std::move(in), &fetched));
+    weft::RunStats stats;
+    if (metadata) metadata->Describe(*plan);
+    WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
+                                       &fetched, metadata ? &stats : nullptr));
+    if (metadata) metadata->SetPeaks(*plan, stats);
     for (int32_t i = 0; i < num_fetches; ++i) {
       if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
         for (int32_t j = 0; j < i; ++j) {

@@ -37,6 +37,8 @@ struct weft_session {
   int32_t intra_op_threads = 1;
   std::unique_ptr<weft::ThreadPool> pool;  // null when single-threaded
   weft::VariableStore variables;
+  weft::PlanOptions plan_options;
+  std::unique_ptr<weft::CostModel> costs;
 
   std::mutex plan_mu;
   std::unordered_map<std::string, std::shared_ptr<weft::Plan>> plans;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "graph/graph.h"
@@ -12,10 +13,16 @@
 
 namespace weft {
 
+class Device;
+
 struct VariableState {
   std::mutex mu;
   bool initialized = false;
   TensorValue value;  // a buffer only this state holds for writing
+  // Where the value lives: chosen by the first plan that places the
+  // variable (under `mu`), so that every plan of the session agrees.
+  Device* device = nullptr;
+  std::string device_reason;
 };
 
 class VariableStore {
