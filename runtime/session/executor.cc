@@ -143,10 +143,18 @@ void Run::Account(const PlanNode& p) {
   for (int32_t o = 0; o < p.num_outputs; ++o) {
     const TensorValue& v = slots_[p.output_base + o];
     if (!v.buffer || v.buffer->is_state || v.device() != p.device) continue;
-    bool aliases = false;  // forwarded inputs (Identity, Reshape) are not new
+    // A forwarded input (Identity, Reshape) is no new memory: its count
+    // moves to the output, which now keeps the buffer alive (exact unless
+    // the output is released before the input).
+    int32_t alias = -1;
     for (int32_t s : p.input_slots)
-      aliases |= s >= 0 && slots_[s].buffer.get() == v.buffer.get();
-    if (aliases) continue;
+      if (s >= 0 && slots_[s].buffer.get() == v.buffer.get()) alias = s;
+    if (alias >= 0) {
+      slot_bytes_[p.output_base + o].store(
+          slot_bytes_[alias].exchange(0, std::memory_order_relaxed),
+          std::memory_order_relaxed);
+      continue;
+    }
     int64_t bytes = static_cast<int64_t>(v.byte_size());
     slot_bytes_[p.output_base + o].store(bytes, std::memory_order_relaxed);
     added += bytes;

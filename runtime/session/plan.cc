@@ -64,23 +64,33 @@ std::string KernelList(const std::string& op) {
   return have.empty() ? "none" : have;
 }
 
-// The devices a node's constraint allows within the session's set.
+// The devices a node's constraint allows within the session's set.  A
+// constraint that matches none of them is an error under strict placement;
+// under soft placement the node may go anywhere, and `note` says why.
 weft_status* Candidates(const weft_node* n, const std::vector<Device*>& allowed,
-                        std::vector<Device*>* out) {
+                        int32_t policy, std::vector<Device*>* out,
+                        std::string* note = nullptr) {
   out->clear();
+  if (note) note->clear();
   if (n->device.empty()) {
     *out = allowed;
     return nullptr;
   }
   for (Device* d : allowed)
     if (DeviceMatches(*d, n->device)) out->push_back(d);
-  if (out->empty())
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "node '%s' (%s) is constrained to '%s', which matches no "
-                  "device this session may use (%s)", n->name.c_str(),
-                  n->op_type.c_str(), n->device.c_str(),
-                  Names(allowed).c_str());
-  return nullptr;
+  if (!out->empty()) return nullptr;
+  if (policy == WEFT_PLACEMENT_SOFT) {
+    *out = allowed;
+    if (note)
+      *note = "soft fallback: '" + n->device +
+              "' is not among the session's devices; ";
+    return nullptr;
+  }
+  return Errorf(WEFT_INVALID_ARGUMENT,
+                "node '%s' (%s) is constrained to '%s', which matches no "
+                "device this session may use (%s), and placement is strict",
+                n->name.c_str(), n->op_type.c_str(), n->device.c_str(),
+                Names(allowed).c_str());
 }
 
 // Puts a graph constant on `device` in a buffer the plan owns, marked as
@@ -236,10 +246,12 @@ weft_status* Planner::PlaceVariable(const weft_node* var, Device** out,
   std::lock_guard<std::mutex> lock(v->mu);
   if (v->device == nullptr) {
     std::vector<Device*> cands;
-    WEFT_RETURN_IF_ERROR(Candidates(var, allowed_, &cands));
+    std::string note;
+    WEFT_RETURN_IF_ERROR(
+        Candidates(var, allowed_, opts_.placement, &cands, &note));
     v->device = cands[0];
-    v->device_reason = var->device.empty()
-                           ? "state: the session's first device"
+    v->device_reason = var->device.empty() || !note.empty()
+                           ? note + "state: the session's first device"
                            : "constraint '" + var->device + "'";
   }
   *out = v->device;
@@ -270,14 +282,15 @@ weft_status* Planner::PlaceKernel(int32_t i) {
   const weft_node* n = p.node;
   int32_t dtype = TypeAttrValue(n);
   std::vector<Device*> cands;
-  WEFT_RETURN_IF_ERROR(Candidates(n, allowed_, &cands));
+  std::string why;
+  WEFT_RETURN_IF_ERROR(Candidates(n, allowed_, opts_.placement, &cands, &why));
+  bool constrained = !n->device.empty() && why.empty();
   std::vector<std::pair<Device*, const KernelReg*>> options;
   for (Device* d : cands)
     if (const KernelReg* k =
             Registry::Get().FindKernel(n->op_type, d->type, dtype))
       options.emplace_back(d, k);
-  std::string why;
-  if (options.empty() && !n->device.empty()) {
+  if (options.empty() && constrained) {
     if (opts_.placement == WEFT_PLACEMENT_STRICT)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "node '%s': no kernel for op %s with %s=%s on %s, where "
@@ -305,10 +318,10 @@ weft_status* Planner::PlaceKernel(int32_t i) {
                   KernelList(n->op_type).c_str());
   size_t best = 0;
   if (options.size() == 1) {
-    why += n->device.empty() || !why.empty()
-               ? (allowed_.size() == 1 ? "the session's only device"
-                                       : "the only device with a kernel")
-               : "constraint '" + n->device + "'";
+    why += constrained && why.empty()
+               ? "constraint '" + n->device + "'"
+               : (allowed_.size() == 1 ? "the session's only device"
+                                       : "the only device with a kernel");
   } else {
     std::vector<double> cost(options.size());
     for (size_t k = 0; k < options.size(); ++k) {
@@ -379,18 +392,22 @@ weft_status* Planner::Place() {
       consumers[index_.at(Rep(in.node))].push_back(static_cast<int32_t>(i));
     }
   std::vector<Device*> cands;
+  std::string note;
   for (size_t i = 0; i < order_.size(); ++i) {
     PlanNode& p = plan_->nodes[i];
     if (p.device != nullptr) continue;
-    WEFT_RETURN_IF_ERROR(Candidates(p.node, allowed_, &cands));
+    WEFT_RETURN_IF_ERROR(
+        Candidates(p.node, allowed_, opts_.placement, &cands, &note));
     p.device = cands[0];
-    p.reason = p.node->device.empty() ? "the session's first device"
-                                      : "constraint '" + p.node->device + "'";
-    if (p.node->device.empty())
+    bool constrained = !p.node->device.empty() && note.empty();
+    p.reason = constrained ? "constraint '" + p.node->device + "'"
+                           : note + "the session's first device";
+    if (!constrained)
       for (int32_t c : consumers[i])
         if (Device* d = plan_->nodes[c].device) {
           p.device = d;
-          p.reason = "with its consumer '" + plan_->nodes[c].node->name + "'";
+          p.reason =
+              note + "with its consumer '" + plan_->nodes[c].node->name + "'";
           break;
         }
     if (p.kind == ExecKind::kConst)
