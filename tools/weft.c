@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/commands.h"
 #include "weft/weft.h"
 
 /* Exit codes: 2 is the usual "you called me wrong" of command-line tools, so
@@ -35,6 +36,11 @@ static const command commands[] = {
      "[PLUGIN_FILE...]", command_devices},
     {"ops", "every op: inputs, outputs, attributes, kernels per plugin",
      "[OP...]", command_ops},
+    {"place", "where a model's nodes go on these devices, and why",
+     "[--devices LIST] [--gflops PATTERN=N,...] [--constrain DEVICE] "
+     "[--strict] [--precision exact|bfloat16|float16] [--no-optimize] "
+     "[--batch N] [--hidden N]",
+     weft_command_place},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 
@@ -53,7 +59,13 @@ static void print_usage(FILE* out) {
           "  WEFT_PLUGIN_PATH  directories searched for plugins first "
           "(':'-separated)\n"
           "  WEFT_DEVICES      devices sessions may use, e.g. "
-          "\"/device:CPU:0\" or \"OPENCL\"\n");
+          "\"/device:CPU:0\" or \"OPENCL\"\n"
+          "  WEFT_DEVICE_GFLOPS  compute estimates for the placer, e.g. "
+          "\"OPENCL=500,CPU=50\"\n"
+          "  WEFT_PLACEMENT    soft (default) or strict: what a constraint "
+          "without a kernel does\n"
+          "  WEFT_TRANSFER_PRECISION  exact (default), bfloat16 or float16 "
+          "for float32 crossing devices\n");
 }
 
 static void print_command_usage(FILE* out, const command* cmd) {

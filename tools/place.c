@@ -1,0 +1,178 @@
+/* weft place — how a session would place a model on this machine's devices.
+ *
+ * Builds a two-layer perceptron (the whitepaper's relu(W x + b), then a
+ * softmax classifier), runs it once in a session with the options given,
+ * and prints the run metadata: the device of every node and why, the
+ * Send/Recv pairs, the common subexpressions merged, and the peak memory per
+ * device.  Session options left unset fall back to the environment
+ * (WEFT_DEVICES, WEFT_DEVICE_GFLOPS, WEFT_PLACEMENT,
+ * WEFT_TRANSFER_PRECISION), so `weft place` shows what a program run with
+ * the same environment gets.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/commands.h"
+#include "weft/weft.h"
+
+typedef struct place_args {
+  weft_session_options options;
+  int64_t batch, inputs, hidden, classes;
+  const char* constrain;  /* device for the first MatMul, or NULL */
+} place_args;
+
+static int parse_size(const char* flag, const char* text, int64_t* out) {
+  char* end = NULL;
+  long long v = strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || v <= 0 || v > (1LL << 24)) {
+    fprintf(stderr, "weft place: %s wants a positive integer, got '%s'\n",
+            flag, text);
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+static int parse_args(int argc, char** argv, place_args* a) {
+  weft_session_options_init(&a->options);
+  a->batch = 64;
+  a->inputs = 784;
+  a->hidden = 256;
+  a->classes = 10;
+  a->constrain = NULL;
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes_value = 1;
+    if (strcmp(arg, "--strict") == 0) {
+      a->options.placement = WEFT_PLACEMENT_STRICT;
+      takes_value = 0;
+    } else if (strcmp(arg, "--no-optimize") == 0) {
+      a->options.optimizations = 0;
+      takes_value = 0;
+    } else if (value == NULL) {
+      fprintf(stderr, "weft place: unknown or incomplete argument '%s'\n",
+              arg);
+      return 0;
+    } else if (strcmp(arg, "--devices") == 0) {
+      a->options.devices = value;
+    } else if (strcmp(arg, "--gflops") == 0) {
+      a->options.device_gflops = value;
+    } else if (strcmp(arg, "--constrain") == 0) {
+      a->constrain = value;
+    } else if (strcmp(arg, "--precision") == 0) {
+      if (strcmp(value, "exact") == 0) {
+        a->options.transfer_precision = WEFT_TRANSFER_EXACT;
+      } else if (strcmp(value, "bfloat16") == 0) {
+        a->options.transfer_precision = WEFT_TRANSFER_BFLOAT16;
+      } else if (strcmp(value, "float16") == 0) {
+        a->options.transfer_precision = WEFT_TRANSFER_FLOAT16;
+      } else {
+        fprintf(stderr,
+                "weft place: --precision is exact, bfloat16 or float16, "
+                "not '%s'\n", value);
+        return 0;
+      }
+    } else if (strcmp(arg, "--batch") == 0) {
+      if (!parse_size(arg, value, &a->batch)) return 0;
+    } else if (strcmp(arg, "--hidden") == 0) {
+      if (!parse_size(arg, value, &a->hidden)) return 0;
+    } else {
+      fprintf(stderr, "weft place: unknown argument '%s'\n", arg);
+      return 0;
+    }
+    i += takes_value;
+  }
+  return 1;
+}
+
+/* A constant of the given shape with small deterministic values. */
+static weft_status* constant(weft_graph* g, const char* name, int64_t rows,
+                             int64_t cols, weft_output* out) {
+  int64_t dims[2] = {rows, cols};
+  int32_t rank = cols > 0 ? 2 : 1;
+  weft_tensor* t = NULL;
+  weft_status* st = weft_tensor_create(WEFT_FLOAT32, dims, rank, &t);
+  if (st) return st;
+  float* p = weft_tensor_data(t);
+  int64_t n = weft_tensor_element_count(t);
+  for (int64_t i = 0; i < n; ++i) p[i] = (float)((i * 7919) % 101) * 1e-3f;
+  st = weft_graph_constant(g, name, t, out);
+  weft_tensor_destroy(t);
+  return st;
+}
+
+static weft_status* apply(weft_graph* g, const char* op, const char* name,
+                          weft_output x, const weft_output* y,
+                          const char* device, weft_output* out) {
+  weft_op_builder* b = weft_op_begin(g, op, name);
+  weft_op_add_input(b, x);
+  if (y) weft_op_add_input(b, *y);
+  if (device) weft_op_set_device(b, device);
+  weft_node* node = NULL;
+  weft_status* st = weft_op_finish(b, &node);
+  *out = (weft_output){node, 0};
+  return st;
+}
+
+/* probabilities = softmax(relu(x W1 + b1) W2 + b2) */
+static weft_status* build(weft_graph* g, const place_args* a,
+                          weft_output* x, weft_output* probs) {
+  weft_output w1, b1, w2, b2, h, hb, r, l, lb;
+  int64_t xd[2] = {a->batch, a->inputs};
+  weft_status* st = weft_graph_placeholder(g, "x", WEFT_FLOAT32, xd, 2, x);
+  if (!st) st = constant(g, "w1", a->inputs, a->hidden, &w1);
+  if (!st) st = constant(g, "b1", a->hidden, 0, &b1);
+  if (!st) st = constant(g, "w2", a->hidden, a->classes, &w2);
+  if (!st) st = constant(g, "b2", a->classes, 0, &b2);
+  if (!st) st = apply(g, "MatMul", "layer1/matmul", *x, &w1, a->constrain, &h);
+  if (!st) st = apply(g, "BiasAdd", "layer1/bias", h, &b1, NULL, &hb);
+  if (!st) st = apply(g, "Relu", "layer1/relu", hb, NULL, NULL, &r);
+  if (!st) st = apply(g, "MatMul", "layer2/matmul", r, &w2, NULL, &l);
+  if (!st) st = apply(g, "BiasAdd", "layer2/bias", l, &b2, NULL, &lb);
+  if (!st) st = apply(g, "Softmax", "probabilities", lb, NULL, NULL, probs);
+  return st;
+}
+
+int weft_command_place(int argc, char** argv) {
+  place_args a;
+  if (!parse_args(argc, argv, &a)) return 2;
+  weft_graph* g = NULL;
+  weft_session* s = NULL;
+  weft_tensor* xt = NULL;
+  weft_tensor* out = NULL;
+  weft_run_metadata* md = weft_run_metadata_create();
+  weft_output x, probs;
+  int64_t xd[2] = {a.batch, a.inputs};
+  weft_status* st = md ? weft_graph_create(&g)
+                       : weft_status_create(WEFT_RESOURCE_EXHAUSTED,
+                                            "out of memory");
+  if (!st) st = build(g, &a, &x, &probs);
+  if (!st) st = weft_session_create(g, &a.options, &s);
+  if (!st) st = weft_tensor_create(WEFT_FLOAT32, xd, 2, &xt);
+  if (!st) {
+    memset(weft_tensor_data(xt), 0, weft_tensor_byte_size(xt));
+    st = weft_session_run_with_metadata(s, &x, &xt, 1, &probs, 1, NULL, 0,
+                                        &out, md);
+  }
+  int rc = 0;
+  if (st) {
+    fprintf(stderr, "weft place: %s\n", weft_status_message(st));
+    if (weft_run_metadata_num_nodes(md) > 0)
+      fputs(weft_run_metadata_to_string(md), stderr);
+    rc = 1;
+  } else {
+    printf("model: softmax(relu(x[%lld,%lld] w1 + b1) w2 + b2), hidden "
+           "%lld\n", (long long)a.batch, (long long)a.inputs,
+           (long long)a.hidden);
+    fputs(weft_run_metadata_to_string(md), stdout);
+  }
+  weft_status_destroy(st);
+  weft_tensor_destroy(out);
+  weft_tensor_destroy(xt);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  weft_run_metadata_destroy(md);
+  return rc;
+}
