@@ -184,10 +184,6 @@ double CopyRate(Device* d) {
   return g_copy_rate.emplace(d, v).first->second;
 }
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
 
 }  // namespace
 
@@ -202,35 +198,32 @@ weft_status* CostModel::Create(const std::string& overrides,
                                const std::vector<Device*>& devices,
                                std::unique_ptr<CostModel>* out) {
   auto m = std::make_unique<CostModel>();
-  size_t start = 0;
-  while (start <= overrides.size()) {
-    size_t end = overrides.find(',', start);
-    if (end == std::string::npos) end = overrides.size();
-    std::string term = Trim(overrides.substr(start, end - start));
-    start = end + 1;
-    if (term.empty()) continue;
-    size_t eq = term.rfind('=');
-    char* rest = nullptr;
-    double v = eq == std::string::npos
-                   ? 0
-                   : std::strtod(term.c_str() + eq + 1, &rest);
-    if (eq == std::string::npos || rest == term.c_str() + eq + 1 ||
-        *rest != '\0' || !(v > 0) || v > 1e12)
-      return Errorf(WEFT_INVALID_ARGUMENT,
-                    "device_gflops term '%s' is not PATTERN=GFLOPS with a "
-                    "positive number", term.c_str());
-    std::string pattern = Trim(term.substr(0, eq));
-    bool any = false;
-    for (Device* d : devices)
-      if (DeviceMatches(*d, pattern)) {
-        m->overrides_.emplace_back(d, v);
-        any = true;
-      }
-    if (!any)
-      return Errorf(WEFT_INVALID_ARGUMENT,
-                    "device_gflops term '%s' matches no device of the "
-                    "session", term.c_str());
-  }
+  WEFT_RETURN_IF_ERROR(ForEachListTerm(
+      overrides, [&](const std::string& term) -> weft_status* {
+        size_t eq = term.rfind('=');
+        char* rest = nullptr;
+        double v = eq == std::string::npos
+                       ? 0
+                       : std::strtod(term.c_str() + eq + 1, &rest);
+        if (eq == std::string::npos || rest == term.c_str() + eq + 1 ||
+            *rest != '\0' || !(v > 0) || v > 1e12)
+          return Errorf(WEFT_INVALID_ARGUMENT,
+                        "device_gflops term '%s' is not PATTERN=GFLOPS with "
+                        "a positive number", term.c_str());
+        std::string pattern = term.substr(0, eq);
+        while (!pattern.empty() && pattern.back() == ' ') pattern.pop_back();
+        bool any = false;
+        for (Device* d : devices)
+          if (DeviceMatches(*d, pattern)) {
+            m->overrides_.emplace_back(d, v);
+            any = true;
+          }
+        if (!any)
+          return Errorf(WEFT_INVALID_ARGUMENT,
+                        "device_gflops term '%s' matches no device of the "
+                        "session", term.c_str());
+        return nullptr;
+      }));
   *out = std::move(m);
   return nullptr;
 }

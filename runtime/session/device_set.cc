@@ -30,6 +30,20 @@ bool DeviceMatches(const Device& d, const std::string& raw) {
   return index == "*" || index == std::to_string(d.index);
 }
 
+weft_status* ForEachListTerm(
+    const std::string& list,
+    const std::function<weft_status*(const std::string&)>& term) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string t = Trim(list.substr(start, end - start));
+    start = end + 1;
+    if (!t.empty()) WEFT_RETURN_IF_ERROR(term(t));
+  }
+  return nullptr;
+}
+
 weft_status* SelectDevices(const std::vector<Device*>& all,
                            const std::string& filter,
                            std::vector<Device*>* out) {
@@ -38,13 +52,7 @@ weft_status* SelectDevices(const std::vector<Device*>& all,
     *out = all;
     return nullptr;
   }
-  size_t start = 0;
-  while (start <= filter.size()) {
-    size_t end = filter.find(',', start);
-    if (end == std::string::npos) end = filter.size();
-    std::string term = Trim(filter.substr(start, end - start));
-    start = end + 1;
-    if (term.empty()) continue;
+  return ForEachListTerm(filter, [&](const std::string& term) -> weft_status* {
     bool any = false;
     for (Device* d : all)
       if (DeviceMatches(*d, term)) {
@@ -53,15 +61,12 @@ weft_status* SelectDevices(const std::vector<Device*>& all,
         for (Device* o : *out) seen |= o == d;
         if (!seen) out->push_back(d);
       }
-    if (!any) {
-      std::string names;
-      for (Device* d : all) names += (names.empty() ? "" : ", ") + d->name;
-      return Errorf(WEFT_NOT_FOUND,
-                    "no device matches '%s' (devices: %s)", term.c_str(),
-                    names.empty() ? "none" : names.c_str());
-    }
-  }
-  return nullptr;
+    if (any) return nullptr;
+    std::string names;
+    for (Device* d : all) names += (names.empty() ? "" : ", ") + d->name;
+    return Errorf(WEFT_NOT_FOUND, "no device matches '%s' (devices: %s)",
+                  term.c_str(), names.empty() ? "none" : names.c_str());
+  });
 }
 
 }  // namespace weft

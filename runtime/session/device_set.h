@@ -2,6 +2,7 @@
 // "/device:CPU:0,/device:OPENCL:*" or "cpu".
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@ namespace weft {
 // name ("/device:CPU:0"), or a type wildcard ("/device:CPU:*"); an optional
 // "/job:localhost" prefix is accepted; types compare without case.
 bool DeviceMatches(const Device& device, const std::string& term);
+
+// Calls `term` on each entry of a comma-separated list, trimmed of blanks;
+// empty entries are skipped.  Stops at, and returns, the first error.
+weft_status* ForEachListTerm(
+    const std::string& list,
+    const std::function<weft_status*(const std::string&)>& term);
 
 // Filters `all` by a comma-separated list; an empty list keeps everything.
 // Errors name a term that matches no device.

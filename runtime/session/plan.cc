@@ -161,6 +161,15 @@ class Planner {
   weft_status* Place();
   weft_status* Partition();
   int32_t NewNode(PlanNode p);
+  void AddSlot(int32_t producer, Device* device, weft_dtype dtype,
+               const ShapeInfo& shape, std::string name);
+  // A Send or Recv node reading `in_slot`, with the Cast that narrows or
+  // widens a lossy value when `cast` is set; returns its output slot.
+  int32_t AddTransferNode(ExecKind kind, const weft_node* node, Device* d,
+                          int32_t transfer, int32_t in_slot,
+                          const KernelReg* cast_kernel, const weft_node* cast,
+                          weft_dtype dtype, const ShapeInfo& shape,
+                          const std::string& value);
   weft_status* ConstOn(int32_t const_node, Device* d, int32_t* slot);
   int32_t TransferTo(int32_t slot, Device* src, weft_dtype dtype,
                      const ShapeInfo& shape, const std::string& value,
@@ -423,6 +432,37 @@ int32_t Planner::NewNode(PlanNode p) {
   return id;
 }
 
+void Planner::AddSlot(int32_t producer, Device* device, weft_dtype dtype,
+                      const ShapeInfo& shape, std::string name) {
+  slot_producer_.push_back(producer);
+  slot_device_.push_back(device);
+  slot_dtype_.push_back(dtype);
+  slot_shape_.push_back(shape);
+  slot_name_.push_back(std::move(name));
+}
+
+int32_t Planner::AddTransferNode(ExecKind kind, const weft_node* node,
+                                 Device* d, int32_t transfer, int32_t in_slot,
+                                 const KernelReg* cast_kernel,
+                                 const weft_node* cast, weft_dtype dtype,
+                                 const ShapeInfo& shape,
+                                 const std::string& value) {
+  PlanNode p;
+  p.node = node;
+  p.kind = kind;
+  p.device = d;
+  p.transfer = transfer;
+  p.input_slots = {in_slot};
+  p.num_outputs = 1;
+  if (cast != nullptr) {
+    p.kernel = cast_kernel;
+    p.cast_node = cast;
+  }
+  int32_t id = NewNode(std::move(p));
+  AddSlot(id, d, dtype, shape, value);
+  return plan_->nodes[id].output_base;
+}
+
 // A copy of constant node `c` on device `d`, made once at plan time.
 weft_status* Planner::ConstOn(int32_t c, Device* d, int32_t* slot) {
   auto key = std::make_pair(c, d);
@@ -440,11 +480,7 @@ weft_status* Planner::ConstOn(int32_t c, Device* d, int32_t* slot) {
   WEFT_RETURN_IF_ERROR(PrepareConst(copy.node, d, &copy.const_value));
   const weft_node* n = copy.node;
   int32_t id = NewNode(std::move(copy));
-  slot_producer_.push_back(id);
-  slot_device_.push_back(d);
-  slot_dtype_.push_back(n->output_dtypes[0]);
-  slot_shape_.push_back(n->output_shapes[0]);
-  slot_name_.push_back(n->name + ":0");
+  AddSlot(id, d, n->output_dtypes[0], n->output_shapes[0], n->name + ":0");
   *slot = plan_->nodes[id].output_base;
   const_copies_.emplace(key, *slot);
   return nullptr;
@@ -496,7 +532,6 @@ int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
     widen = Registry::Get().FindKernel("Cast", dst->type, wire);
     if (narrow && widen) t.wire_dtype = wire;
   }
-  ShapeInfo wire_shape = shape;
   if (shape.fully_known()) {
     int64_t n = 1;
     for (int64_t d : shape.dims) n *= d;
@@ -505,51 +540,28 @@ int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
   int32_t transfer = static_cast<int32_t>(plan_->transfers.size());
   plan_->transfers.push_back(t);
 
-  int32_t wire_slot = slot;
-  if (src != nullptr) {
-    PlanNode send;
-    send.node = plan_->nodes[slot_producer_[slot]].node;
-    send.kind = ExecKind::kSend;
-    send.device = src;
-    send.transfer = transfer;
-    send.input_slots = {slot};
-    send.num_outputs = 1;
-    if (t.wire_dtype != dtype) {
-      send.kernel = narrow;
-      send.cast_node = CastNode(value + "/_narrow", dtype, t.wire_dtype,
-                                shape);
-    }
-    int32_t id = NewNode(std::move(send));
-    wire_slot = plan_->nodes[id].output_base;
-    slot_producer_.push_back(id);
-    slot_device_.push_back(src);
-    slot_dtype_.push_back(t.wire_dtype);
-    slot_shape_.push_back(wire_shape);
-    slot_name_.push_back(value);
-  }
-  PlanNode recv;
-  if (src != nullptr) {
-    recv.node = plan_->nodes[slot_producer_[slot]].node;
+  // The value's producer names the pair in errors (for a feed: the node
+  // fed).
+  const weft_node* producer = nullptr;
+  if (slot_producer_[slot] >= 0) {
+    producer = plan_->nodes[slot_producer_[slot]].node;
   } else {
     for (size_t f = 0; f < plan_->feed_slots.size(); ++f)
-      if (plan_->feed_slots[f] == slot) recv.node = (*req_.feeds)[f].node;
+      if (plan_->feed_slots[f] == slot) producer = (*req_.feeds)[f].node;
   }
-  recv.kind = ExecKind::kRecv;
-  recv.device = dst;
-  recv.transfer = transfer;
-  recv.input_slots = {wire_slot};
-  recv.num_outputs = 1;
-  if (t.wire_dtype != dtype) {
-    recv.kernel = widen;
-    recv.cast_node = CastNode(value + "/_widen", t.wire_dtype, dtype, shape);
-  }
-  int32_t id = NewNode(std::move(recv));
-  int32_t out = plan_->nodes[id].output_base;
-  slot_producer_.push_back(id);
-  slot_device_.push_back(dst);
-  slot_dtype_.push_back(dtype);
-  slot_shape_.push_back(shape);
-  slot_name_.push_back(value);
+  bool lossy = t.wire_dtype != dtype;
+  int32_t wire_slot = slot;
+  if (src != nullptr)
+    wire_slot = AddTransferNode(
+        ExecKind::kSend, producer, src, transfer, slot, narrow,
+        lossy ? CastNode(value + "/_narrow", dtype, t.wire_dtype, shape)
+              : nullptr,
+        t.wire_dtype, shape, value);
+  int32_t out = AddTransferNode(
+      ExecKind::kRecv, producer, dst, transfer, wire_slot, widen,
+      lossy ? CastNode(value + "/_widen", t.wire_dtype, dtype, shape)
+            : nullptr,
+      dtype, shape, value);
   recv_slot_.emplace(key, out);
   return out;
 }
@@ -561,23 +573,17 @@ weft_status* Planner::Partition() {
     PlanNode& p = plan_->nodes[i];
     p.output_base = static_cast<int32_t>(slot_producer_.size());
     p.num_outputs = static_cast<int32_t>(p.node->output_dtypes.size());
-    for (int32_t o = 0; o < p.num_outputs; ++o) {
-      slot_producer_.push_back(i);
-      slot_device_.push_back(p.device);
-      slot_dtype_.push_back(p.node->output_dtypes[o]);
-      slot_shape_.push_back(p.node->output_shapes[o]);
-      slot_name_.push_back(p.node->name + ":" + std::to_string(o));
-    }
+    for (int32_t o = 0; o < p.num_outputs; ++o)
+      AddSlot(i, p.device, p.node->output_dtypes[o], p.node->output_shapes[o],
+              p.node->name + ":" + std::to_string(o));
   }
   plan_->feed_slots.resize(req_.feeds->size());
   for (size_t i = 0; i < req_.feeds->size(); ++i) {
     const weft_output& f = (*req_.feeds)[i];
     plan_->feed_slots[i] = static_cast<int32_t>(slot_producer_.size());
-    slot_producer_.push_back(-1);
-    slot_device_.push_back(nullptr);
-    slot_dtype_.push_back(f.node->output_dtypes[f.index]);
-    slot_shape_.push_back(f.node->output_shapes[f.index]);
-    slot_name_.push_back(f.node->name + ":" + std::to_string(f.index));
+    AddSlot(-1, nullptr, f.node->output_dtypes[f.index],
+            f.node->output_shapes[f.index],
+            f.node->name + ":" + std::to_string(f.index));
   }
   auto slot_of = [&](const weft_output& o) -> int32_t {
     auto f = fed_.find(OutputKey{o.node, o.index});
