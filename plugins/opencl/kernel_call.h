@@ -1,0 +1,166 @@
+// What every kernel of the plugin does around its launch: find its device
+// and stream, read inputs and attributes, allocate outputs, set the
+// arguments of an OpenCL kernel and enqueue it, and turn failures into
+// statuses that name the node.  A compute call only enqueues: it never
+// waits for the device.
+#ifndef WEFT_PLUGINS_OPENCL_KERNEL_CALL_H_
+#define WEFT_PLUGINS_OPENCL_KERNEL_CALL_H_
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "error_slot.h"
+#include "opencl_plugin.h"
+#include "program.h"
+#include "weft/tensor.h"  // WEFT_MAX_RANK
+
+namespace weft_opencl {
+
+// A tensor as kernels take it: the buffer and the index of its first
+// element (two kernel arguments, `__global T* p, long p_offset`).
+struct BufferArg {
+  cl_mem buffer;
+  cl_long offset;
+};
+BufferArg Buffer(const weft_kernel_tensor& tensor);
+
+// The stream's error buffer and the launch id kernels that may fail report
+// under (two arguments, `__global int* err, int launch`); id 0 for a launch
+// that cannot fail.
+struct ErrorArg {
+  cl_mem buffer;
+  cl_int launch;
+};
+
+// The work of one launch: `global` items in groups of `local` (0 lets the
+// implementation choose).
+struct WorkSize {
+  cl_uint dims = 1;
+  size_t global[2] = {1, 1};
+  size_t local[2] = {0, 0};
+};
+
+// `count` items, one dimension, in groups of `group`: the global size is
+// rounded up to whole groups and kernels ignore the items past `count`.
+// Naming the group size matters on CPU devices such as PoCL, which would
+// otherwise split a prime count into groups of one.
+WorkSize Linear(int64_t count, size_t group = 256);
+// One group of `group` items per row, `rows` rows.
+WorkSize GroupPerRow(int64_t rows, size_t group);
+
+class KernelCall {
+ public:
+  explicit KernelCall(weft_kernel_context* ctx) : ctx_(ctx) {}
+
+  // Finds the kernel's device and stream.  Call first.
+  weft_status* Begin();
+
+  weft_plugin_device* device() const { return device_; }
+  weft_kernel_context* context() const { return ctx_; }
+
+  weft_status* Input(int32_t index, weft_kernel_tensor* out) const;
+  weft_status* AllocateOutput(int32_t index, int32_t dtype,
+                              const int64_t* dims, int32_t rank,
+                              weft_kernel_tensor* out) const;
+  weft_status* ForwardInput(int32_t input_index, int32_t output_index,
+                            const int64_t* dims, int32_t rank) const;
+
+  // Optional attributes: `fallback` when absent, an error when of another
+  // type.
+  weft_status* AttrBool(const char* name, bool fallback, bool* out) const;
+  weft_status* AttrDtype(const char* name, int32_t* out) const;
+  // `*present` says whether the attribute exists; `*values` is borrowed for
+  // the call.
+  weft_status* AttrIntList(const char* name, bool* present,
+                           const int64_t** values, int32_t* count) const;
+  weft_status* AttrString(const char* name, const char** out) const;
+
+  // An error status whose message starts with "node 'N' (Op on OPENCL): ".
+  weft_status* Error(int32_t code, const char* format, ...) const
+      __attribute__((format(printf, 3, 4)));
+  weft_status* UnsupportedDtype(int32_t dtype) const;
+
+  // The error arguments of the next launch: Checked registers a launch that
+  // may fail with `kind` (Launch then enqueues the read of its word).
+  ErrorArg Unchecked() const;
+  ErrorArg Checked(DeviceError kind, int32_t dtype, int64_t classes = 0);
+
+  // Enqueues a fill of `tensor` with copies of the `size`-byte `pattern`.
+  weft_status* Fill(const weft_kernel_tensor& tensor, const void* pattern,
+                    size_t size) const;
+
+  // Enqueues kernel `name` of `program` on the stream with `args` (POD
+  // values, BufferArg, ErrorArg, in the kernel's parameter order).
+  template <typename... Args>
+  weft_status* Launch(Program program, const char* name, const WorkSize& work,
+                      const Args&... args) {
+    cl_kernel kernel = nullptr;
+    if (weft_status* status = AcquireKernel(program, name, &kernel)) {
+      return status;
+    }
+    cl_uint index = 0;
+    cl_int error = CL_SUCCESS;
+    (SetArg(kernel, &index, &error, args), ...);
+    return Enqueue(program, name, kernel, work, error, index);
+  }
+
+ private:
+  weft_status* AcquireKernel(Program program, const char* name,
+                             cl_kernel* out) const;
+  weft_status* Enqueue(Program program, const char* name, cl_kernel kernel,
+                       const WorkSize& work, cl_int arg_error,
+                       cl_uint failed_arg);
+
+  static void SetArg(cl_kernel kernel, cl_uint* index, cl_int* error,
+                     const BufferArg& arg) {
+    SetArg(kernel, index, error, arg.buffer);
+    SetArg(kernel, index, error, arg.offset);
+  }
+  static void SetArg(cl_kernel kernel, cl_uint* index, cl_int* error,
+                     const ErrorArg& arg) {
+    SetArg(kernel, index, error, arg.buffer);
+    SetArg(kernel, index, error, arg.launch);
+  }
+  template <typename T>
+  static void SetArg(cl_kernel kernel, cl_uint* index, cl_int* error,
+                     const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are POD");
+    if (*error != CL_SUCCESS) return;
+    *error = g_cl->SetKernelArg(kernel, *index, sizeof(T), &value);
+    if (*error == CL_SUCCESS) ++*index;
+  }
+
+  weft_kernel_context* ctx_;
+  weft_plugin_device* device_ = nullptr;
+  weft_plugin_stream* stream_ = nullptr;
+  bool check_after_launch_ = false;
+};
+
+// Registers `compute` for `op` with the dtype constraint given.
+weft_status* RegisterKernel(weft_kernel_registrar* registrar, const char* op,
+                            const char* dtype_attr, const int32_t* dtypes,
+                            int32_t num_dtypes, weft_kernel_compute_fn compute,
+                            void* kernel_arg);
+
+// "f32", "i32"... as kernel names end, or NULL for a dtype with no kernels.
+const char* KernelSuffix(int32_t dtype);
+
+// "name_suffix" into `out`; returns out.
+const char* KernelName(char* out, size_t size, const char* name,
+                       int32_t dtype);
+
+// The most dims a kernel walks (as long8 arguments), after the host merged
+// the dims that run the same way in every operand.
+constexpr int kMaxKernelRank = 8;
+
+// The first kMaxKernelRank values as a long8 argument.
+inline cl_long8 Long8(const cl_long* values) {
+  cl_long8 out;
+  std::memcpy(out.s, values, sizeof(out.s));
+  return out;
+}
+
+}  // namespace weft_opencl
+
+#endif  // WEFT_PLUGINS_OPENCL_KERNEL_CALL_H_

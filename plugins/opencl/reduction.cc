@@ -1,0 +1,203 @@
+// Sum, Mean, Prod, Max and Min over the axes of the `axes` attribute
+// (absent: every axis; empty: none), with keep_dims.  Semantics follow the
+// CPU plugin: Max and Min propagate NaN, integer Sum and Prod wrap, integer
+// Mean truncates; an empty reduction gives 0 (Sum), 1 (Prod), NaN (float
+// Mean) and is an error otherwise.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernel_call.h"
+
+namespace weft_opencl {
+namespace {
+
+bool g_fp64 = false;
+
+enum class ReduceOp { kSum, kMean, kProd, kMax, kMin };
+
+struct Reduction {
+  const char* op;
+  const char* kernel;
+  ReduceOp kind;
+};
+
+const Reduction kReductions[] = {
+    {"Sum", "sum", ReduceOp::kSum},    {"Mean", "mean", ReduceOp::kMean},
+    {"Prod", "prod", ReduceOp::kProd}, {"Max", "max", ReduceOp::kMax},
+    {"Min", "min", ReduceOp::kMin},
+};
+
+// A walk over some of x's dims: merged dims and their strides in x,
+// outermost first.
+struct DimWalk {
+  cl_int rank = 0;
+  cl_long dims[kMaxKernelRank] = {};
+  cl_long strides[kMaxKernelRank] = {};
+};
+
+// Splits x's dims into kept and reduced walks.  Size-1 dims are dropped;
+// a dim directly inside another of the same class merges with it.
+// Returns false when either walk needs more than kMaxKernelRank dims.
+bool SplitDims(const weft_kernel_tensor& x, const bool* reduced,
+               DimWalk* kept, DimWalk* red) {
+  cl_long strides[WEFT_MAX_RANK];
+  cl_long stride = 1;
+  for (int32_t i = x.rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= x.dims[i];
+  }
+  int previous = -1;  // class of the last dim kept in a walk: 0 kept, 1 red
+  for (int32_t i = 0; i < x.rank; ++i) {
+    if (x.dims[i] == 1) continue;
+    const int cls = reduced[i] ? 1 : 0;
+    DimWalk* walk = reduced[i] ? red : kept;
+    if (previous == cls) {
+      walk->dims[walk->rank - 1] *= x.dims[i];
+      walk->strides[walk->rank - 1] = strides[i];
+    } else {
+      if (walk->rank == kMaxKernelRank) return false;
+      walk->dims[walk->rank] = x.dims[i];
+      walk->strides[walk->rank] = strides[i];
+      ++walk->rank;
+    }
+    previous = cls;
+  }
+  return true;
+}
+
+size_t PowerOfTwoAtMost(int64_t n, size_t cap) {
+  size_t p = 1;
+  while (p * 2 <= cap && static_cast<int64_t>(p * 2) <= n) p *= 2;
+  return p;
+}
+
+weft_status* FillEmpty(KernelCall& call, const Reduction& op,
+                       const weft_kernel_tensor& y) {
+  const bool is_float = y.dtype == WEFT_FLOAT32 || y.dtype == WEFT_FLOAT64;
+  if (op.kind == ReduceOp::kMax || op.kind == ReduceOp::kMin ||
+      (op.kind == ReduceOp::kMean && !is_float)) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "%s over zero elements has no value (%s)", op.op,
+                      weft_dtype_name_of(y.dtype));
+  }
+  unsigned char pattern[8] = {};
+  const size_t size = weft_dtype_size_of(y.dtype);
+  if (op.kind == ReduceOp::kProd) {
+    if (y.dtype == WEFT_FLOAT32) {
+      const float one = 1;
+      std::memcpy(pattern, &one, sizeof one);
+    } else if (y.dtype == WEFT_FLOAT64) {
+      const double one = 1;
+      std::memcpy(pattern, &one, sizeof one);
+    } else {
+      const int32_t one = 1;
+      std::memcpy(pattern, &one, sizeof one);
+    }
+  } else if (op.kind == ReduceOp::kMean) {
+    if (y.dtype == WEFT_FLOAT32) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(pattern, &nan, sizeof nan);
+    } else {
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      std::memcpy(pattern, &nan, sizeof nan);
+    }
+  }
+  return call.Fill(y, pattern, size);
+}
+
+weft_status* ReduceKernel(void* arg, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    const Reduction& op = *static_cast<const Reduction*>(arg);
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, y;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (x.dtype != WEFT_FLOAT32 && x.dtype != WEFT_INT32 &&
+        !(g_fp64 && x.dtype == WEFT_FLOAT64)) {
+      return call.UnsupportedDtype(x.dtype);
+    }
+    bool have_axes = false, keep_dims = false;
+    const int64_t* axes = nullptr;
+    int32_t num_axes = 0;
+    if (weft_status* s = call.AttrIntList("axes", &have_axes, &axes,
+                                          &num_axes)) {
+      return s;
+    }
+    if (weft_status* s = call.AttrBool("keep_dims", false, &keep_dims)) {
+      return s;
+    }
+    bool reduced[WEFT_MAX_RANK] = {};
+    if (!have_axes) {
+      for (int32_t i = 0; i < x.rank; ++i) reduced[i] = true;
+    }
+    for (int32_t i = 0; i < num_axes; ++i) {
+      const int64_t axis = axes[i] < 0 ? axes[i] + x.rank : axes[i];
+      if (axis < 0 || axis >= x.rank || reduced[axis]) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "axis %lld is out of range for rank %d or listed "
+                          "twice",
+                          static_cast<long long>(axes[i]), x.rank);
+      }
+      reduced[axis] = true;
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    int32_t rank = 0;
+    int64_t count = 1;
+    for (int32_t i = 0; i < x.rank; ++i) {
+      if (reduced[i]) {
+        count *= x.dims[i];
+        if (keep_dims) dims[rank++] = 1;
+      } else {
+        dims[rank++] = x.dims[i];
+      }
+    }
+    if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, rank, &y)) {
+      return s;
+    }
+    if (y.element_count == 0) return nullptr;
+    if (count == 0) return FillEmpty(call, op, y);
+    DimWalk kept, red;
+    if (!SplitDims(x, reduced, &kept, &red)) {
+      return call.Error(WEFT_UNIMPLEMENTED,
+                        "the axes interleave into more than %d groups",
+                        kMaxKernelRank);
+    }
+    // Work-groups per output where items then read neighbouring elements
+    // (a contiguous reduced axis) or where outputs alone are too few to
+    // fill the device; else an item per output.
+    const bool contiguous =
+        red.rank > 0 && red.strides[red.rank - 1] == 1;
+    const int64_t outputs = y.element_count;
+    const bool grouped = count >= 32 && (contiguous || outputs < 64);
+    char name[64];
+    std::snprintf(name, sizeof name, "%s_%s_%s", op.kernel,
+                  KernelSuffix(x.dtype), grouped ? "group" : "item");
+    const WorkSize work =
+        grouped ? GroupPerRow(outputs, PowerOfTwoAtMost(count, 256))
+                : Linear(outputs, 64);
+    return call.Launch(Program::kReduction, name, work, Buffer(x), Buffer(y),
+                       static_cast<cl_long>(outputs),
+                       static_cast<cl_long>(count), kept.rank,
+                       Long8(kept.dims), Long8(kept.strides), red.rank,
+                       Long8(red.dims), Long8(red.strides));
+  });
+}
+
+}  // namespace
+
+weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar,
+                                      bool fp64) {
+  g_fp64 = fp64;
+  const int32_t types[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_FLOAT64};
+  for (const Reduction& op : kReductions) {
+    if (weft_status* s =
+            RegisterKernel(registrar, op.op, "T", types, fp64 ? 3 : 2,
+                           ReduceKernel, const_cast<Reduction*>(&op))) {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace weft_opencl
