@@ -1,5 +1,6 @@
-// MatMul(a, b) with transpose_a and transpose_b: a tiled kernel
-// (sources_matmul.cc) that reads either layout through strides.
+// MatMul(a, b) with transpose_a and transpose_b: a tiled kernel for GPUs and
+// a row-vector kernel for CPU devices (sources_matmul.cc), both reading
+// either layout through strides.
 #include <cstdint>
 
 #include "kernel_call.h"
@@ -65,12 +66,20 @@ weft_status* MatMulKernel(void*, weft_kernel_context* ctx) {
     const cl_long b_rs = transpose_b ? 1 : n, b_cs = transpose_b ? k : 1;
     WorkSize work;
     work.dims = 2;
-    work.global[0] = static_cast<size_t>((n + kTile - 1) / kTile) * kItems;
-    work.global[1] = static_cast<size_t>((m + kTile - 1) / kTile) * kItems;
-    work.local[0] = work.local[1] = kItems;
+    const bool rows = call.device()->is_cpu;
+    if (rows) {  // 16 columns by 8 rows per item; the device picks groups
+      work.global[0] = static_cast<size_t>((n + 15) / 16);
+      work.global[1] = static_cast<size_t>((m + 7) / 8);
+    } else {
+      work.global[0] = static_cast<size_t>((n + kTile - 1) / kTile) * kItems;
+      work.global[1] = static_cast<size_t>((m + kTile - 1) / kTile) * kItems;
+      work.local[0] = work.local[1] = kItems;
+    }
     char name[32];
     return call.Launch(Program::kMatMul,
-                       KernelName(name, sizeof name, "matmul", a.dtype), work,
+                       KernelName(name, sizeof name,
+                                  rows ? "matmul_rows" : "matmul", a.dtype),
+                       work,
                        Buffer(a), Buffer(b), Buffer(c), static_cast<cl_long>(m),
                        static_cast<cl_long>(n), static_cast<cl_long>(k), a_rs,
                        a_cs, b_rs, b_cs);

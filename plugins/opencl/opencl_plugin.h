@@ -61,6 +61,7 @@ struct weft_plugin_device {
   size_t max_work_group_size;
   bool fp64;
   bool correctly_rounded_sqrt;  // -cl-fp32-correctly-rounded-divide-sqrt
+  bool is_cpu;  // CL_DEVICE_TYPE_CPU: kernels that suit SIMD loops
   std::unique_ptr<weft_opencl::ProgramCache> programs;
 };
 

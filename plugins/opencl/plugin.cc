@@ -77,6 +77,7 @@ struct DeviceRecord {
   size_t max_work_group_size = 1;
   bool fp64 = false;
   bool correctly_rounded_sqrt = false;
+  bool is_cpu = false;
 };
 
 struct Inventory {
@@ -131,6 +132,8 @@ DeviceRecord Describe(cl_device_id id) {
   record.correctly_rounded_sqrt =
       (DeviceValue<cl_device_fp_config>(id, CL_DEVICE_SINGLE_FP_CONFIG) &
        CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+  record.is_cpu =
+      (DeviceValue<cl_device_type>(id, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
   return record;
 }
 
@@ -225,6 +228,7 @@ weft_status* DeviceOpen(int32_t index, weft_plugin_device** out) {
     device->max_work_group_size = record.max_work_group_size;
     device->fp64 = record.fp64;
     device->correctly_rounded_sqrt = record.correctly_rounded_sqrt;
+    device->is_cpu = record.is_cpu;
     cl_int error = CL_SUCCESS;
     // A context per device: events and buffers never cross devices.
     device->context = g_cl->CreateContext(nullptr, 1, &record.id, nullptr,

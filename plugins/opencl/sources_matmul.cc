@@ -65,9 +65,62 @@ void matmul_##S(__global const T* a, long a_off, __global const T* b,       \
   }                                                                         \
 }
 
+/* For CPU devices (PoCL): each item computes 8 rows x 16 columns of C in
+ * sixteen-lane vectors, streaming B's rows and broadcasting A's elements.
+ * Such a device runs a work-group's items as loops; explicit vectors make
+ * the FMAs as wide as the SIMD unit, where the tiled kernel above keeps
+ * its 4 x 4 blocks in arrays the compiler does not vectorize (about 20x
+ * slower on PoCL).  Columns past N and a strided B (transpose_b) take a
+ * gathering load; rows past M read row M - 1 and are not stored. */
+#define WEFT_MATMUL_ROWS(T, V, S)                                           \
+inline V weft_load_row16_##S(__global const T* b, long k, long n0, long N,  \
+                             long b_rs, long b_cs, int contiguous) {        \
+  if (contiguous) return vload16(0, b + k * b_rs + n0);                     \
+  T lanes[16];                                                              \
+  for (int j = 0; j < 16; ++j)                                              \
+    lanes[j] = n0 + j < N ? b[k * b_rs + (n0 + j) * b_cs] : (T)0;           \
+  return vload16(0, lanes);                                                 \
+}                                                                           \
+__kernel void matmul_rows_##S(                                              \
+    __global const T* a, long a_off, __global const T* b, long b_off,       \
+    __global T* c, long c_off, long M, long N, long K, long a_rs,           \
+    long a_cs, long b_rs, long b_cs) {                                      \
+  const long n0 = get_global_id(0) * 16;                                    \
+  const long m0 = get_global_id(1) * 8;                                     \
+  if (n0 >= N || m0 >= M) return;                                           \
+  const int contiguous = b_cs == 1 && n0 + 16 <= N;                         \
+  V acc[8];                                                                 \
+  long row[8];                                                              \
+  _Pragma("unroll")                                                         \
+  for (int i = 0; i < 8; ++i) {                                             \
+    acc[i] = (V)0;                                                          \
+    row[i] = a_off + min(m0 + i, M - 1) * a_rs;                             \
+  }                                                                         \
+  __global const T* bp = b + b_off;                                         \
+  for (long k = 0; k < K; ++k) {                                            \
+    const V bv =                                                            \
+        weft_load_row16_##S(bp, k, n0, N, b_rs, b_cs, contiguous);          \
+    const long ak = k * a_cs;                                               \
+    _Pragma("unroll")                                                       \
+    for (int i = 0; i < 8; ++i) acc[i] = fma((V)a[row[i] + ak], bv, acc[i]);\
+  }                                                                         \
+  for (int i = 0; i < 8 && m0 + i < M; ++i) {                               \
+    __global T* cp = c + c_off + (m0 + i) * N + n0;                         \
+    if (n0 + 16 <= N) {                                                     \
+      vstore16(acc[i], 0, cp);                                              \
+    } else {                                                                \
+      T lanes[16];                                                          \
+      vstore16(acc[i], 0, lanes);                                           \
+      for (int j = 0; n0 + j < N; ++j) cp[j] = lanes[j];                    \
+    }                                                                       \
+  }                                                                         \
+}
+
 WEFT_MATMUL(float, f32)
+WEFT_MATMUL_ROWS(float, float16, f32)
 #ifdef WEFT_FP64
 WEFT_MATMUL(double, f64)
+WEFT_MATMUL_ROWS(double, double16, f64)
 #endif
 )CLC";
 
