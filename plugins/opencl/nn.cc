@@ -85,51 +85,41 @@ weft_status* PrepareLoss(KernelCall& call, weft_kernel_tensor* features,
   return nullptr;
 }
 
-weft_status* XentKernel(void*, weft_kernel_context* ctx) {
+// Dense labels when `arg` is NULL, sparse otherwise.
+weft_status* XentKernel(void* arg, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
+    const bool sparse = arg != nullptr;
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor features, labels, loss, backprop;
     bool empty = false;
-    if (weft_status* s = PrepareLoss(call, &features, &labels, false, &loss,
+    if (weft_status* s = PrepareLoss(call, &features, &labels, sparse, &loss,
                                      &backprop, &empty)) {
       return s;
     }
     if (empty) return nullptr;
     const int64_t width = features.dims[1];
-    char name[32];
-    return call.Launch(Program::kNn,
-                       KernelName(name, sizeof name, "xent", features.dtype),
-                       RowGroups(features.dims[0], width), Buffer(features),
-                       Buffer(labels), Buffer(loss), Buffer(backprop),
-                       static_cast<cl_long>(width));
-  });
-}
-
-weft_status* SparseXentKernel(void*, weft_kernel_context* ctx) {
-  return Guarded([&]() -> weft_status* {
-    KernelCall call(ctx);
-    if (weft_status* s = call.Begin()) return s;
-    weft_kernel_tensor features, labels, loss, backprop;
-    bool empty = false;
-    if (weft_status* s = PrepareLoss(call, &features, &labels, true, &loss,
-                                     &backprop, &empty)) {
-      return s;
-    }
-    if (empty) return nullptr;
-    const int64_t width = features.dims[1];
+    const WorkSize work = RowGroups(features.dims[0], width);
     char name[48];
+    if (!sparse) {
+      return call.Launch(Program::kNn,
+                         KernelName(name, sizeof name, "xent", features.dtype),
+                         work, Buffer(features), Buffer(labels), Buffer(loss),
+                         Buffer(backprop), static_cast<cl_long>(width));
+    }
     std::snprintf(name, sizeof name, "sparse_xent_%s_%s",
                   KernelSuffix(features.dtype), KernelSuffix(labels.dtype));
     const ErrorArg errors = call.Checked(DeviceError::kLabelOutOfRange,
                                          labels.dtype, width);
-    return call.Launch(Program::kNn, name, RowGroups(features.dims[0], width),
-                       Buffer(features), Buffer(labels), Buffer(loss),
-                       Buffer(backprop), static_cast<cl_long>(width), errors);
+    return call.Launch(Program::kNn, name, work, Buffer(features),
+                       Buffer(labels), Buffer(loss), Buffer(backprop),
+                       static_cast<cl_long>(width), errors);
   });
 }
 
+// Tags telling a shared compute function which op it runs as.
 int g_log_softmax_tag;
+int g_sparse_tag;
 
 }  // namespace
 
@@ -145,7 +135,7 @@ weft_status* RegisterNnKernels(weft_kernel_registrar* registrar, bool fp64) {
       (s = RegisterKernel(registrar, "SoftmaxCrossEntropyWithLogits", "T",
                           floats, count, XentKernel, nullptr)) ||
       (s = RegisterKernel(registrar, "SparseSoftmaxCrossEntropyWithLogits",
-                          "T", floats, count, SparseXentKernel, nullptr))) {
+                          "T", floats, count, XentKernel, &g_sparse_tag))) {
     return s;
   }
   return nullptr;

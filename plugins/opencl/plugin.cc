@@ -399,17 +399,23 @@ void StreamDestroy(weft_plugin_device*, weft_plugin_stream* stream) {
   delete stream;
 }
 
+// A marker after everything enqueued on the stream so far.
+weft_status* EnqueueMarker(weft_plugin_device* device,
+                           weft_plugin_stream* stream, cl_event* out) {
+  cl_int error =
+      g_cl->EnqueueMarkerWithWaitList(stream->queue, 0, nullptr, out);
+  if (error == CL_SUCCESS) return nullptr;
+  return MakeStatus(CodeFor(error),
+                    "OpenCL device %d: clEnqueueMarkerWithWaitList failed: %s",
+                    device->index, ClErrorName(error));
+}
+
 weft_status* StreamSynchronize(weft_plugin_device* device,
                                weft_plugin_stream* stream) {
   return Guarded([&]() -> weft_status* {
     cl_event marker = nullptr;
-    cl_int error =
-        g_cl->EnqueueMarkerWithWaitList(stream->queue, 0, nullptr, &marker);
-    if (error != CL_SUCCESS) {
-      return MakeStatus(CodeFor(error),
-                        "OpenCL device %d: clEnqueueMarkerWithWaitList "
-                        "failed: %s",
-                        device->index, ClErrorName(error));
+    if (weft_status* status = EnqueueMarker(device, stream, &marker)) {
+      return status;
     }
     // The marker's status says whether the work before it failed; clFinish
     // alone would report only some implementations' failures.
@@ -439,13 +445,8 @@ weft_status* EventRecord(weft_plugin_device* device, weft_plugin_event* event,
   return Guarded([&]() -> weft_status* {
     const uint32_t last_launch = stream->errors->last_launch();
     cl_event marker = nullptr;
-    cl_int error =
-        g_cl->EnqueueMarkerWithWaitList(stream->queue, 0, nullptr, &marker);
-    if (error != CL_SUCCESS) {
-      return MakeStatus(CodeFor(error),
-                        "OpenCL device %d: clEnqueueMarkerWithWaitList "
-                        "failed: %s",
-                        device->index, ClErrorName(error));
+    if (weft_status* status = EnqueueMarker(device, stream, &marker)) {
+      return status;
     }
     // Another queue may wait for the marker: the work must be submitted.
     g_cl->Flush(stream->queue);

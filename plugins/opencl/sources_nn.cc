@@ -8,32 +8,25 @@ namespace weft_opencl {
 const char* const kNnSource = R"CLC(
 /* The group's max (NaN-blind, as the CPU's) and sum of `value`; every item
  * gets the result.  `scratch` holds one element per item. */
+#define WEFT_GROUP_REDUCE(NAME, T, S, COMBINE)                              \
+inline T weft_group_##NAME##_##S(__local T* scratch, T value) {             \
+  const int lid = get_local_id(0), size = get_local_size(0);                \
+  scratch[lid] = value;                                                     \
+  barrier(CLK_LOCAL_MEM_FENCE);                                             \
+  for (int s = size / 2; s > 0; s >>= 1) {                                  \
+    if (lid < s) scratch[lid] = COMBINE(scratch[lid], scratch[lid + s]);    \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+  }                                                                         \
+  const T result = scratch[0];                                              \
+  barrier(CLK_LOCAL_MEM_FENCE);                                             \
+  return result;                                                            \
+}
+#define WEFT_GREATER_OF(a, b) ((b) > (a) ? (b) : (a))
+#define WEFT_SUM_OF(a, b) ((a) + (b))
+
 #define WEFT_ROW_HELPERS(T, S)                                              \
-inline T weft_group_max_##S(__local T* scratch, T value) {                  \
-  const int lid = get_local_id(0), size = get_local_size(0);                \
-  scratch[lid] = value;                                                     \
-  barrier(CLK_LOCAL_MEM_FENCE);                                             \
-  for (int s = size / 2; s > 0; s >>= 1) {                                  \
-    if (lid < s && scratch[lid + s] > scratch[lid])                         \
-      scratch[lid] = scratch[lid + s];                                      \
-    barrier(CLK_LOCAL_MEM_FENCE);                                           \
-  }                                                                         \
-  const T result = scratch[0];                                              \
-  barrier(CLK_LOCAL_MEM_FENCE);                                             \
-  return result;                                                            \
-}                                                                           \
-inline T weft_group_sum_##S(__local T* scratch, T value) {                  \
-  const int lid = get_local_id(0), size = get_local_size(0);                \
-  scratch[lid] = value;                                                     \
-  barrier(CLK_LOCAL_MEM_FENCE);                                             \
-  for (int s = size / 2; s > 0; s >>= 1) {                                  \
-    if (lid < s) scratch[lid] += scratch[lid + s];                          \
-    barrier(CLK_LOCAL_MEM_FENCE);                                           \
-  }                                                                         \
-  const T result = scratch[0];                                              \
-  barrier(CLK_LOCAL_MEM_FENCE);                                             \
-  return result;                                                            \
-}                                                                           \
+WEFT_GROUP_REDUCE(max, T, S, WEFT_GREATER_OF)                               \
+WEFT_GROUP_REDUCE(sum, T, S, WEFT_SUM_OF)                                   \
 /* The row's max and sum of exp(x - max). */                                \
 inline void weft_row_stats_##S(__local T* scratch, __global const T* xr,    \
                                long width, T* max_out, T* sum_out) {        \
