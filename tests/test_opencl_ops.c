@@ -313,26 +313,25 @@ static void binary_case(const char* op, weft_dtype dtype,
   weft_graph_destroy(graph);
 }
 
-Test(opencl, binary_float32_broadcasting) {
-  REQUIRE_OPENCL();
-  wt_rng rng = {1};
+/* Every binary op over every pair of shapes. */
+static void binary_cases(weft_dtype dtype, uint64_t seed) {
+  wt_rng rng = {seed};
   for (size_t o = 0; o < sizeof kBinaryOps / sizeof *kBinaryOps; ++o) {
     for (size_t s = 0; s < sizeof kBroadcastShapes / sizeof *kBroadcastShapes;
          ++s) {
-      binary_case(kBinaryOps[o], WEFT_FLOAT32, &kBroadcastShapes[s], &rng);
+      binary_case(kBinaryOps[o], dtype, &kBroadcastShapes[s], &rng);
     }
   }
 }
 
+Test(opencl, binary_float32_broadcasting) {
+  REQUIRE_OPENCL();
+  binary_cases(WEFT_FLOAT32, 1);
+}
+
 Test(opencl, binary_int32_broadcasting) {
   REQUIRE_OPENCL();
-  wt_rng rng = {2};
-  for (size_t o = 0; o < sizeof kBinaryOps / sizeof *kBinaryOps; ++o) {
-    for (size_t s = 0; s < sizeof kBroadcastShapes / sizeof *kBroadcastShapes;
-         ++s) {
-      binary_case(kBinaryOps[o], WEFT_INT32, &kBroadcastShapes[s], &rng);
-    }
-  }
+  binary_cases(WEFT_INT32, 2);
 }
 
 /* Errors found on the device come back from run() naming the node, as
