@@ -2,10 +2,11 @@
 //
 // Two nodes merge when they compute the same thing: same op, same
 // attributes, same device constraint, the same inputs (after earlier merges;
-// in either order for commutative ops) and the same control inputs.  Nodes
-// that are stateful (variables, Assign, random ops...), placeholders, and
-// nodes with an output that is fed are never merged: a fed output is a
-// value of its own even when its node looks like another.
+// in either order for commutative ops) and the same control inputs (as
+// sets).  Nodes that are stateful (variables, Assign, random ops...),
+// placeholders, NoOps, and nodes with an output that is fed are never
+// merged: a fed output is a value of its own even when its node looks like
+// another.
 #pragma once
 
 #include <cstdint>
