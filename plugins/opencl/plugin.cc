@@ -134,6 +134,11 @@ DeviceRecord Describe(cl_device_id id) {
        CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
   record.is_cpu =
       (DeviceValue<cl_device_type>(id, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) != 0;
+  // An OpenCL device that is the host's CPU (PoCL) shares its cores with the
+  // CPU plugin: a peak estimate would count the same silicon twice and say
+  // nothing of how well the OpenCL compiler uses it.  Report none, so the
+  // runtime measures the device instead.
+  if (record.is_cpu) record.compute_gflops = 0;
   return record;
 }
 
