@@ -9,6 +9,7 @@
 #include "weft/session.h"
 #include "weft/status.h"
 #include "weft/tensor.h"
+#include "weft/train.h"
 #include "weft/version.h"
 
 #endif /* WEFT_WEFT_H_ */

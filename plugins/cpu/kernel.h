@@ -194,6 +194,8 @@ weft_status* RegisterArrayKernels(const Registrar& registrar);
 weft_status* RegisterRandomKernels(const Registrar& registrar);
 weft_status* RegisterNnKernels(const Registrar& registrar);
 weft_status* RegisterLinalgKernels(const Registrar& registrar);
+weft_status* RegisterGradKernelsA(const Registrar& registrar);
+weft_status* RegisterGradKernelsB(const Registrar& registrar);
 
 }  // namespace weft_cpu
 

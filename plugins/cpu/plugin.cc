@@ -53,7 +53,8 @@ weft_status* RegisterAll(const Registrar& registrar) {
       RegisterBinaryKernels, RegisterUnaryKernels, RegisterSoftmaxKernels,
       RegisterReduceKernels, RegisterCastKernels,  RegisterMatMulKernels,
       RegisterCompareKernels, RegisterArrayKernels, RegisterRandomKernels,
-      RegisterNnKernels,     RegisterLinalgKernels,
+      RegisterNnKernels,     RegisterLinalgKernels, RegisterGradKernelsA,
+      RegisterGradKernelsB,
   };
   for (RegisterFn family : kFamilies) {
     if (weft_status* s = family(registrar)) return s;

@@ -122,6 +122,8 @@ const OpRegistry& OpRegistry::Global() {
     RegisterReduceOps(r);
     RegisterLinalgOps(r);
     RegisterNnOps(r);
+    RegisterGradOpsA(r);
+    RegisterGradOpsB(r);
     return r;
   }();
   return *registry;

@@ -53,6 +53,13 @@ enum class ExecKind {
   kAssign,
   kAssignAdd,
   kNoOp,
+  // A kernel whose first OpDef::num_refs inputs name Variables (by
+  // reference, like Assign's input 0) and whose outputs are those
+  // variables' new values, published when the kernel is done (optimizers).
+  kUpdate,
+  // Output 0 is input 0, unchanged, on its device (StopGradient): the
+  // runtime runs it, no kernel needed.
+  kForward,
   // Plan-only kinds, made by partitioning; no op has them.
   kSend,  // hands a value to another device (narrowing it when lossy)
   kRecv,  // receives it there (widening it back when lossy)
@@ -76,6 +83,7 @@ struct OpDef {
   std::vector<AttrDef> attrs;
   ExecKind exec = ExecKind::kKernel;
   bool stateful = false;  // never merged or folded; always run when needed
+  int num_refs = 0;       // kUpdate: leading inputs that name Variables
   // The attribute kernels dispatch on ("T"), empty when none.
   std::string type_attr;
   std::vector<weft_dtype> allowed_types;  // for type_attr; empty = any
@@ -106,6 +114,9 @@ void RegisterRandomOps(OpRegistry* r);
 void RegisterReduceOps(OpRegistry* r);
 void RegisterLinalgOps(OpRegistry* r);
 void RegisterNnOps(OpRegistry* r);
+// Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
+void RegisterGradOpsA(OpRegistry* r);
+void RegisterGradOpsB(OpRegistry* r);
 
 // Schemas shared by families: a unary op keeping shape and dtype, and a
 // binary op with NumPy broadcasting over inputs of one dtype.

@@ -142,6 +142,13 @@ void RegisterStateOps(OpRegistry* r) {
     d.infer = [](InferenceContext&) -> weft_status* { return nullptr; };
     r->Add(std::move(d));
   }
+  {
+    // Run by the runtime on whatever device holds x: no kernel needed.
+    OpDef d = UnaryOp("StopGradient", kAllTypes,
+                      "x, unchanged; gradients do not flow through it.");
+    d.exec = ExecKind::kForward;
+    r->Add(std::move(d));
+  }
 }
 
 }  // namespace weft

@@ -1,5 +1,6 @@
 #include "session/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -66,6 +67,7 @@ class Run {
                          const TensorValue* const* inputs, int32_t n_in,
                          TensorValue* outputs, int32_t n_out);
   weft_status* Send(const PlanNode& p);
+  weft_status* Update(const PlanNode& p);
   weft_status* Recv(const PlanNode& p);
   // Counts the outputs of `p` that are new run memory on its device.
   void Account(const PlanNode& p);
@@ -422,6 +424,11 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       outputs[0] = std::move(sum);
       return nullptr;
     }
+    case ExecKind::kUpdate:
+      return Update(p);
+    case ExecKind::kForward:
+      outputs[0] = slots_[p.input_slots[0]];
+      return nullptr;
     case ExecKind::kSend:
       return Send(p);
     case ExecKind::kRecv:
@@ -429,6 +436,60 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
     case ExecKind::kNoOp:
     case ExecKind::kPlaceholder:
       return nullptr;
+  }
+  return nullptr;
+}
+
+// An update op: reads its variables' values and its data inputs, and
+// publishes its outputs as the variables' new values once they are written.
+// The variables are locked for the whole update (in address order, so two
+// updates sharing variables cannot deadlock): updates of one variable are
+// serialized, and a read sees a value before or after an update, never
+// between.
+weft_status* Run::Update(const PlanNode& p) {
+  const int32_t refs = static_cast<int32_t>(p.ref_variables.size());
+  std::vector<VariableState*> order(p.ref_variables);
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(order.size());
+  for (VariableState* v : order) locks.emplace_back(v->mu);
+  const int32_t n_in = static_cast<int32_t>(p.input_slots.size());
+  std::vector<const TensorValue*> inputs(n_in);
+  for (int32_t i = 0; i < n_in; ++i) {
+    if (i < refs) {
+      VariableState* v = p.ref_variables[i];
+      if (!v->initialized)
+        return Errorf(WEFT_FAILED_PRECONDITION,
+                      "node '%s' (%s): variable '%s' is not initialized",
+                      p.node->name.c_str(), p.node->op_type.c_str(),
+                      p.node->inputs[i].node->name.c_str());
+      inputs[i] = &v->value;
+    } else {
+      inputs[i] = &slots_[p.input_slots[i]];
+    }
+  }
+  TensorValue* outputs = slots_.data() + p.output_base;
+  weft_status* st =
+      RunKernel(p, p.node, p.kernel, inputs.data(), n_in, outputs,
+                p.num_outputs);
+  // Published only once written: other runs read from their own streams.
+  if (st == nullptr) st = DrainStream(p.device);
+  if (st != nullptr) return st;
+  for (int32_t r = 0; r < refs && r < p.num_outputs; ++r) {
+    VariableState* v = p.ref_variables[r];
+    TensorValue& out = outputs[r];
+    if (!(out.dims == v->value.dims))
+      return Errorf(WEFT_INTERNAL,
+                    "node '%s' (%s): new value of '%s' has shape %s, the "
+                    "variable %s", p.node->name.c_str(),
+                    p.node->op_type.c_str(),
+                    p.node->inputs[r].node->name.c_str(),
+                    out.dims.ToString().c_str(),
+                    v->value.dims.ToString().c_str());
+    if (out.buffer) out.buffer->is_state = true;
+    Release(v->value);  // queued work of this run may still read it
+    v->value = out;
   }
   return nullptr;
 }

@@ -119,6 +119,8 @@ weft_status* PrepareConst(const weft_node* n, Device* device,
 // not a read, so it is no data edge (else initializing a variable would first
 // read it).
 bool IsRefInput(const weft_node* n, size_t i) {
+  if (n->def->exec == ExecKind::kUpdate)
+    return i < static_cast<size_t>(n->def->num_refs);
   return i == 0 && (n->def->exec == ExecKind::kAssign ||
                     n->def->exec == ExecKind::kAssignAdd);
 }
@@ -157,6 +159,7 @@ class Planner {
   weft_status* PlaceVariable(const weft_node* var, Device** out,
                              std::string* reason);
   weft_status* PlaceKernel(int32_t i);
+  weft_status* PlaceUpdate(PlanNode* p);
   double InputTransferUs(const weft_node* n, Device* d);
   weft_status* Place();
   weft_status* Partition();
@@ -348,6 +351,40 @@ weft_status* Planner::PlaceKernel(int32_t i) {
   return nullptr;
 }
 
+// An update op runs where its variables are: they must all be on one
+// device (an optimizer's slots are made beside their variable).
+weft_status* Planner::PlaceUpdate(PlanNode* p) {
+  const weft_node* n = p->node;
+  for (int32_t r = 0; r < n->def->num_refs; ++r) {
+    const weft_node* var = n->inputs[r].node;
+    Device* d = nullptr;
+    WEFT_RETURN_IF_ERROR(PlaceVariable(var, &d, nullptr));
+    if (r == 0) {
+      p->device = d;
+    } else if (d != p->device) {
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "node '%s' (%s) updates '%s' on %s and '%s' on %s: the "
+                    "variables one update writes must share a device",
+                    n->name.c_str(), n->op_type.c_str(),
+                    n->inputs[0].node->name.c_str(), p->device->name.c_str(),
+                    var->name.c_str(), d->name.c_str());
+    }
+    p->ref_variables.push_back(req_.variables->Get(var));
+  }
+  p->reason = "state: with its variable '" + n->inputs[0].node->name + "'";
+  int32_t dtype = TypeAttrValue(n);
+  p->kernel = Registry::Get().FindKernel(n->op_type, p->device->type, dtype);
+  if (p->kernel == nullptr)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s': no kernel for op %s with %s=%s on %s, where "
+                  "its variable '%s' lives (kernels: %s)", n->name.c_str(),
+                  n->op_type.c_str(), n->def->type_attr.c_str(),
+                  weft_dtype_name(static_cast<weft_dtype>(dtype)),
+                  p->device->name.c_str(), n->inputs[0].node->name.c_str(),
+                  KernelList(n->op_type).c_str());
+  return nullptr;
+}
+
 weft_status* Planner::Place() {
   plan_->nodes.resize(order_.size());
   for (size_t i = 0; i < order_.size(); ++i) {
@@ -368,12 +405,24 @@ weft_status* Planner::Place() {
   // Kernels in dependency order, so each sees where its inputs are.
   for (int32_t i : topo_) {
     PlanNode& p = plan_->nodes[i];
+    if (p.kind == ExecKind::kForward) {
+      // Where the value already is, so forwarding never moves it.
+      const weft_output& in = p.node->inputs[0];
+      if (!IsFed(in.node, in.index))
+        p.device = plan_->nodes[index_.at(Rep(in.node))].device;
+      if (p.device != nullptr) p.reason = "with its input";
+      continue;
+    }
     if (p.kind != ExecKind::kKernel) continue;
     WEFT_RETURN_IF_ERROR(PlaceKernel(i));
     if (p.node->def->stateful)
       p.run_counter = req_.variables->RunCounter(p.node);
   }
   for (PlanNode& p : plan_->nodes) {
+    if (p.kind == ExecKind::kUpdate) {
+      WEFT_RETURN_IF_ERROR(PlaceUpdate(&p));
+      continue;
+    }
     if (p.kind != ExecKind::kAssign && p.kind != ExecKind::kAssignAdd)
       continue;
     // State stays with its variable, wherever that is.

@@ -30,6 +30,7 @@ struct PlanNode {
   int32_t pending = 0;              // edges from plan nodes
   TensorValue const_value;          // kConst: on `device`
   VariableState* variable = nullptr;  // kVariable, kAssign, kAssignAdd
+  std::vector<VariableState*> ref_variables;  // kUpdate, in input order
   std::atomic<uint64_t>* run_counter = nullptr;  // stateful kernels
   std::string reason;  // why the node is on `device`, for run metadata
 };

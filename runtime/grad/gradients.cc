@@ -1,0 +1,338 @@
+// Symbol-to-symbol differentiation: weft_gradients() walks the nodes
+// between the xs and the ys in reverse creation order (the graph is
+// append-only, so creation order is a topological order), sums the
+// gradients arriving at each output, and calls each op's gradient function
+// to add the nodes that carry them on to the op's inputs.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_set>
+
+#include "base/status.h"
+#include "grad/registry.h"
+#include "weft/train.h"
+
+namespace weft {
+namespace {
+
+using Key = std::pair<const weft_node*, int32_t>;
+
+bool IsFloat(weft_dtype t) {
+  return t == WEFT_FLOAT32 || t == WEFT_FLOAT64 || t == WEFT_FLOAT16 ||
+         t == WEFT_BFLOAT16;
+}
+
+// Inputs that name a Variable by reference carry no data, and no gradient.
+bool IsRef(const weft_node* n, size_t i) {
+  switch (n->def->exec) {
+    case ExecKind::kAssign:
+    case ExecKind::kAssignAdd:
+      return i == 0;
+    case ExecKind::kUpdate:
+      return i < static_cast<size_t>(n->def->num_refs);
+    default:
+      return false;
+  }
+}
+
+weft_status* CheckOutput(weft_graph* g, weft_output o, const char* what,
+                         int32_t i) {
+  if (o.node == nullptr || !g->impl->Owns(o.node))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "%s %d is not an output of this graph", what, i);
+  if (o.index < 0 ||
+      o.index >= static_cast<int32_t>(o.node->output_dtypes.size()))
+    return Errorf(WEFT_INVALID_ARGUMENT, "%s %d names output %d of '%s', "
+                  "which has %zu", what, i, o.index, o.node->name.c_str(),
+                  o.node->output_dtypes.size());
+  weft_dtype t = o.node->output_dtypes[o.index];
+  if (!IsFloat(t))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "%s %d ('%s:%d') is %s: gradients need floating-point "
+                  "values", what, i, o.node->name.c_str(), o.index,
+                  weft_dtype_name(t));
+  return nullptr;
+}
+
+weft_status* Build(weft_graph* g, const char* op, const std::string& name,
+                   std::initializer_list<weft_output> inputs,
+                   weft_output* out) {
+  weft_op_builder* b = weft_op_begin(g, op, name.c_str());
+  for (const weft_output& in : inputs) weft_op_add_input(b, in);
+  weft_node* n = nullptr;
+  WEFT_RETURN_IF_ERROR(weft_op_finish(b, &n));
+  *out = weft_output{n, 0};
+  return nullptr;
+}
+
+// A name prefix no node of the graph uses yet: "gradients", then
+// "gradients_1", ...  A NoOp of that name claims it.
+weft_status* NewScope(weft_graph* g, std::string* scope) {
+  for (int k = 0;; ++k) {
+    std::string s = k == 0 ? "gradients" : "gradients_" + std::to_string(k);
+    if (g->impl->Find(s) != nullptr) continue;
+    weft_op_builder* b = weft_op_begin(g, "NoOp", s.c_str());
+    weft_node* n = nullptr;
+    WEFT_RETURN_IF_ERROR(weft_op_finish(b, &n));
+    *scope = s;
+    return nullptr;
+  }
+}
+
+class Backprop {
+ public:
+  Backprop(weft_graph* g) : g_(g) {}
+  weft_status* Run(const weft_output* ys, int32_t ny, const weft_output* xs,
+                   int32_t nx, const weft_output* grad_ys, weft_output* out);
+
+ private:
+  // The sum of the gradients that arrived at `k`, or {nullptr, 0}.
+  weft_status* Total(const Key& k, const std::string& scope, weft_output* out);
+
+  weft_graph* g_;
+  std::map<Key, std::vector<weft_output>> arrived_;
+};
+
+weft_status* Backprop::Total(const Key& k, const std::string& scope,
+                             weft_output* out) {
+  *out = weft_output{nullptr, 0};
+  auto it = arrived_.find(k);
+  if (it == arrived_.end() || it->second.empty()) return nullptr;
+  std::vector<weft_output>& parts = it->second;
+  weft_output sum = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i)
+    WEFT_RETURN_IF_ERROR(Build(g_, "Add",
+                               scope + "/sum_" + std::to_string(k.second) +
+                                   "_" + std::to_string(i),
+                               {sum, parts[i]}, &sum));
+  parts.assign(1, sum);
+  *out = sum;
+  return nullptr;
+}
+
+weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
+                           const weft_output* xs, int32_t nx,
+                           const weft_output* grad_ys, weft_output* out) {
+  Graph& graph = *g_->impl;
+  // Nodes some y depends on, through data inputs.
+  std::unordered_set<const weft_node*> to_y;
+  std::vector<const weft_node*> stack;
+  for (int32_t i = 0; i < ny; ++i)
+    if (to_y.insert(ys[i].node).second) stack.push_back(ys[i].node);
+  while (!stack.empty()) {
+    const weft_node* n = stack.back();
+    stack.pop_back();
+    for (size_t k = 0; k < n->inputs.size(); ++k)
+      if (!IsRef(n, k) && to_y.insert(n->inputs[k].node).second)
+        stack.push_back(n->inputs[k].node);
+  }
+  // Nodes that depend on some x, among those: in creation order, a node
+  // depends on an x if it is one or one of its inputs does.
+  int32_t lo = INT32_MAX, hi = -1;
+  std::unordered_set<const weft_node*> from_x;
+  for (int32_t i = 0; i < nx; ++i) {
+    from_x.insert(xs[i].node);
+    lo = std::min(lo, xs[i].node->id);
+  }
+  for (int32_t i = 0; i < ny; ++i) hi = std::max(hi, ys[i].node->id);
+  std::vector<const weft_node*> between;
+  for (int32_t id = lo; id <= hi; ++id) {
+    const weft_node* n = graph.At(id);
+    if (!to_y.count(n)) continue;
+    bool dep = from_x.count(n) != 0;
+    for (size_t k = 0; !dep && k < n->inputs.size(); ++k)
+      dep = !IsRef(n, k) && from_x.count(n->inputs[k].node);
+    if (!dep) continue;
+    from_x.insert(n);
+    between.push_back(n);
+  }
+  if (between.empty()) return nullptr;  // no x reaches a y
+
+  std::string scope;
+  WEFT_RETURN_IF_ERROR(NewScope(g_, &scope));
+  for (int32_t i = 0; i < ny; ++i) {
+    if (!from_x.count(ys[i].node)) continue;
+    weft_output seed;
+    if (grad_ys != nullptr) {
+      seed = grad_ys[i];
+    } else {
+      weft_op_builder* b = weft_op_begin(
+          g_, "OnesLike", (scope + "/seed_" + std::to_string(i)).c_str());
+      weft_op_add_input(b, ys[i]);
+      weft_node* n = nullptr;
+      WEFT_RETURN_IF_ERROR(weft_op_finish(b, &n));
+      seed = weft_output{n, 0};
+    }
+    arrived_[Key{ys[i].node, ys[i].index}].push_back(seed);
+  }
+
+  std::map<Key, std::vector<int32_t>> x_slots;
+  for (int32_t i = 0; i < nx; ++i)
+    x_slots[Key{xs[i].node, xs[i].index}].push_back(i);
+
+  for (size_t b = between.size(); b-- > 0;) {
+    weft_node* n = const_cast<weft_node*>(between[b]);
+    weft_gradient_context ctx;
+    ctx.graph = g_;
+    ctx.node = n;
+    ctx.scope = scope + "/" + n->name;
+    bool any = false;
+    ctx.dy.resize(n->output_dtypes.size());
+    for (size_t o = 0; o < ctx.dy.size(); ++o) {
+      Key k{n, static_cast<int32_t>(o)};
+      WEFT_RETURN_IF_ERROR(Total(k, ctx.scope, &ctx.dy[o]));
+      any |= ctx.dy[o].node != nullptr;
+      auto xs_here = x_slots.find(k);
+      if (xs_here != x_slots.end())
+        for (int32_t i : xs_here->second) out[i] = ctx.dy[o];
+    }
+    if (!any) continue;
+    ctx.wanted.resize(n->inputs.size());
+    ctx.dx.assign(n->inputs.size(), weft_output{nullptr, 0});
+    bool want_any = false;
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      const weft_output& in = n->inputs[k];
+      ctx.wanted[k] = !IsRef(n, k) && from_x.count(in.node) &&
+                      IsFloat(in.node->output_dtypes[in.index]);
+      want_any |= ctx.wanted[k];
+    }
+    if (!want_any) continue;
+    int status = GradientStatus(n->op_type);
+    if (status == 0) continue;  // declared not differentiable: no gradient
+    const GradFn* fn = FindGradient(n->op_type);
+    if (fn == nullptr)
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "no gradient is defined for op %s (node '%s', between "
+                    "the xs and the ys); weft_gradient_register() can add "
+                    "one", n->op_type.c_str(), n->name.c_str());
+    WEFT_RETURN_IF_ERROR(Annotate(
+        (*fn)(&ctx), "gradient of node '" + n->name + "' (" + n->op_type +
+                         ")"));
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      if (ctx.dx[k].node == nullptr || !ctx.wanted[k]) continue;
+      const weft_output& in = n->inputs[k];
+      arrived_[Key{in.node, in.index}].push_back(ctx.dx[k]);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace weft
+
+using weft::Error;
+using weft::Errorf;
+
+extern "C" {
+
+weft_status* weft_gradients(weft_graph* graph, const weft_output* ys,
+                            int32_t num_ys, const weft_output* xs,
+                            int32_t num_xs, const weft_output* grad_ys,
+                            weft_output* out_grads) {
+  if (graph == nullptr) return Error(WEFT_INVALID_ARGUMENT, "graph is NULL");
+  if (num_ys <= 0 || num_xs <= 0 || ys == nullptr || xs == nullptr ||
+      out_grads == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "weft_gradients needs at least one y and one x, and room "
+                 "for the gradients");
+  for (int32_t i = 0; i < num_xs; ++i) out_grads[i] = weft_output{nullptr, 0};
+  return weft::Guard([&]() -> weft_status* {
+    for (int32_t i = 0; i < num_ys; ++i)
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(graph, ys[i], "y", i));
+    for (int32_t i = 0; i < num_xs; ++i)
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(graph, xs[i], "x", i));
+    if (grad_ys != nullptr)
+      for (int32_t i = 0; i < num_ys; ++i) {
+        WEFT_RETURN_IF_ERROR(
+            weft::CheckOutput(graph, grad_ys[i], "grad_y", i));
+        const weft_output& y = ys[i];
+        const weft_output& gy = grad_ys[i];
+        weft_dtype yt = y.node->output_dtypes[y.index];
+        weft_dtype gt = gy.node->output_dtypes[gy.index];
+        const weft::ShapeInfo& ys_shape = y.node->output_shapes[y.index];
+        const weft::ShapeInfo& gs = gy.node->output_shapes[gy.index];
+        bool shape_ok = ys_shape.rank < 0 || gs.rank < 0 ||
+                        ys_shape.rank == gs.rank;
+        for (int32_t d = 0; shape_ok && d < ys_shape.rank && d < gs.rank; ++d)
+          shape_ok = ys_shape.dims[d] < 0 || gs.dims[d] < 0 ||
+                     ys_shape.dims[d] == gs.dims[d];
+        if (yt != gt || !shape_ok)
+          return Errorf(WEFT_INVALID_ARGUMENT,
+                        "grad_y %d is %s %s but y %d ('%s') is %s %s", i,
+                        weft_dtype_name(gt), gs.ToString().c_str(), i,
+                        y.node->name.c_str(), weft_dtype_name(yt),
+                        ys_shape.ToString().c_str());
+      }
+    weft::Backprop bp(graph);
+    weft_status* st = bp.Run(ys, num_ys, xs, num_xs, grad_ys, out_grads);
+    if (st != nullptr)
+      for (int32_t i = 0; i < num_xs; ++i)
+        out_grads[i] = weft_output{nullptr, 0};
+    return st;
+  });
+}
+
+int32_t weft_op_gradient_status(const char* op_type) {
+  if (op_type == nullptr) return -1;
+  return weft::GradientStatus(op_type);
+}
+
+weft_graph* weft_gradient_graph(weft_gradient_context* ctx) {
+  return ctx ? ctx->graph : nullptr;
+}
+
+weft_node* weft_gradient_node(weft_gradient_context* ctx) {
+  return ctx ? ctx->node : nullptr;
+}
+
+weft_output weft_gradient_output_grad(weft_gradient_context* ctx,
+                                      int32_t index) {
+  if (ctx == nullptr || index < 0 ||
+      index >= static_cast<int32_t>(ctx->dy.size()))
+    return weft_output{nullptr, 0};
+  return ctx->dy[index];
+}
+
+int32_t weft_gradient_input_wanted(weft_gradient_context* ctx,
+                                   int32_t index) {
+  if (ctx == nullptr || index < 0 ||
+      index >= static_cast<int32_t>(ctx->wanted.size()))
+    return 0;
+  return ctx->wanted[index] ? 1 : 0;
+}
+
+weft_status* weft_gradient_set_input_grad(weft_gradient_context* ctx,
+                                          int32_t index, weft_output grad) {
+  if (ctx == nullptr) return Error(WEFT_INVALID_ARGUMENT, "ctx is NULL");
+  if (index < 0 || index >= static_cast<int32_t>(ctx->dx.size()))
+    return Errorf(WEFT_OUT_OF_RANGE, "node '%s' has %zu inputs, not %d",
+                  ctx->node->name.c_str(), ctx->dx.size(), index + 1);
+  if (grad.node == nullptr || !ctx->graph->impl->Owns(grad.node))
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "an input gradient must be an output of the graph");
+  const weft_output& in = ctx->node->inputs[index];
+  weft_dtype want = in.node->output_dtypes[in.index];
+  weft_dtype got = grad.node->output_dtypes[grad.index];
+  if (want != got)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "gradient for input %d of '%s' is %s; the input is %s",
+                  index, ctx->node->name.c_str(), weft_dtype_name(got),
+                  weft_dtype_name(want));
+  ctx->dx[index] = grad;
+  return nullptr;
+}
+
+weft_status* weft_gradient_register(const char* op_type, weft_gradient_fn fn,
+                                    void* arg) {
+  if (op_type == nullptr || fn == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "op_type and fn are required");
+  if (weft::OpRegistry::Global().Find(op_type) == nullptr)
+    return Errorf(WEFT_INVALID_ARGUMENT, "unknown op '%s'", op_type);
+  weft::GradientStatus(op_type);  // the library's first, so this one wins
+  weft::RegisterGradient(op_type, [fn, arg](weft_gradient_context* ctx) {
+    return fn(arg, ctx);
+  });
+  return nullptr;
+}
+
+}  // extern "C"
