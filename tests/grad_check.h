@@ -22,6 +22,10 @@ typedef struct gc_input {
   const int64_t* dims;
   int32_t rank;
   const double* values;   /* element-count values, converted to dtype */
+  /* Bit d set: the placeholder declares dim d unknown (-1, as a batch is),
+   * so the gradients are built without knowing it; `dims` is still what is
+   * fed.  Appended: initializers that stop at `values` leave it 0. */
+  uint32_t unknown_dims;
 } gc_input;
 
 /* Builds the function under test from placeholders `xs` (one per input, in
