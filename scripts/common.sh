@@ -8,6 +8,7 @@ WEFT_PACKAGES=(
   meson ninja-build pkg-config g++ python3
   libeigen3-dev libdnnl-dev libdlpack-dev libcriterion-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  zlib1g-dev dataset-fashion-mnist
 )
 
 WEFT_BUILD_DIR=${WEFT_BUILD_DIR:-build}
