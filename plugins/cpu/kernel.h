@@ -194,6 +194,7 @@ weft_status* RegisterArrayKernels(const Registrar& registrar);
 weft_status* RegisterRandomKernels(const Registrar& registrar);
 weft_status* RegisterNnKernels(const Registrar& registrar);
 weft_status* RegisterLinalgKernels(const Registrar& registrar);
+weft_status* RegisterTrainKernels(const Registrar& registrar);
 weft_status* RegisterGradKernelsA(const Registrar& registrar);
 weft_status* RegisterGradKernelsB(const Registrar& registrar);
 

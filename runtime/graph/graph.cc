@@ -125,4 +125,15 @@ weft_node* Graph::At(int32_t index) const {
   return nodes_[index].get();
 }
 
+void Graph::SetTrainable(const weft_node* variable, bool trainable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (trainable) not_trainable_.erase(variable);
+  else not_trainable_.insert(variable);
+}
+
+bool Graph::IsTrainable(const weft_node* variable) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return not_trainable_.count(variable) == 0;
+}
+
 }  // namespace weft

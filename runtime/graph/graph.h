@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/op_registry.h"
@@ -43,6 +44,10 @@ class Graph {
   weft_node* At(int32_t index) const;
   bool Owns(const weft_node* node) const { return node && node->graph == this; }
 
+  // Whether weft_minimize() updates a Variable node (all are, until told).
+  void SetTrainable(const weft_node* variable, bool trainable);
+  bool IsTrainable(const weft_node* variable) const;
+
  private:
   std::string UniqueName(const std::string& base);
 
@@ -50,6 +55,7 @@ class Graph {
   std::deque<std::unique_ptr<weft_node>> nodes_;
   std::unordered_map<std::string, weft_node*> by_name_;
   std::unordered_map<std::string, int> name_counters_;
+  std::unordered_set<const weft_node*> not_trainable_;
 };
 
 }  // namespace weft

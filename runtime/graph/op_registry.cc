@@ -122,6 +122,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterReduceOps(r);
     RegisterLinalgOps(r);
     RegisterNnOps(r);
+    RegisterTrainOps(r);
     RegisterGradOpsA(r);
     RegisterGradOpsB(r);
     return r;

@@ -114,6 +114,7 @@ void RegisterRandomOps(OpRegistry* r);
 void RegisterReduceOps(OpRegistry* r);
 void RegisterLinalgOps(OpRegistry* r);
 void RegisterNnOps(OpRegistry* r);
+void RegisterTrainOps(OpRegistry* r);  // optimizers (ApplyAdam, ...)
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
 void RegisterGradOpsA(OpRegistry* r);
 void RegisterGradOpsB(OpRegistry* r);

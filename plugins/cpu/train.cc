@@ -1,0 +1,184 @@
+// Optimizer kernels: ApplyGradientDescent, ApplyMomentum, ApplyAdam.
+// The host hands them the variables' current values as their leading inputs
+// and publishes their outputs as the new values, so each is a pure function:
+// it reads its inputs and writes fresh outputs, never an input.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include <Eigen/Core>
+
+#include "elementwise_types.h"
+#include "kernel.h"
+
+namespace weft_cpu {
+namespace {
+
+constexpr int32_t kMaxInputs = 10;  // ApplyAdam's
+
+// An update's inputs and its outputs (the variables' new values).
+struct Update {
+  Tensor in[kMaxInputs];
+  Tensor out[3];
+};
+
+WEFT_CPU_COLD weft_status* ShapeMismatch(const weft_kernel_context* ctx,
+                                         int32_t index, const Tensor& got,
+                                         const Tensor& want) {
+  char a[96], b[96];
+  return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                   "input %d has shape %s; the variable has shape %s", index,
+                   FormatShape(got.dims, got.rank, a, sizeof a),
+                   FormatShape(want.dims, want.rank, b, sizeof b));
+}
+
+bool SameShape(const Tensor& a, const Tensor& b) {
+  return a.rank == b.rank &&
+         std::memcmp(a.dims, b.dims, sizeof(int64_t) * a.rank) == 0;
+}
+
+// Reads the inputs: `num_refs` variable values, then data inputs of which
+// those flagged in `scalar_mask` (bit i for input i) are scalars and the
+// others have the variables' shape.  Allocates one output per variable.
+weft_status* Prepare(weft_kernel_context* ctx, int32_t num_inputs,
+                     int32_t num_refs, unsigned scalar_mask, Update* u) {
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    Tensor& t = u->in[i];
+    if (weft_status* s = ReadInput(ctx, i, &t)) return s;
+    if (t.dtype != u->in[0].dtype) {
+      return DtypeMismatch(ctx, "input", t.dtype, u->in[0].dtype);
+    }
+    if ((scalar_mask >> i) & 1u) {
+      if (t.count != 1) {
+        return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                         "input %d must be a scalar, has %lld elements", i,
+                         static_cast<long long>(t.count));
+      }
+    } else if (!SameShape(t, u->in[0])) {
+      return ShapeMismatch(ctx, i, t, u->in[0]);
+    }
+  }
+  const Tensor& var = u->in[0];
+  for (int32_t r = 0; r < num_refs; ++r) {
+    if (weft_status* s =
+            AllocateOutput(ctx, r, var.dtype, var.dims, var.rank, &u->out[r])) {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+template <typename T>
+using Vec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using MutableVec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <typename T>
+Vec<T> Slice(const Tensor& t, int64_t begin, int64_t end) {
+  return Vec<T>(t.data<T>() + begin, end - begin);
+}
+template <typename T>
+MutableVec<T> MutableSlice(const Tensor& t, int64_t begin, int64_t end) {
+  return MutableVec<T>(t.data<T>() + begin, end - begin);
+}
+template <typename T>
+T Scalar(const Tensor& t) {
+  return t.data<T>()[0];
+}
+
+// Runs body(T{}, begin, end) over the variables' elements, in parallel when
+// they are many.
+template <typename Body>
+weft_status* ForElements(weft_kernel_context* ctx, const Update& u,
+                         double cycles_per_element, Body&& body) {
+  const int64_t n = u.in[0].count;
+  if (n == 0) return nullptr;
+  return DispatchDtype<kFloatDtypes>(ctx, u.in[0].dtype, [&](auto tag) {
+    ParallelFor(ctx, n, 1, cycles_per_element,
+                [&](int64_t begin, int64_t end) { body(tag, begin, end); });
+    return static_cast<weft_status*>(nullptr);
+  });
+}
+
+// var - alpha * delta.
+weft_status* GradientDescentKernel(weft_kernel_context* ctx) {
+  Update u;
+  if (weft_status* s = Prepare(ctx, 3, 1, 1u << 1, &u)) return s;
+  return ForElements(ctx, u, 2, [&](auto tag, int64_t b, int64_t e) {
+    using T = decltype(tag);
+    MutableSlice<T>(u.out[0], b, e) =
+        Slice<T>(u.in[0], b, e) - Scalar<T>(u.in[1]) * Slice<T>(u.in[2], b, e);
+  });
+}
+
+// Inputs var, accum, lr, grad, momentum; outputs var, accum.
+weft_status* MomentumKernel(weft_kernel_context* ctx) {
+  Update u;
+  if (weft_status* s = Prepare(ctx, 5, 2, (1u << 2) | (1u << 4), &u)) return s;
+  bool nesterov = false;
+  if (weft_status* s = OptionalBoolAttr(ctx, "use_nesterov", false, &nesterov))
+    return s;
+  return ForElements(ctx, u, 5, [&](auto tag, int64_t b, int64_t e) {
+    using T = decltype(tag);
+    const T lr = Scalar<T>(u.in[2]);
+    const T momentum = Scalar<T>(u.in[4]);
+    auto grad = Slice<T>(u.in[3], b, e);
+    MutableVec<T> accum = MutableSlice<T>(u.out[1], b, e);
+    accum = Slice<T>(u.in[1], b, e) * momentum + grad;
+    if (nesterov) {
+      MutableSlice<T>(u.out[0], b, e) =
+          Slice<T>(u.in[0], b, e) - (grad * lr + accum * momentum * lr);
+    } else {
+      MutableSlice<T>(u.out[0], b, e) = Slice<T>(u.in[0], b, e) - lr * accum;
+    }
+  });
+}
+
+// Inputs var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
+// grad; outputs var, m, v.  The step size folds in Adam's bias correction.
+weft_status* AdamKernel(weft_kernel_context* ctx) {
+  Update u;
+  if (weft_status* s = Prepare(ctx, 10, 3, 0x1f8u, &u)) return s;
+  return ForElements(ctx, u, 20, [&](auto tag, int64_t b, int64_t e) {
+    using T = decltype(tag);
+    const T beta1 = Scalar<T>(u.in[6]);
+    const T beta2 = Scalar<T>(u.in[7]);
+    const T epsilon = Scalar<T>(u.in[8]);
+    const T alpha = Scalar<T>(u.in[5]) *
+                    std::sqrt(T(1) - Scalar<T>(u.in[4])) /
+                    (T(1) - Scalar<T>(u.in[3]));
+    auto grad = Slice<T>(u.in[9], b, e);
+    auto m_old = Slice<T>(u.in[1], b, e);
+    auto v_old = Slice<T>(u.in[2], b, e);
+    MutableVec<T> m = MutableSlice<T>(u.out[1], b, e);
+    MutableVec<T> v = MutableSlice<T>(u.out[2], b, e);
+    m = m_old + (grad - m_old) * (T(1) - beta1);
+    v = v_old + (grad.square() - v_old) * (T(1) - beta2);
+    // std::sqrt, not Eigen's: with EIGEN_FAST_MATH float sqrt is an
+    // estimate off in the last bits (see unary.cc).
+    T* var = u.out[0].data<T>() + b;
+    const T* var_old = u.in[0].data<T>() + b;
+    const T* mp = m.data();
+    const T* vp = v.data();
+    for (int64_t i = 0; i < e - b; ++i) {
+      var[i] = var_old[i] - alpha * mp[i] / (std::sqrt(vp[i]) + epsilon);
+    }
+  });
+}
+
+}  // namespace
+
+weft_status* RegisterTrainKernels(const Registrar& registrar) {
+  weft_status* s = nullptr;
+  if ((s = RegisterForDtypes(registrar, "ApplyGradientDescent", kFloatDtypes,
+                             Guarded<GradientDescentKernel>)) ||
+      (s = RegisterForDtypes(registrar, "ApplyMomentum", kFloatDtypes,
+                             Guarded<MomentumKernel>)) ||
+      (s = RegisterForDtypes(registrar, "ApplyAdam", kFloatDtypes,
+                             Guarded<AdamKernel>))) {
+    return s;
+  }
+  return nullptr;
+}
+
+}  // namespace weft_cpu
