@@ -26,12 +26,17 @@ static int64_t element_count(const int64_t* dims, int32_t rank) {
 static double read_element(const weft_tensor* t, int64_t i) {
   const void* p = weft_tensor_data(t);
   switch (weft_tensor_dtype(t)) {
-    case WEFT_FLOAT64: return ((const double*)p)[i];
-    case WEFT_FLOAT32: return ((const float*)p)[i];
-    case WEFT_INT32: return ((const int32_t*)p)[i];
-    case WEFT_INT64: return (double)((const int64_t*)p)[i];
+    case WEFT_FLOAT64:
+      return ((const double*)p)[i];
+    case WEFT_FLOAT32:
+      return ((const float*)p)[i];
+    case WEFT_INT32:
+      return ((const int32_t*)p)[i];
+    case WEFT_INT64:
+      return (double)((const int64_t*)p)[i];
     case WEFT_UINT8:
-    case WEFT_BOOL: return ((const uint8_t*)p)[i];
+    case WEFT_BOOL:
+      return ((const uint8_t*)p)[i];
     default:
       cr_assert_fail("grad_check: cannot read %s elements",
                      weft_dtype_name(weft_tensor_dtype(t)));
@@ -42,12 +47,24 @@ static double read_element(const weft_tensor* t, int64_t i) {
 static void write_element(weft_tensor* t, int64_t i, double v) {
   void* p = weft_tensor_data(t);
   switch (weft_tensor_dtype(t)) {
-    case WEFT_FLOAT64: ((double*)p)[i] = v; break;
-    case WEFT_FLOAT32: ((float*)p)[i] = (float)v; break;
-    case WEFT_INT32: ((int32_t*)p)[i] = (int32_t)v; break;
-    case WEFT_INT64: ((int64_t*)p)[i] = (int64_t)v; break;
-    case WEFT_UINT8: ((uint8_t*)p)[i] = (uint8_t)v; break;
-    case WEFT_BOOL: ((uint8_t*)p)[i] = v != 0; break;
+    case WEFT_FLOAT64:
+      ((double*)p)[i] = v;
+      break;
+    case WEFT_FLOAT32:
+      ((float*)p)[i] = (float)v;
+      break;
+    case WEFT_INT32:
+      ((int32_t*)p)[i] = (int32_t)v;
+      break;
+    case WEFT_INT64:
+      ((int64_t*)p)[i] = (int64_t)v;
+      break;
+    case WEFT_UINT8:
+      ((uint8_t*)p)[i] = (uint8_t)v;
+      break;
+    case WEFT_BOOL:
+      ((uint8_t*)p)[i] = v != 0;
+      break;
     default:
       cr_assert_fail("grad_check: cannot write %s elements",
                      weft_dtype_name(weft_tensor_dtype(t)));
@@ -70,7 +87,8 @@ static double weighted_sum(weft_session* session, const weft_output* feeds,
   cr_assert_eq(n, weft_tensor_element_count(w),
                "grad_check: y changed its element count under a perturbation");
   double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += read_element(w, i) * read_element(out, i);
+  for (int64_t i = 0; i < n; ++i)
+    sum += read_element(w, i) * read_element(out, i);
   weft_tensor_destroy(out);
   return sum;
 }
@@ -127,8 +145,8 @@ void gc_check(const char* what, gc_build_fn build, void* arg,
   }
   /* The weights: fixed, of varied size and sign, none near zero. */
   weft_tensor* y0 = wt_run1(session, feeds, values, num_xs, y);
-  weft_tensor* wt = wt_tensor(ydt, weft_tensor_dims(y0), weft_tensor_rank(y0),
-                              NULL);
+  weft_tensor* wt =
+      wt_tensor(ydt, weft_tensor_dims(y0), weft_tensor_rank(y0), NULL);
   int64_t ny = weft_tensor_element_count(y0);
   wt_rng rng = {0x5eed};
   for (int64_t i = 0; i < ny; ++i) {
@@ -170,8 +188,8 @@ void gc_check(const char* what, gc_build_fn build, void* arg,
       for (int32_t d = 0; d < xs[i].rank; ++d)
         cr_assert_eq(weft_tensor_dim(g, d), xs[i].dims[d],
                      "%s: the gradient of input %d has dim %d = %lld, the "
-                     "input %lld", what, i, d,
-                     (long long)weft_tensor_dim(g, d),
+                     "input %lld",
+                     what, i, d, (long long)weft_tensor_dim(g, d),
                      (long long)xs[i].dims[d]);
     }
     for (int64_t e = 0; e < n; ++e) {

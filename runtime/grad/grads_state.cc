@@ -1,8 +1,25 @@
-// Gradients of the state ops (filled in by the gradient work of issue 5).
+// Ops through which no gradient passes: state and constants, integer and
+// boolean results (comparisons, logical ops, shapes, indices), random
+// draws, and StopGradient, whose purpose this is.
 #include "grad/registry.h"
 
 namespace weft {
 
-void RegisterStateGradients() {}
+void RegisterStateGradients() {
+  for (const char* op : {
+           "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "NoOp",
+           "StopGradient",
+           // Values that do not depend on x's value, only on its shape.
+           "ZerosLike", "OnesLike", "Rank", "Shape", "Size",
+           // Integer- or bool-valued: piecewise constant.
+           "Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual",
+           "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "FloorMod",
+           "ArgMax", "ArgMin", "OneHot",
+           // Random draws: RandomShuffle's permutation cannot be redrawn
+           // for its gradient (each node counts its own runs).
+           "RandomUniform", "RandomNormal", "TruncatedNormal",
+           "RandomShuffle"})
+    RegisterNotDifferentiable(op);
+}
 
 }  // namespace weft
