@@ -2,6 +2,7 @@
 // boolean results (comparisons, logical ops, shapes, indices), random
 // draws, and StopGradient, whose purpose this is.
 #include "grad/registry.h"
+#include "graph/op_registry.h"
 
 namespace weft {
 
@@ -20,6 +21,9 @@ void RegisterStateGradients() {
            "RandomUniform", "RandomNormal", "TruncatedNormal",
            "RandomShuffle"})
     RegisterNotDifferentiable(op);
+  // Update ops (optimizers) replace variables' values: state, like Assign.
+  for (const OpDef* d : OpRegistry::Global().All())
+    if (d->exec == ExecKind::kUpdate) RegisterNotDifferentiable(d->name);
 }
 
 }  // namespace weft
