@@ -1,10 +1,532 @@
-// CPU kernels of the ops in runtime/graph/ops_grad_b.cc.
+// CPU kernels of the ops in runtime/graph/ops_grad_b.cc: the reduction
+// gradients (SumGrad, MeanGrad, ProdGrad), the convolution gradients
+// (Conv2DBackpropInput, Conv2DBackpropFilter) and the pooling gradients
+// (MaxPoolGrad, AvgPoolGrad), float32 and float64.
+//
+// The convolution gradients are the forward im2col scheme transposed: the
+// input gradient multiplies out_backprop by the filter's transpose into
+// patch rows and adds each row back where GatherPatch took it from; the
+// filter gradient multiplies the patch matrix's transpose by out_backprop.
+// Both use the plugin's Eigen GEMM for float32 as well as float64 (oneDNN's
+// backward primitives are not wired in yet).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
 #include "kernel.h"
+#include "matmul_eigen.h"
+#include "nn_common.h"
+#include "nn_kernels.h"
 
 namespace weft_cpu {
+namespace {
+
+// ---- Reduction gradients -------------------------------------------------
+
+// Which elements of x feed which reduced value: element i of x (row-major)
+// belongs to group `offset`, the flat index over x's kept dims.
+struct ReductionGroups {
+  int32_t rank = 0;
+  int64_t dims[WEFT_MAX_RANK];
+  int64_t stride[WEFT_MAX_RANK];  // in group index; 0 on reduced axes
+  int64_t groups = 1;
+  int64_t size = 1;  // elements per group
+
+  template <typename Fn>
+  void ForEach(int64_t count, Fn&& fn) const {
+    int64_t index[WEFT_MAX_RANK] = {0};
+    int64_t group = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      fn(i, group);
+      for (int32_t a = rank - 1; a >= 0; --a) {
+        group += stride[a];
+        if (++index[a] < dims[a]) break;
+        group -= stride[a] * dims[a];
+        index[a] = 0;
+      }
+    }
+  }
+};
+
+weft_status* ReadGroups(const weft_kernel_context* ctx, const Tensor& grad,
+                        const Tensor& x, ReductionGroups* g) {
+  const int64_t* axes = nullptr;
+  int32_t num_axes = 0;
+  bool present = false;
+  if (weft_status* s =
+          OptionalIntListAttr(ctx, "axes", &axes, &num_axes, &present)) {
+    return s;
+  }
+  bool reduce[WEFT_MAX_RANK];
+  std::fill(reduce, reduce + x.rank, !present);
+  for (int32_t k = 0; k < num_axes; ++k) {
+    const int64_t a = axes[k] < 0 ? axes[k] + x.rank : axes[k];
+    if (a < 0 || a >= x.rank || reduce[a]) {
+      return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                       "axis %lld is out of range or repeated for rank %d",
+                       static_cast<long long>(axes[k]), x.rank);
+    }
+    reduce[a] = true;
+  }
+  g->rank = x.rank;
+  int64_t stride = 1;
+  for (int32_t a = x.rank - 1; a >= 0; --a) {
+    g->dims[a] = x.dims[a];
+    g->stride[a] = reduce[a] ? 0 : stride;
+    if (reduce[a]) {
+      g->size *= x.dims[a];
+    } else {
+      stride *= x.dims[a];
+    }
+  }
+  g->groups = stride;
+  if (grad.count != g->groups) {
+    char a[96], b[96];
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "grad %s does not hold one value per reduction of x %s",
+                     FormatShape(grad.dims, grad.rank, a, sizeof a),
+                     FormatShape(x.dims, x.rank, b, sizeof b));
+  }
+  return nullptr;
+}
+
+enum class Spread { kSum, kMean, kProd };
+
+template <typename T, Spread kind>
+void SpreadGrad(const ReductionGroups& g, const T* dy, const T* x, int64_t n,
+                T* dx) {
+  if (kind == Spread::kSum) {
+    g.ForEach(n, [&](int64_t i, int64_t k) { dx[i] = dy[k]; });
+  } else if (kind == Spread::kMean) {
+    const T scale = T(1) / static_cast<T>(g.size);
+    g.ForEach(n, [&](int64_t i, int64_t k) { dx[i] = dy[k] * scale; });
+  } else {
+    // The product of the others is the product of the nonzero elements
+    // divided by x_i when the group has no zero; with one zero only that
+    // element's is nonzero; with more, every one is zero.
+    std::vector<T> nonzero(static_cast<size_t>(g.groups), T(1));
+    std::vector<int64_t> zeros(static_cast<size_t>(g.groups), 0);
+    g.ForEach(n, [&](int64_t i, int64_t k) {
+      if (x[i] == T(0)) {
+        ++zeros[k];
+      } else {
+        nonzero[k] *= x[i];
+      }
+    });
+    g.ForEach(n, [&](int64_t i, int64_t k) {
+      T others = T(0);
+      if (zeros[k] == 0) {
+        others = nonzero[k] / x[i];
+      } else if (zeros[k] == 1 && x[i] == T(0)) {
+        others = nonzero[k];
+      }
+      dx[i] = dy[k] * others;
+    });
+  }
+}
+
+template <Spread kind>
+weft_status* ReductionGradKernel(weft_kernel_context* ctx) {
+  Tensor grad, x;
+  if (weft_status* s = ReadInput(ctx, 0, &grad)) return s;
+  if (weft_status* s = ReadInput(ctx, 1, &x)) return s;
+  if (grad.dtype != x.dtype) return DtypeMismatch(ctx, "x", x.dtype, grad.dtype);
+  ReductionGroups g;
+  if (weft_status* s = ReadGroups(ctx, grad, x, &g)) return s;
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, x.dtype, x.dims, x.rank, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  switch (x.dtype) {
+    case WEFT_FLOAT32:
+      SpreadGrad<float, kind>(g, grad.data<float>(), x.data<float>(), x.count,
+                              out.data<float>());
+      return nullptr;
+    case WEFT_FLOAT64:
+      SpreadGrad<double, kind>(g, grad.data<double>(), x.data<double>(),
+                               x.count, out.data<double>());
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, x.dtype);
+  }
+}
+
+// ---- Shared by the window gradients ----------------------------------------
+
+// A required [N, H, W, C] sizes attribute, -1 entries replaced by `fallback`.
+weft_status* ReadSizes(const weft_kernel_context* ctx, const char* name,
+                       const int64_t fallback[4], int64_t sizes[4]) {
+  const int64_t* v = nullptr;
+  int32_t n = 0;
+  bool present = false;
+  if (weft_status* s = OptionalIntListAttr(ctx, name, &v, &n, &present)) {
+    return s;
+  }
+  if (!present || n != 4) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "attribute %s must be 4 sizes", name);
+  }
+  for (int i = 0; i < 4; ++i) {
+    sizes[i] = v[i] < 0 ? fallback[i] : v[i];
+    if (sizes[i] < 0) {
+      return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                       "attribute %s has no size for dim %d", name, i);
+    }
+  }
+  return nullptr;
+}
+
+// A window over an NHWC input of `dims` (window and strides still to set).
+Window2D NhwcWindow(const int64_t dims[4]) {
+  Window2D w;
+  w.batch = dims[0];
+  w.in_h = dims[1];
+  w.in_w = dims[2];
+  w.channels = dims[3];
+  return w;
+}
+
+// The gradient `dy` must have the window's output shape.
+weft_status* CheckOutputGrad(const weft_kernel_context* ctx, const Window2D& w,
+                             int64_t channels, const Tensor& dy) {
+  if (dy.rank == 4 && dy.dims[0] == w.batch && dy.dims[1] == w.out_h &&
+      dy.dims[2] == w.out_w && dy.dims[3] == channels) {
+    return nullptr;
+  }
+  char buf[96];
+  return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                   "the output gradient %s is not [%lld, %lld, %lld, %lld], "
+                   "the forward op's output shape",
+                   FormatShape(dy.dims, dy.rank, buf, sizeof buf),
+                   static_cast<long long>(w.batch),
+                   static_cast<long long>(w.out_h),
+                   static_cast<long long>(w.out_w),
+                   static_cast<long long>(channels));
+}
+
+// Runs fn(n) for each image n in [first, last), in parallel: work on
+// different images never touches the same input element.
+template <typename Fn>
+void ForImages(const weft_kernel_context* ctx, int64_t first, int64_t last,
+               int64_t work_per_image, Fn&& fn) {
+  ParallelFor(ctx, last - first, work_per_image,
+              static_cast<double>(work_per_image),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t n = begin; n < end; ++n) fn(first + n);
+              });
+}
+
+// ---- Convolution gradients --------------------------------------------------
+
+// Bytes of patch matrix handled at a time (as the forward kernel).
+constexpr int64_t kPatchBytes = int64_t{4} << 20;
+
+// Adds patch row `row` of output pixel `pixel` back into the input
+// gradient `din`: the adjoint of GatherPatch.
+template <typename T>
+void ScatterPatch(const Window2D& w, const T* row, int64_t pixel, T* din) {
+  const int64_t c = w.channels;
+  ForEachTap(w, pixel, [&](int64_t at, int64_t to) {
+    if (to < 0) return;
+    for (int64_t k = 0; k < c; ++k) din[to + k] += row[at + k];
+  });
+}
+
+template <typename T>
+void ConvBackpropInput(const weft_kernel_context* ctx, const Window2D& w,
+                       int64_t out_channels, const T* filter, const T* dy,
+                       T* din, int threads) {
+  std::fill(din, din + w.batch * w.in_h * w.in_w * w.channels, T(0));
+  const int64_t patch = w.k_h * w.k_w * w.channels;
+  const int64_t per_image = w.out_h * w.out_w;
+  const int64_t pixels = w.batch * per_image;
+  if (patch == 0 || pixels == 0) return;
+  const int64_t chunk = std::min<int64_t>(
+      pixels, std::max<int64_t>(1, kPatchBytes / (patch * int64_t{sizeof(T)})));
+  Scratch scratch(static_cast<size_t>(chunk * patch) * sizeof(T));
+  T* rows = scratch.as<T>();
+  for (int64_t first = 0; first < pixels; first += chunk) {
+    const int64_t count = std::min(chunk, pixels - first);
+    // rows [count, patch] = dy [count, Cout] * filter [patch, Cout]^T
+    MatMulEigen<T>(dy + first * out_channels, filter, rows, count,
+                   out_channels, patch, false, true, threads);
+    ForImages(ctx, first / per_image, (first + count - 1) / per_image + 1,
+              per_image * patch, [&](int64_t n) {
+                const int64_t lo = std::max(first, n * per_image);
+                const int64_t hi = std::min(first + count, (n + 1) * per_image);
+                for (int64_t p = lo; p < hi; ++p)
+                  ScatterPatch(w, rows + (p - first) * patch, p, din);
+              });
+  }
+}
+
+template <typename T>
+void ConvBackpropFilter(const weft_kernel_context* ctx, const Window2D& w,
+                        int64_t out_channels, const T* in, const T* dy,
+                        T* dfilter, int threads) {
+  const int64_t patch = w.k_h * w.k_w * w.channels;
+  const int64_t pixels = w.batch * w.out_h * w.out_w;
+  const int64_t filter_size = patch * out_channels;
+  std::fill(dfilter, dfilter + filter_size, T(0));
+  if (patch == 0 || pixels == 0 || out_channels == 0) return;
+  const int64_t chunk = std::min<int64_t>(
+      pixels, std::max<int64_t>(1, kPatchBytes / (patch * int64_t{sizeof(T)})));
+  // One Scratch per thread at a time: the patch rows and the partial
+  // product share it.
+  Scratch scratch(static_cast<size_t>(chunk * patch + filter_size) *
+                  sizeof(T));
+  T* patches = scratch.as<T>();
+  T* partial = patches + chunk * patch;
+  for (int64_t first = 0; first < pixels; first += chunk) {
+    const int64_t count = std::min(chunk, pixels - first);
+    ParallelFor(ctx, count, patch, 2.0 * static_cast<double>(patch),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t r = begin; r < end; ++r)
+                    GatherPatch(w, in, first + r, patches + r * patch);
+                });
+    // partial [patch, Cout] = patches [count, patch]^T * dy [count, Cout]
+    MatMulEigen<T>(patches, dy + first * out_channels, partial, patch, count,
+                   out_channels, true, false, threads);
+    for (int64_t i = 0; i < filter_size; ++i) dfilter[i] += partial[i];
+  }
+}
+
+// Reads inputs 0 and 1: rank 4, one dtype.
+weft_status* ReadRank4Pair(const weft_kernel_context* ctx, const char* first,
+                           const char* second, Tensor* a, Tensor* b) {
+  if (weft_status* s = ReadInput(ctx, 0, a)) return s;
+  if (weft_status* s = ReadInput(ctx, 1, b)) return s;
+  if (a->dtype != b->dtype) return DtypeMismatch(ctx, second, b->dtype, a->dtype);
+  if (weft_status* s = CheckNhwcInput(ctx, first, *a)) return s;
+  return CheckNhwcInput(ctx, second, *b);
+}
+
+weft_status* Conv2DBackpropInputKernel(weft_kernel_context* ctx) {
+  Tensor filter, dy;
+  if (weft_status* s =
+          ReadRank4Pair(ctx, "filter", "out_backprop", &filter, &dy)) {
+    return s;
+  }
+  const int64_t fallback[4] = {dy.dims[0], -1, -1, filter.dims[2]};
+  int64_t sizes[4];
+  if (weft_status* s = ReadSizes(ctx, "input_sizes", fallback, sizes)) {
+    return s;
+  }
+  Window2D w = NhwcWindow(sizes);
+  w.k_h = filter.dims[0];
+  w.k_w = filter.dims[1];
+  if (weft_status* s = ReadWindowAttrs(ctx, false, &w)) return s;
+  if (w.channels != filter.dims[2]) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "input_sizes has %lld channels, the filter %lld",
+                     static_cast<long long>(w.channels),
+                     static_cast<long long>(filter.dims[2]));
+  }
+  if (weft_status* s = CheckOutputGrad(ctx, w, filter.dims[3], dy)) return s;
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, dy.dtype, sizes, 4, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  const int threads = g_host->kernel_intra_op_threads(ctx);
+  switch (dy.dtype) {
+    case WEFT_FLOAT32:
+      ConvBackpropInput(ctx, w, filter.dims[3], filter.data<float>(),
+                        dy.data<float>(), out.data<float>(), threads);
+      return nullptr;
+    case WEFT_FLOAT64:
+      ConvBackpropInput(ctx, w, filter.dims[3], filter.data<double>(),
+                        dy.data<double>(), out.data<double>(), threads);
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, dy.dtype);
+  }
+}
+
+weft_status* Conv2DBackpropFilterKernel(weft_kernel_context* ctx) {
+  Tensor in, dy;
+  if (weft_status* s = ReadRank4Pair(ctx, "input", "out_backprop", &in, &dy)) {
+    return s;
+  }
+  const int64_t fallback[4] = {-1, -1, in.dims[3], dy.dims[3]};
+  int64_t sizes[4];
+  if (weft_status* s = ReadSizes(ctx, "filter_sizes", fallback, sizes)) {
+    return s;
+  }
+  Window2D w = NhwcWindow(in.dims);
+  w.k_h = sizes[0];
+  w.k_w = sizes[1];
+  if (weft_status* s = ReadWindowAttrs(ctx, false, &w)) return s;
+  if (sizes[2] != in.dims[3]) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "filter_sizes has %lld input channels, the input %lld",
+                     static_cast<long long>(sizes[2]),
+                     static_cast<long long>(in.dims[3]));
+  }
+  if (weft_status* s = CheckOutputGrad(ctx, w, sizes[3], dy)) return s;
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, in.dtype, sizes, 4, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  const int threads = g_host->kernel_intra_op_threads(ctx);
+  switch (in.dtype) {
+    case WEFT_FLOAT32:
+      ConvBackpropFilter(ctx, w, sizes[3], in.data<float>(), dy.data<float>(),
+                         out.data<float>(), threads);
+      return nullptr;
+    case WEFT_FLOAT64:
+      ConvBackpropFilter(ctx, w, sizes[3], in.data<double>(),
+                         dy.data<double>(), out.data<double>(), threads);
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, in.dtype);
+  }
+}
+
+// ---- Pooling gradients ------------------------------------------------------
+
+// Windows are clipped to the input exactly as the forward kernels clip them
+// (padding takes part in neither the maximum nor the average).
+struct Clip {
+  int64_t y_lo, y_hi, x_lo, x_hi;
+};
+
+inline Clip ClipWindow(const Window2D& w, int64_t oy, int64_t ox) {
+  const int64_t y0 = oy * w.stride_h - w.pad_top;
+  const int64_t x0 = ox * w.stride_w - w.pad_left;
+  return Clip{std::max<int64_t>(y0, 0), std::min(y0 + w.k_h, w.in_h),
+              std::max<int64_t>(x0, 0), std::min(x0 + w.k_w, w.in_w)};
+}
+
+template <typename T>
+void MaxPoolGradImage(const Window2D& w, const T* in, const T* dy, T* din,
+                      int64_t n) {
+  const int64_t c = w.channels;
+  std::vector<int64_t> best(static_cast<size_t>(c));
+  const T* image = in + n * w.in_h * w.in_w * c;
+  T* dimage = din + n * w.in_h * w.in_w * c;
+  for (int64_t oy = 0; oy < w.out_h; ++oy) {
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const Clip r = ClipWindow(w, oy, ox);
+      if (r.y_lo >= r.y_hi || r.x_lo >= r.x_hi) continue;
+      const int64_t first = (r.y_lo * w.in_w + r.x_lo) * c;
+      for (int64_t k = 0; k < c; ++k) best[k] = first + k;
+      for (int64_t y = r.y_lo; y < r.y_hi; ++y) {
+        for (int64_t x = r.x_lo; x < r.x_hi; ++x) {
+          const int64_t at = (y * w.in_w + x) * c;
+          for (int64_t k = 0; k < c; ++k)
+            if (image[at + k] > image[best[k]]) best[k] = at + k;
+        }
+      }
+      const T* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * c;
+      for (int64_t k = 0; k < c; ++k) dimage[best[k]] += g[k];
+    }
+  }
+}
+
+template <typename T>
+void AvgPoolGradImage(const Window2D& w, const T* dy, T* din, int64_t n) {
+  const int64_t c = w.channels;
+  T* dimage = din + n * w.in_h * w.in_w * c;
+  for (int64_t oy = 0; oy < w.out_h; ++oy) {
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const Clip r = ClipWindow(w, oy, ox);
+      if (r.y_lo >= r.y_hi || r.x_lo >= r.x_hi) continue;
+      const T scale =
+          T(1) / static_cast<T>((r.y_hi - r.y_lo) * (r.x_hi - r.x_lo));
+      const T* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * c;
+      for (int64_t y = r.y_lo; y < r.y_hi; ++y) {
+        for (int64_t x = r.x_lo; x < r.x_hi; ++x) {
+          T* to = dimage + (y * w.in_w + x) * c;
+          for (int64_t k = 0; k < c; ++k) to[k] += g[k] * scale;
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void PoolGrad(const weft_kernel_context* ctx, const Window2D& w, bool max,
+              const T* in, const T* dy, T* din) {
+  std::fill(din, din + w.batch * w.in_h * w.in_w * w.channels, T(0));
+  const int64_t work = w.out_h * w.out_w * w.channels * w.k_h * w.k_w;
+  ForImages(ctx, 0, w.batch, work, [&](int64_t n) {
+    if (max) {
+      MaxPoolGradImage(w, in, dy, din, n);
+    } else {
+      AvgPoolGradImage(w, dy, din, n);
+    }
+  });
+}
+
+// MaxPoolGrad(orig_input, grad) and AvgPoolGrad(grad) attr input_sizes.
+template <bool kMax>
+weft_status* PoolGradKernel(weft_kernel_context* ctx) {
+  Tensor in, dy;
+  if (kMax) {
+    if (weft_status* s = ReadRank4Pair(ctx, "orig_input", "grad", &in, &dy)) {
+      return s;
+    }
+  } else {
+    if (weft_status* s = ReadInput(ctx, 0, &dy)) return s;
+    if (weft_status* s = CheckNhwcInput(ctx, "grad", dy)) return s;
+  }
+  int64_t sizes[4];
+  if (kMax) {
+    std::copy(in.dims, in.dims + 4, sizes);
+  } else {
+    const int64_t fallback[4] = {dy.dims[0], -1, -1, dy.dims[3]};
+    if (weft_status* s = ReadSizes(ctx, "input_sizes", fallback, sizes)) {
+      return s;
+    }
+  }
+  Window2D w = NhwcWindow(sizes);
+  if (weft_status* s = ReadWindowAttrs(ctx, true, &w)) return s;
+  if (weft_status* s = CheckOutputGrad(ctx, w, w.channels, dy)) return s;
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, dy.dtype, sizes, 4, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  switch (dy.dtype) {
+    case WEFT_FLOAT32:
+      PoolGrad(ctx, w, kMax, in.data<float>(), dy.data<float>(),
+               out.data<float>());
+      return nullptr;
+    case WEFT_FLOAT64:
+      PoolGrad(ctx, w, kMax, in.data<double>(), dy.data<double>(),
+               out.data<double>());
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, dy.dtype);
+  }
+}
+
+}  // namespace
 
 weft_status* RegisterGradKernelsB(const Registrar& registrar) {
-  (void)registrar;
+  struct Entry {
+    const char* op;
+    weft_kernel_compute_fn compute;
+  };
+  static constexpr Entry kKernels[] = {
+      {"SumGrad", Guarded<ReductionGradKernel<Spread::kSum>>},
+      {"MeanGrad", Guarded<ReductionGradKernel<Spread::kMean>>},
+      {"ProdGrad", Guarded<ReductionGradKernel<Spread::kProd>>},
+      {"Conv2DBackpropInput", Guarded<Conv2DBackpropInputKernel>},
+      {"Conv2DBackpropFilter", Guarded<Conv2DBackpropFilterKernel>},
+      {"MaxPoolGrad", Guarded<PoolGradKernel<true>>},
+      {"AvgPoolGrad", Guarded<PoolGradKernel<false>>},
+  };
+  for (const Entry& e : kKernels) {
+    if (weft_status* s =
+            registrar.Add(e.op, {WEFT_FLOAT32, WEFT_FLOAT64}, e.compute)) {
+      return s;
+    }
+  }
   return nullptr;
 }
 

@@ -21,30 +21,6 @@ namespace {
 // multiply a large input's memory by KH*KW.
 constexpr int64_t kPatchBytes = int64_t{4} << 20;
 
-// Copies the receptive field of output pixel `pixel` (counted over N, OH,
-// OW) into `row`, laid out [KH, KW, Cin] to match the HWIO filter's rows;
-// taps in the padding are zero.
-template <typename T>
-void GatherPatch(const Window2D& w, const T* in, int64_t pixel, T* row) {
-  const int64_t ox = pixel % w.out_w;
-  const int64_t oy = pixel / w.out_w % w.out_h;
-  const int64_t n = pixel / (w.out_w * w.out_h);
-  const int64_t c = w.channels;
-  for (int64_t ky = 0; ky < w.k_h; ++ky) {
-    const int64_t iy = oy * w.stride_h - w.pad_top + ky * w.dilation_h;
-    const bool row_inside = iy >= 0 && iy < w.in_h;
-    for (int64_t kx = 0; kx < w.k_w; ++kx, row += c) {
-      const int64_t ix = ox * w.stride_w - w.pad_left + kx * w.dilation_w;
-      if (row_inside && ix >= 0 && ix < w.in_w) {
-        std::memcpy(row, in + ((n * w.in_h + iy) * w.in_w + ix) * c,
-                    static_cast<size_t>(c) * sizeof(T));
-      } else {
-        std::fill(row, row + c, T(0));
-      }
-    }
-  }
-}
-
 template <typename T>
 void ConvIm2col(const weft_kernel_context* ctx, const Window2D& w,
                 int64_t out_channels, const T* in, const T* filter, T* out,

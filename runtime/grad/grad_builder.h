@@ -60,6 +60,36 @@ class GradBuilder {
     return Finish(Begin(op, inputs));
   }
 
+  // Copies the forward node's attributes `names` (those it has) onto `b`,
+  // for gradient ops that share the forward op's window or axes.
+  void CopyAttrs(weft_op_builder* b,
+                 std::initializer_list<const char*> names) const {
+    for (const char* name : names) {
+      const AttrValue* v = attr(name);
+      if (v == nullptr) continue;
+      switch (v->type) {
+        case AttrType::kBool:
+          weft_op_set_attr_bool(b, name, v->i != 0);
+          break;
+        case AttrType::kInt:
+          weft_op_set_attr_int(b, name, v->i);
+          break;
+        case AttrType::kFloat:
+          weft_op_set_attr_float(b, name, v->f);
+          break;
+        case AttrType::kString:
+          weft_op_set_attr_string(b, name, v->s.c_str());
+          break;
+        case AttrType::kIntList:
+          weft_op_set_attr_int_list(b, name, v->ints.data(),
+                                    static_cast<int32_t>(v->ints.size()));
+          break;
+        default:  // no gradient op shares attributes of other kinds
+          break;
+      }
+    }
+  }
+
   // A scalar of `dtype` (float16 and bfloat16 through a float32 Cast).
   weft_output Scalar(double v, weft_dtype dtype) {
     if (status_ != nullptr) return weft_output{nullptr, 0};

@@ -30,6 +30,26 @@ struct AttrValue {
 using AttrMap = std::vector<std::pair<std::string, AttrValue>>;
 
 const AttrValue* FindAttr(const AttrMap& attrs, const char* name);
+
+// Values for schemas' attribute defaults.
+inline AttrValue BoolValue(bool b) {
+  AttrValue v;
+  v.type = AttrType::kBool;
+  v.i = b;
+  return v;
+}
+inline AttrValue IntListValue(std::vector<int64_t> ints) {
+  AttrValue v;
+  v.type = AttrType::kIntList;
+  v.ints = std::move(ints);
+  return v;
+}
+inline AttrValue StringValue(const char* s) {
+  AttrValue v;
+  v.type = AttrType::kString;
+  v.s = s;
+  return v;
+}
 void SetAttr(AttrMap* attrs, const std::string& name, AttrValue value);
 
 }  // namespace weft

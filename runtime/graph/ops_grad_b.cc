@@ -1,8 +1,241 @@
 // Ops that gradients of the reduce, nn and linalg families build.
+//
+// SumGrad, MeanGrad, ProdGrad(grad, x): spread the gradient of
+//   Sum/Mean/Prod(x, axes, keep_dims) back over x's shape (x is read for its
+//   run-time shape; ProdGrad also for its values).  Same attributes as the
+//   reduction.
+// Conv2DBackpropInput(filter, out_backprop) attr input_sizes: the gradient
+//   of Conv2D with respect to its input.  Conv2DBackpropFilter(input,
+//   out_backprop) attr filter_sizes: with respect to its filter.  Both take
+//   Conv2D's strides, padding, dilations and data_format.
+// MaxPoolGrad(orig_input, grad), AvgPoolGrad(grad) attr input_sizes: the
+//   gradients of the pools, with their ksize, strides, padding, data_format.
+//
+// Sizes are attributes, as every structural parameter is; the batch (dim 0)
+// and channel (dim 3) entries of input_sizes may be -1, taken at run time
+// from out_backprop / grad and the filter, so that a graph with an unknown
+// batch gets its gradients.  Height and width must be known: with strides
+// above 1 several input sizes give the same output size.
+#include <string>
+#include <vector>
+
+#include "base/status.h"
 #include "graph/op_registry.h"
 
 namespace weft {
+namespace {
 
-void RegisterGradOpsB(OpRegistry* r) { (void)r; }
+AttrDef Required(const char* name, AttrType type) {
+  return AttrDef{name, type, true, {}};
+}
+
+OpDef GradOp(const char* name, std::vector<std::string> inputs,
+             std::function<weft_status*(InferenceContext&)> infer,
+             const char* summary) {
+  OpDef d;
+  d.name = name;
+  d.input_names = std::move(inputs);
+  d.type_attr = "T";
+  d.allowed_types = kFloatTypes;
+  d.infer = std::move(infer);
+  d.summary = summary;
+  return d;
+}
+
+// ---- Reduction gradients ---------------------------------------------------
+
+weft_status* InferReductionGrad(InferenceContext& c) {
+  WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+  const ShapeInfo& g = c.input_shapes[0];
+  const ShapeInfo& x = c.input_shapes[1];
+  const AttrValue* axes = c.attr("axes");
+  const bool keep = c.attr("keep_dims")->i != 0;
+  if (x.known_rank()) {
+    std::vector<bool> reduce(x.rank, axes == nullptr);
+    if (axes != nullptr)
+      for (int64_t a : axes->ints) {
+        const int64_t ax = a < 0 ? a + x.rank : a;
+        if (ax < 0 || ax >= x.rank || reduce[ax])
+          return c.Fail("axis %lld is out of range or repeated for x %s",
+                        static_cast<long long>(a), x.ToString().c_str());
+        reduce[ax] = true;
+      }
+    int32_t kept = 0;
+    for (bool r : reduce) kept += !r;
+    const int32_t want = keep ? x.rank : kept;
+    if (g.known_rank() && g.rank != want)
+      return c.Fail("grad %s does not have the reduced shape of x %s "
+                    "(rank %d expected)", g.ToString().c_str(),
+                    x.ToString().c_str(), want);
+  }
+  c.output_dtypes = {c.input_dtypes[0]};
+  c.output_shapes = {x};
+  return nullptr;
+}
+
+OpDef ReductionGrad(const char* name, const char* summary) {
+  OpDef d = GradOp(name, {"grad", "x"}, InferReductionGrad, summary);
+  d.attrs = {AttrDef{"axes", AttrType::kIntList, false, {}, false},
+             AttrDef{"keep_dims", AttrType::kBool, false, BoolValue(false)}};
+  return d;
+}
+
+// ---- Convolution and pooling gradients ----------------------------------
+
+// A 4-entry [N, H, W, C] sizes attribute: entries in `may_be_unknown`
+// (a bit per dim) may be -1, the others must be >= 0.
+weft_status* ReadSizes(const InferenceContext& c, const char* name,
+                       unsigned may_be_unknown, std::vector<int64_t>* out) {
+  const std::vector<int64_t>& v = c.attr(name)->ints;
+  bool ok = v.size() == 4;
+  for (size_t i = 0; ok && i < 4; ++i)
+    ok = v[i] >= 0 || (v[i] == -1 && ((may_be_unknown >> i) & 1u));
+  if (!ok) {
+    std::string s;
+    for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return c.Fail("attribute %s must be 4 sizes%s, got [%s]", name,
+                  may_be_unknown ? " (-1 allowed for the batch and channels "
+                                   "only: height and width must be known)"
+                                 : "",
+                  s.c_str());
+  }
+  *out = v;
+  return nullptr;
+}
+
+// Fills an unknown (-1) size from a tensor's dim, when that is known.
+void ResolveDim(std::vector<int64_t>* sizes, int i, const ShapeInfo& from,
+                int j) {
+  if ((*sizes)[i] < 0 && from.known_rank() && from.rank > j)
+    (*sizes)[i] = from.dims[j];
+}
+
+weft_status* CheckPadding(const InferenceContext& c) {
+  const std::string& p = c.attr("padding")->s;
+  if (p == "SAME" || p == "VALID") return nullptr;
+  return c.Fail("padding '%s' is not one of \"SAME\", \"VALID\"", p.c_str());
+}
+
+weft_status* CheckRank4(const InferenceContext& c, int i) {
+  const ShapeInfo& s = c.input_shapes[i];
+  if (!s.known_rank() || s.rank == 4) return nullptr;
+  return c.Fail("input %d must have rank 4, got %s", i, s.ToString().c_str());
+}
+
+weft_status* InferConvBackpropInput(InferenceContext& c) {
+  WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+  WEFT_RETURN_IF_ERROR(CheckPadding(c));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 0));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 1));
+  std::vector<int64_t> sizes;
+  WEFT_RETURN_IF_ERROR(ReadSizes(c, "input_sizes", 0x9u, &sizes));
+  ResolveDim(&sizes, 0, c.input_shapes[1], 0);
+  ResolveDim(&sizes, 3, c.input_shapes[0], 2);
+  c.output_dtypes = {c.input_dtypes[0]};
+  c.output_shapes = {ShapeInfo::Of(std::move(sizes))};
+  return nullptr;
+}
+
+weft_status* InferConvBackpropFilter(InferenceContext& c) {
+  WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+  WEFT_RETURN_IF_ERROR(CheckPadding(c));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 0));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 1));
+  std::vector<int64_t> sizes;
+  WEFT_RETURN_IF_ERROR(ReadSizes(c, "filter_sizes", 0, &sizes));
+  c.output_dtypes = {c.input_dtypes[0]};
+  c.output_shapes = {ShapeInfo::Of(std::move(sizes))};
+  return nullptr;
+}
+
+weft_status* InferMaxPoolGrad(InferenceContext& c) {
+  WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+  WEFT_RETURN_IF_ERROR(CheckPadding(c));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 0));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 1));
+  c.output_dtypes = {c.input_dtypes[0]};
+  c.output_shapes = {c.input_shapes[0].known_rank()
+                         ? c.input_shapes[0]
+                         : ShapeInfo::Of({-1, -1, -1, -1})};
+  return nullptr;
+}
+
+weft_status* InferAvgPoolGrad(InferenceContext& c) {
+  WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+  WEFT_RETURN_IF_ERROR(CheckPadding(c));
+  WEFT_RETURN_IF_ERROR(CheckRank4(c, 0));
+  std::vector<int64_t> sizes;
+  WEFT_RETURN_IF_ERROR(ReadSizes(c, "input_sizes", 0x9u, &sizes));
+  ResolveDim(&sizes, 0, c.input_shapes[0], 0);
+  ResolveDim(&sizes, 3, c.input_shapes[0], 3);
+  c.output_dtypes = {c.input_dtypes[0]};
+  c.output_shapes = {ShapeInfo::Of(std::move(sizes))};
+  return nullptr;
+}
+
+std::vector<AttrDef> ConvAttrs(const char* sizes) {
+  return {Required(sizes, AttrType::kIntList),
+          Required("strides", AttrType::kIntList),
+          Required("padding", AttrType::kString),
+          AttrDef{"dilations", AttrType::kIntList, false,
+                  IntListValue({1, 1, 1, 1})},
+          AttrDef{"data_format", AttrType::kString, false,
+                  StringValue("NHWC")}};
+}
+
+std::vector<AttrDef> PoolAttrs() {
+  return {Required("ksize", AttrType::kIntList),
+          Required("strides", AttrType::kIntList),
+          Required("padding", AttrType::kString),
+          AttrDef{"data_format", AttrType::kString, false,
+                  StringValue("NHWC")}};
+}
+
+}  // namespace
+
+void RegisterGradOpsB(OpRegistry* r) {
+  r->Add(ReductionGrad("SumGrad",
+                       "grad of Sum(x, axes, keep_dims) spread over x's "
+                       "shape: each element gets its reduction's gradient."));
+  r->Add(ReductionGrad("MeanGrad",
+                       "grad of Mean(x, axes, keep_dims) spread over x's "
+                       "shape, divided by the reduction's element count."));
+  r->Add(ReductionGrad("ProdGrad",
+                       "Gradient of Prod(x, axes, keep_dims): grad times the "
+                       "product of the other elements (zeros handled "
+                       "exactly)."));
+  {
+    OpDef d = GradOp("Conv2DBackpropInput", {"filter", "out_backprop"},
+                     InferConvBackpropInput,
+                     "Gradient of Conv2D with respect to its input, of "
+                     "shape input_sizes (-1 batch/channels: from the "
+                     "operands).");
+    d.attrs = ConvAttrs("input_sizes");
+    r->Add(std::move(d));
+  }
+  {
+    OpDef d = GradOp("Conv2DBackpropFilter", {"input", "out_backprop"},
+                     InferConvBackpropFilter,
+                     "Gradient of Conv2D with respect to its filter, of "
+                     "shape filter_sizes.");
+    d.attrs = ConvAttrs("filter_sizes");
+    r->Add(std::move(d));
+  }
+  {
+    OpDef d = GradOp("MaxPoolGrad", {"orig_input", "grad"}, InferMaxPoolGrad,
+                     "Gradient of MaxPool: each window's gradient goes to "
+                     "its maximum (the first in row-major order on ties).");
+    d.attrs = PoolAttrs();
+    r->Add(std::move(d));
+  }
+  {
+    OpDef d = GradOp("AvgPoolGrad", {"grad"}, InferAvgPoolGrad,
+                     "Gradient of AvgPool: each window's gradient shared "
+                     "among its valid elements.");
+    d.attrs = PoolAttrs();
+    d.attrs.insert(d.attrs.begin(), Required("input_sizes", AttrType::kIntList));
+    r->Add(std::move(d));
+  }
+}
 
 }  // namespace weft

@@ -14,20 +14,6 @@
 namespace weft {
 namespace {
 
-AttrValue IntListValue(std::vector<int64_t> ints) {
-  AttrValue v;
-  v.type = AttrType::kIntList;
-  v.ints = std::move(ints);
-  return v;
-}
-
-AttrValue StringValue(const char* s) {
-  AttrValue v;
-  v.type = AttrType::kString;
-  v.s = s;
-  return v;
-}
-
 AttrValue DtypeValue(weft_dtype t) {
   AttrValue v;
   v.type = AttrType::kDtype;
