@@ -361,3 +361,23 @@ Test(nn_gradients, declared) {
     cr_expect_eq(weft_op_gradient_status(with[i]), 1, "%s", with[i]);
   cr_expect_eq(weft_op_gradient_status("MaxPoolGrad"), 0);
 }
+
+/* float32, where the forward Conv2D and pools run on oneDNN (when built
+ * with it) and the gradient kernels on Eigen and loops: both must agree on
+ * the geometry.  A coarser step and tolerance for single precision. */
+Test(nn_gradients, conv_and_pools_float32) {
+  double in[150], filter[108];
+  gt_fill_distinct(in, 150, 23);
+  gt_fill_distinct(filter, 108, 24);
+  const window conv = {"Conv2D", 0, 0, 2, 2, 0, 0, "SAME"};
+  gc_input x[2] = {{WEFT_FLOAT32, WT_DIMS(2, 5, 5, 3), 4, in, 1u},
+                   {WEFT_FLOAT32, WT_DIMS(3, 3, 3, 4), 4, filter, 0}};
+  gc_check("Conv2D float32", build_window_op, (void*)&conv, x, 2, 0, 1e-2,
+           2e-3, 1e-2);
+  for (int k = 0; k < 2; ++k) {
+    window pool = kPools[k];
+    pool.op = k ? "AvgPool" : "MaxPool";
+    gc_input p = {WEFT_FLOAT32, WT_DIMS(2, 5, 5, 3), 4, in, 0};
+    gc_check(pool.op, build_window_op, &pool, &p, 1, 0, 1e-3, 2e-3, 1e-2);
+  }
+}
