@@ -254,21 +254,8 @@ void Planner::TopologicalOrder() {
 
 weft_status* Planner::PlaceVariable(const weft_node* var, Device** out,
                                     std::string* reason) {
-  VariableState* v = req_.variables->Get(var);
-  std::lock_guard<std::mutex> lock(v->mu);
-  if (v->device == nullptr) {
-    std::vector<Device*> cands;
-    std::string note;
-    WEFT_RETURN_IF_ERROR(
-        Candidates(var, allowed_, opts_.placement, &cands, &note));
-    v->device = cands[0];
-    v->device_reason = var->device.empty() || !note.empty()
-                           ? note + "state: the session's first device"
-                           : "constraint '" + var->device + "'";
-  }
-  *out = v->device;
-  if (reason) *reason = v->device_reason;
-  return nullptr;
+  return VariableDevice(var, req_.variables->Get(var), allowed_,
+                        opts_.placement, out, reason);
 }
 
 double Planner::InputTransferUs(const weft_node* n, Device* d) {
@@ -809,6 +796,25 @@ weft_status* Planner::Build() {
 }
 
 }  // namespace
+
+weft_status* VariableDevice(const weft_node* var, VariableState* v,
+                            const std::vector<Device*>& allowed,
+                            int32_t placement, Device** out,
+                            std::string* reason) {
+  std::lock_guard<std::mutex> lock(v->mu);
+  if (v->device == nullptr) {
+    std::vector<Device*> cands;
+    std::string note;
+    WEFT_RETURN_IF_ERROR(Candidates(var, allowed, placement, &cands, &note));
+    v->device = cands[0];
+    v->device_reason = var->device.empty() || !note.empty()
+                           ? note + "state: the session's first device"
+                           : "constraint '" + var->device + "'";
+  }
+  *out = v->device;
+  if (reason) *reason = v->device_reason;
+  return nullptr;
+}
 
 weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
   auto plan = std::make_shared<Plan>();
