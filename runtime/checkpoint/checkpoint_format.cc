@@ -1,0 +1,419 @@
+// Writing and reading the checkpoint format of FORMAT.md (version 1).
+#include "checkpoint/checkpoint_format.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "checkpoint/crc32c.h"
+#include "tensor/tensor_value.h"
+
+// Integers are stored little-endian and copied to and from memory as they
+// are: a big-endian host would need byte swaps here.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the checkpoint code assumes a little-endian host");
+
+namespace weft {
+namespace {
+
+constexpr char kMagic[8] = {'W', 'E', 'F', 'T', 'C', 'K', 'P', 'T'};
+constexpr char kEndTag[8] = {'W', 'E', 'F', 'T', 'E', 'N', 'D', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kRecordTag = 0x43455256;  // "VREC"
+constexpr uint32_t kMaxNameBytes = 65535;
+constexpr uint32_t kMaxRank = 64;
+
+// A little-endian byte string under construction.
+struct Bytes {
+  std::vector<unsigned char> b;
+  template <typename T>
+  void Put(T v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  }
+  void Put(const void* p, size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    b.insert(b.end(), c, c + n);
+  }
+  uint32_t Crc() const { return Crc32c(0, b.data(), b.size()); }
+};
+
+template <typename T>
+T Get(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uint32_t ChainStep(uint32_t chain, uint32_t header_crc, uint32_t data_crc) {
+  uint32_t pair[2] = {header_crc, data_crc};
+  return Crc32c(chain, pair, sizeof pair);
+}
+
+// The directory holding `path`, for the fsync that makes a rename durable.
+std::string DirectoryOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// The test hook: WEFT_CHECKPOINT_TEST_PAUSE_AFTER_BYTES=N makes a writer
+// stop for good once N bytes of its temporary file are on disk, so a test
+// can kill it mid-write.  Debugging only; see FORMAT.md.
+uint64_t PauseAfterBytes() {
+  const char* e = getenv("WEFT_CHECKPOINT_TEST_PAUSE_AFTER_BYTES");
+  if (e == nullptr || *e == '\0') return UINT64_MAX;
+  char* end = nullptr;
+  unsigned long long n = strtoull(e, &end, 10);
+  return *end == '\0' ? n : UINT64_MAX;
+}
+
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
+
+weft_status* OsError(int err, const std::string& what,
+                     const std::string& path) {
+  weft_code code;
+  switch (err) {
+    case ENOENT: case ENOTDIR: code = WEFT_NOT_FOUND; break;
+    case EACCES: case EPERM: case EROFS: code = WEFT_PERMISSION_DENIED; break;
+    case ENOSPC: case EDQUOT: case ENOMEM: case EFBIG:
+      code = WEFT_RESOURCE_EXHAUSTED; break;
+    case EISDIR: code = WEFT_FAILED_PRECONDITION; break;
+    default: code = WEFT_UNKNOWN;
+  }
+  return Error(code, what + " '" + path + "': " + strerror(err));
+}
+
+// ---- Writer -----------------------------------------------------------------
+
+CheckpointWriter::~CheckpointWriter() {
+  if (file_ != nullptr) fclose(file_);
+  if (!committed_ && !temp_.empty()) unlink(temp_.c_str());
+}
+
+weft_status* CheckpointWriter::IoError(const char* what, int err) const {
+  return Annotate(OsError(err, what, temp_),
+                  "saving checkpoint '" + path_ + "': ");
+}
+
+weft_status* CheckpointWriter::Open(const std::string& path,
+                                    uint64_t num_records) {
+  path_ = path;
+  declared_ = num_records;
+  pause_after_ = PauseAfterBytes();
+  // A name no other save uses, in this process or another: a temporary a
+  // crash left behind is never reopened, so it cannot spoil a later save.
+  temp_ = path + ".weft-tmp." + std::to_string(getpid()) + "." +
+          std::to_string(temp_counter.fetch_add(1));
+  int fd = open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    int err = errno;
+    temp_.clear();  // not ours to remove
+    return Annotate(OsError(err, "cannot create temporary file",
+                            path + ".weft-tmp.*"),
+                    "saving checkpoint '" + path + "': ");
+  }
+  file_ = fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    int err = errno;
+    close(fd);
+    return IoError("cannot open", err);
+  }
+  Bytes pre;
+  pre.Put(kMagic, sizeof kMagic);
+  pre.Put(kVersion);
+  pre.Put(pre.Crc());
+  Bytes header;
+  header.Put(num_records);
+  header.Put(uint32_t{0});  // flags
+  header.Put(header.Crc());
+  WEFT_RETURN_IF_ERROR(Write(pre.b.data(), pre.b.size()));
+  return Write(header.b.data(), header.b.size());
+}
+
+void CheckpointWriter::PauseForTest(const void* data, size_t n) {
+  if (n > 0) fwrite(data, 1, n, file_);
+  fflush(file_);
+  for (;;) pause();  // until the test kills the process
+}
+
+weft_status* CheckpointWriter::Write(const void* data, size_t n) {
+  if (written_ + n > pause_after_)
+    PauseForTest(data, static_cast<size_t>(pause_after_ - written_));
+  if (n > 0 && fwrite(data, 1, n, file_) != n) return IoError("cannot write", errno);
+  written_ += n;
+  return nullptr;
+}
+
+weft_status* CheckpointWriter::Add(const CheckpointEntry& entry,
+                                   const void* data) {
+  Bytes h;
+  h.Put(kRecordTag);
+  h.Put(static_cast<uint32_t>(entry.name.size()));
+  h.Put(entry.name.data(), entry.name.size());
+  h.Put(static_cast<uint32_t>(entry.dtype));
+  h.Put(static_cast<uint32_t>(entry.dims.rank()));
+  for (int32_t i = 0; i < entry.dims.rank(); ++i) h.Put(entry.dims[i]);
+  h.Put(entry.bytes);
+  uint32_t header_crc = h.Crc();
+  h.Put(header_crc);
+  uint32_t data_crc = Crc32c(0, data, entry.bytes);
+  WEFT_RETURN_IF_ERROR(Write(h.b.data(), h.b.size()));
+  WEFT_RETURN_IF_ERROR(Write(data, entry.bytes));
+  WEFT_RETURN_IF_ERROR(Write(&data_crc, sizeof data_crc));
+  chain_ = ChainStep(chain_, header_crc, data_crc);
+  ++added_;
+  return nullptr;
+}
+
+weft_status* CheckpointWriter::Commit() {
+  if (added_ != declared_)
+    return Errorf(WEFT_INTERNAL,
+                  "saving checkpoint '%s': %llu records declared, %llu added",
+                  path_.c_str(), static_cast<unsigned long long>(declared_),
+                  static_cast<unsigned long long>(added_));
+  Bytes end;
+  end.Put(kEndTag, sizeof kEndTag);
+  end.Put(declared_);
+  end.Put(chain_);
+  end.Put(end.Crc());
+  WEFT_RETURN_IF_ERROR(Write(end.b.data(), end.b.size()));
+  // The hook may stop a writer that has written everything but not yet
+  // renamed: the old checkpoint must survive that too.
+  if (written_ >= pause_after_) PauseForTest(nullptr, 0);
+  if (fflush(file_) != 0) return IoError("cannot write", errno);
+  if (fsync(fileno(file_)) != 0) return IoError("cannot flush to disk", errno);
+  FILE* f = std::exchange(file_, nullptr);
+  if (fclose(f) != 0) return IoError("cannot close", errno);
+  if (rename(temp_.c_str(), path_.c_str()) != 0)
+    return Annotate(OsError(errno, "cannot rename the temporary file over",
+                            path_),
+                    "saving checkpoint '" + path_ + "': ");
+  committed_ = true;
+  // Without this the rename itself may not survive a power cut.
+  std::string dir = DirectoryOf(path_);
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return Annotate(OsError(errno, "cannot open directory", dir),
+                    "saving checkpoint '" + path_ + "': ");
+  int rc = fsync(dfd);
+  int err = errno;
+  close(dfd);
+  if (rc != 0)
+    return Annotate(OsError(err, "cannot flush directory", dir),
+                    "saving checkpoint '" + path_ + "': ");
+  return nullptr;
+}
+
+// ---- Reader -----------------------------------------------------------------
+
+CheckpointReader::~CheckpointReader() {
+  if (file_ != nullptr) fclose(file_);
+}
+
+std::string CheckpointReader::Where() const {
+  return "checkpoint '" + path_ + "'";
+}
+
+weft_status* CheckpointReader::Corrupt(const std::string& what) const {
+  return Error(WEFT_DATA_LOSS, Where() + " is corrupt: " + what);
+}
+
+weft_status* CheckpointReader::Read(void* dst, uint64_t n, const char* what) {
+  if (n > size_ - offset_)
+    return Errorf(WEFT_DATA_LOSS,
+                  "%s is truncated: it ends at byte %llu, inside %s (%llu "
+                  "bytes from byte %llu)", Where().c_str(),
+                  static_cast<unsigned long long>(size_), what,
+                  static_cast<unsigned long long>(n),
+                  static_cast<unsigned long long>(offset_));
+  if (n > 0 && fread(dst, 1, n, file_) != n)
+    return ferror(file_) ? OsError(errno, "cannot read checkpoint", path_)
+                         : Errorf(WEFT_DATA_LOSS,
+                                  "%s is truncated: it ended while being "
+                                  "read, inside %s", Where().c_str(), what);
+  offset_ += n;
+  return nullptr;
+}
+
+weft_status* CheckpointReader::Open(const std::string& path) {
+  path_ = path;
+  file_ = fopen(path.c_str(), "rbe");
+  if (file_ == nullptr)
+    return OsError(errno, "cannot open checkpoint", path);
+  struct stat st;
+  if (fstat(fileno(file_), &st) != 0)
+    return OsError(errno, "cannot stat checkpoint", path);
+  if (!S_ISREG(st.st_mode))
+    return Error(WEFT_FAILED_PRECONDITION,
+                 Where() + " is not a regular file");
+  size_ = static_cast<uint64_t>(st.st_size);
+
+  unsigned char pre[16];
+  // A file too short to hold the magic is reported as not a checkpoint
+  // only when what it holds already differs from the magic.
+  uint64_t have = size_ < 8 ? size_ : 8;
+  if (have > 0 && fread(pre, 1, have, file_) != have)
+    return OsError(errno, "cannot read checkpoint", path);
+  if (std::memcmp(pre, kMagic, have) != 0)
+    return Error(WEFT_DATA_LOSS,
+                 Where() + " is not a Weft checkpoint (bad magic bytes)");
+  if (size_ < 8)
+    return Error(WEFT_DATA_LOSS,
+                 Where() + " is truncated: it ends inside the magic bytes");
+  offset_ = 8;
+  WEFT_RETURN_IF_ERROR(Read(pre + 8, 8, "the preamble"));
+  if (Crc32c(0, pre, 12) != Get<uint32_t>(pre + 12))
+    return Corrupt("the preamble's checksum does not match");
+  uint32_t version = Get<uint32_t>(pre + 8);
+  if (version != kVersion)
+    return Errorf(WEFT_UNIMPLEMENTED,
+                  "%s has format version %u, which this library cannot "
+                  "read (it reads version %u)", Where().c_str(), version,
+                  kVersion);
+
+  unsigned char h[16];
+  WEFT_RETURN_IF_ERROR(Read(h, sizeof h, "the header"));
+  if (Crc32c(0, h, 12) != Get<uint32_t>(h + 12))
+    return Corrupt("the header's checksum does not match");
+  declared_ = Get<uint64_t>(h);
+  if (Get<uint32_t>(h + 8) != 0)
+    return Corrupt("the header sets unknown flags");
+  return nullptr;
+}
+
+weft_status* CheckpointReader::Next(CheckpointEntry* out) {
+  if (pending_) WEFT_RETURN_IF_ERROR(ReadData(nullptr));
+  if (seen_ == declared_)
+    return Errorf(WEFT_INTERNAL, "%s: reading past the last record",
+                  Where().c_str());
+  std::string rec = "record " + std::to_string(seen_);
+  std::string what = rec + "'s header";
+  Bytes h;
+  unsigned char fixed[8];
+  WEFT_RETURN_IF_ERROR(Read(fixed, 8, what.c_str()));
+  h.Put(fixed, 8);
+  if (Get<uint32_t>(fixed) != kRecordTag)
+    return Corrupt(rec + " does not start with its tag (byte " +
+                   std::to_string(offset_ - 8) + ")");
+  uint32_t name_len = Get<uint32_t>(fixed + 4);
+  if (name_len == 0 || name_len > kMaxNameBytes)
+    return Corrupt(rec + " has a name of " + std::to_string(name_len) +
+                   " bytes");
+  std::string name(name_len, '\0');
+  WEFT_RETURN_IF_ERROR(Read(&name[0], name_len, what.c_str()));
+  h.Put(name.data(), name_len);
+  WEFT_RETURN_IF_ERROR(Read(fixed, 8, what.c_str()));
+  h.Put(fixed, 8);
+  uint32_t dtype = Get<uint32_t>(fixed);
+  uint32_t rank = Get<uint32_t>(fixed + 4);
+  if (rank > kMaxRank)
+    return Corrupt(rec + " has rank " + std::to_string(rank));
+  std::vector<int64_t> dims(rank);
+  WEFT_RETURN_IF_ERROR(Read(dims.data(), 8ull * rank, what.c_str()));
+  h.Put(dims.data(), 8ull * rank);
+  unsigned char tail[12];
+  WEFT_RETURN_IF_ERROR(Read(tail, sizeof tail, what.c_str()));
+  h.Put(tail, 8);
+  uint32_t header_crc = Get<uint32_t>(tail + 8);
+  if (h.Crc() != header_crc)
+    return Corrupt(rec + "'s header checksum does not match");
+  // Checked, so the fields are as written: what remains are files
+  // written wrongly, which are reported as corrupt too.
+  out->name = std::move(name);
+  out->dtype = static_cast<weft_dtype>(dtype);
+  out->dims.assign(dims.data(), static_cast<int32_t>(rank));
+  out->bytes = Get<uint64_t>(tail);
+  size_t bytes = 0;
+  if (weft_dtype_size(out->dtype) == 0)
+    return Corrupt("variable '" + out->name + "' has unknown dtype " +
+                   std::to_string(dtype));
+  if (weft_status* st = CheckedByteSize(out->dtype, dims.data(),
+                                        static_cast<int32_t>(rank), &bytes)) {
+    std::string msg = st->message;
+    weft_status_destroy(st);
+    return Corrupt("variable '" + out->name + "': " + msg);
+  }
+  if (bytes != out->bytes)
+    return Corrupt("variable '" + out->name + "' declares " +
+                   std::to_string(out->bytes) + " bytes of data for " +
+                   weft_dtype_name(out->dtype) + out->dims.ToString() +
+                   ", which needs " + std::to_string(bytes));
+  if (!names_.insert(out->name).second)
+    return Corrupt("variable '" + out->name + "' appears twice");
+  pending_ = true;
+  pending_header_crc_ = header_crc;
+  pending_bytes_ = out->bytes;
+  pending_name_ = out->name;
+  ++seen_;
+  return nullptr;
+}
+
+weft_status* CheckpointReader::ReadData(void* dst) {
+  if (!pending_)
+    return Errorf(WEFT_INTERNAL, "%s: no record to read the data of",
+                  Where().c_str());
+  pending_ = false;
+  std::string what = "the data of variable '" + pending_name_ + "'";
+  // Refuse a length the file cannot hold before reading anything.
+  if (pending_bytes_ > size_ - offset_)
+    return Read(nullptr, pending_bytes_, what.c_str());
+  uint32_t crc = 0;
+  if (dst != nullptr) {
+    WEFT_RETURN_IF_ERROR(Read(dst, pending_bytes_, what.c_str()));
+    crc = Crc32c(0, dst, pending_bytes_);
+  } else {
+    std::vector<unsigned char> chunk(1 << 16);
+    for (uint64_t left = pending_bytes_; left > 0;) {
+      size_t n = left < chunk.size() ? left : chunk.size();
+      WEFT_RETURN_IF_ERROR(Read(chunk.data(), n, what.c_str()));
+      crc = Crc32c(crc, chunk.data(), n);
+      left -= n;
+    }
+  }
+  uint32_t stored;
+  std::string sum = "the checksum of " + what;
+  WEFT_RETURN_IF_ERROR(Read(&stored, sizeof stored, sum.c_str()));
+  if (stored != crc)
+    return Corrupt(what + " does not match its checksum");
+  chain_ = ChainStep(chain_, pending_header_crc_, crc);
+  return nullptr;
+}
+
+weft_status* CheckpointReader::Finish() {
+  if (pending_) WEFT_RETURN_IF_ERROR(ReadData(nullptr));
+  while (seen_ < declared_) {
+    CheckpointEntry skipped;
+    WEFT_RETURN_IF_ERROR(Next(&skipped));
+    WEFT_RETURN_IF_ERROR(ReadData(nullptr));
+  }
+  unsigned char end[24];
+  WEFT_RETURN_IF_ERROR(Read(end, sizeof end, "the end marker"));
+  if (std::memcmp(end, kEndTag, sizeof kEndTag) != 0)
+    return Corrupt("the end marker is missing after the last record");
+  if (Crc32c(0, end, 20) != Get<uint32_t>(end + 20))
+    return Corrupt("the end marker's checksum does not match");
+  if (Get<uint64_t>(end + 8) != declared_)
+    return Corrupt("the end marker counts " +
+                   std::to_string(Get<uint64_t>(end + 8)) +
+                   " records, the header " + std::to_string(declared_));
+  if (Get<uint32_t>(end + 16) != chain_)
+    return Corrupt("the records' checksums do not match the end marker's");
+  if (offset_ != size_)
+    return Corrupt(std::to_string(size_ - offset_) +
+                   " bytes follow the end marker");
+  return nullptr;
+}
+
+}  // namespace weft

@@ -1,0 +1,102 @@
+// Checkpoint files (FORMAT.md): a writer that builds one beside its target
+// and renames it into place, and a reader that checks every byte it reads.
+// Both stream: a value passes through memory once, in the caller's buffer.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <unordered_set>
+
+#include "tensor/dims.h"
+#include "weft/dtype.h"
+#include "weft/status.h"
+
+namespace weft {
+
+// The description of one stored value, as a record's header holds it.
+struct CheckpointEntry {
+  std::string name;
+  weft_dtype dtype = WEFT_DTYPE_INVALID;
+  Dims dims;
+  uint64_t bytes = 0;
+};
+
+class CheckpointWriter {
+ public:
+  CheckpointWriter() = default;
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+  // Removes the temporary file unless Commit() succeeded.
+  ~CheckpointWriter();
+
+  // Creates the temporary file beside `path` and writes the header for
+  // `num_records` records.
+  weft_status* Open(const std::string& path, uint64_t num_records);
+  // Appends one record; `data` holds entry.bytes bytes.
+  weft_status* Add(const CheckpointEntry& entry, const void* data);
+  // Writes the end marker, flushes the file to disk, renames it over the
+  // target and flushes the directory.
+  weft_status* Commit();
+
+ private:
+  weft_status* Write(const void* data, size_t n);
+  // Writes `n` bytes of `data`, flushes, and never returns: the test hook.
+  [[noreturn]] void PauseForTest(const void* data, size_t n);
+  weft_status* IoError(const char* what, int err) const;
+
+  std::string path_;
+  std::string temp_;
+  FILE* file_ = nullptr;
+  uint64_t declared_ = 0;
+  uint64_t added_ = 0;
+  uint64_t written_ = 0;
+  uint32_t chain_ = 0;  // the end marker's checksum of the record checksums
+  uint64_t pause_after_ = UINT64_MAX;  // the test hook, see FORMAT.md
+  bool committed_ = false;
+};
+
+class CheckpointReader {
+ public:
+  CheckpointReader() = default;
+  CheckpointReader(const CheckpointReader&) = delete;
+  CheckpointReader& operator=(const CheckpointReader&) = delete;
+  ~CheckpointReader();
+
+  // Opens `path` and checks its preamble and header.
+  weft_status* Open(const std::string& path);
+  uint64_t num_records() const { return declared_; }
+  // Reads and checks the next record's header.
+  weft_status* Next(CheckpointEntry* out);
+  // Reads the data of the record Next() returned into `dst` (entry.bytes
+  // bytes), or reads past it when `dst` is null; checks it either way.
+  weft_status* ReadData(void* dst);
+  // Checks the end marker and that nothing follows it.
+  weft_status* Finish();
+
+  // "checkpoint '<path>'", the prefix of every message about the file.
+  std::string Where() const;
+
+ private:
+  weft_status* Read(void* dst, uint64_t n, const char* what);
+  weft_status* Corrupt(const std::string& what) const;
+
+  std::string path_;
+  FILE* file_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t offset_ = 0;
+  uint64_t declared_ = 0;
+  uint64_t seen_ = 0;
+  uint64_t pending_bytes_ = 0;  // data of the record Next() returned
+  bool pending_ = false;
+  uint32_t pending_header_crc_ = 0;
+  std::string pending_name_;
+  uint32_t chain_ = 0;  // the records' checksums so far, as the end marker's
+  std::unordered_set<std::string> names_;
+};
+
+// The status for a failed system call `what` on `path`, with the code that
+// fits errno `err` (NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED, ...).
+weft_status* OsError(int err, const std::string& what, const std::string& path);
+
+}  // namespace weft
