@@ -4,5 +4,6 @@
 #define WEFT_TOOLS_COMMANDS_H_
 
 int weft_command_place(int argc, char** argv);
+int weft_command_train(int argc, char** argv);
 
 #endif /* WEFT_TOOLS_COMMANDS_H_ */

@@ -41,6 +41,11 @@ static const command commands[] = {
      "[--strict] [--precision exact|bfloat16|float16] [--no-optimize] "
      "[--batch N] [--hidden N]",
      weft_command_place},
+    {"train", "train a model: the main job",
+     "fashion-mnist [--model softmax|mlp] [--epochs N] [--batch N] "
+     "[--optimizer sgd|momentum|adam] [--learning-rate X] [--device LIST] [--threads N] [--seed N] "
+     "[--data DIR] [--checkpoint FILE] [--resume] [--loss-log FILE]",
+     weft_command_train},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 
