@@ -67,7 +67,7 @@ if [ ! -x "$WEFT_BUILD_DIR/bench/executor_overhead" ]; then
 fi
 # Not built by default (bench/meson.build says why).
 optional=()
-for target in conv_matmul torch_eager_add; do
+for target in conv_matmul torch_eager_add train_mlp_torch; do
   if bench_has_target "$target"; then
     optional+=("$target")
   else
@@ -102,6 +102,22 @@ if [ -x "$WEFT_BUILD_DIR/bench/torch_eager_add" ]; then
              "(LibTorch / Weft %.1f×)\n", w, t, t / w }'
   fi
 fi
+# steps/s from a train_mlp or train_mlp_torch line.
+steps_per_second() {
+  sed -n 's/.*threads\{0,1\}: \([0-9.]*\) steps\/s.*/\1/p' <<<"$1"
+}
+for threads in 1 2; do
+  weft_line=$(bench_run train_mlp "$threads")
+  printf '%s\n' "$weft_line"
+  if [ -x "$WEFT_BUILD_DIR/bench/train_mlp_torch" ]; then
+    torch_line=$(bench_run train_mlp_torch "$threads")
+    printf '%s\n' "$torch_line"
+    # Same model, batch, optimizer and threads: the steps/s compare directly.
+    awk -v w="$(steps_per_second "$weft_line")" \
+        -v t="$(steps_per_second "$torch_line")" -v n="$threads" 'BEGIN {
+      if (t > 0) printf "MLP training, %d thread(s): Weft %.1f, LibTorch %.1f steps/s (Weft / LibTorch %.2f×)\n", n, w, t, w / t }'
+  fi
+done
 bench_run matmul_overhead
 if [ -x "$WEFT_BUILD_DIR/bench/conv_matmul" ]; then
   bench_run conv_matmul
