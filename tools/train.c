@@ -42,6 +42,7 @@ typedef struct train_args {
   uint64_t seed;
   int32_t threads;
   const char* loss_log;  /* every step's loss, exactly, for tests */
+  int explain;           /* print the first step's placement */
 } train_args;
 
 typedef struct model {
@@ -341,9 +342,14 @@ static int run_training(const train_args* a, model* m,
     fill_batch(train, order, (step % per_epoch) * a->batch, a->batch, x,
                labels);
     weft_tensor* loss_t = NULL;
-    if (!check(weft_session_run(s, feeds, values, 2, &m->loss, 1, targets, 2,
-                                &loss_t), "training step"))
-      goto done;
+    weft_run_metadata* md = a->explain && steps_done == 0
+                                ? weft_run_metadata_create()
+                                : NULL;
+    weft_status* st = weft_session_run_with_metadata(
+        s, feeds, values, 2, &m->loss, 1, targets, 2, &loss_t, md);
+    if (md) fputs(weft_run_metadata_to_string(md), stdout);
+    weft_run_metadata_destroy(md);
+    if (!check(st, "training step")) goto done;
     float loss = *(const float*)weft_tensor_data(loss_t);
     weft_tensor_destroy(loss_t);
     if (!isfinite(loss)) {
@@ -419,6 +425,10 @@ static int parse_args(int argc, char** argv, train_args* a) {
     int64_t n = 0;
     if (strcmp(f, "--resume") == 0) {
       a->resume = 1;
+      continue;
+    }
+    if (strcmp(f, "--explain") == 0) {
+      a->explain = 1;
       continue;
     }
     if (v == NULL) {

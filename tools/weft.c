@@ -44,7 +44,8 @@ static const command commands[] = {
     {"train", "train a model: the main job",
      "fashion-mnist [--model softmax|mlp] [--epochs N] [--batch N] "
      "[--optimizer sgd|momentum|adam] [--learning-rate X] [--device LIST] [--threads N] [--seed N] "
-     "[--data DIR] [--checkpoint FILE] [--resume] [--loss-log FILE]",
+     "[--data DIR] [--checkpoint FILE] [--resume] [--loss-log FILE] "
+     "[--explain]",
      weft_command_train},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
