@@ -119,6 +119,19 @@ for threads in 1 2; do
   fi
 done
 bench_run matmul_overhead
+# The Java binding against C: run() of one scalar Add, and a 100 MB feed.
+c_tiny=$(bench_run tiny_run)
+printf '%s\n' "$c_tiny"
+if [ -f "$WEFT_BUILD_DIR/bench/java_binding_bench.jar" ]; then
+  bench_wait_for_quiet
+  echo "--- JavaBindingBench (load average at start: $(bench_load))"
+  java_line=$(weft_in_build_env java \
+    -cp bindings/java/src/weft.jar:bench/java_binding_bench.jar JavaBindingBench)
+  printf '%s\n' "$java_line"
+  awk -v c="$(sed -n 's/.*Add: \([0-9.]*\) us.*/\1/p' <<<"$c_tiny")" \
+      -v j="$(sed -n 's/^Java run.*Add: \([0-9.]*\) us.*/\1/p' <<<"$java_line")" 'BEGIN {
+    if (c > 0 && j > 0) printf "run() of one scalar Add: Java %.2f us, C %.2f us (Java adds %.2f us)\n", j, c, j - c }'
+fi
 if [ -x "$WEFT_BUILD_DIR/bench/conv_matmul" ]; then
   bench_run conv_matmul
 fi

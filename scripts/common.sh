@@ -9,6 +9,7 @@ WEFT_PACKAGES=(
   libeigen3-dev libdnnl-dev libdlpack-dev libcriterion-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   zlib1g-dev dataset-fashion-mnist
+  openjdk-17-jdk-headless junit5
 )
 
 WEFT_BUILD_DIR=${WEFT_BUILD_DIR:-build}

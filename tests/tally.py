@@ -3,8 +3,11 @@
 
 Usage: tally.py BUILD_DIR [BUILD_DIR...]  (several builds: cases count per build)
 
-Every source of results (today: meson's log of the Criterion executables,
-which report TAP) yields one FileResult per test executable or file.  The
+Every source of results yields one FileResult per test executable or file:
+meson's log of the executables that report TAP (the Criterion tests), and
+the JUnit XML reports of the tests meson runs in the suite 'junit' (the
+Java binding's), which the launcher writes to
+BUILD_DIR/junit-reports/<test name>/.  The
 tally prints the failed cases of each file, then exactly one final line,
 `N passed, M failed` (with `, K skipped` when K > 0), and exits non-zero
 when a case failed or when nothing ran.
@@ -13,15 +16,16 @@ A skipped case is never counted as passed.  An executable that crashed or
 timed out without reporting its cases counts as failed (at least one case),
 so a dead test binary can never make the suite look green.
 
-To add a source (say, JUnit XML from the Java binding), write a class with
-`name` and `collect(build_dir) -> list[FileResult]` and append it to
-SOURCES.
+To add a source, write a class with `name` and
+`collect(build_dir) -> list[FileResult]` and append it to SOURCES.
 """
 
+import glob
 import json
 import os
 import re
 import sys
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional
 
@@ -118,6 +122,35 @@ def parse_tap(name: str, text: str) -> Optional[FileResult]:
 
 # ---- sources ----------------------------------------------------------------
 
+def read_test_log(build_dir: str) -> Iterable:
+    """The entries of meson-logs/testlog.json, one dict per test run; a
+    FileResult with one failure for a line that cannot be read."""
+    path = os.path.join(build_dir, 'meson-logs', 'testlog.json')
+    if not os.path.exists(path):
+        return
+    with open(path, encoding='utf-8', errors='replace') as log:
+        for number, line in enumerate(log, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as error:
+                broken = FileResult(f'{path}:{number}')
+                broken.fail(f'unreadable log line: {error}')
+                yield broken
+
+
+def test_suite(entry: dict) -> str:
+    """'criterion' from meson's test name 'weft:criterion / abi_layout'."""
+    prefix = str(entry.get('name', '')).split(' / ', 1)[0]
+    return prefix.split(':', 1)[1] if ':' in prefix else ''
+
+
+def test_short_name(entry: dict) -> str:
+    """'abi_layout' from 'weft:criterion / abi_layout'."""
+    return str(entry.get('name', '?')).split(' / ', 1)[-1]
+
 class MesonTestLog:
     """meson-logs/testlog.json: one JSON object per test executable run."""
 
@@ -128,22 +161,11 @@ class MesonTestLog:
     _BROKEN = {'FAIL', 'ERROR', 'TIMEOUT', 'INTERRUPT', 'UNEXPECTEDPASS'}
 
     def collect(self, build_dir: str) -> List[FileResult]:
-        path = os.path.join(build_dir, 'meson-logs', 'testlog.json')
-        if not os.path.exists(path):
-            return []
         results = []
-        with open(path, encoding='utf-8', errors='replace') as log:
-            for number, line in enumerate(log, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError as error:
-                    broken = FileResult(f'{path}:{number}')
-                    broken.fail(f'unreadable log line: {error}')
-                    results.append(broken)
-                    continue
+        for entry in read_test_log(build_dir):
+            if isinstance(entry, FileResult):
+                results.append(entry)
+            elif test_suite(entry) != JUnitReports.SUITE:
                 results.append(self._entry_result(entry))
         return results
 
@@ -180,7 +202,75 @@ class MesonTestLog:
         return tap
 
 
-SOURCES = [MesonTestLog()]
+class JUnitReports:
+    """JUnit XML reports of the tests meson runs in the suite 'junit'.
+
+    Each such test writes its reports (the legacy XML format every JUnit
+    launcher writes, one <testcase> per case, parameterized invocations
+    included) to BUILD_DIR/junit-reports/<test name>/, emptied before each
+    run.  Every <testcase> is a case: passed, failed (<failure> or
+    <error>) or skipped (<skipped>).  A test that meson ran but that left no
+    report, or that failed although every case in its report passed (the
+    JVM died, timed out or exited non-zero after reporting), counts as a
+    failure, as for TAP.
+    """
+
+    name = 'junit'
+    SUITE = 'junit'
+
+    def collect(self, build_dir: str) -> List[FileResult]:
+        results = []
+        for entry in read_test_log(build_dir):
+            if isinstance(entry, FileResult) or test_suite(entry) != self.SUITE:
+                continue
+            results.append(self._entry_result(build_dir, entry))
+        return results
+
+    def _entry_result(self, build_dir: str, entry: dict) -> FileResult:
+        name = str(entry.get('name', '?'))
+        outcome = str(entry.get('result', '')).upper()
+        returncode = entry.get('returncode')
+        reports = sorted(glob.glob(os.path.join(
+            build_dir, 'junit-reports', test_short_name(entry), '*.xml')))
+        result = FileResult(name)
+        for report in reports:
+            self._count_report(report, result)
+        if not reports:
+            if outcome == 'SKIP':
+                result.skipped += 1
+            else:
+                result.fail(f'{outcome.lower() or "no result"} (exit status '
+                            f'{returncode}) and no JUnit report')
+        elif result.failed == 0 and outcome != 'OK':
+            result.fail(f'launcher ended {outcome.lower()} (exit status '
+                        f'{returncode}) after its cases passed')
+        elif result.passed + result.failed + result.skipped == 0:
+            result.fail('the JUnit report holds no test cases')
+        return result
+
+    @staticmethod
+    def _count_report(path: str, result: FileResult) -> None:
+        try:
+            root = ElementTree.parse(path).getroot()
+        except (ElementTree.ParseError, OSError) as error:
+            result.fail(f'{os.path.basename(path)}: unreadable report: {error}')
+            return
+        for case in root.iter('testcase'):
+            label = f"{case.get('classname', '?')}.{case.get('name', '?')}"
+            problem = case.find('failure')
+            if problem is None:
+                problem = case.find('error')
+            if problem is not None:
+                message = (problem.get('message') or problem.get('type') or
+                           '').strip().splitlines()
+                result.fail(label + (f': {message[0]}' if message else ''))
+            elif case.find('skipped') is not None:
+                result.skipped += 1
+            else:
+                result.passed += 1
+
+
+SOURCES = [MesonTestLog(), JUnitReports()]
 
 
 # ---- report -------------------------------------------------------------------

@@ -1,0 +1,21 @@
+package org.weft;
+
+/**
+ * A device as the runtime sees it (weft_device_description).
+ *
+ * @param name "/device:CPU:0"
+ * @param type "CPU", "OPENCL", "CUDA"
+ * @param index among the devices of that type
+ * @param memoryBytes 0 when unknown
+ * @param computeGflops the plugin's estimate; 0 when unknown
+ * @param flags WEFT_DEVICE_* bits
+ */
+public record DeviceInfo(String name, String type, int index, String description,
+    String vendor, String plugin, long memoryBytes, double computeGflops, int flags) {
+  /** WEFT_DEVICE_HOST_MEMORY: the device's memory is host-addressable. */
+  public static final int HOST_MEMORY = 0x1;
+
+  public boolean hasHostMemory() {
+    return (flags & HOST_MEMORY) != 0;
+  }
+}

@@ -1,0 +1,238 @@
+package org.weft;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A dataflow graph: nodes are only ever added, so sessions keep working
+ * while it grows.  Closing the graph releases the Java handle; sessions
+ * already made on it keep what they need, but its nodes (and outputs) can no
+ * longer be used from Java.
+ *
+ * <p>Threads: every method may be called from any thread.
+ */
+public final class Graph extends NativeObject {
+  static {
+    Native.ensureLoaded();
+  }
+
+  public Graph() {
+    super(Native.graphCreate(), Native::graphDestroy);
+  }
+
+  /** Splits outputs of this graph into the two arrays the C API takes. */
+  static void unpack(Graph graph, Output[] outputs, long[] nodes, int[] indices) {
+    for (int i = 0; i < outputs.length; ++i) {
+      nodes[i] = outputs[i].node().handleIn(graph);
+      indices[i] = outputs[i].index();
+    }
+  }
+
+  private Node node(long handle) {
+    return handle == 0 ? null : new Node(this, handle);
+  }
+
+  /**
+   * Starts a node of op {@code opType}; {@code name} null or "" picks a
+   * unique one.
+   */
+  public OpBuilder opBuilder(String opType, String name) {
+    long g = acquire();
+    try {
+      return new OpBuilder(this, Native.opBegin(g, opType, name));
+    } finally {
+      release();
+    }
+  }
+
+  /** A Const node holding {@code value} (the graph keeps its own reference). */
+  public Output constant(String name, Tensor value) {
+    long g = acquire();
+    long t = value.acquire();
+    try {
+      return node(Native.graphConstant(g, name, t)).output(0);
+    } finally {
+      value.release();
+      release();
+    }
+  }
+
+  public Output constant(String name, float value) {
+    try (Tensor t = Tensor.scalar(value)) {
+      return constant(name, t);
+    }
+  }
+
+  public Output constant(String name, int value) {
+    try (Tensor t = Tensor.scalar(value)) {
+      return constant(name, t);
+    }
+  }
+
+  /** A Placeholder, fed at run time; -1 in {@code shape} for unknown sizes. */
+  public Output placeholder(String name, DataType dtype, Shape shape) {
+    long g = acquire();
+    try {
+      return node(Native.graphPlaceholder(g, name, dtype.value(), shape.dimsOrEmpty(),
+          shape.rank())).output(0);
+    } finally {
+      release();
+    }
+  }
+
+  /** A node of an op that takes only data inputs and no attributes; its output 0. */
+  public Output apply(String opType, String name, Output... inputs) {
+    long[] nodes = new long[inputs.length];
+    int[] indices = new int[inputs.length];
+    long g = acquire();
+    try {
+      unpack(this, inputs, nodes, indices);
+      return node(Native.graphApply(g, opType, name, nodes, indices)).output(0);
+    } finally {
+      release();
+    }
+  }
+
+  /** A variable initialized from {@code initialValue} (fully known shape). */
+  public Variable variable(String name, Output initialValue) {
+    long g = acquire();
+    try {
+      long[] v = Native.graphVariable(g, name, initialValue.node().handleIn(this),
+          initialValue.index());
+      return new Variable(new Output(node(v[0]), (int) v[1]), node(v[2]));
+    } finally {
+      release();
+    }
+  }
+
+  /** A variable initialized from a constant "{@code name}/initial_value". */
+  public Variable variable(String name, Tensor initialValue) {
+    return variable(name, constant(name + "/initial_value", initialValue));
+  }
+
+  /** The node called {@code name}, or {@code null}. */
+  public Node node(String name) {
+    long g = acquire();
+    try {
+      return node(Native.graphNodeByName(g, name));
+    } finally {
+      release();
+    }
+  }
+
+  public int nodeCount() {
+    long g = acquire();
+    try {
+      return Native.graphNodeCount(g);
+    } finally {
+      release();
+    }
+  }
+
+  /** Every node, in creation order. */
+  public List<Node> nodes() {
+    long g = acquire();
+    try {
+      int n = Native.graphNodeCount(g);
+      List<Node> nodes = new ArrayList<>(n);
+      for (int i = 0; i < n; ++i) {
+        nodes.add(node(Native.graphNodeAt(g, i)));
+      }
+      return nodes;
+    } finally {
+      release();
+    }
+  }
+
+  // ---- training ----
+
+  /**
+   * Adds nodes computing d(sum of ys)/d(xs[i]).  {@code gradYs} may be null
+   * (ones for each y).  An entry of the result is {@code null} where no y
+   * depends on that x ("no gradient", to be treated as zeros).
+   */
+  public Output[] gradients(Output[] ys, Output[] xs, Output[] gradYs) {
+    if (gradYs != null && gradYs.length != ys.length) {
+      throw new IllegalArgumentException(ys.length + " ys but " + gradYs.length + " gradYs");
+    }
+    long[] yn = new long[ys.length];
+    int[] yi = new int[ys.length];
+    long[] xn = new long[xs.length];
+    int[] xi = new int[xs.length];
+    long[] gn = gradYs == null ? null : new long[gradYs.length];
+    int[] gi = gradYs == null ? null : new int[gradYs.length];
+    long g = acquire();
+    try {
+      unpack(this, ys, yn, yi);
+      unpack(this, xs, xn, xi);
+      if (gradYs != null) {
+        unpack(this, gradYs, gn, gi);
+      }
+      long[] out = Native.gradients(g, yn, yi, xn, xi, gn, gi);
+      Output[] grads = new Output[xs.length];
+      for (int i = 0; i < xs.length; ++i) {
+        grads[i] = out[2 * i] == 0 ? null : new Output(node(out[2 * i]), (int) out[2 * i + 1]);
+      }
+      return grads;
+    } finally {
+      release();
+    }
+  }
+
+  /** d(sum of y)/d(xs[i]). */
+  public Output[] gradients(Output y, Output... xs) {
+    return gradients(new Output[] {y}, xs, null);
+  }
+
+  /**
+   * Builds the gradients of {@code loss} for every trainable variable it
+   * depends on and one update op each; returns the NoOp {@code name} (or
+   * "train") to run as a target once per step.
+   */
+  public Node minimize(Output loss, OptimizerOptions options, String name) {
+    long g = acquire();
+    try {
+      return node(Native.minimize(g, loss.node().handleIn(this), loss.index(),
+          options.optimizer().value(), options.learningRate(), options.momentum(),
+          options.nesterov(), options.beta1(), options.beta2(), options.epsilon(), name));
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * A NoOp ({@code name}, or "init_all" when null) running every variable
+   * initializer the graph has now; make it after {@link #minimize}.
+   */
+  public Node initializeAll(String name) {
+    long g = acquire();
+    try {
+      return node(Native.graphInitializeAll(g, name));
+    } finally {
+      release();
+    }
+  }
+
+  /** The variables {@link #minimize} updates, in creation order. */
+  public List<Node> trainableVariables() {
+    long g = acquire();
+    try {
+      List<Node> nodes = new ArrayList<>();
+      for (long n : Native.graphTrainableVariables(g)) {
+        nodes.add(node(n));
+      }
+      return nodes;
+    } finally {
+      release();
+    }
+  }
+
+  public void setTrainable(Node variable, boolean trainable) {
+    long g = acquire();
+    try {
+      Native.variableSetTrainable(g, variable.handleIn(this), trainable);
+    } finally {
+      release();
+    }
+  }
+}

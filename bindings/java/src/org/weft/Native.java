@@ -1,0 +1,187 @@
+package org.weft;
+
+import java.io.File;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.security.CodeSource;
+
+/**
+ * The JNI glue (libweft_jni.so): one static native method per C call the
+ * binding makes.  Handles are the C pointers as longs; 0 is NULL.  A C error
+ * status arrives as a thrown {@link WeftException}.  Every method accepts 0
+ * handles without crashing (the C functions treat NULL as a no-op or an
+ * error), though the Java classes never pass them.
+ *
+ * <p>The library is found, in order: at the path in the system property
+ * {@value #LIBRARY_PROPERTY}; by {@link System#loadLibrary} on {@code
+ * java.library.path}; next to the jar holding this class.
+ */
+final class Native {
+  static final String LIBRARY_PROPERTY = "weft.jni.library";
+  private static final String LIBRARY_NAME = "weft_jni";
+
+  static {
+    load();
+  }
+
+  private Native() {}
+
+  /** Forces loading (and its errors) at a predictable point. */
+  static void ensureLoaded() {}
+
+  private static void load() {
+    String path = System.getProperty(LIBRARY_PROPERTY);
+    if (path != null && !path.isEmpty()) {
+      System.load(new File(path).getAbsolutePath());
+      return;
+    }
+    UnsatisfiedLinkError onPath;
+    try {
+      System.loadLibrary(LIBRARY_NAME);
+      return;
+    } catch (UnsatisfiedLinkError e) {
+      onPath = e;
+    }
+    File besideJar = besideJar();
+    if (besideJar != null && besideJar.isFile()) {
+      System.load(besideJar.getAbsolutePath());
+      return;
+    }
+    UnsatisfiedLinkError error = new UnsatisfiedLinkError(
+        "cannot find " + System.mapLibraryName(LIBRARY_NAME) + ": set -D" + LIBRARY_PROPERTY
+            + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME)
+            + ", add its directory to java.library.path, or put it next to the jar ("
+            + (besideJar == null ? "location unknown" : besideJar.toString()) + ")");
+    error.addSuppressed(onPath);
+    throw error;
+  }
+
+  private static File besideJar() {
+    try {
+      CodeSource source = Native.class.getProtectionDomain().getCodeSource();
+      if (source == null || source.getLocation() == null) {
+        return null;
+      }
+      File jar = new File(source.getLocation().toURI());
+      return new File(jar.getParentFile(), System.mapLibraryName(LIBRARY_NAME));
+    } catch (URISyntaxException | SecurityException | IllegalArgumentException e) {
+      return null;
+    }
+  }
+
+  // ---- tensors ----
+  static native long tensorCreate(int dtype, long[] dims);
+  /** Copies {@code byteSize} bytes of a primitive array. */
+  static native long tensorFromArray(int dtype, long[] dims, Object array, long byteSize);
+  /** Wraps a direct buffer's memory; holds a global reference until the deleter runs. */
+  static native long tensorFromBuffer(int dtype, long[] dims, ByteBuffer buffer, long offset,
+      long byteSize);
+  static native long tensorCopyBuffer(int dtype, long[] dims, ByteBuffer buffer, long offset,
+      long byteSize);
+  static native void tensorDestroy(long tensor);
+  /** {dtype, dims...}. */
+  static native long[] tensorInfo(long tensor);
+  static native void tensorToArray(long tensor, Object array, long byteSize);
+  static native void tensorToBuffer(long tensor, ByteBuffer buffer, long offset, long byteSize);
+
+  // ---- graphs ----
+  static native long graphCreate();
+  static native void graphDestroy(long graph);
+  static native long opBegin(long graph, String opType, String name);
+  static native void opAbandon(long builder);
+  static native void opAddInput(long builder, long node, int index);
+  static native void opAddInputList(long builder, long[] nodes, int[] indices);
+  static native void opAddControlInput(long builder, long node);
+  static native void opSetDevice(long builder, String device);
+  static native void opSetAttrInt(long builder, String name, long value);
+  static native void opSetAttrFloat(long builder, String name, double value);
+  static native void opSetAttrBool(long builder, String name, boolean value);
+  static native void opSetAttrDtype(long builder, String name, int dtype);
+  static native void opSetAttrString(long builder, String name, String value);
+  static native void opSetAttrIntList(long builder, String name, long[] values);
+  static native void opSetAttrFloatList(long builder, String name, double[] values);
+  static native void opSetAttrShape(long builder, String name, long[] dims, int rank);
+  static native void opSetAttrTensor(long builder, String name, long tensor);
+  /** Consumes the builder; returns the node. */
+  static native long opFinish(long builder);
+  static native long graphConstant(long graph, String name, long tensor);
+  static native long graphPlaceholder(long graph, String name, int dtype, long[] dims, int rank);
+  static native long graphApply(long graph, String opType, String name, long[] nodes,
+      int[] indices);
+  /** {value node, value index, initializer node}. */
+  static native long[] graphVariable(long graph, String name, long node, int index);
+  static native long graphNodeByName(long graph, String name);
+  static native int graphNodeCount(long graph);
+  static native long graphNodeAt(long graph, int index);
+  static native String nodeName(long node);
+  static native String nodeOpType(long node);
+  static native String nodeDevice(long node);
+  static native int nodeNumInputs(long node);
+  /** {node, index}. */
+  static native long[] nodeInput(long node, int index);
+  static native int nodeNumControlInputs(long node);
+  static native int nodeNumOutputs(long node);
+  static native int outputDtype(long node, int index);
+  /** The dims, or null for an unknown rank. */
+  static native long[] outputShape(long node, int index);
+
+  // ---- training ----
+  /** {node, index} per x; node 0 for "no gradient". */
+  static native long[] gradients(long graph, long[] yNodes, int[] yIndices, long[] xNodes,
+      int[] xIndices, long[] gradYNodes, int[] gradYIndices);
+  static native int opGradientStatus(String opType);
+  static native void variableSetTrainable(long graph, long node, boolean trainable);
+  static native long[] graphTrainableVariables(long graph);
+  static native long graphInitializeAll(long graph, String name);
+  /** {learning rate, momentum, nesterov (0/1), beta1, beta2, epsilon}. */
+  static native double[] optimizerDefaults(int kind);
+  static native long minimize(long graph, long lossNode, int lossIndex, int kind,
+      double learningRate, double momentum, boolean nesterov, double beta1, double beta2,
+      double epsilon, String name);
+  static native void checkpointSave(long session, String path, long[] variables);
+  static native void checkpointRestore(long session, String path, long[] variables);
+
+  // ---- sessions ----
+  static native long sessionCreate(long graph, String devices, int interOpThreads,
+      int intraOpThreads, int placement, int transferPrecision, int optimizations,
+      String deviceGflops);
+  static native void sessionDestroy(long session);
+  /** The fetched tensors' handles. */
+  static native long[] sessionRun(long session, long[] feedNodes, int[] feedIndices,
+      long[] feedTensors, long[] fetchNodes, int[] fetchIndices, long[] targets,
+      long metadata);
+  static native long metadataCreate();
+  static native void metadataDestroy(long metadata);
+  static native int metadataNumNodes(long metadata);
+  /** {name, op, device, reason}. */
+  static native String[] metadataNode(long metadata, int index);
+  static native String metadataDeviceOf(long metadata, String nodeName);
+  static native int metadataNumTransfers(long metadata);
+  /** {value, source device, destination device}. */
+  static native String[] metadataTransfer(long metadata, int index);
+  /** {wire dtype, bytes}. */
+  static native long[] metadataTransferSize(long metadata, int index);
+  static native int metadataNumMerged(long metadata);
+  /** {removed, kept}. */
+  static native String[] metadataMerged(long metadata, int index);
+  static native int metadataNumDevices(long metadata);
+  static native String metadataDeviceName(long metadata, int index);
+  static native long metadataPeakBytes(long metadata, int index);
+  static native String metadataToString(long metadata);
+
+  // ---- the runtime: versions, plugins, devices, ops ----
+  static native String versionString();
+  static native int abiVersion();
+  /** {min, max}, packed. */
+  static native int[] pluginInterfaceRange();
+  static native void pluginsDiscover();
+  static native void pluginLoad(String path);
+  static native int pluginCount();
+  static native PluginInfo pluginDescribe(int index);
+  static native int pluginRefusalCount();
+  static native PluginRefusal pluginRefusal(int index);
+  static native int deviceCount();
+  static native DeviceInfo deviceDescribe(int index);
+  static native int opCount();
+  static native OpInfo opDescribe(int index);
+}

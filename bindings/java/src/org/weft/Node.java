@@ -1,0 +1,116 @@
+package org.weft;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A node (an operation) of a graph.  It lives as long as its graph: once the
+ * graph is closed every method throws {@link IllegalStateException}.
+ */
+public final class Node {
+  private final Graph graph;
+  private final long handle;
+
+  Node(Graph graph, long handle) {
+    this.graph = graph;
+    this.handle = handle;
+  }
+
+  public Graph graph() {
+    return graph;
+  }
+
+  /** The C pointer; only valid while the graph is open. */
+  long handle() {
+    return handle;
+  }
+
+  /** The handle, checking that the graph is open and that it is {@code expected}. */
+  long handleIn(Graph expected) {
+    if (graph != expected) {
+      throw new IllegalArgumentException("node '" + name() + "' belongs to another graph");
+    }
+    graph.checkOpen();
+    return handle;
+  }
+
+  private String text(int which) {
+    graph.acquire();
+    try {
+      switch (which) {
+        case 0: return Native.nodeName(handle);
+        case 1: return Native.nodeOpType(handle);
+        default: return Native.nodeDevice(handle);
+      }
+    } finally {
+      graph.release();
+    }
+  }
+
+  public String name() {
+    return text(0);
+  }
+
+  public String opType() {
+    return text(1);
+  }
+
+  /** The device constraint given when it was built, "" when none. */
+  public String device() {
+    return text(2);
+  }
+
+  public int numOutputs() {
+    graph.acquire();
+    try {
+      return Native.nodeNumOutputs(handle);
+    } finally {
+      graph.release();
+    }
+  }
+
+  public Output output(int index) {
+    return new Output(this, index);
+  }
+
+  /** The data inputs, in order. */
+  public List<Output> inputs() {
+    graph.acquire();
+    try {
+      int n = Native.nodeNumInputs(handle);
+      List<Output> inputs = new ArrayList<>(n);
+      for (int i = 0; i < n; ++i) {
+        long[] in = Native.nodeInput(handle, i);
+        inputs.add(new Output(new Node(graph, in[0]), (int) in[1]));
+      }
+      return inputs;
+    } finally {
+      graph.release();
+    }
+  }
+
+  public int numControlInputs() {
+    graph.acquire();
+    try {
+      return Native.nodeNumControlInputs(handle);
+    } finally {
+      graph.release();
+    }
+  }
+
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof Node && ((Node) other).handle == handle
+        && ((Node) other).graph == graph;
+  }
+
+  @Override
+  public int hashCode() {
+    return Long.hashCode(handle);
+  }
+
+  @Override
+  public String toString() {
+    return graph.isClosed() ? "Node(graph closed)" : "Node(" + name() + ": " + opType() + ")";
+  }
+}

@@ -1,0 +1,92 @@
+package org.weft;
+
+/**
+ * Options of a {@link Session} (weft_session_options).  Unset strings mean
+ * the environment decides (WEFT_DEVICES, WEFT_DEVICE_GFLOPS); 0 threads
+ * means the core count.
+ */
+public final class SessionOptions {
+  /** What happens to a node constrained to a device without a kernel for it. */
+  public enum Placement {
+    /** It goes to another allowed device; the run metadata says so. */
+    SOFT,
+    /** An error naming the node, its op and the device. */
+    STRICT
+  }
+
+  /** How float32 values cross from one device to another. */
+  public enum TransferPrecision {
+    EXACT,
+    /** Narrowed to bfloat16 on the wire (about 3 significant digits). */
+    BFLOAT16,
+    /** Narrowed to IEEE float16 (range +-65504). */
+    FLOAT16
+  }
+
+  /** Merge identical ops over identical inputs. */
+  public static final int OPTIMIZE_CSE = 1;
+  /** Run nodes as late as their consumers allow, so values live briefly. */
+  public static final int OPTIMIZE_MEMORY_SCHEDULE = 2;
+  public static final int OPTIMIZE_ALL = 0xffffffff;
+
+  private String devices;
+  private int interOpThreads;
+  private int intraOpThreads;
+  private Placement placement = Placement.SOFT;
+  private TransferPrecision transferPrecision = TransferPrecision.EXACT;
+  private int optimizations = OPTIMIZE_ALL;
+  private String deviceGflops;
+
+  /**
+   * Devices the session may use: a comma-separated list of names or
+   * patterns ("/device:CPU:0", "/device:OPENCL:*", "CPU").
+   */
+  public SessionOptions devices(String value) {
+    devices = value;
+    return this;
+  }
+
+  /** Threads running independent nodes at once; 0 picks the core count. */
+  public SessionOptions interOpThreads(int value) {
+    interOpThreads = value;
+    return this;
+  }
+
+  /** Threads a single kernel may use; 0 picks the core count. */
+  public SessionOptions intraOpThreads(int value) {
+    intraOpThreads = value;
+    return this;
+  }
+
+  /** Both thread counts. */
+  public SessionOptions threads(int value) {
+    return interOpThreads(value).intraOpThreads(value);
+  }
+
+  public SessionOptions placement(Placement value) {
+    placement = value;
+    return this;
+  }
+
+  public SessionOptions transferPrecision(TransferPrecision value) {
+    transferPrecision = value;
+    return this;
+  }
+
+  /** OPTIMIZE_* bits. */
+  public SessionOptions optimizations(int bits) {
+    optimizations = bits;
+    return this;
+  }
+
+  /** Compute estimates in GFLOP/s per device pattern: "OPENCL=500,CPU=20". */
+  public SessionOptions deviceGflops(String value) {
+    deviceGflops = value;
+    return this;
+  }
+
+  long create(long graph) {
+    return Native.sessionCreate(graph, devices, interOpThreads, intraOpThreads,
+        placement.ordinal(), transferPrecision.ordinal(), optimizations, deviceGflops);
+  }
+}

@@ -1,0 +1,78 @@
+package org.weft;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntFunction;
+
+/**
+ * The runtime as a whole: versions, plugins, devices and the op library.
+ * Plugins are found on WEFT_PLUGIN_PATH, then in the installed plugin
+ * directory, the first time they are needed.  Every method is thread-safe.
+ */
+public final class Weft {
+  private Weft() {}
+
+  /** The library's release, such as "0.1.0". */
+  public static String version() {
+    return Native.versionString();
+  }
+
+  /** The user-API version the library implements, as "major.minor". */
+  public static String abiVersion() {
+    int v = Native.abiVersion();
+    return (v >>> 16) + "." + (v & 0xffff);
+  }
+
+  /** The range of plugin-interface versions the library hosts, as "1.0-1.2". */
+  public static String pluginInterfaceRange() {
+    int[] r = Native.pluginInterfaceRange();
+    return (r[0] >>> 16) + "." + (r[0] & 0xffff) + "-" + (r[1] >>> 16) + "." + (r[1] & 0xffff);
+  }
+
+  /** Loads the plugins on the search path, if not done yet. */
+  public static void discoverPlugins() {
+    Native.pluginsDiscover();
+  }
+
+  /** Loads one plugin file; a refusal is a {@link WeftException} and is recorded. */
+  public static void loadPlugin(String path) {
+    Native.pluginLoad(path);
+  }
+
+  private static <T> List<T> list(int count, IntFunction<T> describe) {
+    List<T> out = new ArrayList<>(count);
+    for (int i = 0; i < count; ++i) {
+      out.add(describe.apply(i));
+    }
+    return out;
+  }
+
+  public static List<PluginInfo> plugins() {
+    discoverPlugins();
+    return list(Native.pluginCount(), Native::pluginDescribe);
+  }
+
+  public static List<PluginRefusal> pluginRefusals() {
+    discoverPlugins();
+    return list(Native.pluginRefusalCount(), Native::pluginRefusal);
+  }
+
+  /** Every device of every loaded plugin. */
+  public static List<DeviceInfo> devices() {
+    discoverPlugins();
+    return list(Native.deviceCount(), Native::deviceDescribe);
+  }
+
+  /** Every op of the library, in registration order. */
+  public static List<OpInfo> ops() {
+    return list(Native.opCount(), Native::opDescribe);
+  }
+
+  /**
+   * Whether an op has a gradient (1), is not differentiable (0), or neither
+   * (-1).
+   */
+  public static int gradientStatus(String opType) {
+    return Native.opGradientStatus(opType);
+  }
+}
