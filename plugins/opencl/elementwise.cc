@@ -1,5 +1,5 @@
 // Element-wise kernels: broadcasting binary ops, unary ops, Cast, BiasAdd,
-// Identity, ZerosLike and OnesLike.  Semantics follow the CPU plugin
+// Identity, Fill, ZerosLike and OnesLike.  Semantics follow the CPU plugin
 // (runtime/ops/CONVENTIONS.md): integers wrap, integer division by zero and
 // integer Pow with a negative exponent are errors found on the device.
 #include <cstdint>
@@ -22,14 +22,6 @@ struct Broadcast {
   cl_long x_strides[kMaxKernelRank] = {};
   cl_long y_strides[kMaxKernelRank] = {};
 };
-
-bool SameShape(const weft_kernel_tensor& x, const weft_kernel_tensor& y) {
-  if (x.rank != y.rank) return false;
-  for (int32_t i = 0; i < x.rank; ++i) {
-    if (x.dims[i] != y.dims[i]) return false;
-  }
-  return true;
-}
 
 // Fills out_dims (rank out_rank) with the broadcast shape, or returns an
 // error naming both shapes.
@@ -59,7 +51,7 @@ weft_status* PlanBroadcast(const KernelCall& call,
                            const weft_kernel_tensor& x,
                            const weft_kernel_tensor& y,
                            const weft_kernel_tensor& z, Broadcast* plan) {
-  if (SameShape(x, y)) return nullptr;
+  if (SameDims(x, y)) return nullptr;
   // Walk from the innermost dim out, keeping (dim, x stride, y stride).
   int64_t x_stride = 1, y_stride = 1;
   int rank = 0;
@@ -350,6 +342,42 @@ weft_status* FillKernel(void* arg, weft_kernel_context* ctx) {
 
 const int kZero = 0, kOne = 1;
 
+// ---- Fill: the scalar input, on the device, copied into the shape ----
+
+weft_status* FillValueKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor value, y;
+    if (weft_status* s = call.Input(0, &value)) return s;
+    if (value.element_count != 1) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "value must be a scalar, has %lld elements",
+                        static_cast<long long>(value.element_count));
+    }
+    bool present = false;
+    const int64_t* dims = nullptr;
+    int32_t rank = 0;
+    if (weft_status* s = call.AttrIntList("shape", &present, &dims, &rank)) {
+      return s;
+    }
+    if (!present) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "attribute shape is missing");
+    }
+    const char* suffix = SizeSuffix(weft_dtype_size_of(value.dtype));
+    if (suffix == nullptr) return call.UnsupportedDtype(value.dtype);
+    if (weft_status* s = call.AllocateOutput(0, value.dtype, dims, rank, &y)) {
+      return s;
+    }
+    if (y.element_count == 0) return nullptr;
+    char name[16];
+    std::snprintf(name, sizeof name, "fill_%s", suffix);
+    return call.Launch(Program::kElementwise, name, Linear(y.element_count),
+                       Buffer(value), Buffer(y),
+                       static_cast<cl_long>(y.element_count));
+  });
+}
+
 }  // namespace
 
 weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
@@ -395,6 +423,10 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
   const int32_t fillable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
                               WEFT_INT32,   WEFT_INT64,   WEFT_UINT8,
                               WEFT_BOOL,    WEFT_FLOAT64};
+  if (weft_status* s = RegisterKernel(registrar, "Fill", "T", fillable, 8,
+                                      FillValueKernel, nullptr)) {
+    return s;
+  }
   if (weft_status* s = RegisterKernel(registrar, "ZerosLike", "T", fillable,
                                       8, FillKernel,
                                       const_cast<int*>(&kZero))) {

@@ -125,6 +125,13 @@ weft_status* ErrorSlot::TakeError(uint32_t up_to) {
                       static_cast<long long>(words.row),
                       static_cast<long long>(launch.classes));
         break;
+      case DeviceError::kIndexOutOfRange:
+        std::snprintf(detail, sizeof detail,
+                      "indices[%lld] = %lld is out of range [0, %lld)",
+                      static_cast<long long>(words.row),
+                      static_cast<long long>(words.value),
+                      static_cast<long long>(launch.classes));
+        break;
       default:
         return MakeStatus(WEFT_INVALID_ARGUMENT,
                           "a kernel on OpenCL device %d failed (launch %u, "

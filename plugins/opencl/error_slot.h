@@ -34,6 +34,7 @@ enum class DeviceError : int32_t {
   kDivisionByZero = 1,    // no details
   kNegativeExponent = 2,  // value: the exponent
   kLabelOutOfRange = 3,   // value: the label, row: its batch row
+  kIndexOutOfRange = 4,   // value: the index, row: its position
 };
 
 class ErrorSlot {

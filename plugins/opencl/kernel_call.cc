@@ -79,6 +79,17 @@ weft_status* KernelCall::AttrBool(const char* name, bool fallback,
   return nullptr;
 }
 
+weft_status* KernelCall::AttrInt(const char* name, int64_t fallback,
+                                 int64_t* out) const {
+  weft_status* status = g_host->kernel_attr_int(ctx_, name, out);
+  if (status != nullptr && g_host->status_code(status) == WEFT_NOT_FOUND) {
+    g_host->status_destroy(status);
+    *out = fallback;
+    return nullptr;
+  }
+  return status;
+}
+
 weft_status* KernelCall::AttrDtype(const char* name, int32_t* out) const {
   return g_host->kernel_attr_dtype(ctx_, name, out);
 }
@@ -201,6 +212,24 @@ weft_status* RegisterKernel(weft_kernel_registrar* registrar, const char* op,
   def.compute = compute;
   def.kernel_arg = kernel_arg;
   return g_host->register_kernel(registrar, &def);
+}
+
+bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b) {
+  if (a.rank != b.rank) return false;
+  for (int32_t i = 0; i < a.rank; ++i) {
+    if (a.dims[i] != b.dims[i]) return false;
+  }
+  return true;
+}
+
+const char* SizeSuffix(size_t size) {
+  switch (size) {
+    case 1: return "b1";
+    case 2: return "b2";
+    case 4: return "b4";
+    case 8: return "b8";
+    default: return nullptr;
+  }
 }
 
 const char* KernelSuffix(int32_t dtype) {

@@ -70,6 +70,8 @@ class KernelCall {
   // type.
   weft_status* AttrBool(const char* name, bool fallback, bool* out) const;
   weft_status* AttrDtype(const char* name, int32_t* out) const;
+  weft_status* AttrInt(const char* name, int64_t fallback,
+                       int64_t* out) const;
   // `*present` says whether the attribute exists; `*values` is borrowed for
   // the call.
   weft_status* AttrIntList(const char* name, bool* present,
@@ -142,6 +144,13 @@ weft_status* RegisterKernel(weft_kernel_registrar* registrar, const char* op,
                             const char* dtype_attr, const int32_t* dtypes,
                             int32_t num_dtypes, weft_kernel_compute_fn compute,
                             void* kernel_arg);
+
+// Whether the two tensors have the same shape.
+bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b);
+
+// "b1", "b2", "b4", "b8": the suffix of kernels that move elements of
+// `size` bytes whatever their dtype (Fill, SliceGrad); NULL for others.
+const char* SizeSuffix(size_t size);
 
 // "f32", "i32"... as kernel names end, or NULL for a dtype with no kernels.
 const char* KernelSuffix(int32_t dtype);

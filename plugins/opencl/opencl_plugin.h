@@ -91,6 +91,11 @@ weft_status* RegisterMatMulKernels(weft_kernel_registrar* registrar,
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar,
                                       bool fp64);
 weft_status* RegisterNnKernels(weft_kernel_registrar* registrar, bool fp64);
+// Views that move no bytes: Reshape, ExpandDims, Squeeze, ReshapeLike.
+weft_status* RegisterShapeKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterGradKernels(weft_kernel_registrar* registrar, bool fp64);
+weft_status* RegisterTrainKernels(weft_kernel_registrar* registrar,
+                                  bool fp64);
 
 }  // namespace weft_opencl
 

@@ -563,6 +563,9 @@ weft_status* Entry(weft_plugin_init_args* args) {
     status = RegisterReductionKernels(args->registrar, fp64);
   }
   if (status == nullptr) status = RegisterNnKernels(args->registrar, fp64);
+  if (status == nullptr) status = RegisterShapeKernels(args->registrar);
+  if (status == nullptr) status = RegisterGradKernels(args->registrar, fp64);
+  if (status == nullptr) status = RegisterTrainKernels(args->registrar, fp64);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

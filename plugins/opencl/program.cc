@@ -9,6 +9,8 @@ const char* SourceOf(Program program) {
     case Program::kMatMul: return kMatMulSource;
     case Program::kReduction: return kReductionSource;
     case Program::kNn: return kNnSource;
+    case Program::kGrad: return kGradSource;
+    case Program::kTrain: return kTrainSource;
     default: return "";
   }
 }
@@ -19,6 +21,8 @@ const char* NameOf(Program program) {
     case Program::kMatMul: return "MatMul";
     case Program::kReduction: return "reduction";
     case Program::kNn: return "nn";
+    case Program::kGrad: return "gradient";
+    case Program::kTrain: return "optimizer";
     default: return "?";
   }
 }

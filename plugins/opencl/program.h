@@ -17,7 +17,15 @@ namespace weft_opencl {
 
 // The programs, one per kernel family, so that a graph builds only the
 // families it uses.
-enum class Program { kElementwise, kMatMul, kReduction, kNn, kCount };
+enum class Program {
+  kElementwise,
+  kMatMul,
+  kReduction,
+  kNn,
+  kGrad,
+  kTrain,
+  kCount
+};
 
 // The OpenCL C source of each family (sources_*.cc); each is compiled after
 // kPreludeSource.
@@ -26,6 +34,8 @@ extern const char* const kElementwiseSource;
 extern const char* const kMatMulSource;
 extern const char* const kReductionSource;
 extern const char* const kNnSource;
+extern const char* const kGradSource;
+extern const char* const kTrainSource;
 
 class ProgramCache {
  public:

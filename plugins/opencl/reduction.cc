@@ -1,9 +1,11 @@
 // Sum, Mean, Prod, Max and Min over the axes of the `axes` attribute
-// (absent: every axis; empty: none), with keep_dims.  Semantics follow the
+// (absent: every axis; empty: none), with keep_dims; and SumToShapeOf (the
+// gradient of broadcasting), a Sum over split dims.  Semantics follow the
 // CPU plugin: Max and Min propagate NaN, integer Sum and Prod wrap, integer
 // Mean truncates; an empty reduction gives 0 (Sum), 1 (Prod), NaN (float
 // Mean) and is an error otherwise.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -106,6 +108,31 @@ weft_status* FillEmpty(KernelCall& call, const Reduction& op,
   return call.Fill(y, pattern, size);
 }
 
+// Enqueues reduction `kernel` ("sum", "max"...) of x into y, `count`
+// elements per output.
+weft_status* LaunchReduction(KernelCall& call, const char* kernel,
+                             const weft_kernel_tensor& x,
+                             const weft_kernel_tensor& y, int64_t count,
+                             const DimWalk& kept, const DimWalk& red) {
+  // Work-groups per output where items then read neighbouring elements
+  // (a contiguous reduced axis) or where outputs alone are too few to
+  // fill the device; else an item per output.
+  const bool contiguous = red.rank > 0 && red.strides[red.rank - 1] == 1;
+  const int64_t outputs = y.element_count;
+  const bool grouped = count >= 32 && (contiguous || outputs < 64);
+  char name[64];
+  std::snprintf(name, sizeof name, "%s_%s_%s", kernel, KernelSuffix(x.dtype),
+                grouped ? "group" : "item");
+  const WorkSize work =
+      grouped ? GroupPerRow(outputs, PowerOfTwoAtMost(count, 256))
+              : Linear(outputs, 64);
+  return call.Launch(Program::kReduction, name, work, Buffer(x), Buffer(y),
+                     static_cast<cl_long>(outputs),
+                     static_cast<cl_long>(count), kept.rank, Long8(kept.dims),
+                     Long8(kept.strides), red.rank, Long8(red.dims),
+                     Long8(red.strides));
+}
+
 weft_status* ReduceKernel(void* arg, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
     const Reduction& op = *static_cast<const Reduction*>(arg);
@@ -163,24 +190,82 @@ weft_status* ReduceKernel(void* arg, weft_kernel_context* ctx) {
                         "the axes interleave into more than %d groups",
                         kMaxKernelRank);
     }
-    // Work-groups per output where items then read neighbouring elements
-    // (a contiguous reduced axis) or where outputs alone are too few to
-    // fill the device; else an item per output.
-    const bool contiguous =
-        red.rank > 0 && red.strides[red.rank - 1] == 1;
-    const int64_t outputs = y.element_count;
-    const bool grouped = count >= 32 && (contiguous || outputs < 64);
-    char name[64];
-    std::snprintf(name, sizeof name, "%s_%s_%s", op.kernel,
-                  KernelSuffix(x.dtype), grouped ? "group" : "item");
-    const WorkSize work =
-        grouped ? GroupPerRow(outputs, PowerOfTwoAtMost(count, 256))
-                : Linear(outputs, 64);
-    return call.Launch(Program::kReduction, name, work, Buffer(x), Buffer(y),
-                       static_cast<cl_long>(outputs),
-                       static_cast<cl_long>(count), kept.rank,
-                       Long8(kept.dims), Long8(kept.strides), red.rank,
-                       Long8(red.dims), Long8(red.strides));
+    return LaunchReduction(call, op.kernel, x, y, count, kept, red);
+  });
+}
+
+// ---- SumToShapeOf ----
+
+// Appends a dim of `size` elements `stride` apart to `walk` (outermost
+// first), merging it into the last when it runs on from there.  False when
+// the walk would need more than kMaxKernelRank dims.
+bool Append(DimWalk* walk, int64_t size, int64_t stride) {
+  if (size == 1) return true;
+  if (walk->rank > 0 && walk->strides[walk->rank - 1] == size * stride) {
+    walk->dims[walk->rank - 1] *= size;
+    walk->strides[walk->rank - 1] = stride;
+    return true;
+  }
+  if (walk->rank == kMaxKernelRank) return false;
+  walk->dims[walk->rank] = size;
+  walk->strides[walk->rank] = stride;
+  ++walk->rank;
+  return true;
+}
+
+// x summed into like's shape: each dim of like (aligned to x's trailing
+// dims) divides x's, and x's index along it is taken modulo like's; x's
+// extra leading dims are summed away.  Seen as a reduction: x's dim d of
+// size q * l splits into a reduced [q] (stride l * s) and a kept [l]
+// (stride s).
+weft_status* SumToShapeOfKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, like, y;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (weft_status* s = call.Input(1, &like)) return s;
+    if (x.dtype != WEFT_FLOAT32 && !(g_fp64 && x.dtype == WEFT_FLOAT64)) {
+      return call.UnsupportedDtype(x.dtype);
+    }
+    const int32_t lead = x.rank - like.rank;
+    bool ok = lead >= 0;
+    for (int32_t i = 0; ok && i < like.rank; ++i) {
+      const int64_t l = like.dims[i], d = x.dims[i + lead];
+      ok = l == 0 ? d == 0 : d % l == 0;
+    }
+    if (!ok) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "x (rank %d) cannot be summed to the shape of like "
+                        "(rank %d)",
+                        x.rank, like.rank);
+    }
+    if (weft_status* s =
+            call.AllocateOutput(0, x.dtype, like.dims, like.rank, &y)) {
+      return s;
+    }
+    if (y.element_count == 0) return nullptr;
+    const int64_t count = x.element_count / y.element_count;
+    if (count == 0) return FillEmpty(call, kReductions[0], y);
+    cl_long strides[WEFT_MAX_RANK];
+    cl_long stride = 1;
+    for (int32_t i = x.rank - 1; i >= 0; --i) {
+      strides[i] = stride;
+      stride *= x.dims[i];
+    }
+    DimWalk kept, red;
+    ok = true;
+    for (int32_t i = 0; ok && i < x.rank; ++i) {
+      const int64_t l = i < lead ? 1 : like.dims[i - lead];
+      ok = Append(&red, x.dims[i] / l, strides[i] * l) &&
+           Append(&kept, l, strides[i]);
+    }
+    if (!ok) {
+      return call.Error(WEFT_UNIMPLEMENTED,
+                        "the sum walks more than %d groups of dims",
+                        kMaxKernelRank);
+    }
+    return LaunchReduction(call, "sum", x, y, count, kept, red);
   });
 }
 
@@ -197,7 +282,9 @@ weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar,
       return s;
     }
   }
-  return nullptr;
+  const int32_t floats[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+  return RegisterKernel(registrar, "SumToShapeOf", "T", floats, fp64 ? 2 : 1,
+                        SumToShapeOfKernel, nullptr);
 }
 
 }  // namespace weft_opencl

@@ -289,6 +289,19 @@ WEFT_CAST_FROM(f64)
 WEFT_CAST(f32, f64) WEFT_CAST(f16, f64) WEFT_CAST(bf16, f64)
 WEFT_CAST(i32, f64) WEFT_CAST(i64, f64)
 #endif
+
+/* ---- Fill: every element a copy of the one-element `value`, by element
+ * size (b1, b2, b4, b8). ---- */
+#define WEFT_FILL(T, S)                                                    \
+__kernel void fill_##S(__global const T* v, long v_off, __global T* y,     \
+                       long y_off, long n) {                               \
+  const long i = get_global_id(0);                                         \
+  if (i < n) y[y_off + i] = v[v_off];                                      \
+}
+WEFT_FILL(uchar, b1)
+WEFT_FILL(ushort, b2)
+WEFT_FILL(uint, b4)
+WEFT_FILL(ulong, b8)
 )CLC";
 
 }  // namespace weft_opencl
