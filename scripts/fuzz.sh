@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets in tests/fuzz/ with clang's libFuzzer, AddressSanitizer
+# and UndefinedBehaviorSanitizer, and runs each for WEFT_FUZZ_SECONDS
+# (default 60) from a corpus in build-fuzz/corpus/<target> that grows from
+# run to run.  Any crash, sanitizer report or leak stops the run and leaves
+# the input in build-fuzz/.  Not part of the test suite: it needs clang and
+# minutes of CPU.
+#
+#   ./scripts/fuzz.sh                 every target
+#   ./scripts/fuzz.sh checkpoint_reader
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+
+out=build-fuzz
+seconds=${WEFT_FUZZ_SECONDS:-60}
+cxx=${CXX_FUZZ:-clang++-14}
+cc=${CC_FUZZ:-clang-14}
+flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+mkdir -p "$out"
+
+# The reader needs tensor and status code from the runtime, which a
+# shared libweft hides: the runtime's sources are compiled in, once, into
+# an instrumented static archive.
+build_runtime_archive() {
+  [ -f "$out/libweft_fuzz.a" ] && return 0
+  local objs=() src obj
+  mkdir -p "$out/obj"
+  for src in $(find runtime -name '*.cc' | sort); do
+    obj=$out/obj/$(echo "$src" | tr / _).o
+    "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+      -Iruntime -Iabi -c "$src" -o "$obj"
+    objs+=("$obj")
+  done
+  ar rcs "$out/libweft_fuzz.a" "${objs[@]}"
+}
+
+build_checkpoint_reader() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi \
+    tests/fuzz/checkpoint_reader.cc "$out/libweft_fuzz.a" -ldl -pthread \
+    -o "$out/checkpoint_reader"
+}
+
+build_idx_reader() {
+  "$cc" "${flags[@]}" -I. tests/fuzz/idx_reader.c tools/idx.c -lz \
+    -o "$out/idx_reader"
+}
+
+# A valid checkpoint and valid IDX files start the corpora, so the fuzzer
+# begins past the headers.
+seed_corpus() {
+  local target=$1 dir=$out/corpus/$1
+  mkdir -p "$dir"
+  case $target in
+    checkpoint_reader)
+      python3 tests/fuzz/make_seeds.py checkpoint "$dir" ;;
+    idx_reader)
+      python3 tests/fuzz/make_seeds.py idx "$dir" ;;
+  esac
+}
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader)
+for target in "${targets[@]}"; do
+  weft_log "building $target"
+  "build_$target"
+  seed_corpus "$target"
+  weft_log "fuzzing $target for ${seconds}s"
+  (cd "$out" && "./$target" -max_total_time="$seconds" -print_final_stats=1 \
+     "corpus/$target")
+done
