@@ -141,4 +141,22 @@ void OpRegistry::Add(OpDef def) {
   ordered_.push_back(defs_.back().get());
 }
 
+AttrDef Required(const char* name, AttrType type) {
+  return AttrDef{name, type, true, {}};
+}
+
+OpDef TypedOp(const char* name, std::vector<std::string> inputs,
+              const std::vector<weft_dtype>& types,
+              std::function<weft_status*(InferenceContext&)> infer,
+              const char* summary) {
+  OpDef d;
+  d.name = name;
+  d.input_names = std::move(inputs);
+  d.type_attr = "T";
+  d.allowed_types = types;
+  d.infer = std::move(infer);
+  d.summary = summary;
+  return d;
+}
+
 }  // namespace weft

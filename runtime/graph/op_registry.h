@@ -124,6 +124,14 @@ void RegisterGradOpsB(OpRegistry* r);
 OpDef UnaryOp(const char* name, const std::vector<weft_dtype>& types,
               const char* summary);
 OpDef BinaryOp(const char* name, const char* summary);
+// A required attribute.
+AttrDef Required(const char* name, AttrType type);
+// An op typed by attribute "T" over `types`, with its inputs, shape
+// function and summary.
+OpDef TypedOp(const char* name, std::vector<std::string> inputs,
+              const std::vector<weft_dtype>& types,
+              std::function<weft_status*(InferenceContext&)> infer,
+              const char* summary);
 
 // Shared helpers for shape functions.
 weft_status* BroadcastShapes(const InferenceContext& c, const ShapeInfo& a,

@@ -13,10 +13,6 @@
 namespace weft {
 namespace {
 
-AttrDef Required(const char* name, AttrType type) {
-  return AttrDef{name, type, true, {}};
-}
-
 AttrDef Optional(const char* name, AttrType type, AttrValue value) {
   value.type = type;
   return AttrDef{name, type, false, std::move(value)};

@@ -25,21 +25,11 @@
 namespace weft {
 namespace {
 
-AttrDef Required(const char* name, AttrType type) {
-  return AttrDef{name, type, true, {}};
-}
-
 OpDef GradOp(const char* name, std::vector<std::string> inputs,
              std::function<weft_status*(InferenceContext&)> infer,
              const char* summary) {
-  OpDef d;
-  d.name = name;
-  d.input_names = std::move(inputs);
-  d.type_attr = "T";
-  d.allowed_types = kFloatTypes;
-  d.infer = std::move(infer);
-  d.summary = summary;
-  return d;
+  return TypedOp(name, std::move(inputs), kFloatTypes, std::move(infer),
+                 summary);
 }
 
 // ---- Reduction gradients ---------------------------------------------------

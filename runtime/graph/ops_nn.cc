@@ -113,10 +113,6 @@ weft_status* WindowedSize(const InferenceContext& c, const char* axis,
   return nullptr;
 }
 
-AttrDef Required(const char* name, AttrType type) {
-  return AttrDef{name, type, true, {}};
-}
-
 AttrDef DataFormatAttr() {
   return AttrDef{"data_format", AttrType::kString, false,
                  StringValue("NHWC")};
@@ -284,22 +280,8 @@ weft_status* InferBatchNorm(InferenceContext& c) {
   return nullptr;
 }
 
-OpDef MakeOp(const char* name, std::vector<std::string> inputs,
-             const std::vector<weft_dtype>& types,
-             std::function<weft_status*(InferenceContext&)> infer,
-             const char* summary) {
-  OpDef d;
-  d.name = name;
-  d.input_names = std::move(inputs);
-  d.type_attr = "T";
-  d.allowed_types = types;
-  d.infer = std::move(infer);
-  d.summary = summary;
-  return d;
-}
-
 OpDef PoolOp(const char* name, const char* summary) {
-  OpDef d = MakeOp(name, {"value"}, kFloatTypes, InferPool, summary);
+  OpDef d = TypedOp(name, {"value"}, kFloatTypes, InferPool, summary);
   d.attrs = {Required("ksize", AttrType::kIntList),
              Required("strides", AttrType::kIntList),
              Required("padding", AttrType::kString), DataFormatAttr()};
@@ -310,17 +292,17 @@ OpDef PoolOp(const char* name, const char* summary) {
 
 void RegisterNnOps(OpRegistry* r) {
   {
-    OpDef d = MakeOp("BiasAdd", {"value", "bias"}, kNumericTypes,
+    OpDef d = TypedOp("BiasAdd", {"value", "bias"}, kNumericTypes,
                      InferBiasAdd, "value + bias along the last axis.");
     d.attrs = {DataFormatAttr()};
     r->Add(std::move(d));
   }
-  r->Add(MakeOp("Softmax", {"logits"}, kFloatTypes, InferLastAxisUnary,
+  r->Add(TypedOp("Softmax", {"logits"}, kFloatTypes, InferLastAxisUnary,
                 "Softmax over the last axis."));
-  r->Add(MakeOp("LogSoftmax", {"logits"}, kFloatTypes, InferLastAxisUnary,
+  r->Add(TypedOp("LogSoftmax", {"logits"}, kFloatTypes, InferLastAxisUnary,
                 "Log of the softmax over the last axis."));
   {
-    OpDef d = MakeOp("SoftmaxCrossEntropyWithLogits", {"features", "labels"},
+    OpDef d = TypedOp("SoftmaxCrossEntropyWithLogits", {"features", "labels"},
                      kFloatTypes, InferSoftmaxXent,
                      "Cross-entropy of softmax(features) against label "
                      "distributions: loss [B], backprop [B, C].");
@@ -328,7 +310,7 @@ void RegisterNnOps(OpRegistry* r) {
     r->Add(std::move(d));
   }
   {
-    OpDef d = MakeOp("SparseSoftmaxCrossEntropyWithLogits",
+    OpDef d = TypedOp("SparseSoftmaxCrossEntropyWithLogits",
                      {"features", "labels"}, kFloatTypes,
                      InferSparseSoftmaxXent,
                      "Cross-entropy of softmax(features) against class "
@@ -339,7 +321,7 @@ void RegisterNnOps(OpRegistry* r) {
     r->Add(std::move(d));
   }
   {
-    OpDef d = MakeOp("Conv2D", {"input", "filter"}, kFloatTypes, InferConv2D,
+    OpDef d = TypedOp("Conv2D", {"input", "filter"}, kFloatTypes, InferConv2D,
                      "2-D convolution, NHWC input and HWIO filter.");
     d.attrs = {Required("strides", AttrType::kIntList),
                Required("padding", AttrType::kString),
@@ -352,7 +334,7 @@ void RegisterNnOps(OpRegistry* r) {
   r->Add(PoolOp("AvgPool", "Mean over sliding windows (NHWC); SAME padding "
                            "averages the valid elements only."));
   {
-    OpDef d = MakeOp("BatchNormWithGlobalNormalization",
+    OpDef d = TypedOp("BatchNormWithGlobalNormalization",
                      {"t", "m", "v", "beta", "gamma"}, kFloatTypes,
                      InferBatchNorm,
                      "(t - m) / sqrt(v + variance_epsilon) * gamma + beta, "

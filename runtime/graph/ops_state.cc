@@ -6,10 +6,6 @@
 namespace weft {
 namespace {
 
-AttrDef Required(const char* name, AttrType type) {
-  return AttrDef{name, type, true, {}};
-}
-
 AttrDef Optional(const char* name, AttrType type, AttrValue def) {
   def.type = type;
   return AttrDef{name, type, false, std::move(def)};
