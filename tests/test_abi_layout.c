@@ -94,7 +94,7 @@ struct pin {
   F(weft_kernel_def, kernel_arg, 48)
 
 #define HOST_API_LAYOUT(S, F)                          \
-  S(weft_host_api, 192)                                \
+  S(weft_host_api, 208)                                \
   F(weft_host_api, struct_size, 0)                     \
   F(weft_host_api, status_create, 8)                   \
   F(weft_host_api, log, 16)                            \
@@ -118,7 +118,9 @@ struct pin {
   F(weft_host_api, kernel_intra_op_threads, 160)       \
   F(weft_host_api, status_destroy, 168)                \
   F(weft_host_api, status_code, 176)                   \
-  F(weft_host_api, kernel_run_counter, 184)
+  F(weft_host_api, kernel_run_counter, 184)            \
+  F(weft_host_api, register_gradient, 192)             \
+  F(weft_host_api, graph, 200)
 
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 48)                    \

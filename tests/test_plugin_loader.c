@@ -241,3 +241,35 @@ Test(plugin_loader, plugin_without_devices_loads_and_says_why) {
   weft_graph_destroy(graph);
   expect_runtime_still_works();
 }
+
+/* A plugin (interface 1.1) gives the gradient of Square through the host's
+ * graph table: weft_gradients() then builds the plugin's nodes, and they
+ * compute 2 x dy. */
+Test(plugin_loader, plugin_gradient_replaces_the_library_one) {
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_GRADIENT));
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_SHAPE(3));
+  weft_output y = wt_apply1(g, "Square", "sq", x);
+  weft_output dx = {NULL, 0};
+  WT_OK(weft_gradients(g, &y, 1, &x, 1, NULL, &dx));
+  cr_assert_not_null(dx.node);
+  cr_expect_not_null(strstr(weft_node_name(dx.node), "sq/plugin_grad_sum"),
+                     "the gradient is %s, not the plugin's",
+                     weft_node_name(dx.node));
+  weft_session* s = wt_session_new(g, "CPU");
+  float xv[3] = {1.5f, -2.0f, 0.25f};
+  weft_tensor* xt = wt_tensor(WEFT_FLOAT32, WT_SHAPE(3), xv);
+  weft_tensor* got = wt_run1(s, &x, &xt, 1, dx);
+  const float* v = weft_tensor_data(got);
+  for (int i = 0; i < 3; ++i) cr_expect_float_eq(v[i], 2 * xv[i], 1e-6);
+  for (int32_t i = 0; i < weft_plugin_count(); ++i) {
+    weft_plugin_description d = {.struct_size = sizeof d};
+    WT_OK(weft_plugin_describe(i, &d));
+    if (strcmp(d.name, "weft-test-gradient") == 0)
+      cr_expect_eq(d.interface_version, WEFT_VERSION_PACK(1, 1));
+  }
+  weft_tensor_destroy(got);
+  weft_tensor_destroy(xt);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}

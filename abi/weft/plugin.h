@@ -47,7 +47,9 @@
 #include <stdint.h>
 
 #include "weft/dtype.h"
+#include "weft/graph.h"
 #include "weft/status.h"
+#include "weft/train.h"
 #include "weft/version.h"
 
 #ifdef __cplusplus
@@ -55,7 +57,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 0
+#define WEFT_PLUGIN_INTERFACE_MINOR 1
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 #if defined(__GNUC__)
@@ -190,7 +192,61 @@ typedef struct weft_host_api {
    * fixed seed then gives the same sequence in every process, and each run
    * gives fresh values. */
   uint64_t (*kernel_run_counter)(const weft_kernel_context* ctx);
+
+  /* ---- Appended in 1.1: gradients.  A plugin links nothing of libweft, so
+   * a gradient function it registers builds nodes through `graph`. ---- */
+
+  /* Registers `fn` as the gradient of op `op`, replacing the library's
+   * (weft_gradient_register() semantics).  Valid only during
+   * weft_plugin_entry(); takes effect when the plugin is accepted.  The
+   * gradient applies to every graph differentiated afterwards, whatever
+   * device runs it: it should build ops every device has kernels for.  An
+   * unknown op is ignored with a warning, as for kernels. */
+  weft_status* (*register_gradient)(weft_kernel_registrar* registrar,
+                                    const char* op, weft_gradient_fn fn,
+                                    void* arg);
+  /* The graph-building and gradient-context functions of the user API
+   * (abi/weft/graph.h, abi/weft/train.h), for gradient functions. */
+  const struct weft_graph_api* graph;
 } weft_host_api;
+
+/* The user API's graph building, as a table for plugins (host 1.1).  Each
+ * slot behaves as the function of the same name without the weft_ prefix. */
+typedef struct weft_graph_api {
+  size_t struct_size;
+  weft_op_builder* (*op_begin)(weft_graph* graph, const char* op_type,
+                               const char* name);
+  void (*op_add_input)(weft_op_builder* builder, weft_output input);
+  void (*op_add_input_list)(weft_op_builder* builder,
+                            const weft_output* inputs, int32_t count);
+  void (*op_add_control_input)(weft_op_builder* builder, weft_node* node);
+  void (*op_set_device)(weft_op_builder* builder, const char* device);
+  void (*op_set_attr_int)(weft_op_builder* builder, const char* name,
+                          int64_t value);
+  void (*op_set_attr_float)(weft_op_builder* builder, const char* name,
+                            double value);
+  void (*op_set_attr_bool)(weft_op_builder* builder, const char* name,
+                           int32_t value);
+  void (*op_set_attr_dtype)(weft_op_builder* builder, const char* name,
+                            weft_dtype value);
+  void (*op_set_attr_int_list)(weft_op_builder* builder, const char* name,
+                               const int64_t* values, int32_t count);
+  void (*op_set_attr_shape)(weft_op_builder* builder, const char* name,
+                            const int64_t* dims, int32_t rank);
+  weft_status* (*op_finish)(weft_op_builder* builder, weft_node** out_node);
+  const char* (*node_name)(const weft_node* node);
+  const char* (*node_op_type)(const weft_node* node);
+  int32_t (*node_num_inputs)(const weft_node* node);
+  weft_output (*node_input)(const weft_node* node, int32_t index);
+  weft_dtype (*output_dtype)(weft_output output);
+  weft_graph* (*gradient_graph)(weft_gradient_context* ctx);
+  weft_node* (*gradient_node)(weft_gradient_context* ctx);
+  weft_output (*gradient_output_grad)(weft_gradient_context* ctx,
+                                      int32_t index);
+  int32_t (*gradient_input_wanted)(weft_gradient_context* ctx, int32_t index);
+  weft_status* (*gradient_set_input_grad)(weft_gradient_context* ctx,
+                                          int32_t index, weft_output grad);
+} weft_graph_api;
 
 /* Properties of one device, filled by the plugin.  The host sets
  * struct_size; the plugin writes only fields that size covers.  Strings must

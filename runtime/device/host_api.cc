@@ -64,6 +64,58 @@ weft_status* HostRegisterKernel(weft_kernel_registrar* r,
   });
 }
 
+weft_status* HostRegisterGradient(weft_kernel_registrar* r, const char* op,
+                                  weft_gradient_fn fn, void* arg) {
+  if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
+  return Guard([&]() -> weft_status* {
+    if (op == nullptr || fn == nullptr) {
+      const char* why = "gradient registration lacks an op name or function";
+      if (r->impl.first_error.empty()) r->impl.first_error = why;
+      return Error(WEFT_INVALID_ARGUMENT, why);
+    }
+    if (OpRegistry::Global().Find(op) == nullptr) {
+      HostLog(WEFT_LOG_WARNING,
+              (std::string("ignoring a gradient for unknown op '") + op + "'")
+                  .c_str());
+      return nullptr;
+    }
+    r->impl.gradients.push_back({op, fn, arg});
+    return nullptr;
+  });
+}
+
+// The user API's graph functions, for plugins' gradient functions.
+const weft_graph_api* GraphApi() {
+  static const weft_graph_api api = [] {
+    weft_graph_api g{};
+    g.struct_size = sizeof g;
+    g.op_begin = weft_op_begin;
+    g.op_add_input = weft_op_add_input;
+    g.op_add_input_list = weft_op_add_input_list;
+    g.op_add_control_input = weft_op_add_control_input;
+    g.op_set_device = weft_op_set_device;
+    g.op_set_attr_int = weft_op_set_attr_int;
+    g.op_set_attr_float = weft_op_set_attr_float;
+    g.op_set_attr_bool = weft_op_set_attr_bool;
+    g.op_set_attr_dtype = weft_op_set_attr_dtype;
+    g.op_set_attr_int_list = weft_op_set_attr_int_list;
+    g.op_set_attr_shape = weft_op_set_attr_shape;
+    g.op_finish = weft_op_finish;
+    g.node_name = weft_node_name;
+    g.node_op_type = weft_node_op_type;
+    g.node_num_inputs = weft_node_num_inputs;
+    g.node_input = weft_node_input;
+    g.output_dtype = weft_output_dtype;
+    g.gradient_graph = weft_gradient_graph;
+    g.gradient_node = weft_gradient_node;
+    g.gradient_output_grad = weft_gradient_output_grad;
+    g.gradient_input_wanted = weft_gradient_input_wanted;
+    g.gradient_set_input_grad = weft_gradient_set_input_grad;
+    return g;
+  }();
+  return &api;
+}
+
 const char* HostNodeName(const weft_kernel_context* c) {
   return c ? c->node->name.c_str() : "";
 }
@@ -273,6 +325,8 @@ const weft_host_api* HostApi() {
     a.status_destroy = HostStatusDestroy;
     a.status_code = HostStatusCode;
     a.kernel_run_counter = HostRunCounter;
+    a.register_gradient = HostRegisterGradient;
+    a.graph = GraphApi();
     return a;
   }();
   return &api;

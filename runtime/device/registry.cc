@@ -1,6 +1,8 @@
 // Finding, opening, negotiating with and registering plugins.
 #include "device/registry.h"
 
+#include <cstdio>
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -271,6 +273,15 @@ weft_status* Registry::LoadLocked(const std::string& path) {
                          return a->priority > b->priority;
                        return a->load_order < b->load_order;
                      });
+  }
+  for (const KernelRegistrarImpl::Gradient& g : registrar.impl.gradients) {
+    weft_status* st = weft_gradient_register(g.op.c_str(), g.fn, g.arg);
+    if (st != nullptr) {
+      std::fprintf(stderr, "weft: plugin '%s': gradient of %s not "
+                   "installed: %s\n", plugin->name.c_str(), g.op.c_str(),
+                   weft_status_message(st));
+      weft_status_destroy(st);
+    }
   }
   plugins_.push_back(std::move(plugin));
   return nullptr;

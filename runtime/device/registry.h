@@ -10,6 +10,7 @@
 
 #include "device/device.h"
 #include "weft/plugin.h"
+#include "weft/train.h"
 
 namespace weft {
 
@@ -84,6 +85,13 @@ const weft_host_api* HostApi();
 // Collects kernels during a plugin's entry call.
 struct KernelRegistrarImpl {
   std::vector<KernelReg> pending;
+  // Gradient functions (host 1.1), installed when the plugin is accepted.
+  struct Gradient {
+    std::string op;
+    weft_gradient_fn fn;
+    void* arg;
+  };
+  std::vector<Gradient> gradients;
   std::string first_error;
 };
 

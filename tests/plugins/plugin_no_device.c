@@ -1,7 +1,14 @@
 /* A well-formed v1 plugin for a device type with no hardware present, the
  * way a CUDA plugin behaves on a machine without a GPU: it loads, reports
  * zero devices and says why.  It also registers a kernel for an op no host
- * knows, which the host must ignore rather than refuse the plugin. */
+ * knows, which the host must ignore rather than refuse the plugin.
+ *
+ * Built a second time with WEFT_TEST_GRADIENT_PLUGIN (interface 1.1): then
+ * it also gives the gradient of Square, built through host->graph, with
+ * nodes named "<node>/plugin_grad..." so a test can see it was used. */
+#include <stddef.h>
+#include <stdio.h>
+
 #include "weft/plugin.h"
 
 WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(weft_plugin_init_args* args);
@@ -82,12 +89,53 @@ static weft_status* never_runs(void* kernel_arg, weft_kernel_context* ctx) {
                              "a NULLDEV kernel ran without a NULLDEV device");
 }
 
+#ifdef WEFT_TEST_GRADIENT_PLUGIN
+#define PLUGIN_NAME "weft-test-gradient"
+#define DEVICE_TYPE "GRADDEV"
+#define CHOSEN_MINOR 1
+#else
+#define PLUGIN_NAME "weft-test-nodevice"
+#define DEVICE_TYPE "NULLDEV"
+#define CHOSEN_MINOR 0
+#endif
+
+#ifdef WEFT_TEST_GRADIENT_PLUGIN
+/* d(x*x)/dx * dy = x*dy + x*dy, as the plugin's own nodes. */
+static weft_status* square_gradient(void* arg, weft_gradient_context* ctx) {
+  (void)arg;
+  const weft_graph_api* g = host->graph;
+  weft_graph* graph = g->gradient_graph(ctx);
+  weft_node* node = g->gradient_node(ctx);
+  weft_output dy = g->gradient_output_grad(ctx, 0);
+  weft_output x = g->node_input(node, 0);
+  char name[256];
+  const char* suffixes[2] = {"/plugin_grad_product", "/plugin_grad_sum"};
+  weft_output parts[2] = {x, dy};
+  weft_node* made[2] = {NULL, NULL};
+  for (int i = 0; i < 2; ++i) {
+    snprintf(name, sizeof name, "%s%s", g->node_name(node), suffixes[i]);
+    weft_op_builder* b = g->op_begin(graph, i == 0 ? "Mul" : "Add", name);
+    if (i == 0) {
+      g->op_add_input(b, parts[0]);
+      g->op_add_input(b, parts[1]);
+    } else {
+      weft_output product = {made[0], 0};
+      g->op_add_input(b, product);
+      g->op_add_input(b, product);
+    }
+    weft_status* st = g->op_finish(b, &made[i]);
+    if (st != NULL) return st;
+  }
+  return g->gradient_set_input_grad(ctx, 0, (weft_output){made[1], 0});
+}
+#endif
+
 /* Streams are left NULL: the optional group is absent, which is legal. */
 static const weft_plugin_api table = {
     .struct_size = sizeof(weft_plugin_api),
-    .name = "weft-test-nodevice",
+    .name = PLUGIN_NAME,
     .version = "0.0.1",
-    .device_type = "NULLDEV",
+    .device_type = DEVICE_TYPE,
     .device_count = device_count,
     .device_open = device_open,
     .device_close = device_close,
@@ -100,7 +148,7 @@ static const weft_plugin_api table = {
 };
 
 weft_status* weft_plugin_entry(weft_plugin_init_args* args) {
-  args->chosen_version = WEFT_VERSION_PACK(1, 0);
+  args->chosen_version = WEFT_VERSION_PACK(1, CHOSEN_MINOR);
   host = args->host;
   if (WEFT_VERSION_MAJOR_OF(args->host_min_version) > 1 ||
       WEFT_VERSION_MAJOR_OF(args->host_max_version) < 1) {
@@ -126,6 +174,18 @@ weft_status* weft_plugin_entry(weft_plugin_init_args* args) {
   unknown.op = "WeftTestOpNoHostKnows";
   status = host->register_kernel(args->registrar, &unknown);
   if (status != NULL) return status;
+
+#ifdef WEFT_TEST_GRADIENT_PLUGIN
+  if (host->struct_size < offsetof(weft_host_api, graph) + sizeof(host->graph))
+    return host->status_create(WEFT_FAILED_PRECONDITION,
+                               "weft-test-gradient needs host interface 1.1");
+  status = host->register_gradient(args->registrar, "Square",
+                                   square_gradient, NULL);
+  if (status != NULL) return status;
+  status = host->register_gradient(args->registrar, "WeftTestOpNoHostKnows",
+                                   square_gradient, NULL);
+  if (status != NULL) return status;
+#endif
 
   args->plugin = &table;
   return NULL;
