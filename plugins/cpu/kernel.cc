@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <exception>
 
+#include "plugin_kit.h"
+
 namespace weft_cpu {
 
 const weft_host_api* g_host = nullptr;
@@ -153,18 +155,13 @@ weft_status* Registrar::Add(const char* op,
                             std::initializer_list<int32_t> dtypes,
                             weft_kernel_compute_fn compute,
                             const char* dtype_attr) const {
-  weft_kernel_def def{};
-  def.struct_size = sizeof def;
-  def.op = op;
-  def.dtype_attr = dtypes.size() == 0 ? nullptr : dtype_attr;
-  def.dtypes = dtypes.size() == 0 ? nullptr : dtypes.begin();
-  def.num_dtypes = static_cast<int32_t>(dtypes.size());
-  // Plain Eigen kernels: anything more specialised (oneDNN, a vendor's
-  // plugin) should win over them.
-  def.priority = 0;
-  def.compute = compute;
-  def.kernel_arg = nullptr;
-  return host_->register_kernel(registrar_, &def);
+  // At priority 0, as plain Eigen kernels: anything more specialised
+  // (oneDNN, a vendor's plugin) should win over them.
+  const bool any_dtype = dtypes.size() == 0;
+  return weft_plugin_kit::RegisterKernel(
+      host_, registrar_, op, any_dtype ? nullptr : dtype_attr,
+      any_dtype ? nullptr : dtypes.begin(),
+      static_cast<int32_t>(dtypes.size()), compute, nullptr);
 }
 
 }  // namespace weft_cpu

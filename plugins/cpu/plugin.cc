@@ -4,6 +4,7 @@
 
 #include "cpu_device.h"
 #include "kernel.h"
+#include "plugin_kit.h"
 #include "weft/plugin.h"
 
 namespace weft_cpu {
@@ -84,16 +85,9 @@ weft_status* Enter(weft_plugin_init_args* args) {
                       "weft-cpu: the host's init args are shorter than "
                       "interface 1.0's");
   }
-  uint32_t lo = args->host_min_version, hi = args->host_max_version;
-  uint32_t major = WEFT_VERSION_MAJOR_OF(kImplementedVersion);
-  if (WEFT_VERSION_MAJOR_OF(lo) > major || WEFT_VERSION_MAJOR_OF(hi) < major) {
-    return MakeStatus(
-        WEFT_FAILED_PRECONDITION,
-        "weft-cpu implements plugin interface %u.%u; the host speaks %u.%u "
-        "to %u.%u",
-        major, WEFT_VERSION_MINOR_OF(kImplementedVersion),
-        WEFT_VERSION_MAJOR_OF(lo), WEFT_VERSION_MINOR_OF(lo),
-        WEFT_VERSION_MAJOR_OF(hi), WEFT_VERSION_MINOR_OF(hi));
+  if (weft_status* s = weft_plugin_kit::RefuseOtherMajor(
+          host, args, "weft-cpu", kImplementedVersion)) {
+    return s;
   }
   if (weft_status* s = RegisterAll(Registrar(host, args->registrar))) {
     return s;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda_plugin.h"
+#include "plugin_kit.h"
 
 namespace weft_cuda {
 
@@ -46,37 +47,18 @@ class DimBuffer {
   int64_t* data_;
 };
 
-class KernelCall {
+// The host's accessors for the call (kernel inputs, attributes, outputs,
+// Error) come from the shared base; this class adds the device, the stream
+// and CUDA's error checks.
+class KernelCall : public weft_plugin_kit::KernelCallBase {
  public:
-  explicit KernelCall(weft_kernel_context* ctx) : ctx_(ctx) {}
+  explicit KernelCall(weft_kernel_context* ctx)
+      : KernelCallBase(g_host, ctx, nullptr) {}
 
   // Makes the kernel's device current and finds its stream.  Call first.
   weft_status* Begin();
 
-  weft_plugin_device* device() const { return device_; }
-  weft_plugin_stream* plugin_stream() const { return stream_; }
-  cudaStream_t stream() const { return stream_->stream; }
-  weft_kernel_context* context() const { return ctx_; }
-
-  weft_status* Input(int32_t index, weft_kernel_tensor* out) const;
-  weft_status* AllocateOutput(int32_t index, int32_t dtype,
-                              const int64_t* dims, int32_t rank,
-                              weft_kernel_tensor* out) const;
-  weft_status* ForwardInput(int32_t input_index, int32_t output_index,
-                            const int64_t* dims, int32_t rank) const;
-
-  // Optional attributes: `fallback` when absent, an error when of another
-  // type.
-  weft_status* AttrBool(const char* name, bool fallback, bool* out) const;
-  weft_status* AttrDtype(const char* name, int32_t* out) const;
-  // `*present` says whether the attribute exists; `*values` is borrowed for
-  // the call.
-  weft_status* AttrIntList(const char* name, bool* present,
-                           const int64_t** values, int32_t* count) const;
-
-  // An error status whose message starts with "node 'N' (Op): ".
-  weft_status* Error(int32_t code, const char* format, ...) const
-      __attribute__((format(printf, 3, 4)));
+  cudaStream_t stream() const { return plugin_stream()->stream; }
 
   // Status of the launch just made: configuration errors show up here, and
   // asynchronous ones later at synchronization.
@@ -89,21 +71,16 @@ class KernelCall {
   // "integer division by zero in node 'N' (Op)": the description an
   // ErrorSlot keeps for a launch that may fail.
   std::string DivisionByZeroDescription() const;
-
- private:
-  weft_kernel_context* ctx_;
-  weft_plugin_device* device_ = nullptr;
-  weft_plugin_stream* stream_ = nullptr;
 };
 
-// Registers `compute` for `op` with the dtype constraint given.
-weft_status* RegisterKernel(weft_kernel_registrar* registrar, const char* op,
-                            const char* dtype_attr, const int32_t* dtypes,
-                            int32_t num_dtypes, weft_kernel_compute_fn compute,
-                            void* kernel_arg);
+// weft_plugin_kit::RegisterKernel with this plugin's host table: (registrar,
+// op, dtype_attr, dtypes, num_dtypes, compute, kernel_arg).
+template <typename... Args>
+weft_status* RegisterKernel(weft_kernel_registrar* registrar, Args... args) {
+  return weft_plugin_kit::RegisterKernel(g_host, registrar, args...);
+}
 
-// "float32" and so on, for messages.
-const char* DtypeName(int32_t dtype);
+using weft_plugin_kit::DtypeName;
 
 }  // namespace weft_cuda
 

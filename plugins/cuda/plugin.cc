@@ -13,6 +13,7 @@
 
 #include "cuda_plugin.h"
 #include "error_slot.h"
+#include "plugin_kit.h"
 
 #ifndef WEFT_CUDA_PLUGIN_VERSION
 #define WEFT_CUDA_PLUGIN_VERSION "unknown"
@@ -428,19 +429,6 @@ constexpr uint32_t kChosenVersion =
     WEFT_VERSION_PACK(WEFT_PLUGIN_INTERFACE_MAJOR, 0);
 
 weft_status* Entry(weft_plugin_init_args* args) {
-  const uint32_t min = args->host_min_version;
-  const uint32_t max = args->host_max_version;
-  if (WEFT_VERSION_MAJOR_OF(min) > WEFT_PLUGIN_INTERFACE_MAJOR ||
-      WEFT_VERSION_MAJOR_OF(max) < WEFT_PLUGIN_INTERFACE_MAJOR) {
-    return MakeStatus(
-        WEFT_FAILED_PRECONDITION,
-        "weft-cuda implements plugin interface %u.%u; the host speaks "
-        "%u.%u to %u.%u",
-        WEFT_VERSION_MAJOR_OF(kChosenVersion),
-        WEFT_VERSION_MINOR_OF(kChosenVersion), WEFT_VERSION_MAJOR_OF(min),
-        WEFT_VERSION_MINOR_OF(min), WEFT_VERSION_MAJOR_OF(max),
-        WEFT_VERSION_MINOR_OF(max));
-  }
   weft_status* status = RegisterElementwiseKernels(args->registrar);
   if (status == nullptr) status = RegisterReductionKernels(args->registrar);
   if (status == nullptr) status = RegisterMatMulKernels(args->registrar);
@@ -455,38 +443,11 @@ weft_status* Entry(weft_plugin_init_args* args) {
 extern "C" WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(
     weft_plugin_init_args* args) {
   if (args == nullptr) return nullptr;
-  const auto covers = [args](size_t end) { return args->struct_size >= end; };
-  if (covers(offsetof(weft_plugin_init_args, chosen_version) +
-             sizeof(args->chosen_version))) {
-    args->chosen_version = weft_cuda::kChosenVersion;
-  }
-  // Without a host table there is no way to make a status: leaving
-  // `plugin` unset is the only refusal left.
-  const weft_host_api* host =
-      covers(offsetof(weft_plugin_init_args, host) + sizeof(args->host))
-          ? args->host
-          : nullptr;
-  if (host == nullptr ||
-      host->struct_size < offsetof(weft_host_api, status_create) +
-                              sizeof(host->status_create) ||
-      host->status_create == nullptr) {
-    return nullptr;
-  }
-  if (!covers(offsetof(weft_plugin_init_args, plugin) +
-              sizeof(args->plugin))) {
-    return host->status_create(
-        WEFT_FAILED_PRECONDITION,
-        "weft-cuda: the init args are smaller than plugin interface 1.0 "
-        "defines");
-  }
   // Every 1.0 slot, status_code included, is used somewhere.
-  if (host->struct_size <
-      offsetof(weft_host_api, status_code) + sizeof(host->status_code)) {
-    return host->status_create(
-        WEFT_FAILED_PRECONDITION,
-        "weft-cuda: the host's service table is smaller than plugin "
-        "interface 1.0 defines");
-  }
-  weft_cuda::g_host = host;
+  const weft_plugin_kit::Admission admission = weft_plugin_kit::Admit(
+      args, "weft-cuda", weft_cuda::kChosenVersion,
+      WEFT_PLUGIN_KIT_END_OF(weft_host_api, status_code));
+  if (admission.host == nullptr) return admission.refusal;
+  weft_cuda::g_host = admission.host;
   return weft_cuda::Guarded([&] { return weft_cuda::Entry(args); });
 }

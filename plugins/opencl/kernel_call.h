@@ -12,6 +12,7 @@
 
 #include "error_slot.h"
 #include "opencl_plugin.h"
+#include "plugin_kit.h"
 #include "program.h"
 #include "weft/tensor.h"  // WEFT_MAX_RANK
 
@@ -49,38 +50,17 @@ WorkSize Linear(int64_t count, size_t group = 256);
 // One group of `group` items per row, `rows` rows.
 WorkSize GroupPerRow(int64_t rows, size_t group);
 
-class KernelCall {
+// The host's accessors for the call (kernel inputs, attributes, outputs,
+// Error) come from the shared base; this class adds the stream, fills and
+// launches.
+class KernelCall : public weft_plugin_kit::KernelCallBase {
  public:
-  explicit KernelCall(weft_kernel_context* ctx) : ctx_(ctx) {}
+  explicit KernelCall(weft_kernel_context* ctx)
+      : KernelCallBase(g_host, ctx, "OPENCL") {}
 
   // Finds the kernel's device and stream.  Call first.
-  weft_status* Begin();
+  weft_status* Begin() { return FindDeviceAndStream("OpenCL"); }
 
-  weft_plugin_device* device() const { return device_; }
-  weft_kernel_context* context() const { return ctx_; }
-
-  weft_status* Input(int32_t index, weft_kernel_tensor* out) const;
-  weft_status* AllocateOutput(int32_t index, int32_t dtype,
-                              const int64_t* dims, int32_t rank,
-                              weft_kernel_tensor* out) const;
-  weft_status* ForwardInput(int32_t input_index, int32_t output_index,
-                            const int64_t* dims, int32_t rank) const;
-
-  // Optional attributes: `fallback` when absent, an error when of another
-  // type.
-  weft_status* AttrBool(const char* name, bool fallback, bool* out) const;
-  weft_status* AttrDtype(const char* name, int32_t* out) const;
-  weft_status* AttrInt(const char* name, int64_t fallback,
-                       int64_t* out) const;
-  // `*present` says whether the attribute exists; `*values` is borrowed for
-  // the call.
-  weft_status* AttrIntList(const char* name, bool* present,
-                           const int64_t** values, int32_t* count) const;
-  weft_status* AttrString(const char* name, const char** out) const;
-
-  // An error status whose message starts with "node 'N' (Op on OPENCL): ".
-  weft_status* Error(int32_t code, const char* format, ...) const
-      __attribute__((format(printf, 3, 4)));
   weft_status* UnsupportedDtype(int32_t dtype) const;
 
   // The error arguments of the next launch: Checked registers a launch that
@@ -133,17 +113,15 @@ class KernelCall {
     if (*error == CL_SUCCESS) ++*index;
   }
 
-  weft_kernel_context* ctx_;
-  weft_plugin_device* device_ = nullptr;
-  weft_plugin_stream* stream_ = nullptr;
   bool check_after_launch_ = false;
 };
 
-// Registers `compute` for `op` with the dtype constraint given.
-weft_status* RegisterKernel(weft_kernel_registrar* registrar, const char* op,
-                            const char* dtype_attr, const int32_t* dtypes,
-                            int32_t num_dtypes, weft_kernel_compute_fn compute,
-                            void* kernel_arg);
+// weft_plugin_kit::RegisterKernel with this plugin's host table: (registrar,
+// op, dtype_attr, dtypes, num_dtypes, compute, kernel_arg).
+template <typename... Args>
+weft_status* RegisterKernel(weft_kernel_registrar* registrar, Args... args) {
+  return weft_plugin_kit::RegisterKernel(g_host, registrar, args...);
+}
 
 // Whether the two tensors have the same shape.
 bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b);
