@@ -174,9 +174,10 @@ class Planner {
                           weft_dtype dtype, const ShapeInfo& shape,
                           const std::string& value);
   weft_status* ConstOn(int32_t const_node, Device* d, int32_t* slot);
+  // `shape` and `value` are taken by value: callers pass elements of the
+  // slot vectors, which adding the Send and Recv slots reallocates.
   int32_t TransferTo(int32_t slot, Device* src, weft_dtype dtype,
-                     const ShapeInfo& shape, const std::string& value,
-                     Device* dst);
+                     ShapeInfo shape, std::string value, Device* dst);
   const weft_node* CastNode(const std::string& name, weft_dtype from,
                             weft_dtype to, const ShapeInfo& shape);
   void Link();
@@ -543,8 +544,7 @@ const weft_node* Planner::CastNode(const std::string& name, weft_dtype from,
 // The slot holding `slot`'s value on `dst`, adding a Send/Recv pair the
 // first time a value goes to a device.
 int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
-                            const ShapeInfo& shape, const std::string& value,
-                            Device* dst) {
+                            ShapeInfo shape, std::string value, Device* dst) {
   auto key = std::make_pair(slot, dst);
   auto it = recv_slot_.find(key);
   if (it != recv_slot_.end()) return it->second;
