@@ -114,10 +114,11 @@ Test(gradients_array, tile_pad) {
 
 Test(gradients_array, concat_pack) {
   static const int64_t a[] = {3, 2}, b[] = {3, 4}, c[] = {3, 1};
-  double va[6], vb[12], vc[3];
+  /* vc has room for Pack's [3, 2] too (Concat reads its first 3). */
+  double va[6], vb[12], vc[6];
   fill(va, 6, 1);
   fill(vb, 12, 2);
-  fill(vc, 3, 3);
+  fill(vc, 6, 3);
   gc_input in[3] = {F64(a, va), F64(b, vb), F64(c, vc)};
   op_spec concat = {.op = "Concat", .int_name = "axis", .int_value = -1};
   gc_check_f64("Concat axis -1", apply_spec, &concat, in, 3, 0);
