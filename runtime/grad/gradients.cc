@@ -23,17 +23,7 @@ bool IsFloat(weft_dtype t) {
 }
 
 // Inputs that name a Variable by reference carry no data, and no gradient.
-bool IsRef(const weft_node* n, size_t i) {
-  switch (n->def->exec) {
-    case ExecKind::kAssign:
-    case ExecKind::kAssignAdd:
-      return i == 0;
-    case ExecKind::kUpdate:
-      return i < static_cast<size_t>(n->def->num_refs);
-    default:
-      return false;
-  }
-}
+bool IsRef(const weft_node* n, size_t i) { return n->def->IsRefInput(i); }
 
 weft_status* CheckOutput(weft_graph* g, weft_output o, const char* what,
                          int32_t i) {

@@ -83,7 +83,10 @@ struct OpDef {
   std::vector<AttrDef> attrs;
   ExecKind exec = ExecKind::kKernel;
   bool stateful = false;  // never merged or folded; always run when needed
-  int num_refs = 0;       // kUpdate: leading inputs that name Variables
+  // Leading inputs that name a Variable by reference (Assign, AssignAdd,
+  // update ops): no data flows through them, and no gradient.
+  int num_refs = 0;
+  bool IsRefInput(size_t i) const { return i < static_cast<size_t>(num_refs); }
   // The attribute kernels dispatch on ("T"), empty when none.
   std::string type_attr;
   std::vector<weft_dtype> allowed_types;  // for type_attr; empty = any

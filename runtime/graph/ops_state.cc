@@ -111,6 +111,7 @@ void RegisterStateOps(OpRegistry* r) {
     d.name = "Assign";
     d.input_names = {"ref", "value"};
     d.exec = ExecKind::kAssign;
+    d.num_refs = 1;
     d.stateful = true;
     d.type_attr = "T";
     d.summary = "Writes value into the variable; outputs the new value.";
@@ -122,6 +123,7 @@ void RegisterStateOps(OpRegistry* r) {
     d.name = "AssignAdd";
     d.input_names = {"ref", "value"};
     d.exec = ExecKind::kAssignAdd;
+    d.num_refs = 1;
     d.stateful = true;
     d.type_attr = "T";
     d.allowed_types = kNumericTypes;

@@ -115,15 +115,9 @@ weft_status* PrepareConst(const weft_node* n, Device* device,
                   "copying constant '" + n->name + "' to " + device->name);
 }
 
-// Input 0 of Assign and AssignAdd names the variable to write: a reference,
-// not a read, so it is no data edge (else initializing a variable would first
-// read it).
-bool IsRefInput(const weft_node* n, size_t i) {
-  if (n->def->exec == ExecKind::kUpdate)
-    return i < static_cast<size_t>(n->def->num_refs);
-  return i == 0 && (n->def->exec == ExecKind::kAssign ||
-                    n->def->exec == ExecKind::kAssignAdd);
-}
+// Inputs that name a variable to write are references, not reads, so no
+// data edge (else initializing a variable would first read it).
+bool IsRefInput(const weft_node* n, size_t i) { return n->def->IsRefInput(i); }
 
 // Can a kernel on `dst` read memory of `src` (null: host memory) directly?
 bool SameMemory(const Device* src, const Device* dst) {
