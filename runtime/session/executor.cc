@@ -448,14 +448,25 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
 // between.
 weft_status* Run::Update(const PlanNode& p) {
   const int32_t refs = static_cast<int32_t>(p.ref_variables.size());
-  std::vector<VariableState*> order(p.ref_variables);
-  std::sort(order.begin(), order.end());
-  order.erase(std::unique(order.begin(), order.end()), order.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(order.size());
-  for (VariableState* v : order) locks.emplace_back(v->mu);
+  // Held for the whole update: a few locks, no heap work for the usual
+  // counts (optimizers update up to three variables from up to ten inputs).
+  constexpr size_t kInlineLocks = 4;
+  std::unique_lock<std::mutex> inline_locks[kInlineLocks];
+  std::vector<std::unique_lock<std::mutex>> more_locks;
+  for (size_t i = 0; i < p.lock_order.size(); ++i) {
+    std::mutex& mu = p.lock_order[i]->mu;
+    if (i < kInlineLocks) inline_locks[i] = std::unique_lock<std::mutex>(mu);
+    else more_locks.emplace_back(mu);
+  }
   const int32_t n_in = static_cast<int32_t>(p.input_slots.size());
-  std::vector<const TensorValue*> inputs(n_in);
+  constexpr int kInlineUpdateInputs = 16;
+  const TensorValue* inline_inputs[kInlineUpdateInputs];
+  std::vector<const TensorValue*> many;
+  const TensorValue** inputs = inline_inputs;
+  if (n_in > kInlineUpdateInputs) {
+    many.resize(n_in);
+    inputs = many.data();
+  }
   for (int32_t i = 0; i < n_in; ++i) {
     if (i < refs) {
       VariableState* v = p.ref_variables[i];
@@ -471,7 +482,7 @@ weft_status* Run::Update(const PlanNode& p) {
   }
   TensorValue* outputs = slots_.data() + p.output_base;
   weft_status* st =
-      RunKernel(p, p.node, p.kernel, inputs.data(), n_in, outputs,
+      RunKernel(p, p.node, p.kernel, inputs, n_in, outputs,
                 p.num_outputs);
   // Published only once written: other runs read from their own streams.
   if (st == nullptr) st = DrainStream(p.device);

@@ -353,6 +353,10 @@ weft_status* Planner::PlaceUpdate(PlanNode* p) {
     }
     p->ref_variables.push_back(req_.variables->Get(var));
   }
+  p->lock_order = p->ref_variables;
+  std::sort(p->lock_order.begin(), p->lock_order.end());
+  p->lock_order.erase(std::unique(p->lock_order.begin(), p->lock_order.end()),
+                      p->lock_order.end());
   p->reason = "state: with its variable '" + n->inputs[0].node->name + "'";
   int32_t dtype = TypeAttrValue(n);
   p->kernel = Registry::Get().FindKernel(n->op_type, p->device->type, dtype);

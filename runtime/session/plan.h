@@ -31,6 +31,10 @@ struct PlanNode {
   TensorValue const_value;          // kConst: on `device`
   VariableState* variable = nullptr;  // kVariable, kAssign, kAssignAdd
   std::vector<VariableState*> ref_variables;  // kUpdate, in input order
+  // kUpdate: the distinct ref_variables in address order, the order the
+  // executor locks them in (so two updates sharing variables cannot
+  // deadlock), sorted once here rather than on every run.
+  std::vector<VariableState*> lock_order;
   std::atomic<uint64_t>* run_counter = nullptr;  // stateful kernels
   std::string reason;  // why the node is on `device`, for run metadata
 };
