@@ -1,7 +1,12 @@
 /* Session options: defaults, validation and the struct_size rule on an
  * input struct (the library reads only what the caller's size covers). */
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -10,6 +15,22 @@
 static weft_output build(weft_graph* graph) {
   weft_output c = wt_const(graph, "c", wt_scalar_f32(4));
   return wt_apply1(graph, "Neg", "neg", c);
+}
+
+/* A "Name:  123 kB" line of /proc/self/status as a number; -1 if absent. */
+static long proc_status_field(const char* name) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long value = -1;
+  size_t n = strlen(name);
+  while (fgets(line, sizeof line, f) != NULL)
+    if (strncmp(line, name, n) == 0) {
+      value = strtol(line + n, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return value;
 }
 
 static void expect_runs(weft_session* session, weft_output fetch) {
@@ -111,4 +132,105 @@ Test(session_options, device_patterns) {
   WT_EXPECT_CODE(weft_session_create(graph, &options, &session),
                  WEFT_NOT_FOUND);
   weft_graph_destroy(graph);
+}
+
+/* Thread counts far beyond any machine used to reach std::thread and abort
+ * the process; they are refused, naming the option and the bound. */
+Test(session_options, thread_counts_above_the_bound_are_refused) {
+  weft_graph* graph = wt_graph_new();
+  char bound[32];
+  snprintf(bound, sizeof bound, "%d", WEFT_SESSION_MAX_THREADS);
+  static const int32_t counts[] = {WEFT_SESSION_MAX_THREADS + 1, INT32_MAX};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; ++i) {
+    weft_session_options options;
+    weft_session_options_init(&options);
+    options.inter_op_threads = counts[i];
+    weft_session* session = NULL;
+    WT_EXPECT_ERROR(weft_session_create(graph, &options, &session),
+                    WEFT_INVALID_ARGUMENT, "inter_op_threads", bound);
+    cr_expect_null(session);
+    weft_session_options_init(&options);
+    options.intra_op_threads = counts[i];
+    WT_EXPECT_ERROR(weft_session_create(graph, &options, &session),
+                    WEFT_INVALID_ARGUMENT, "intra_op_threads", bound);
+    cr_expect_null(session);
+  }
+  weft_graph_destroy(graph);
+}
+
+/* The number of threads of this process, from /proc; -1 if unreadable. */
+static long thread_count(void) {
+  return proc_status_field("Threads:");
+}
+
+/* Runs in a child: with the address space capped just above what the
+ * process maps already, thread stacks cannot be mapped, so starting the
+ * inter-op pool fails part-way.  Returns 0 when the library reported it as
+ * RESOURCE_EXHAUSTED and joined the threads it had started. */
+static int thread_creation_failure_child(void) {
+  weft_graph* graph = wt_graph_new();
+  build(graph);
+  weft_session* session = NULL;
+  /* Plugins are loaded on the first session, before the cap. */
+  weft_status* st = weft_session_create(graph, NULL, &session);
+  if (st != NULL) {
+    fprintf(stderr, "child: first session: %s\n", weft_status_message(st));
+    return 10;
+  }
+  weft_session_destroy(session);
+  session = NULL;
+  long threads_before = thread_count();
+  long mapped_kib = proc_status_field("VmSize:");
+  if (threads_before < 1 || mapped_kib < 1) return 11;
+  struct rlimit old_limit;
+  if (getrlimit(RLIMIT_AS, &old_limit) != 0) return 12;
+  /* Room for the library's own allocations, not for 1023 thread stacks. */
+  struct rlimit cap = old_limit;
+  cap.rlim_cur = (rlim_t)mapped_kib * 1024 + ((rlim_t)48 << 20);
+  if (setrlimit(RLIMIT_AS, &cap) != 0) return 13;
+  weft_session_options options;
+  weft_session_options_init(&options);
+  options.inter_op_threads = WEFT_SESSION_MAX_THREADS;
+  st = weft_session_create(graph, &options, &session);
+  setrlimit(RLIMIT_AS, &old_limit);
+  if (st == NULL) {
+    fprintf(stderr, "child: %d threads started under a %ld KiB cap\n",
+            WEFT_SESSION_MAX_THREADS, (long)(cap.rlim_cur >> 10));
+    weft_session_destroy(session);
+    return 14;
+  }
+  int rc = 0;
+  if (weft_status_code(st) != WEFT_RESOURCE_EXHAUSTED ||
+      strstr(weft_status_message(st), "inter_op_threads") == NULL) {
+    fprintf(stderr, "child: refused with %s: %s\n",
+            weft_code_name(weft_status_code(st)), weft_status_message(st));
+    rc = 15;
+  }
+  weft_status_destroy(st);
+  long threads_after = thread_count();
+  if (threads_after != threads_before) {
+    fprintf(stderr, "child: %ld threads before, %ld after the failure\n",
+            threads_before, threads_after);
+    rc = 16;
+  }
+  if (session != NULL) rc = 17;
+  weft_graph_destroy(graph);
+  return rc;
+}
+
+Test(session_options, thread_creation_failure_is_an_error) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  WT_SKIP("a capped address space cannot hold the sanitizer's shadow memory");
+#endif
+  fflush(NULL);
+  pid_t child = fork();
+  cr_assert_neq(child, -1);
+  if (child == 0) _exit(thread_creation_failure_child());
+  int wstatus = 0;
+  cr_assert_eq(waitpid(child, &wstatus, 0), child);
+  cr_assert(WIFEXITED(wstatus), "the child died (signal %d)",
+            WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
+  cr_expect_eq(WEXITSTATUS(wstatus), 0,
+               "the child failed its checks (exit %d, see stderr)",
+               WEXITSTATUS(wstatus));
 }

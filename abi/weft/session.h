@@ -26,6 +26,12 @@ extern "C" {
 
 typedef struct weft_session weft_session;
 
+/* The largest inter_op_threads and intra_op_threads a session accepts.
+ * Larger counts are refused with INVALID_ARGUMENT: they exceed any machine
+ * and would exhaust the process's threads or address space.  A plugin may
+ * use fewer threads for one kernel than intra_op_threads allows. */
+#define WEFT_SESSION_MAX_THREADS 1024
+
 /* Options for weft_session_create().  Set struct_size to
  * sizeof(weft_session_options) (weft_session_options_init does); fields may
  * be appended in later minor versions, and the library reads only what
@@ -37,9 +43,14 @@ typedef struct weft_session_options {
    * the WEFT_DEVICES environment variable if set, else every device.
    * Borrowed for the duration of weft_session_create(). */
   const char* devices;
-  /* Threads running independent nodes at once; 0 picks the core count. */
+  /* Threads running independent nodes at once, the calling thread
+   * included: 0 .. WEFT_SESSION_MAX_THREADS, 0 picks the core count.  The
+   * session starts inter_op_threads - 1 threads when it is created; when
+   * the system cannot start them, weft_session_create() returns
+   * RESOURCE_EXHAUSTED (having stopped those it started). */
   int32_t inter_op_threads;
-  /* Threads a single kernel may use; 0 picks the core count. */
+  /* Threads a single kernel may use: 0 .. WEFT_SESSION_MAX_THREADS, 0 picks
+   * the core count. */
   int32_t intra_op_threads;
 
   /* ---- Appended in 1.1.  A caller whose struct_size stops before a field

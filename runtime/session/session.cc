@@ -42,7 +42,17 @@ namespace {
 
 int32_t DefaultThreads() {
   unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int32_t>(n);
+  if (n == 0) return 1;
+  return static_cast<int32_t>(
+      std::min<unsigned>(n, WEFT_SESSION_MAX_THREADS));
+}
+
+weft_status* CheckThreadCount(int32_t count, const char* option) {
+  if (count < 0 || count > WEFT_SESSION_MAX_THREADS)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "session option %s is %d; it must be 0..%d (0 picks the "
+                  "core count)", option, count, WEFT_SESSION_MAX_THREADS);
+  return nullptr;
 }
 
 // Appends the raw bytes of an (id, index) pair to a cache key.
@@ -193,14 +203,10 @@ weft_status* weft_session_create(weft_graph* graph,
                     "sizeof(weft_session_options))", options->struct_size);
     std::memcpy(&opts, options, std::min(options->struct_size, sizeof opts));
   }
-  if (opts.inter_op_threads < 0)
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "session option inter_op_threads is %d; it must be >= 0 "
-                  "(0 picks the core count)", opts.inter_op_threads);
-  if (opts.intra_op_threads < 0)
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "session option intra_op_threads is %d; it must be >= 0 "
-                  "(0 picks the core count)", opts.intra_op_threads);
+  WEFT_RETURN_IF_ERROR(
+      weft::CheckThreadCount(opts.inter_op_threads, "inter_op_threads"));
+  WEFT_RETURN_IF_ERROR(
+      weft::CheckThreadCount(opts.intra_op_threads, "intra_op_threads"));
   return weft::Guard([&]() -> weft_status* {
     WEFT_RETURN_IF_ERROR(weft::Registry::Get().Discover());
     std::string filter = opts.devices ? opts.devices : "";
@@ -224,7 +230,9 @@ weft_status* weft_session_create(weft_graph* graph,
     // The calling thread always works too, so n inter-op threads means
     // n - 1 pool workers.
     if (s->inter_op_threads > 1)
-      s->pool = std::make_unique<weft::ThreadPool>(s->inter_op_threads - 1);
+      WEFT_RETURN_IF_ERROR(weft::ThreadPool::Create(
+          s->inter_op_threads - 1, "session option inter_op_threads",
+          &s->pool));
     WEFT_RETURN_IF_ERROR(weft::ReadPlanOptions(opts, &s->plan_options));
     std::string gflops = opts.device_gflops ? opts.device_gflops : "";
     if (gflops.empty())

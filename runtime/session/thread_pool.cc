@@ -1,9 +1,29 @@
 #include "session/thread_pool.h"
 
+#include <system_error>
+
+#include "base/status.h"
+
 namespace weft {
 
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+weft_status* ThreadPool::Create(int threads, const char* what,
+                                std::unique_ptr<ThreadPool>* out) {
+  // Owned from the start, so that any failure below runs the destructor,
+  // which joins the workers already started: a joinable std::thread
+  // destroyed unjoined would terminate the process.
+  std::unique_ptr<ThreadPool> pool(new ThreadPool);
+  pool->workers_.reserve(threads);
+  for (int i = 0; i < threads; ++i) {
+    try {
+      pool->workers_.emplace_back([p = pool.get()] { p->Work(); });
+    } catch (const std::system_error& e) {
+      return Errorf(WEFT_RESOURCE_EXHAUSTED,
+                    "%s: cannot start thread %d of %d: %s", what, i + 1,
+                    threads, e.what());
+    }
+  }
+  *out = std::move(pool);
+  return nullptr;
 }
 
 ThreadPool::~ThreadPool() {

@@ -6,15 +6,22 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "weft/status.h"
 
 namespace weft {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
+  // Starts `threads` workers.  When the system cannot start one, the
+  // workers already started are stopped and joined, and the status is
+  // RESOURCE_EXHAUSTED, naming `what` (the option that asked for them).
+  static weft_status* Create(int threads, const char* what,
+                             std::unique_ptr<ThreadPool>* out);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -23,6 +30,7 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()); }
 
  private:
+  ThreadPool() = default;
   void Work();
 
   std::mutex mu_;
