@@ -289,6 +289,31 @@ Test(tensor, from_data_error_keeps_ownership) {
   free(buffer);
 }
 
+/* Kernels read wrapped memory as typed elements, so it must be aligned. */
+Test(tensor, from_data_refuses_misaligned_memory) {
+  struct deleter_record record = {0};
+  double* storage = calloc(4, sizeof(double));
+  cr_assert_not_null(storage);
+  char* odd = (char*)storage + 1;
+  weft_tensor* t = NULL;
+  WT_EXPECT_ERROR(weft_tensor_create_from_data(WEFT_FLOAT32, WT_SHAPE(2, 3),
+                                               odd, 6 * sizeof(float),
+                                               counting_deleter, &record, &t),
+                  WEFT_INVALID_ARGUMENT, "aligned");
+  WT_EXPECT_ERROR(weft_tensor_create_from_data(WEFT_INT64, WT_SHAPE(2),
+                                               (char*)storage + 4,
+                                               2 * sizeof(int64_t),
+                                               counting_deleter, &record, &t),
+                  WEFT_INVALID_ARGUMENT, "aligned");
+  cr_expect_null(t);
+  /* Bytes need no alignment. */
+  WT_OK(weft_tensor_create_from_data(WEFT_UINT8, WT_SHAPE(3), odd, 3, NULL,
+                                     NULL, &t));
+  weft_tensor_destroy(t);
+  cr_expect_eq(atomic_load(&record.calls), 0);
+  free(storage);
+}
+
 /* The deleter must wait for every user, including the tensor a session
  * derives from a feed when Identity forwards it without a copy. */
 Test(tensor, from_data_lives_through_a_session) {
@@ -641,5 +666,119 @@ Test(dlpack, import_refuses_bad_shapes) {
   expect_refused(weft_tensor_from_dlpack(&f.managed, &t), "rank 33");
   cr_expect_eq(f.deleted, 0);
   f.managed.deleter(&f.managed);
+}
+
+/* Expects the import of f to be refused and f to stay the caller's. */
+static void expect_import_refused(struct foreign* f, const char* what) {
+  weft_tensor* t = NULL;
+  expect_refused(weft_tensor_from_dlpack(&f->managed, &t), what);
+  cr_expect_null(t, "%s left a tensor behind", what);
+  cr_expect_eq(f->deleted, 0, "%s: refusal must leave ownership with the "
+               "caller", what);
+  f->managed.deleter(&f->managed);
+}
+
+/* DLDeviceType is an enum, but a producer in another language can store
+ * any 32-bit value there; the library must read it as an integer. */
+Test(dlpack, import_refuses_out_of_range_device_types) {
+  static const int32_t types[] = {-1, 0, 12345, INT32_MAX, INT32_MIN};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) {
+    struct foreign f;
+    foreign_init(&f);
+    memcpy(&f.managed.dl_tensor.device.device_type, &types[i],
+           sizeof types[i]);
+    expect_import_refused(&f, "an out-of-range device type");
+  }
+  /* A CPU tensor has device id 0. */
+  static const int32_t ids[] = {1, -1, INT32_MAX};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; ++i) {
+    struct foreign f;
+    foreign_init(&f);
+    f.managed.dl_tensor.device.device_id = ids[i];
+    expect_import_refused(&f, "a CPU tensor with a nonzero device id");
+  }
+}
+
+/* byte_offset is added to the data pointer: values that wrap around the
+ * address space would make the tensor point before its buffer, and kernels
+ * read elements through typed pointers, which must be aligned. */
+Test(dlpack, import_refuses_bad_offsets) {
+  static const char* const what[] = {
+      "a byte_offset of -16", "a byte_offset of UINT64_MAX",
+      "data that ends past the address space",
+      "float32 data at an odd address"};
+  struct foreign f;
+  for (size_t i = 0; i < sizeof what / sizeof what[0]; ++i) {
+    foreign_init(&f);
+    /* The third is in range for the pointer, but its data is not. */
+    const uint64_t offsets[] = {
+        (uint64_t)0 - 16, UINT64_MAX,
+        (uint64_t)(UINTPTR_MAX - (uintptr_t)f.storage) - 8, 17};
+    f.managed.dl_tensor.byte_offset = offsets[i];
+    f.shape[1] = 2; /* keeps an offset of 17 within the storage */
+    expect_import_refused(&f, what[i]);
+  }
+  foreign_init(&f);
+  f.managed.dl_tensor.data = NULL;
+  expect_import_refused(&f, "NULL data with byte_offset 16");
+}
+
+Test(dlpack, import_refuses_hostile_dtypes_and_ranks) {
+  static const struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+    const char* what;
+  } dtypes[] = {{kDLFloat, 32, 0, "zero lanes"},
+                {kDLFloat, 0, 1, "zero bits"},
+                {255, 32, 1, "type code 255"}};
+  struct foreign f;
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
+    foreign_init(&f);
+    f.managed.dl_tensor.dtype.code = dtypes[i].code;
+    f.managed.dl_tensor.dtype.bits = dtypes[i].bits;
+    f.managed.dl_tensor.dtype.lanes = dtypes[i].lanes;
+    expect_import_refused(&f, dtypes[i].what);
+  }
+  foreign_init(&f);
+  f.managed.dl_tensor.ndim = -1;
+  expect_import_refused(&f, "ndim -1");
+  foreign_init(&f);
+  f.managed.dl_tensor.shape = NULL;
+  expect_import_refused(&f, "a NULL shape");
+}
+
+/* Shapes whose element count overflows, with strides that would be
+ * compact if the products fit. */
+Test(dlpack, import_refuses_shapes_that_overflow) {
+  struct foreign f;
+  foreign_init(&f);
+  f.shape[0] = INT64_MAX;
+  f.shape[1] = 4;
+  f.strides[0] = 4;
+  f.strides[1] = 1;
+  f.managed.dl_tensor.strides = f.strides;
+  expect_import_refused(&f, "shape [INT64_MAX, 4]");
+
+  foreign_init(&f);
+  f.shape[0] = (int64_t)1 << 40;
+  f.shape[1] = (int64_t)1 << 40;
+  expect_import_refused(&f, "shape [2^40, 2^40]");
+}
+
+/* An empty tensor has no elements to lay out: PyTorch gives [3, 0] the
+ * strides [1, 1], which are as good as any. */
+Test(dlpack, import_accepts_any_strides_of_an_empty_tensor) {
+  struct foreign f;
+  foreign_init(&f);
+  f.shape[0] = 3;
+  f.shape[1] = 0;
+  f.strides[0] = 1;
+  f.strides[1] = 1;
+  f.managed.dl_tensor.strides = f.strides;
+  weft_tensor* t = NULL;
+  WT_OK(weft_tensor_from_dlpack(&f.managed, &t));
+  wt_expect_shape(t, WEFT_FLOAT32, WT_SHAPE(3, 0));
+  weft_tensor_destroy(t);
+  cr_expect_eq(f.deleted, 1);
 }
 #endif /* WEFT_TEST_HAVE_DLPACK */

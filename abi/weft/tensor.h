@@ -43,7 +43,9 @@ WEFT_API WEFT_MUST_USE weft_status* weft_tensor_create(
     weft_tensor** out_tensor);
 
 /* Wraps caller memory without copying (zero-copy).  `data` must hold
- * `byte_size` bytes, exactly dtype size × element count, and stay valid until
+ * `byte_size` bytes, exactly dtype size × element count, be aligned to the
+ * dtype's size (kernels read it through typed pointers; INVALID_ARGUMENT
+ * otherwise), and stay valid until
  * `deleter(data, byte_size, deleter_arg)` is called; `deleter` may be NULL
  * when the caller keeps the memory alive longer than every tensor that
  * shares it (including tensors the runtime derives from it, such as fetched
@@ -82,8 +84,10 @@ WEFT_API size_t weft_tensor_byte_size(const weft_tensor* tensor);
 WEFT_API void* weft_tensor_data(const weft_tensor* tensor);
 
 /* ---- DLPack (v0.6, as shipped by Debian's libdlpack-dev) ----------------
- * Include <dlpack/dlpack.h> to use these.  Only CPU (kDLCPU) tensors that
- * are compact and row-major are exchanged; anything else is refused with
+ * Include <dlpack/dlpack.h> to use these.  Only CPU (kDLCPU, device_id 0)
+ * tensors that are compact and row-major (any strides when empty) are
+ * exchanged, with data + byte_offset aligned to the element size and the
+ * whole tensor inside the address space; anything else is refused with
  * UNIMPLEMENTED or INVALID_ARGUMENT naming the reason. */
 struct DLManagedTensor;
 

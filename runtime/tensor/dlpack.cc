@@ -3,6 +3,8 @@
 // stays uint8, so the round trip of a bool tensor is explicit, never silent.
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
+#include <cstring>
 #include <new>
 
 #include "base/status.h"
@@ -48,6 +50,18 @@ weft_dtype FromDl(DLDataType d) {
     default:
       return WEFT_DTYPE_INVALID;
   }
+}
+
+// The device type as the producer stored it.  DLDeviceType is an enum, and
+// a producer (another language, or a hostile caller) may store any 32-bit
+// value there: loading one outside the enumerators is undefined behaviour,
+// so it is read as an integer.
+int32_t StoredDeviceType(const DLDevice& device) {
+  static_assert(sizeof device.device_type == sizeof(int32_t),
+                "DLDeviceType is stored as 32 bits");
+  int32_t v;
+  std::memcpy(&v, &device.device_type, sizeof v);
+  return v;
 }
 
 // What an exported DLManagedTensor keeps alive: a reference to the buffer
@@ -106,10 +120,15 @@ weft_status* weft_tensor_from_dlpack(DLManagedTensor* managed,
   if (managed == nullptr)
     return weft::Error(WEFT_INVALID_ARGUMENT, "managed is NULL");
   const DLTensor& dl = managed->dl_tensor;
-  if (dl.device.device_type != kDLCPU)
+  int32_t device_type = StoredDeviceType(dl.device);
+  if (device_type != kDLCPU)
     return weft::Errorf(WEFT_UNIMPLEMENTED,
-                        "DLPack device type %d: only kDLCPU tensors can be "
-                        "imported", static_cast<int>(dl.device.device_type));
+                        "DLPack device type %d: only kDLCPU (%d) tensors can "
+                        "be imported", device_type, static_cast<int>(kDLCPU));
+  if (dl.device.device_id != 0)
+    return weft::Errorf(WEFT_INVALID_ARGUMENT,
+                        "DLPack CPU tensor has device_id %d; it must be 0",
+                        dl.device.device_id);
   weft_dtype dtype = FromDl(dl.dtype);
   if (dtype == WEFT_DTYPE_INVALID)
     return weft::Errorf(WEFT_UNIMPLEMENTED,
@@ -117,11 +136,18 @@ weft_status* weft_tensor_from_dlpack(DLManagedTensor* managed,
                         "Weft equivalent", dl.dtype.code, dl.dtype.bits,
                         dl.dtype.lanes);
   if (dl.ndim < 0 || dl.ndim > WEFT_MAX_RANK)
-    return weft::Errorf(WEFT_INVALID_ARGUMENT, "DLPack ndim %d is invalid",
-                        dl.ndim);
+    return weft::Errorf(WEFT_INVALID_ARGUMENT,
+                        "DLPack ndim %d is outside [0, %d]", dl.ndim,
+                        WEFT_MAX_RANK);
   if (dl.ndim > 0 && dl.shape == nullptr)
     return weft::Error(WEFT_INVALID_ARGUMENT, "DLPack shape is NULL");
-  if (dl.strides != nullptr) {
+  // The shape first: once its element count is known to fit, the partial
+  // products the stride check forms fit too.
+  size_t bytes = 0;
+  WEFT_RETURN_IF_ERROR(weft::Annotate(
+      weft::CheckedByteSize(dtype, dl.shape, dl.ndim, &bytes), "DLPack: "));
+  // An empty tensor has no element to lay out, so any strides describe it.
+  if (dl.strides != nullptr && bytes > 0) {
     int64_t expect = 1;
     for (int i = dl.ndim - 1; i >= 0; --i) {
       if (dl.shape[i] != 1 && dl.strides[i] != expect)
@@ -131,9 +157,22 @@ weft_status* weft_tensor_from_dlpack(DLManagedTensor* managed,
       expect *= dl.shape[i];
     }
   }
-  size_t bytes = 0;
-  WEFT_RETURN_IF_ERROR(weft::CheckedByteSize(dtype, dl.shape, dl.ndim, &bytes));
-  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  // The tensor spans [data + byte_offset, data + byte_offset + bytes): an
+  // offset or a size that wraps around would point before the buffer.
+  uintptr_t base = reinterpret_cast<uintptr_t>(dl.data);
+  if (dl.data == nullptr && (bytes > 0 || dl.byte_offset != 0))
+    return weft::Errorf(WEFT_INVALID_ARGUMENT,
+                        "DLPack data is NULL with byte_offset %llu and %zu "
+                        "bytes of data", static_cast<unsigned long long>(
+                            dl.byte_offset), bytes);
+  if (dl.byte_offset > UINTPTR_MAX - base ||
+      bytes > UINTPTR_MAX - base - dl.byte_offset)
+    return weft::Errorf(WEFT_INVALID_ARGUMENT,
+                        "DLPack byte_offset %llu with %zu bytes of data from "
+                        "%p runs past the end of the address space",
+                        static_cast<unsigned long long>(dl.byte_offset),
+                        bytes, dl.data);
+  void* data = reinterpret_cast<void*>(base + dl.byte_offset);
   return weft_tensor_create_from_data(dtype, dl.shape, dl.ndim, data, bytes,
                                       CallDlDeleter, managed, out_tensor);
 }

@@ -194,6 +194,13 @@ weft_status* weft_tensor_create_from_data(weft_dtype dtype,
   size_t bytes = 0;
   WEFT_RETURN_IF_ERROR(
       CheckCallerData(dtype, dims, rank, data, byte_size, out_tensor, &bytes));
+  // Kernels read wrapped memory through typed pointers, which must be
+  // aligned; every Weft dtype's alignment is its size.
+  size_t elem = weft_dtype_size(dtype);
+  if (bytes > 0 && reinterpret_cast<uintptr_t>(data) % elem != 0)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "data at %p is not aligned to the %zu bytes of a %s element",
+                  data, elem, weft_dtype_name(dtype));
   return weft::Guard([&]() -> weft_status* {
     auto* b = new weft::Buffer;
     b->kind = weft::Buffer::Kind::kHostWrapped;
