@@ -612,6 +612,187 @@ Test(checkpoint, future_version_is_refused) {
   damaged_teardown(&d);
 }
 
+/* ---- What the writer and the reader agree on --------------------------------- */
+
+/* A graph holding one initialized float32 scalar variable named `name`. */
+static weft_session* one_variable(const char* name, weft_graph** graph) {
+  *graph = wt_graph_new();
+  const float value = 7.0f;
+  weft_output init, var;
+  weft_node* init_op = NULL;
+  WT_OK(try_const(*graph, "init", WEFT_FLOAT32, NULL, 0, &value, sizeof value,
+                  &init));
+  WT_OK(weft_graph_variable(*graph, name, init, &var, &init_op));
+  weft_session* session = wt_session_new(*graph, NULL);
+  wt_run_targets(session, &init_op, 1);
+  return session;
+}
+
+/* A name longer than the reader accepts would make a file that can never
+ * be restored: the save is refused, and the checkpoint already at the path
+ * is left as it was. */
+Test(checkpoint, save_refuses_what_the_reader_refuses) {
+  damaged d;
+  damaged_setup(&d);
+  enum { kLong = 65536 };
+  char* name = malloc(kLong + 1);
+  memset(name, 'n', kLong);
+  name[kLong] = '\0';
+  weft_graph* graph = NULL;
+  weft_session* session = one_variable(name, &graph);
+  WT_EXPECT_ERROR(weft_checkpoint_save(session, path, NULL, 0),
+                  WEFT_INVALID_ARGUMENT, path, "65536 bytes", "65535");
+  cr_expect_eq(count_files(), 1, "the refused save left a file behind");
+  size_t size = 0;
+  unsigned char* now = read_file(path, &size);
+  cr_expect(size == d.size && memcmp(now, d.good, size) == 0,
+            "the refused save changed the previous checkpoint");
+  free(now);
+  /* The longest name the reader accepts round-trips. */
+  name[kLong - 1] = '\0';
+  weft_graph* longest = NULL;
+  weft_session* s2 = one_variable(name, &longest);
+  WT_OK(weft_checkpoint_save(s2, d.bad_path, NULL, 0));
+  WT_OK(weft_checkpoint_restore(s2, d.bad_path, NULL, 0));
+  weft_session_destroy(s2);
+  weft_graph_destroy(longest);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+  free(name);
+  damaged_teardown(&d);
+}
+
+/* Appends `n` bytes to a byte string under construction. */
+static void put(unsigned char** at, const void* p, size_t n) {
+  memcpy(*at, p, n);
+  *at += n;
+}
+
+/* A well-formed, correctly checksummed file (FORMAT.md) with one float32
+ * record named "x" of rank `rank`, every dim 1; returns its size. */
+static size_t craft_rank_file(unsigned char* f, uint32_t rank) {
+  unsigned char* at = f;
+  const uint32_t version = 1, zero = 0, tag = 0x43455256, name_len = 1;
+  const uint32_t dtype = WEFT_FLOAT32;
+  const uint64_t one_record = 1, data_bytes = 4;
+  put(&at, "WEFTCKPT", 8);
+  put(&at, &version, 4);
+  uint32_t crc = crc32c(f, 12);
+  put(&at, &crc, 4);
+  unsigned char* header = at;
+  put(&at, &one_record, 8);
+  put(&at, &zero, 4);
+  crc = crc32c(header, 12);
+  put(&at, &crc, 4);
+  unsigned char* record = at;
+  put(&at, &tag, 4);
+  put(&at, &name_len, 4);
+  put(&at, "x", 1);
+  put(&at, &dtype, 4);
+  put(&at, &rank, 4);
+  for (uint32_t i = 0; i < rank; ++i) {
+    const int64_t dim = 1;
+    put(&at, &dim, 8);
+  }
+  put(&at, &data_bytes, 8);
+  uint32_t crcs[2];
+  crcs[0] = crc32c(record, (size_t)(at - record));
+  put(&at, &crcs[0], 4);
+  const float value = 3.0f;
+  put(&at, &value, 4);
+  crcs[1] = crc32c((const unsigned char*)&value, 4);
+  put(&at, &crcs[1], 4);
+  unsigned char* end = at;
+  put(&at, "WEFTEND\0", 8);
+  put(&at, &one_record, 8);
+  crc = crc32c((const unsigned char*)crcs, sizeof crcs);
+  put(&at, &crc, 4);
+  crc = crc32c(end, 20);
+  put(&at, &crc, 4);
+  return (size_t)(at - f);
+}
+
+/* FORMAT.md's rank bound is the library's tensor rank bound: a record of
+ * rank WEFT_MAX_RANK restores, one above it is corrupt. */
+Test(checkpoint, rank_bound_is_weft_max_rank) {
+  damaged d;
+  damaged_setup(&d);
+  unsigned char file[512];
+  weft_graph* graph = wt_graph_new();
+  int64_t dims[WEFT_MAX_RANK];
+  for (int i = 0; i < WEFT_MAX_RANK; ++i) dims[i] = 1;
+  const float zero = 0.0f;
+  weft_output init, var;
+  weft_node* init_op = NULL;
+  WT_OK(try_const(graph, "init", WEFT_FLOAT32, dims, WEFT_MAX_RANK, &zero,
+                  sizeof zero, &init));
+  WT_OK(weft_graph_variable(graph, "x", init, &var, &init_op));
+  weft_session* session = wt_session_new(graph, NULL);
+  write_file(d.bad_path, file, craft_rank_file(file, WEFT_MAX_RANK));
+  WT_OK(weft_checkpoint_restore(session, d.bad_path, NULL, 0));
+  weft_tensor* x = wt_run1(session, NULL, NULL, 0, var);
+  cr_expect_eq(*(const float*)weft_tensor_data(x), 3.0f);
+  weft_tensor_destroy(x);
+
+  write_file(d.bad_path, file, craft_rank_file(file, WEFT_MAX_RANK + 1));
+  char rank[32];
+  snprintf(rank, sizeof rank, "rank %d", WEFT_MAX_RANK + 1);
+  WT_EXPECT_ERROR(weft_checkpoint_restore(session, d.bad_path, NULL, 0),
+                  WEFT_DATA_LOSS, d.bad_path, rank);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+  damaged_teardown(&d);
+}
+
+/* Opening a FIFO for reading waits for a writer; a restore must refuse it
+ * at once (FORMAT.md), as it refuses directories and devices.  The alarm
+ * turns a hang into a failure. */
+Test(checkpoint, restore_refuses_non_regular_files) {
+  damaged d;
+  damaged_setup(&d);
+  char fifo[192];
+  snprintf(fifo, sizeof fifo, "%s/fifo.ckpt", dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
+  const char* const not_regular[] = {"not a regular file", NULL};
+  alarm(20);
+  expect_file_error(weft_checkpoint_restore(d.sb, fifo, NULL, 0),
+                    WEFT_FAILED_PRECONDITION, fifo, not_regular, "a FIFO");
+  alarm(0);
+  expect_file_error(weft_checkpoint_restore(d.sb, "/dev/null", NULL, 0),
+                    WEFT_FAILED_PRECONDITION, "/dev/null", not_regular,
+                    "a device");
+  expect_file_error(weft_checkpoint_restore(d.sb, dir, NULL, 0),
+                    WEFT_FAILED_PRECONDITION, dir, not_regular,
+                    "a directory");
+  unlink(fifo);
+  damaged_teardown(&d);
+}
+
+/* A save over a FIFO or a directory would replace it (or fail after
+ * writing everything): it is refused before anything is written. */
+Test(checkpoint, save_refuses_non_regular_targets) {
+  weft_session* sa = NULL;
+  model a = open_model(1, NULL, &sa);
+  char fifo[192], sub[192];
+  snprintf(fifo, sizeof fifo, "%s/fifo.ckpt", dir);
+  snprintf(sub, sizeof sub, "%s/sub.ckpt", dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
+  cr_assert_eq(mkdir(sub, 0700), 0, "mkdir: %s", strerror(errno));
+  WT_EXPECT_ERROR(weft_checkpoint_save(sa, fifo, NULL, 0),
+                  WEFT_FAILED_PRECONDITION, fifo, "not a regular file");
+  WT_EXPECT_ERROR(weft_checkpoint_save(sa, sub, NULL, 0),
+                  WEFT_FAILED_PRECONDITION, sub, "not a regular file");
+  struct stat st;
+  cr_expect(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode),
+            "the FIFO was replaced");
+  cr_expect(stat(sub, &st) == 0 && S_ISDIR(st.st_mode),
+            "the directory was replaced");
+  cr_expect_eq(count_files(), 2, "a temporary file was left behind");
+  unlink(fifo);
+  rmdir(sub);
+  destroy(sa, &a);
+}
+
 /* ---- Crashes during a save ---------------------------------------------------- */
 
 enum { kBig = 1 << 22 }; /* floats: a 16 MiB variable */

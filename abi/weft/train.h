@@ -146,8 +146,11 @@ WEFT_API WEFT_MUST_USE weft_status* weft_minimize(
  * to a temporary beside it, flushed to disk and renamed over `path`, so a
  * crash during a save leaves the previous checkpoint intact.  The format is
  * documented in runtime/checkpoint/FORMAT.md: versioned, self-describing
- * (names, dtypes, shapes), every record checksummed.  Errors:
- * FAILED_PRECONDITION for an uninitialized variable; the OS error for I/O. */
+ * (names, dtypes, shapes), every record checksummed.  Errors, all before
+ * anything is written: INVALID_ARGUMENT for a variable the file cannot
+ * hold (a name over 65535 bytes); FAILED_PRECONDITION for an uninitialized
+ * variable, or a `path` that exists and is not a regular file (a
+ * directory, FIFO or device); then the OS error for I/O. */
 WEFT_API WEFT_MUST_USE weft_status* weft_checkpoint_save(
     weft_session* session, const char* path, weft_node* const* variables,
     int32_t num_variables);
@@ -157,7 +160,8 @@ WEFT_API WEFT_MUST_USE weft_status* weft_checkpoint_save(
  * them.  Nothing is changed unless every variable restores: a missing,
  * truncated or corrupted file, an unknown version, a variable absent from
  * the file, or a dtype or shape mismatch give an error naming the file and
- * the variable. */
+ * the variable; a `path` that is not a regular file (a directory, FIFO or
+ * device) is FAILED_PRECONDITION, at once. */
 WEFT_API WEFT_MUST_USE weft_status* weft_checkpoint_restore(
     weft_session* session, const char* path, weft_node* const* variables,
     int32_t num_variables);

@@ -85,14 +85,17 @@ weft_status* Save(weft_session* s, const std::string& path,
     nodes.push_back(node);
     values.push_back(state->value);
   }
-  CheckpointWriter writer;
-  WEFT_RETURN_IF_ERROR(writer.Open(path, nodes.size()));
+  std::vector<CheckpointEntry> entries(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
-    CheckpointEntry e;
-    e.name = nodes[i]->name;
-    e.dtype = values[i].dtype;
-    e.dims = values[i].dims;
-    e.bytes = values[i].byte_size();
+    entries[i].name = nodes[i]->name;
+    entries[i].dtype = values[i].dtype;
+    entries[i].dims = values[i].dims;
+    entries[i].bytes = values[i].byte_size();
+  }
+  CheckpointWriter writer;
+  WEFT_RETURN_IF_ERROR(writer.Open(path, entries));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const CheckpointEntry& e = entries[i];
     BufferRef staging;
     const void* data = nullptr;
     WEFT_RETURN_IF_ERROR(Annotate(

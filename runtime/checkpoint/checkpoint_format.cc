@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <unordered_set>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -28,8 +29,6 @@ constexpr char kMagic[8] = {'W', 'E', 'F', 'T', 'C', 'K', 'P', 'T'};
 constexpr char kEndTag[8] = {'W', 'E', 'F', 'T', 'E', 'N', 'D', '\0'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kRecordTag = 0x43455256;  // "VREC"
-constexpr uint32_t kMaxNameBytes = 65535;
-constexpr uint32_t kMaxRank = 64;
 
 // A little-endian byte string under construction.
 struct Bytes {
@@ -79,7 +78,84 @@ uint64_t PauseAfterBytes() {
 
 std::atomic<uint64_t> temp_counter{0};
 
+// A name for messages: names may be up to 64 KiB long.
+std::string Shown(const std::string& name) {
+  constexpr size_t kShown = 64;
+  if (name.size() <= kShown) return "'" + name + "'";
+  return "'" + name.substr(0, kShown) + "...' (" +
+         std::to_string(name.size()) + " bytes)";
+}
+
+// Opens `path` for reading without blocking: opening a FIFO would wait for
+// a writer.  Regular files only (FAILED_PRECONDITION otherwise).
+weft_status* OpenRegularForReading(const std::string& path,
+                                   const std::string& where, int* out_fd,
+                                   uint64_t* out_size) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return OsError(errno, "cannot open checkpoint", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return OsError(err, "cannot stat checkpoint", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return Error(WEFT_FAILED_PRECONDITION,
+                 where + " is not a regular file: it is " +
+                     FileKind(st.st_mode));
+  }
+  // Reads of a regular file never block; the flag only mattered for open.
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    int err = errno;
+    close(fd);
+    return OsError(err, "cannot read checkpoint", path);
+  }
+  *out_fd = fd;
+  *out_size = static_cast<uint64_t>(st.st_size);
+  return nullptr;
+}
+
 }  // namespace
+
+const char* FileKind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string CheckpointEntryProblem(const CheckpointEntry& e) {
+  std::string var = "variable " + Shown(e.name);
+  if (e.name.empty() || e.name.size() > kCheckpointMaxNameBytes)
+    return var + " has a name of " + std::to_string(e.name.size()) +
+           " bytes; a checkpoint holds names of 1.." +
+           std::to_string(kCheckpointMaxNameBytes) + " bytes";
+  if (e.dims.rank() < 0 ||
+      static_cast<uint32_t>(e.dims.rank()) > kCheckpointMaxRank)
+    return var + " has rank " + std::to_string(e.dims.rank()) +
+           "; a checkpoint holds ranks 0.." +
+           std::to_string(kCheckpointMaxRank);
+  if (weft_dtype_size(e.dtype) == 0)
+    return var + " has unknown dtype " +
+           std::to_string(static_cast<int>(e.dtype));
+  size_t bytes = 0;
+  if (weft_status* st = CheckedByteSize(e.dtype, e.dims.data(), e.dims.rank(),
+                                        &bytes)) {
+    std::string msg = st->message;
+    weft_status_destroy(st);
+    return var + ": " + msg;
+  }
+  if (bytes != e.bytes)
+    return var + " declares " + std::to_string(e.bytes) +
+           " bytes of data for " + weft_dtype_name(e.dtype) +
+           e.dims.ToString() + ", which needs " + std::to_string(bytes);
+  return "";
+}
 
 weft_status* OsError(int err, const std::string& what,
                      const std::string& path) {
@@ -107,10 +183,27 @@ weft_status* CheckpointWriter::IoError(const char* what, int err) const {
                   "saving checkpoint '" + path_ + "': ");
 }
 
-weft_status* CheckpointWriter::Open(const std::string& path,
-                                    uint64_t num_records) {
+weft_status* CheckpointWriter::Open(
+    const std::string& path, const std::vector<CheckpointEntry>& entries) {
   path_ = path;
-  declared_ = num_records;
+  std::string saving = "saving checkpoint '" + path + "': ";
+  std::unordered_set<std::string> names;
+  for (const CheckpointEntry& e : entries) {
+    std::string problem = CheckpointEntryProblem(e);
+    if (problem.empty() && !names.insert(e.name).second)
+      problem = "variable " + Shown(e.name) + " appears twice";
+    if (!problem.empty())
+      return Error(WEFT_INVALID_ARGUMENT, saving + problem);
+  }
+  // The rename would replace a FIFO or a device node with the file, or
+  // fail on a directory only after everything was written.
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error(WEFT_FAILED_PRECONDITION,
+                 saving + "the path is not a regular file: it is " +
+                     FileKind(st.st_mode));
+  entries_ = entries;
+  declared_ = entries.size();
   pause_after_ = PauseAfterBytes();
   // A name no other save uses, in this process or another: a temporary a
   // crash left behind is never reopened, so it cannot spoil a later save.
@@ -122,7 +215,7 @@ weft_status* CheckpointWriter::Open(const std::string& path,
     temp_.clear();  // not ours to remove
     return Annotate(OsError(err, "cannot create temporary file",
                             path + ".weft-tmp.*"),
-                    "saving checkpoint '" + path + "': ");
+                    saving);
   }
   file_ = fdopen(fd, "wb");
   if (file_ == nullptr) {
@@ -135,7 +228,7 @@ weft_status* CheckpointWriter::Open(const std::string& path,
   pre.Put(kVersion);
   pre.Put(pre.Crc());
   Bytes header;
-  header.Put(num_records);
+  header.Put(declared_);
   header.Put(uint32_t{0});  // flags
   header.Put(header.Crc());
   WEFT_RETURN_IF_ERROR(Write(pre.b.data(), pre.b.size()));
@@ -158,6 +251,14 @@ weft_status* CheckpointWriter::Write(const void* data, size_t n) {
 
 weft_status* CheckpointWriter::Add(const CheckpointEntry& entry,
                                    const void* data) {
+  if (added_ >= declared_ || !(entry.name == entries_[added_].name &&
+                               entry.dtype == entries_[added_].dtype &&
+                               entry.dims == entries_[added_].dims &&
+                               entry.bytes == entries_[added_].bytes))
+    return Errorf(WEFT_INTERNAL,
+                  "saving checkpoint '%s': record %llu is not the entry "
+                  "declared at Open", path_.c_str(),
+                  static_cast<unsigned long long>(added_));
   Bytes h;
   h.Put(kRecordTag);
   h.Put(static_cast<uint32_t>(entry.name.size()));
@@ -249,16 +350,14 @@ weft_status* CheckpointReader::Read(void* dst, uint64_t n, const char* what) {
 
 weft_status* CheckpointReader::Open(const std::string& path) {
   path_ = path;
-  file_ = fopen(path.c_str(), "rbe");
-  if (file_ == nullptr)
-    return OsError(errno, "cannot open checkpoint", path);
-  struct stat st;
-  if (fstat(fileno(file_), &st) != 0)
-    return OsError(errno, "cannot stat checkpoint", path);
-  if (!S_ISREG(st.st_mode))
-    return Error(WEFT_FAILED_PRECONDITION,
-                 Where() + " is not a regular file");
-  size_ = static_cast<uint64_t>(st.st_size);
+  int fd = -1;
+  WEFT_RETURN_IF_ERROR(OpenRegularForReading(path, Where(), &fd, &size_));
+  file_ = fdopen(fd, "rb");
+  if (file_ == nullptr) {
+    int err = errno;
+    close(fd);
+    return OsError(err, "cannot read checkpoint", path);
+  }
 
   unsigned char pre[16];
   // A file too short to hold the magic is reported as not a checkpoint
@@ -308,9 +407,12 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
     return Corrupt(rec + " does not start with its tag (byte " +
                    std::to_string(offset_ - 8) + ")");
   uint32_t name_len = Get<uint32_t>(fixed + 4);
-  if (name_len == 0 || name_len > kMaxNameBytes)
+  // Checked before anything is allocated or read, with the limits the
+  // writer applies; CheckpointEntryProblem repeats them below.
+  if (name_len == 0 || name_len > kCheckpointMaxNameBytes)
     return Corrupt(rec + " has a name of " + std::to_string(name_len) +
-                   " bytes");
+                   " bytes; a checkpoint holds names of 1.." +
+                   std::to_string(kCheckpointMaxNameBytes) + " bytes");
   std::string name(name_len, '\0');
   WEFT_RETURN_IF_ERROR(Read(&name[0], name_len, what.c_str()));
   h.Put(name.data(), name_len);
@@ -318,8 +420,10 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
   h.Put(fixed, 8);
   uint32_t dtype = Get<uint32_t>(fixed);
   uint32_t rank = Get<uint32_t>(fixed + 4);
-  if (rank > kMaxRank)
-    return Corrupt(rec + " has rank " + std::to_string(rank));
+  if (rank > kCheckpointMaxRank)
+    return Corrupt(rec + " has rank " + std::to_string(rank) +
+                   "; a checkpoint holds ranks 0.." +
+                   std::to_string(kCheckpointMaxRank));
   std::vector<int64_t> dims(rank);
   WEFT_RETURN_IF_ERROR(Read(dims.data(), 8ull * rank, what.c_str()));
   h.Put(dims.data(), 8ull * rank);
@@ -335,21 +439,8 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
   out->dtype = static_cast<weft_dtype>(dtype);
   out->dims.assign(dims.data(), static_cast<int32_t>(rank));
   out->bytes = Get<uint64_t>(tail);
-  size_t bytes = 0;
-  if (weft_dtype_size(out->dtype) == 0)
-    return Corrupt("variable '" + out->name + "' has unknown dtype " +
-                   std::to_string(dtype));
-  if (weft_status* st = CheckedByteSize(out->dtype, dims.data(),
-                                        static_cast<int32_t>(rank), &bytes)) {
-    std::string msg = st->message;
-    weft_status_destroy(st);
-    return Corrupt("variable '" + out->name + "': " + msg);
-  }
-  if (bytes != out->bytes)
-    return Corrupt("variable '" + out->name + "' declares " +
-                   std::to_string(out->bytes) + " bytes of data for " +
-                   weft_dtype_name(out->dtype) + out->dims.ToString() +
-                   ", which needs " + std::to_string(bytes));
+  std::string problem = CheckpointEntryProblem(*out);
+  if (!problem.empty()) return Corrupt(problem);
   if (!names_.insert(out->name).second)
     return Corrupt("variable '" + out->name + "' appears twice");
   pending_ = true;

@@ -8,11 +8,20 @@
 #include <string>
 #include <unordered_set>
 
+#include <vector>
+
 #include "tensor/dims.h"
 #include "weft/dtype.h"
 #include "weft/status.h"
+#include "weft/tensor.h"
 
 namespace weft {
+
+// What a record can hold (FORMAT.md).  The writer refuses, before writing
+// anything, every entry the reader would refuse: a file that cannot be
+// read back must never replace one that can.
+constexpr uint32_t kCheckpointMaxNameBytes = 65535;
+constexpr uint32_t kCheckpointMaxRank = WEFT_MAX_RANK;
 
 // The description of one stored value, as a record's header holds it.
 struct CheckpointEntry {
@@ -22,6 +31,10 @@ struct CheckpointEntry {
   uint64_t bytes = 0;
 };
 
+// Why `entry` cannot be stored (its name's length, its rank, its dtype, a
+// byte count that disagrees with dtype and dims), or "" when it can.
+std::string CheckpointEntryProblem(const CheckpointEntry& entry);
+
 class CheckpointWriter {
  public:
   CheckpointWriter() = default;
@@ -30,10 +43,14 @@ class CheckpointWriter {
   // Removes the temporary file unless Commit() succeeded.
   ~CheckpointWriter();
 
-  // Creates the temporary file beside `path` and writes the header for
-  // `num_records` records.
-  weft_status* Open(const std::string& path, uint64_t num_records);
-  // Appends one record; `data` holds entry.bytes bytes.
+  // Checks the entries to be written (INVALID_ARGUMENT naming the first
+  // the reader would refuse) and that `path` is absent or a regular file
+  // (FAILED_PRECONDITION), then creates the temporary file beside `path`
+  // and writes the header.
+  weft_status* Open(const std::string& path,
+                    const std::vector<CheckpointEntry>& entries);
+  // Appends the next record: entries[k] of Open's for the k-th call;
+  // `data` holds entry.bytes bytes.
   weft_status* Add(const CheckpointEntry& entry, const void* data);
   // Writes the end marker, flushes the file to disk, renames it over the
   // target and flushes the directory.
@@ -48,6 +65,7 @@ class CheckpointWriter {
   std::string path_;
   std::string temp_;
   FILE* file_ = nullptr;
+  std::vector<CheckpointEntry> entries_;  // as Open checked them
   uint64_t declared_ = 0;
   uint64_t added_ = 0;
   uint64_t written_ = 0;
@@ -98,5 +116,8 @@ class CheckpointReader {
 // The status for a failed system call `what` on `path`, with the code that
 // fits errno `err` (NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED, ...).
 weft_status* OsError(int err, const std::string& what, const std::string& path);
+
+// What kind of file `mode` is, for messages: "a directory", "a FIFO", ...
+const char* FileKind(unsigned mode);
 
 }  // namespace weft
