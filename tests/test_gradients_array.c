@@ -289,3 +289,90 @@ Test(gradients_array, registered_gradient_is_used) {
   weft_graph_destroy(g);
   WT_OK(weft_gradient_register("Neg", negate, NULL));
 }
+
+/* A gradient function that sets input 0's gradient to zeros of the dtype
+ * and shape it is given, as a buggy or hostile one might. */
+typedef struct fixed_gradient {
+  weft_dtype dtype;
+  int32_t rank;
+  int64_t dims[2];
+  int32_t output_index;  /* of the constant: 0, or out of range */
+  int ignore_refusal;    /* return OK even when the gradient is refused */
+} fixed_gradient;
+
+static weft_status* set_fixed(void* arg, weft_gradient_context* ctx) {
+  const fixed_gradient* f = arg;
+  weft_tensor* zeros = NULL;
+  weft_status* s = weft_tensor_create(f->dtype, f->dims, f->rank, &zeros);
+  if (s != NULL) return s;
+  weft_output c = {NULL, 0};
+  s = weft_graph_constant(weft_gradient_graph(ctx), "fixed_grad", zeros, &c);
+  weft_tensor_destroy(zeros);
+  if (s != NULL) return s;
+  c.index = f->output_index;
+  s = weft_gradient_set_input_grad(ctx, 0, c);
+  if (s != NULL && f->ignore_refusal) {
+    weft_status_destroy(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* d(Neg)/dx through `f` for x of float64 `x_dims`; the library's gradient
+ * is put back afterwards. */
+static weft_status* gradient_through(fixed_gradient* f, const int64_t* x_dims,
+                                     int32_t x_rank) {
+  WT_OK(weft_gradient_register("Neg", set_fixed, f));
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT64, x_dims, x_rank);
+  weft_output y = wt_apply1(g, "Neg", "y", x);
+  weft_output grad = {NULL, 0};
+  weft_status* s = weft_gradients(g, &y, 1, &x, 1, NULL, &grad);
+  if (s != NULL) cr_expect_null(grad.node, "a failed call left a gradient");
+  weft_graph_destroy(g);
+  WT_OK(weft_gradient_register("Neg", negate, NULL));
+  return s;
+}
+
+/* A gradient of another shape than its input would silently train wrong
+ * (or fail at run time far from its cause). */
+Test(gradients_array, registered_gradient_of_the_wrong_shape_is_refused) {
+  fixed_gradient f = {WEFT_FLOAT64, 1, {3}, 0, 0};
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "Neg", "'y'", "input 0", "[3]", "[2]");
+  f = (fixed_gradient){WEFT_FLOAT64, 2, {2, 1}, 0, 0};
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "Neg", "'y'", "input 0", "[2,1]", "[2]");
+  f = (fixed_gradient){WEFT_FLOAT64, 2, {5, 4}, 0, 0};
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(-1, 3)),
+                  WEFT_INVALID_ARGUMENT, "input 0", "[5,4]", "[?,3]");
+  /* A function that ignores the refusal still fails the call. */
+  f = (fixed_gradient){WEFT_FLOAT64, 1, {3}, 0, 1};
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "Neg", "'y'", "input 0", "[3]", "[2]");
+}
+
+Test(gradients_array, registered_gradient_of_the_wrong_dtype_is_refused) {
+  fixed_gradient f = {WEFT_FLOAT32, 1, {2}, 0, 0};
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "Neg", "'y'", "input 0", "float32", "float64");
+  f.ignore_refusal = 1;
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "Neg", "'y'", "input 0", "float32", "float64");
+}
+
+/* An output index the gradient's node does not have. */
+Test(gradients_array, registered_gradient_naming_a_missing_output_is_refused) {
+  fixed_gradient f = {WEFT_FLOAT64, 1, {2}, 7, 0};
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "input 0", "output 7");
+  f.output_index = -1;
+  WT_EXPECT_ERROR(gradient_through(&f, WT_SHAPE(2)), WEFT_INVALID_ARGUMENT,
+                  "input 0", "output -1");
+}
+
+/* Unknown dims are compatible with any. */
+Test(gradients_array, registered_gradient_with_compatible_shape_is_accepted) {
+  fixed_gradient f = {WEFT_FLOAT64, 2, {5, 3}, 0, 0};
+  WT_OK(gradient_through(&f, WT_SHAPE(-1, 3)));
+}

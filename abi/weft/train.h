@@ -43,7 +43,8 @@ extern "C" {
  * xs need are built: nothing is added for inputs no x depends on.
  *
  * Errors: INVALID_ARGUMENT for outputs of another graph, a non-float y or x,
- * a grad_ys entry of the wrong dtype or shape; UNIMPLEMENTED naming the op
+ * a grad_ys entry of the wrong dtype or shape, a gradient function that set
+ * a gradient of the wrong dtype or shape; UNIMPLEMENTED naming the op
  * when a path from an x to a y crosses an op without a gradient function.
  * On error the graph may have gained nodes nothing uses, which never run. */
 WEFT_API WEFT_MUST_USE weft_status* weft_gradients(
@@ -74,6 +75,12 @@ WEFT_API weft_output weft_gradient_output_grad(weft_gradient_context* ctx,
  * building the others. */
 WEFT_API int32_t weft_gradient_input_wanted(weft_gradient_context* ctx,
                                             int32_t index);
+/* Sets the gradient of input `index` to `grad`, an output of the graph
+ * with the input's dtype and a static shape compatible with the input's
+ * (unknown ranks and dims match any).  Errors: OUT_OF_RANGE for an index
+ * the node does not have; INVALID_ARGUMENT naming the op, the node, the
+ * input index and both dtypes and shapes otherwise.  A refused gradient
+ * fails weft_gradients() even when the function returns OK. */
 WEFT_API WEFT_MUST_USE weft_status* weft_gradient_set_input_grad(
     weft_gradient_context* ctx, int32_t index, weft_output grad);
 

@@ -25,6 +25,42 @@ bool IsFloat(weft_dtype t) {
 // Inputs that name a Variable by reference carry no data, and no gradient.
 bool IsRef(const weft_node* n, size_t i) { return n->def->IsRefInput(i); }
 
+// Static shapes that can describe the same tensor: unknown ranks and dims
+// match anything.
+bool Compatible(const ShapeInfo& a, const ShapeInfo& b) {
+  if (a.rank < 0 || b.rank < 0) return true;
+  if (a.rank != b.rank) return false;
+  for (int32_t d = 0; d < a.rank; ++d)
+    if (a.dims[d] >= 0 && b.dims[d] >= 0 && a.dims[d] != b.dims[d])
+      return false;
+  return true;
+}
+
+// Why `grad` cannot be the gradient of input `index` of the context's node
+// (another graph, a missing output, another dtype or shape), or "".
+std::string InputGradProblem(const weft_gradient_context* ctx, int32_t index,
+                             weft_output grad) {
+  const weft_node* n = ctx->node;
+  std::string at = "op " + n->op_type + ", node '" + n->name +
+                   "': the gradient set for input " + std::to_string(index);
+  if (grad.node == nullptr || !ctx->graph->impl->Owns(grad.node))
+    return at + " is not an output of the graph";
+  int32_t outputs = static_cast<int32_t>(grad.node->output_dtypes.size());
+  if (grad.index < 0 || grad.index >= outputs)
+    return at + " names output " + std::to_string(grad.index) + " of '" +
+           grad.node->name + "', which has " + std::to_string(outputs);
+  const weft_output& in = n->inputs[index];
+  weft_dtype want = in.node->output_dtypes[in.index];
+  weft_dtype got = grad.node->output_dtypes[grad.index];
+  const ShapeInfo& want_shape = in.node->output_shapes[in.index];
+  const ShapeInfo& got_shape = grad.node->output_shapes[grad.index];
+  if (want != got || !Compatible(want_shape, got_shape))
+    return at + " is " + weft_dtype_name(got) + " " + got_shape.ToString() +
+           " but the input is " + weft_dtype_name(want) + " " +
+           want_shape.ToString();
+  return "";
+}
+
 weft_status* CheckOutput(weft_graph* g, weft_output o, const char* what,
                          int32_t i) {
   if (o.node == nullptr || !g->impl->Owns(o.node))
@@ -195,9 +231,11 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
                     "no gradient is defined for op %s (node '%s', between "
                     "the xs and the ys); weft_gradient_register() can add "
                     "one", n->op_type.c_str(), n->name.c_str());
-    WEFT_RETURN_IF_ERROR(Annotate(
-        (*fn)(&ctx), "gradient of node '" + n->name + "' (" + n->op_type +
-                         ")"));
+    std::string where = "gradient of node '" + n->name + "' (" + n->op_type +
+                        ")";
+    WEFT_RETURN_IF_ERROR(Annotate((*fn)(&ctx), where));
+    if (!ctx.refused.empty())
+      return Error(WEFT_INVALID_ARGUMENT, where + ": " + ctx.refused);
     for (size_t k = 0; k < n->inputs.size(); ++k) {
       if (ctx.dx[k].node == nullptr || !ctx.wanted[k]) continue;
       const weft_output& in = n->inputs[k];
@@ -241,11 +279,7 @@ weft_status* weft_gradients(weft_graph* graph, const weft_output* ys,
         weft_dtype gt = gy.node->output_dtypes[gy.index];
         const weft::ShapeInfo& ys_shape = y.node->output_shapes[y.index];
         const weft::ShapeInfo& gs = gy.node->output_shapes[gy.index];
-        bool shape_ok = ys_shape.rank < 0 || gs.rank < 0 ||
-                        ys_shape.rank == gs.rank;
-        for (int32_t d = 0; shape_ok && d < ys_shape.rank && d < gs.rank; ++d)
-          shape_ok = ys_shape.dims[d] < 0 || gs.dims[d] < 0 ||
-                     ys_shape.dims[d] == gs.dims[d];
+        bool shape_ok = weft::Compatible(ys_shape, gs);
         if (yt != gt || !shape_ok)
           return Errorf(WEFT_INVALID_ARGUMENT,
                         "grad_y %d is %s %s but y %d ('%s') is %s %s", i,
@@ -297,19 +331,15 @@ weft_status* weft_gradient_set_input_grad(weft_gradient_context* ctx,
   if (index < 0 || index >= static_cast<int32_t>(ctx->dx.size()))
     return Errorf(WEFT_OUT_OF_RANGE, "node '%s' has %zu inputs, not %d",
                   ctx->node->name.c_str(), ctx->dx.size(), index + 1);
-  if (grad.node == nullptr || !ctx->graph->impl->Owns(grad.node))
-    return Error(WEFT_INVALID_ARGUMENT,
-                 "an input gradient must be an output of the graph");
-  const weft_output& in = ctx->node->inputs[index];
-  weft_dtype want = in.node->output_dtypes[in.index];
-  weft_dtype got = grad.node->output_dtypes[grad.index];
-  if (want != got)
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "gradient for input %d of '%s' is %s; the input is %s",
-                  index, ctx->node->name.c_str(), weft_dtype_name(got),
-                  weft_dtype_name(want));
-  ctx->dx[index] = grad;
-  return nullptr;
+  return weft::Guard([&]() -> weft_status* {
+    std::string problem = weft::InputGradProblem(ctx, index, grad);
+    if (!problem.empty()) {
+      if (ctx->refused.empty()) ctx->refused = problem;
+      return Error(WEFT_INVALID_ARGUMENT, problem);
+    }
+    ctx->dx[index] = grad;
+    return nullptr;
+  });
 }
 
 weft_status* weft_gradient_register(const char* op_type, weft_gradient_fn fn,

@@ -24,6 +24,9 @@ struct weft_gradient_context {
   std::vector<weft_output> dy;        // per output of node
   std::vector<bool> wanted;           // per input of node
   std::vector<weft_output> dx;        // per input of node, set by the fn
+  // The first gradient weft_gradient_set_input_grad refused, so that a
+  // function ignoring the refusal still fails the call; "" when none.
+  std::string refused;
 };
 
 namespace weft {
