@@ -546,6 +546,63 @@ Test(opencl, cast_between_float_formats_bit_exact) {
   }
 }
 
+/* The OpenCL plugin converts to none of uint8, bool and int8: a Cast to
+ * them constrained to the OpenCL device moves to the CPU under soft
+ * placement (int8 has no kernel there either, so it is refused), and strict
+ * placement refuses it by name when planning. */
+Test(opencl, cast_without_an_opencl_kernel_is_placed_elsewhere) {
+  REQUIRE_OPENCL();
+  const weft_dtype targets[] = {WEFT_UINT8, WEFT_BOOL, WEFT_INT8};
+  const int32_t policies[] = {WEFT_PLACEMENT_SOFT, WEFT_PLACEMENT_STRICT};
+  const float x[4] = {0, 1, 2.5f, 255};
+  /* Computed by hand: truncation for the integers, x != 0 for bool. */
+  const uint8_t want[4] = {0, 1, 2, 255}, want_bool[4] = {0, 1, 1, 1};
+  for (size_t t = 0; t < sizeof targets / sizeof *targets; ++t) {
+    for (int p = 0; p < 2; ++p) {
+      weft_graph* graph = wt_graph_new();
+      weft_output in =
+          wt_placeholder(graph, "x", WEFT_FLOAT32, WT_SHAPE(4));
+      weft_op_builder* b = weft_op_begin(graph, "Cast", "to_small");
+      weft_op_add_input(b, in);
+      weft_op_set_attr_dtype(b, "DstT", targets[t]);
+      weft_op_set_device(b, OCL);
+      weft_node* node = NULL;
+      WT_OK(weft_op_finish(b, &node));
+      weft_session_options options;
+      weft_session_options_init(&options);
+      options.devices = OCL ",/device:CPU:0";
+      options.placement = policies[p];
+      weft_session* session = NULL;
+      WT_OK(weft_session_create(graph, &options, &session));
+      weft_tensor* value = wt_tensor(WEFT_FLOAT32, WT_SHAPE(4), x);
+      weft_output fetch = {node, 0};
+      weft_tensor* out = NULL;
+      weft_status* status =
+          weft_session_run(session, &in, &value, 1, &fetch, 1, NULL, 0, &out);
+      char dst[32];
+      snprintf(dst, sizeof dst, "DstT=%s", weft_dtype_name(targets[t]));
+      if (policies[p] == WEFT_PLACEMENT_STRICT) {
+        WT_EXPECT_ERROR(status, WEFT_INVALID_ARGUMENT, "'to_small'", "Cast",
+                        "SrcT=float32", dst, OCL, "strict");
+      } else if (targets[t] == WEFT_INT8) {
+        WT_EXPECT_ERROR(status, WEFT_INVALID_ARGUMENT, "'to_small'",
+                        "no kernel for op Cast", dst, "any allowed device");
+      } else {
+        WT_OK(status);
+        wt_expect_shape(out, targets[t], WT_SHAPE(4));
+        const uint8_t* ref = targets[t] == WEFT_BOOL ? want_bool : want;
+        cr_expect(memcmp(weft_tensor_data(out), ref, 4) == 0,
+                  "Cast to %s under soft placement",
+                  weft_dtype_name(targets[t]));
+        weft_tensor_destroy(out);
+      }
+      weft_tensor_destroy(value);
+      weft_session_destroy(session);
+      weft_graph_destroy(graph);
+    }
+  }
+}
+
 Test(opencl, cast_between_ints_and_floats) {
   REQUIRE_OPENCL();
   const weft_dtype types[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,

@@ -260,6 +260,25 @@ Test(ops_elementwise, cast_16_bit_floats_bools_and_bytes) {
   expect_cast(WEFT_FLOAT64, WEFT_UINT8, 3, D(-1.5, 255.9, 256), B(0, 255, 0));
 }
 
+/* A Cast to a dtype the CPU plugin cannot produce has no kernel: placement
+ * refuses it when the session plans, naming the node, both dtypes and the
+ * device, instead of a kernel failing when it runs. */
+Test(ops_elementwise, cast_to_a_dtype_without_kernel_is_refused_at_plan) {
+  const weft_dtype targets[] = {WEFT_INT8, WEFT_INT16, WEFT_UINT16,
+                                WEFT_UINT32, WEFT_UINT64};
+  const float x[2] = {1, 2};
+  for (size_t i = 0; i < sizeof targets / sizeof *targets; ++i) {
+    struct operand in = OPERAND(WEFT_FLOAT32, x, 2);
+    weft_tensor* out = NULL;
+    char want[64];
+    snprintf(want, sizeof want, "DstT=%s", weft_dtype_name(targets[i]));
+    WT_EXPECT_ERROR(try_op("Cast", "narrow", &in, 1, targets[i], NULL, &out),
+                    WEFT_INVALID_ARGUMENT, "'narrow'", "no kernel for op Cast",
+                    "SrcT=float32", want, "/device:CPU:0");
+    cr_expect_null(out);
+  }
+}
+
 /* ---- Large broadcasts: the walk split across intra-op threads ---------- */
 
 Test(ops_elementwise, large_broadcast_splits_rows_correctly) {

@@ -93,9 +93,23 @@ std::vector<std::string> PluginFilesIn(const std::string& dir) {
 
 }  // namespace
 
-bool KernelReg::Accepts(int32_t dtype) const {
-  if (dtype_attr.empty()) return true;
-  return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+namespace {
+
+bool AttrHoldsOneOf(const AttrMap& attrs, const std::string& name,
+                    const std::vector<int32_t>& dtypes) {
+  const AttrValue* v = FindAttr(attrs, name.c_str());
+  return v != nullptr && v->type == AttrType::kDtype &&
+         std::find(dtypes.begin(), dtypes.end(), v->i) != dtypes.end();
+}
+
+}  // namespace
+
+bool KernelReg::Accepts(const AttrMap& attrs) const {
+  if (!dtype_attr.empty() && !AttrHoldsOneOf(attrs, dtype_attr, dtypes))
+    return false;
+  for (const TypeConstraint& c : type_constraints)
+    if (!AttrHoldsOneOf(attrs, c.attr, c.dtypes)) return false;
+  return true;
 }
 
 Registry& Registry::Get() {
@@ -308,12 +322,12 @@ std::vector<Refusal> Registry::Refusals() {
 
 const KernelReg* Registry::FindKernel(const std::string& op,
                                       const std::string& device_type,
-                                      int32_t dtype) {
+                                      const AttrMap& attrs) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(op);
   if (it == kernels_.end()) return nullptr;
   for (const auto& k : it->second)
-    if (k->device_type == device_type && k->Accepts(dtype)) return k.get();
+    if (k->device_type == device_type && k->Accepts(attrs)) return k.get();
   return nullptr;
 }
 
