@@ -3,6 +3,7 @@
  * random inputs, and hand-worked cases for the edges (wrapping, signs of
  * zero, NaN, infinities).  Inputs are fed through placeholders so no
  * constant folding stands between the test and the kernel. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -159,6 +160,41 @@ Test(ops_elementwise, float_edges) {
   expect_floats("Abs", 3, D(-0.0, -INFINITY, NAN), NULL, D(0, INFINITY, NAN));
   expect_floats("Relu", 3, D(NAN, -INFINITY, INFINITY), NULL,
                 D(NAN, 0, INFINITY));
+}
+
+/* Log of subnormal inputs: a vectorised log that clamps its argument to
+ * the smallest normal returns log(FLT_MIN) for all of them.  Runs of 64
+ * keep the vector path busy; the reference is logl, rounded once. */
+Test(ops_elementwise, log_of_subnormals) {
+  enum { n = 64 };
+  float xf[n];
+  double xd[n];
+  const uint32_t bits_f[] = {0x00000001u, 0x00000100u, 0x00400000u,
+                             0x007fffffu, 0x00800000u, 0x3f800000u};
+  const uint64_t bits_d[] = {0x1ull, 0x0000000100000000ull,
+                             0x0008000000000000ull, 0x000fffffffffffffull,
+                             0x0010000000000000ull, 0x3ff0000000000000ull};
+  for (int k = 0; k < n; ++k) {
+    memcpy(&xf[k], &bits_f[k % 6], sizeof xf[k]);
+    memcpy(&xd[k], &bits_d[k % 6], sizeof xd[k]);
+  }
+  struct operand in_f = OPERAND(WEFT_FLOAT32, xf, n);
+  struct operand in_d = OPERAND(WEFT_FLOAT64, xd, n);
+  weft_tensor* out_f = run_op("Log", &in_f, 1, WEFT_DTYPE_INVALID);
+  weft_tensor* out_d = run_op("Log", &in_d, 1, WEFT_DTYPE_INVALID);
+  const float* yf = weft_tensor_data(out_f);
+  const double* yd = weft_tensor_data(out_d);
+  for (int k = 0; k < n; ++k) {
+    const float want_f = (float)logl((long double)xf[k]);
+    const double want_d = (double)logl((long double)xd[k]);
+    cr_expect(fabsf(yf[k] - want_f) <= 2 * FLT_EPSILON * fabsf(want_f),
+              "float32 log(%a) = %a, want %a", (double)xf[k], (double)yf[k],
+              (double)want_f);
+    cr_expect(fabs(yd[k] - want_d) <= 2 * DBL_EPSILON * fabs(want_d),
+              "float64 log(%a) = %a, want %a", xd[k], yd[k], want_d);
+  }
+  weft_tensor_destroy(out_f);
+  weft_tensor_destroy(out_d);
 }
 
 Test(ops_elementwise, comparisons_with_nan_zero_and_stray_bools) {
