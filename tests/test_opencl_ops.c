@@ -799,6 +799,71 @@ Test(opencl, reductions_large) {
               0, 0);
 }
 
+/* The NaN contract (runtime/ops/CONVENTIONS.md), checked on the OpenCL
+ * device against values worked here rather than against the CPU: NaN
+ * propagates through Maximum, Minimum, Max and Min, in either operand and
+ * at any position of a row, short or long enough for work-group trees. */
+Test(opencl, nan_propagates_through_maxima_and_minima) {
+  REQUIRE_OPENCL();
+  const float a[4] = {NAN, 1, NAN, -2}, b[4] = {1, NAN, NAN, 3};
+  static const char* const kPairOps[] = {"Maximum", "Minimum"};
+  for (int o = 0; o < 2; ++o) {
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    weft_output x = feed(graph, &set, "x", wt_tensor(WEFT_FLOAT32,
+                                                     WT_SHAPE(4), a));
+    weft_output y = feed(graph, &set, "y", wt_tensor(WEFT_FLOAT32,
+                                                     WT_SHAPE(4), b));
+    set.fetches[0] = wt_apply2(graph, kPairOps[o], "m", x, y);
+    set.num_fetches = 1;
+    weft_tensor* out[MAX_FETCHES] = {0};
+    WT_OK(run_on(graph, OCL, &set, out));
+    const float* v = weft_tensor_data(out[0]);
+    for (int k = 0; k < 3; ++k)
+      cr_expect(isnan(v[k]), "%s element %d is %g", kPairOps[o], k, v[k]);
+    cr_expect_eq(v[3], o == 0 ? 3.0f : -2.0f, "%s element 3", kPairOps[o]);
+    weft_tensor_destroy(out[0]);
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+  static const char* const kReductions[] = {"Max", "Min"};
+  const int64_t lengths[] = {7, 4099};
+  for (int o = 0; o < 2; ++o)
+    for (int l = 0; l < 2; ++l) {
+      const int64_t n = lengths[l];
+      float* v = malloc(sizeof(float) * 3 * (size_t)n);
+      for (int64_t k = 0; k < 3 * n; ++k) v[k] = (float)(k % 13) - 6;
+      v[0] = NAN;              /* row 0: first */
+      v[n + n / 2] = NAN;      /* row 1: middle */
+      v[n - 1] = NAN;          /* row 0: last as well */
+      float extreme = v[2 * n]; /* row 2 has none */
+      for (int64_t k = 2 * n; k < 3 * n; ++k)
+        extreme = o == 0 ? fmaxf(extreme, v[k]) : fminf(extreme, v[k]);
+      weft_graph* graph = wt_graph_new();
+      run_set set = {0};
+      weft_output x = feed(graph, &set, "x",
+                           wt_tensor(WEFT_FLOAT32, WT_SHAPE(3, n), v));
+      weft_op_builder* b_ = weft_op_begin(graph, kReductions[o], "r");
+      weft_op_add_input(b_, x);
+      weft_op_set_attr_int_list(b_, "axes", (const int64_t[]){1}, 1);
+      weft_node* node = NULL;
+      WT_OK(weft_op_finish(b_, &node));
+      set.fetches[0] = (weft_output){node, 0};
+      set.num_fetches = 1;
+      weft_tensor* out[MAX_FETCHES] = {0};
+      WT_OK(run_on(graph, OCL, &set, out));
+      const float* r = weft_tensor_data(out[0]);
+      cr_expect(isnan(r[0]) && isnan(r[1]), "%s of rows with NaN: %g, %g",
+                kReductions[o], r[0], r[1]);
+      cr_expect_eq(r[2], extreme, "%s of a row without NaN: %g, not %g",
+                   kReductions[o], r[2], extreme);
+      weft_tensor_destroy(out[0]);
+      release(&set);
+      weft_graph_destroy(graph);
+      free(v);
+    }
+}
+
 Test(opencl, reductions_empty) {
   REQUIRE_OPENCL();
   wt_rng rng = {14};

@@ -107,7 +107,9 @@ static void expect_close(const weft_tensor* t, const double* ref, int64_t n,
   cr_assert_eq(weft_tensor_element_count(t), n);
   for (int64_t i = 0; i < n; ++i) {
     double g = value_at(t, i), r = ref[i];
-    if (isinf(r)) {
+    if (isnan(r)) {
+      cr_assert(isnan(g), "element %lld: %g, expected NaN", (long long)i, g);
+    } else if (isinf(r)) {
       cr_assert(g == r, "element %lld: %g, expected %g", (long long)i, g, r);
     } else {
       cr_assert(fabs(g - r) <= tol + tol * fabs(r),
@@ -397,7 +399,8 @@ typedef struct pool_case {
 } pool_case;
 
 /* Explicit windows; padded positions are skipped, so AvgPool divides by
- * the number of real elements. */
+ * the number of real elements.  A NaN in a window makes its maximum NaN
+ * (runtime/ops/CONVENTIONS.md). */
 static void pool_reference(const pool_case* k, int max, const double* x,
                            int64_t oh, int64_t ow, double* y) {
   int64_t pt = pad_before(k->h, oh, k->kh, k->sh, 1, k->same);
@@ -413,21 +416,25 @@ static void pool_reference(const pool_case* k, int max, const double* x,
               int64_t iy = oy * k->sh + ky - pt, ix = ox * k->sw + kx - pl;
               if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
               double v = x[((n * k->h + iy) * k->w + ix) * k->c + c];
-              acc = max ? (v > acc ? v : acc) : acc + v;
+              if (!max) acc += v;
+              else if (!isnan(acc) && (isnan(v) || v > acc)) acc = v;
               ++count;
             }
           y[((n * oh + oy) * ow + ox) * k->c + c] = max ? acc : acc / count;
         }
 }
 
+/* With `nan_every` > 0, every nan_every-th input element is NaN. */
 static void check_pool(const pool_case* k, const char* op, weft_dtype dtype,
-                       uint64_t seed) {
+                       uint64_t seed, int64_t nan_every) {
   int max = strcmp(op, "MaxPool") == 0;
   int64_t nx = k->n * k->h * k->w * k->c;
   int64_t oh = out_size(k->h, k->kh, k->sh, 1, k->same);
   int64_t ow = out_size(k->w, k->kw, k->sw, 1, k->same);
   int64_t ny = k->n * oh * ow * k->c;
   double* x = random_values(seed, nx, -3, 3);
+  for (int64_t i = 0; nan_every > 0 && i < nx; ++i)
+    if (i % nan_every == nan_every / 2) x[i] = NAN;
   double* ref = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
   pool_reference(k, max, x, oh, ow, ref);
   void* xd = as_dtype(x, nx, dtype);
@@ -457,9 +464,63 @@ static const pool_case kPoolCases[] = {
 Test(ops_nn, pooling_matches_explicit_windows) {
   for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i)
     for (int t = 0; t < 2; ++t) {
-      check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 70 + i);
-      check_pool(&kPoolCases[i], "AvgPool", kFloatTypes[t], 80 + i);
+      check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 70 + i, 0);
+      check_pool(&kPoolCases[i], "AvgPool", kFloatTypes[t], 80 + i, 0);
     }
+}
+
+/* NaN propagates through MaxPool as through Max and Maximum: a window
+ * holding one gives NaN, wherever it sits in the window, on both the
+ * oneDNN (float32) and the loop (float64) paths. */
+Test(ops_nn, max_pool_propagates_nan) {
+  static const int64_t spacing[] = {5, 29, 97};
+  for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i)
+    for (int t = 0; t < 2; ++t)
+      for (size_t e = 0; e < 3; ++e)
+        check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 90 + i,
+                   spacing[e]);
+}
+
+/* MaxPoolGrad sends each window's gradient to the element MaxPool chose:
+ * the first maximum, or the first NaN when the window holds one. */
+Test(ops_nn, max_pool_grad_routes_to_the_first_nan) {
+  const pool_case k = {1, 5, 5, 2, 3, 3, 2, 2, 1};
+  const int64_t nx = 50, oh = 3, ow = 3, ny = 18;
+  double* x = random_values(7, nx, -3, 3);
+  for (int64_t i = 0; i < nx; ++i)
+    if (i % 7 == 3) x[i] = NAN;
+  double dy[18], ref[50] = {0};
+  for (int64_t i = 0; i < ny; ++i) dy[i] = (double)(i + 1);
+  int64_t pt = pad_before(k.h, oh, k.kh, k.sh, 1, 1);
+  int64_t pl = pad_before(k.w, ow, k.kw, k.sw, 1, 1);
+  for (int64_t oy = 0; oy < oh; ++oy)
+    for (int64_t ox = 0; ox < ow; ++ox)
+      for (int64_t c = 0; c < k.c; ++c) {
+        int64_t best = -1;
+        for (int64_t ky = 0; ky < k.kh; ++ky)
+          for (int64_t kx = 0; kx < k.kw; ++kx) {
+            int64_t iy = oy * k.sh + ky - pt, ix = ox * k.sw + kx - pl;
+            if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+            int64_t at = (iy * k.w + ix) * k.c + c;
+            if (best < 0 || (!isnan(x[best]) && (isnan(x[at]) ||
+                                                 x[at] > x[best])))
+              best = at;
+          }
+        ref[best] += dy[(oy * ow + ox) * k.c + c];
+      }
+  for (int t = 0; t < 2; ++t) {
+    void* xd = as_dtype(x, nx, kFloatTypes[t]);
+    void* dyd = as_dtype(dy, ny, kFloatTypes[t]);
+    operand in[2] = {{kFloatTypes[t], 4, {1, 5, 5, 2}, xd},
+                     {kFloatTypes[t], 4, {1, 3, 3, 2}, dyd}};
+    nn_attrs a = {.ksize = L4(1, 3, 3, 1), .strides = L4(1, 2, 2, 1),
+                  .padding = "SAME"};
+    weft_tensor* out = run_nn("MaxPoolGrad", in, 2, &a);
+    expect_close(out, ref, nx, 1e-6);
+    weft_tensor_destroy(out);
+    free(xd), free(dyd);
+  }
+  free(x);
 }
 
 /* 1..9 in a 3x3 image, 2x2 windows, stride 2, SAME: the last row and

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernel.h"
+#include "nan_order.h"
 #include "nn_common.h"
 #include "nn_kernels.h"
 #if WEFT_CPU_HAVE_ONEDNN
@@ -16,7 +17,7 @@ namespace {
 
 // Output rows [begin, end), a row being one (image, output y).  Windows are
 // clipped to the input, so padding takes part in neither the maximum nor the
-// average: TensorFlow's SAME semantics.  Channels are innermost in NHWC, so
+// average: TensorFlow's SAME semantics.  A NaN in a window is its maximum.  Channels are innermost in NHWC, so
 // the inner loop runs over contiguous memory and vectorises.
 template <typename T, bool kMax>
 void PoolRows(const Window2D& w, const T* in, T* out, int64_t begin,
@@ -38,7 +39,8 @@ void PoolRows(const Window2D& w, const T* in, T* out, int64_t begin,
         for (int64_t x = x_lo; x < x_hi; ++x) {
           const T* p = in + ((n * w.in_h + y) * w.in_w + x) * c;
           for (int64_t k = 0; k < c; ++k) {
-            o[k] = kMax ? (p[k] > o[k] ? p[k] : o[k]) : o[k] + p[k];
+            o[k] = kMax ? (Beats<true>(p[k], o[k]) ? p[k] : o[k])
+                        : o[k] + p[k];
           }
         }
       }
@@ -88,11 +90,17 @@ weft_status* PoolKernel(weft_kernel_context* ctx) {
   switch (in.dtype) {
     case WEFT_FLOAT32:
 #if WEFT_CPU_HAVE_ONEDNN
-      OnednnPool2D(w, kMax, in.data<float>(), out.data<float>(),
-                   g_host->kernel_intra_op_threads(ctx));
-#else
-      PoolLoops(ctx, w, kMax, in.data<float>(), out.data<float>());
+      // oneDNN's max pooling keeps or drops a NaN depending on where it
+      // sits in the window; an input holding one takes the loops.  The scan
+      // reads the input once more: on [16,56,56,64] with 3x3 windows and
+      // stride 2, one thread, 4.9 ms became 6.6 ms.
+      if (!kMax || !AnyNaN(ctx, in.data<float>(), in.count)) {
+        OnednnPool2D(w, kMax, in.data<float>(), out.data<float>(),
+                     g_host->kernel_intra_op_threads(ctx));
+        return nullptr;
+      }
 #endif
+      PoolLoops(ctx, w, kMax, in.data<float>(), out.data<float>());
       return nullptr;
     case WEFT_FLOAT64:
       PoolLoops(ctx, w, kMax, in.data<double>(), out.data<double>());

@@ -214,7 +214,8 @@ void RegisterGradOpsB(OpRegistry* r) {
   {
     OpDef d = GradOp("MaxPoolGrad", {"orig_input", "grad"}, InferMaxPoolGrad,
                      "Gradient of MaxPool: each window's gradient goes to "
-                     "its maximum (the first in row-major order on ties).");
+                     "its maximum (the first in row-major order on ties, "
+                     "the first NaN if it holds one).");
     d.attrs = PoolAttrs();
     r->Add(std::move(d));
   }

@@ -330,7 +330,9 @@ void RegisterNnOps(OpRegistry* r) {
                DataFormatAttr()};
     r->Add(std::move(d));
   }
-  r->Add(PoolOp("MaxPool", "Maximum over sliding windows (NHWC)."));
+  r->Add(PoolOp("MaxPool",
+                "Maximum over sliding windows (NHWC); NaN if the window "
+                "holds one."));
   r->Add(PoolOp("AvgPool", "Mean over sliding windows (NHWC); SAME padding "
                            "averages the valid elements only."));
   {
