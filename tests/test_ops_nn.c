@@ -391,6 +391,43 @@ Test(ops_nn, conv2d_build_time_refusals) {
                   WEFT_INVALID_ARGUMENT, "flat", "rank 4", "[5,5,3]");
 }
 
+/* A filter whose size is known only when it is fed leaves the dilated
+ * window's extent to the kernel: one past 2^31 - 1 is refused there as
+ * INVALID_ARGUMENT naming the node and the dilations, not handed to oneDNN
+ * (which answered INTERNAL with its own text). */
+Test(ops_nn, conv2d_dilated_window_too_wide_at_run_time) {
+  const int64_t dilations[][4] = {{1, INT64_C(1) << 30, 1, 1},
+                                  {1, 1, INT32_MAX, 1}};
+  const char* const paddings[] = {"SAME", "VALID"};
+  for (int d = 0; d < 2; ++d)
+    for (int p = 0; p < 2; ++p) {
+      weft_graph* graph = wt_graph_new();
+      weft_output x = wt_placeholder(graph, "x", WEFT_FLOAT32,
+                                     WT_SHAPE(1, 5, 5, 2));
+      weft_output f = wt_placeholder(graph, "f", WEFT_FLOAT32,
+                                     WT_SHAPE(-1, -1, 2, 3));
+      weft_op_builder* b = weft_op_begin(graph, "Conv2D", "wide_conv");
+      weft_op_add_input(b, x);
+      weft_op_add_input(b, f);
+      weft_op_set_attr_int_list(b, "strides", WT_DIMS(1, 1, 1, 1), 4);
+      weft_op_set_attr_int_list(b, "dilations", dilations[d], 4);
+      weft_op_set_attr_string(b, "padding", paddings[p]);
+      float xv[50] = {0}, fv[54] = {0};
+      weft_tensor* values[2] = {
+          wt_tensor(WEFT_FLOAT32, WT_SHAPE(1, 5, 5, 2), xv),
+          wt_tensor(WEFT_FLOAT32, WT_SHAPE(3, 3, 2, 3), fv)};
+      weft_output feeds[2] = {x, f};
+      weft_tensor* out = NULL;
+      WT_EXPECT_ERROR(
+          wt_finish_and_run(graph, b, feeds, values, 2, 0, 1, &out),
+          WEFT_INVALID_ARGUMENT, "wide_conv", "Conv2D", "dilations");
+      cr_expect_null(out);
+      weft_tensor_destroy(values[0]);
+      weft_tensor_destroy(values[1]);
+      weft_graph_destroy(graph);
+    }
+}
+
 /* ---- MaxPool, AvgPool --------------------------------------------------- */
 
 typedef struct pool_case {
