@@ -315,6 +315,28 @@ Test(ops_elementwise, cast_to_a_dtype_without_kernel_is_refused_at_plan) {
   }
 }
 
+/* The CPU Cast kernel says what it converts at both ends, so placement and
+ * `weft ops` see the same coverage the kernel has. */
+Test(ops_elementwise, cast_kernel_describes_both_ends) {
+  WT_OK(weft_plugins_discover());
+  int found = 0;
+  for (int32_t i = 0; i < weft_kernel_count("Cast"); ++i) {
+    weft_kernel_description k = {.struct_size = sizeof k};
+    WT_OK(weft_kernel_describe("Cast", i, &k));
+    if (strcmp(k.device_type, "CPU") != 0) continue;
+    found = 1;
+    cr_expect_str_eq(k.dtype_attr, "SrcT");
+    cr_assert_eq(k.num_type_constraints, 1);
+    cr_expect_str_eq(k.type_constraints[0].attr, "DstT");
+    cr_assert_eq(k.type_constraints[0].num_dtypes, k.num_dtypes);
+    for (int32_t d = 0; d < k.num_dtypes; ++d) {
+      cr_expect_neq(k.dtypes[d], WEFT_INT8, "SrcT lists int8");
+      cr_expect_eq(k.type_constraints[0].dtypes[d], k.dtypes[d]);
+    }
+  }
+  cr_expect(found, "no CPU Cast kernel");
+}
+
 /* ---- Large broadcasts: the walk split across intra-op threads ---------- */
 
 Test(ops_elementwise, large_broadcast_splits_rows_correctly) {

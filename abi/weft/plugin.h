@@ -54,6 +54,7 @@
 
 #include "weft/dtype.h"
 #include "weft/graph.h"
+#include "weft/ops.h"
 #include "weft/status.h"
 #include "weft/train.h"
 #include "weft/version.h"
@@ -107,17 +108,6 @@ typedef struct weft_kernel_tensor {
 typedef weft_status* (*weft_kernel_compute_fn)(void* kernel_arg,
                                                weft_kernel_context* ctx);
 
-/* A constraint on one type attribute of a node: the kernel runs only nodes
- * whose attribute `attr` holds one of the `num_dtypes` values at `dtypes`
- * (weft_dtype).  It is laid out in arrays, so unlike the structs around it
- * it has no struct_size and never grows; a new kind of constraint would be
- * a new field of weft_kernel_def.  Interface 1.2. */
-typedef struct weft_kernel_type_constraint {
-  const char* attr;          /* "DstT" */
-  const int32_t* dtypes;
-  int32_t num_dtypes;
-} weft_kernel_type_constraint;
-
 /* A kernel: the implementation of op `op` on the plugin's device type for
  * the dtypes listed.  The host selects a kernel at plan time, so a node is
  * placed only where a kernel accepts every type attribute it constrains:
@@ -142,8 +132,9 @@ typedef struct weft_kernel_def {
    * no further constraint.  A host older than 1.2 ignores them, so a kernel
    * should still check the attributes they constrain when it runs. ---- */
 
-  /* Constraints on further type attributes, all of which must hold as well
-   * as dtype_attr's (Cast: SrcT as dtype_attr, DstT here).  A combination
+  /* Constraints on further type attributes (weft_kernel_type_constraint,
+   * in weft/ops.h), all of which must hold as well as dtype_attr's (Cast:
+   * SrcT as dtype_attr, DstT here).  A combination
    * that is not a product of sets is registered as several kernels.  NULL
    * with 0 for none. */
   const weft_kernel_type_constraint* type_constraints;

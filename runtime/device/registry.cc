@@ -112,6 +112,14 @@ bool KernelReg::Accepts(const AttrMap& attrs) const {
   return true;
 }
 
+void KernelReg::DescribeConstraints() {
+  described_constraints.clear();
+  for (const TypeConstraint& c : type_constraints)
+    described_constraints.push_back(weft_kernel_type_constraint{
+        c.attr.c_str(), c.dtypes.data(),
+        static_cast<int32_t>(c.dtypes.size())});
+}
+
 Registry& Registry::Get() {
   // Never destroyed: plugins stay loaded until the process exits, and worker
   // threads may still use them during static destruction.
@@ -281,6 +289,7 @@ weft_status* Registry::LoadLocked(const std::string& path) {
     k.load_order = plugin->load_order;
     auto& list = kernels_[k.op];
     list.push_back(std::make_unique<KernelReg>(std::move(k)));
+    list.back()->DescribeConstraints();
     std::stable_sort(list.begin(), list.end(),
                      [](const auto& a, const auto& b) {
                        if (a->priority != b->priority)

@@ -27,8 +27,11 @@ struct KernelReg {
   std::string plugin;             // its plugin's name
   std::string dtype_attr;         // empty: no constraint
   std::vector<int32_t> dtypes;
-  // Constraints on further type attributes (weft_kernel_def 1.2).
+  // Constraints on further type attributes (weft_kernel_def 1.2), and the
+  // same as C structs for weft_kernel_describe, pointing into them: made by
+  // DescribeConstraints once the KernelReg has its final address.
   std::vector<TypeConstraint> type_constraints;
+  std::vector<weft_kernel_type_constraint> described_constraints;
   int32_t priority = 0;
   int32_t load_order = 0;         // of the plugin
   weft_kernel_compute_fn compute = nullptr;
@@ -37,6 +40,7 @@ struct KernelReg {
   // Whether every constrained type attribute of a node with `attrs` holds
   // an accepted dtype; an attribute the node lacks is not accepted.
   bool Accepts(const AttrMap& attrs) const;
+  void DescribeConstraints();
 };
 
 struct Plugin {
