@@ -516,6 +516,10 @@ Test(ops_nn, max_pool_propagates_nan) {
       for (size_t e = 0; e < 3; ++e)
         check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 90 + i,
                    spacing[e]);
+  /* Images of a megabyte, a NaN in the middle one only: a kernel that
+   * checks the input in parts must get every part right. */
+  const pool_case large = {3, 128, 128, 16, 2, 2, 2, 2, 0};
+  check_pool(&large, "MaxPool", WEFT_FLOAT32, 99, 700001);
 }
 
 /* MaxPoolGrad sends each window's gradient to the element MaxPool chose:

@@ -25,14 +25,29 @@ inline bool Beats(T v, T best) {
   }
 }
 
+// Whether any of x[begin, end) is NaN.  Eight independent accumulators let
+// the compiler vectorise the loop at -O2 (one accumulator does not: five
+// times slower on data in cache).
+template <typename T>
+bool AnyNaNIn(const T* x, int64_t begin, int64_t end) {
+  constexpr int kLanes = 8;
+  unsigned lanes[kLanes] = {};
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lanes[k] |= x[i + k] != x[i + k];
+  }
+  unsigned found = 0;
+  for (int k = 0; k < kLanes; ++k) found |= lanes[k];
+  for (; i < end; ++i) found |= x[i] != x[i];
+  return found != 0;
+}
+
 // Whether any of x[0, n) is NaN, scanned on the kernel's intra-op threads.
 template <typename T>
 bool AnyNaN(const weft_kernel_context* ctx, const T* x, int64_t n) {
   std::atomic<bool> found{false};
   ParallelFor(ctx, n, 1, 1, [&](int64_t begin, int64_t end) {
-    bool here = false;
-    for (int64_t i = begin; i < end; ++i) here |= x[i] != x[i];
-    if (here) found.store(true, std::memory_order_relaxed);
+    if (AnyNaNIn(x, begin, end)) found.store(true, std::memory_order_relaxed);
   });
   return found.load(std::memory_order_relaxed);
 }
