@@ -71,6 +71,19 @@ struct pin {
   F(weft_plugin_description, device_count, 48)        \
   F(weft_plugin_description, no_device_reason, 56)
 
+#define KERNEL_DESCRIPTION_LAYOUT(S, F)                   \
+  S(weft_kernel_description, 72)                          \
+  F(weft_kernel_description, struct_size, 0)              \
+  F(weft_kernel_description, op, 8)                       \
+  F(weft_kernel_description, device_type, 16)             \
+  F(weft_kernel_description, plugin, 24)                  \
+  F(weft_kernel_description, dtype_attr, 32)              \
+  F(weft_kernel_description, dtypes, 40)                  \
+  F(weft_kernel_description, num_dtypes, 48)              \
+  F(weft_kernel_description, priority, 52)                \
+  F(weft_kernel_description, type_constraints, 56)        \
+  F(weft_kernel_description, num_type_constraints, 64)
+
 #define KERNEL_TENSOR_LAYOUT(S, F)             \
   S(weft_kernel_tensor, 56)                    \
   F(weft_kernel_tensor, struct_size, 0)        \
@@ -83,7 +96,7 @@ struct pin {
   F(weft_kernel_tensor, offset, 48)
 
 #define KERNEL_DEF_LAYOUT(S, F)           \
-  S(weft_kernel_def, 56)                  \
+  S(weft_kernel_def, 72)                  \
   F(weft_kernel_def, struct_size, 0)      \
   F(weft_kernel_def, op, 8)               \
   F(weft_kernel_def, dtype_attr, 16)      \
@@ -91,7 +104,16 @@ struct pin {
   F(weft_kernel_def, num_dtypes, 32)      \
   F(weft_kernel_def, priority, 36)        \
   F(weft_kernel_def, compute, 40)         \
-  F(weft_kernel_def, kernel_arg, 48)
+  F(weft_kernel_def, kernel_arg, 48)      \
+  F(weft_kernel_def, type_constraints, 56) \
+  F(weft_kernel_def, num_type_constraints, 64)
+
+/* Frozen: laid out in arrays, so it has no struct_size and never grows. */
+#define KERNEL_TYPE_CONSTRAINT_LAYOUT(S, F)           \
+  S(weft_kernel_type_constraint, 24)                  \
+  F(weft_kernel_type_constraint, attr, 0)             \
+  F(weft_kernel_type_constraint, dtypes, 8)           \
+  F(weft_kernel_type_constraint, num_dtypes, 16)
 
 #define HOST_API_LAYOUT(S, F)                          \
   S(weft_host_api, 208)                                \
@@ -171,8 +193,10 @@ struct pin {
   SESSION_OPTIONS_LAYOUT(S, F)       \
   DEVICE_DESCRIPTION_LAYOUT(S, F)    \
   PLUGIN_DESCRIPTION_LAYOUT(S, F)    \
+  KERNEL_DESCRIPTION_LAYOUT(S, F)    \
   KERNEL_TENSOR_LAYOUT(S, F)         \
   KERNEL_DEF_LAYOUT(S, F)            \
+  KERNEL_TYPE_CONSTRAINT_LAYOUT(S, F) \
   HOST_API_LAYOUT(S, F)              \
   DEVICE_PROPERTIES_LAYOUT(S, F)     \
   PLUGIN_API_LAYOUT(S, F)            \
@@ -197,8 +221,10 @@ LAYOUT_TEST(weft_output, OUTPUT_LAYOUT)
 LAYOUT_TEST(weft_session_options, SESSION_OPTIONS_LAYOUT)
 LAYOUT_TEST(weft_device_description, DEVICE_DESCRIPTION_LAYOUT)
 LAYOUT_TEST(weft_plugin_description, PLUGIN_DESCRIPTION_LAYOUT)
+LAYOUT_TEST(weft_kernel_description, KERNEL_DESCRIPTION_LAYOUT)
 LAYOUT_TEST(weft_kernel_tensor, KERNEL_TENSOR_LAYOUT)
 LAYOUT_TEST(weft_kernel_def, KERNEL_DEF_LAYOUT)
+LAYOUT_TEST(weft_kernel_type_constraint, KERNEL_TYPE_CONSTRAINT_LAYOUT)
 LAYOUT_TEST(weft_host_api, HOST_API_LAYOUT)
 LAYOUT_TEST(weft_device_properties, DEVICE_PROPERTIES_LAYOUT)
 LAYOUT_TEST(weft_plugin_api, PLUGIN_API_LAYOUT)

@@ -3,6 +3,7 @@
  * random inputs, and hand-worked cases for the edges (wrapping, signs of
  * zero, NaN, infinities).  Inputs are fed through placeholders so no
  * constant folding stands between the test and the kernel. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -161,6 +162,41 @@ Test(ops_elementwise, float_edges) {
                 D(NAN, 0, INFINITY));
 }
 
+/* Log of subnormal inputs: a vectorised log that clamps its argument to
+ * the smallest normal returns log(FLT_MIN) for all of them.  Runs of 64
+ * keep the vector path busy; the reference is logl, rounded once. */
+Test(ops_elementwise, log_of_subnormals) {
+  enum { n = 64 };
+  float xf[n];
+  double xd[n];
+  const uint32_t bits_f[] = {0x00000001u, 0x00000100u, 0x00400000u,
+                             0x007fffffu, 0x00800000u, 0x3f800000u};
+  const uint64_t bits_d[] = {0x1ull, 0x0000000100000000ull,
+                             0x0008000000000000ull, 0x000fffffffffffffull,
+                             0x0010000000000000ull, 0x3ff0000000000000ull};
+  for (int k = 0; k < n; ++k) {
+    memcpy(&xf[k], &bits_f[k % 6], sizeof xf[k]);
+    memcpy(&xd[k], &bits_d[k % 6], sizeof xd[k]);
+  }
+  struct operand in_f = OPERAND(WEFT_FLOAT32, xf, n);
+  struct operand in_d = OPERAND(WEFT_FLOAT64, xd, n);
+  weft_tensor* out_f = run_op("Log", &in_f, 1, WEFT_DTYPE_INVALID);
+  weft_tensor* out_d = run_op("Log", &in_d, 1, WEFT_DTYPE_INVALID);
+  const float* yf = weft_tensor_data(out_f);
+  const double* yd = weft_tensor_data(out_d);
+  for (int k = 0; k < n; ++k) {
+    const float want_f = (float)logl((long double)xf[k]);
+    const double want_d = (double)logl((long double)xd[k]);
+    cr_expect(fabsf(yf[k] - want_f) <= 2 * FLT_EPSILON * fabsf(want_f),
+              "float32 log(%a) = %a, want %a", (double)xf[k], (double)yf[k],
+              (double)want_f);
+    cr_expect(fabs(yd[k] - want_d) <= 2 * DBL_EPSILON * fabs(want_d),
+              "float64 log(%a) = %a, want %a", xd[k], yd[k], want_d);
+  }
+  weft_tensor_destroy(out_f);
+  weft_tensor_destroy(out_d);
+}
+
 Test(ops_elementwise, comparisons_with_nan_zero_and_stray_bools) {
   const double* x = D(NAN, NAN, 1, INFINITY, -0.0);
   const double* y = D(1, NAN, NAN, INFINITY, 0);
@@ -258,6 +294,47 @@ Test(ops_elementwise, cast_16_bit_floats_bools_and_bytes) {
   expect_cast(WEFT_INT32, WEFT_UINT8, 3, ((const int32_t[]){300, -1, 256}),
               B(44, 255, 0));
   expect_cast(WEFT_FLOAT64, WEFT_UINT8, 3, D(-1.5, 255.9, 256), B(0, 255, 0));
+}
+
+/* A Cast to a dtype the CPU plugin cannot produce has no kernel: placement
+ * refuses it when the session plans, naming the node, both dtypes and the
+ * device, instead of a kernel failing when it runs. */
+Test(ops_elementwise, cast_to_a_dtype_without_kernel_is_refused_at_plan) {
+  const weft_dtype targets[] = {WEFT_INT8, WEFT_INT16, WEFT_UINT16,
+                                WEFT_UINT32, WEFT_UINT64};
+  const float x[2] = {1, 2};
+  for (size_t i = 0; i < sizeof targets / sizeof *targets; ++i) {
+    struct operand in = OPERAND(WEFT_FLOAT32, x, 2);
+    weft_tensor* out = NULL;
+    char want[64];
+    snprintf(want, sizeof want, "DstT=%s", weft_dtype_name(targets[i]));
+    WT_EXPECT_ERROR(try_op("Cast", "narrow", &in, 1, targets[i], NULL, &out),
+                    WEFT_INVALID_ARGUMENT, "'narrow'", "no kernel for op Cast",
+                    "SrcT=float32", want, "/device:CPU:0");
+    cr_expect_null(out);
+  }
+}
+
+/* The CPU Cast kernel says what it converts at both ends, so placement and
+ * `weft ops` see the same coverage the kernel has. */
+Test(ops_elementwise, cast_kernel_describes_both_ends) {
+  WT_OK(weft_plugins_discover());
+  int found = 0;
+  for (int32_t i = 0; i < weft_kernel_count("Cast"); ++i) {
+    weft_kernel_description k = {.struct_size = sizeof k};
+    WT_OK(weft_kernel_describe("Cast", i, &k));
+    if (strcmp(k.device_type, "CPU") != 0) continue;
+    found = 1;
+    cr_expect_str_eq(k.dtype_attr, "SrcT");
+    cr_assert_eq(k.num_type_constraints, 1);
+    cr_expect_str_eq(k.type_constraints[0].attr, "DstT");
+    cr_assert_eq(k.type_constraints[0].num_dtypes, k.num_dtypes);
+    for (int32_t d = 0; d < k.num_dtypes; ++d) {
+      cr_expect_neq(k.dtypes[d], WEFT_INT8, "SrcT lists int8");
+      cr_expect_eq(k.type_constraints[0].dtypes[d], k.dtypes[d]);
+    }
+  }
+  cr_expect(found, "no CPU Cast kernel");
 }
 
 /* ---- Large broadcasts: the walk split across intra-op threads ---------- */

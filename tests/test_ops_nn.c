@@ -107,7 +107,9 @@ static void expect_close(const weft_tensor* t, const double* ref, int64_t n,
   cr_assert_eq(weft_tensor_element_count(t), n);
   for (int64_t i = 0; i < n; ++i) {
     double g = value_at(t, i), r = ref[i];
-    if (isinf(r)) {
+    if (isnan(r)) {
+      cr_assert(isnan(g), "element %lld: %g, expected NaN", (long long)i, g);
+    } else if (isinf(r)) {
       cr_assert(g == r, "element %lld: %g, expected %g", (long long)i, g, r);
     } else {
       cr_assert(fabs(g - r) <= tol + tol * fabs(r),
@@ -389,6 +391,43 @@ Test(ops_nn, conv2d_build_time_refusals) {
                   WEFT_INVALID_ARGUMENT, "flat", "rank 4", "[5,5,3]");
 }
 
+/* A filter whose size is known only when it is fed leaves the dilated
+ * window's extent to the kernel: one past 2^31 - 1 is refused there as
+ * INVALID_ARGUMENT naming the node and the dilations, not handed to oneDNN
+ * (which answered INTERNAL with its own text). */
+Test(ops_nn, conv2d_dilated_window_too_wide_at_run_time) {
+  const int64_t dilations[][4] = {{1, INT64_C(1) << 30, 1, 1},
+                                  {1, 1, INT32_MAX, 1}};
+  const char* const paddings[] = {"SAME", "VALID"};
+  for (int d = 0; d < 2; ++d)
+    for (int p = 0; p < 2; ++p) {
+      weft_graph* graph = wt_graph_new();
+      weft_output x = wt_placeholder(graph, "x", WEFT_FLOAT32,
+                                     WT_SHAPE(1, 5, 5, 2));
+      weft_output f = wt_placeholder(graph, "f", WEFT_FLOAT32,
+                                     WT_SHAPE(-1, -1, 2, 3));
+      weft_op_builder* b = weft_op_begin(graph, "Conv2D", "wide_conv");
+      weft_op_add_input(b, x);
+      weft_op_add_input(b, f);
+      weft_op_set_attr_int_list(b, "strides", WT_DIMS(1, 1, 1, 1), 4);
+      weft_op_set_attr_int_list(b, "dilations", dilations[d], 4);
+      weft_op_set_attr_string(b, "padding", paddings[p]);
+      float xv[50] = {0}, fv[54] = {0};
+      weft_tensor* values[2] = {
+          wt_tensor(WEFT_FLOAT32, WT_SHAPE(1, 5, 5, 2), xv),
+          wt_tensor(WEFT_FLOAT32, WT_SHAPE(3, 3, 2, 3), fv)};
+      weft_output feeds[2] = {x, f};
+      weft_tensor* out = NULL;
+      WT_EXPECT_ERROR(
+          wt_finish_and_run(graph, b, feeds, values, 2, 0, 1, &out),
+          WEFT_INVALID_ARGUMENT, "wide_conv", "Conv2D", "dilations");
+      cr_expect_null(out);
+      weft_tensor_destroy(values[0]);
+      weft_tensor_destroy(values[1]);
+      weft_graph_destroy(graph);
+    }
+}
+
 /* ---- MaxPool, AvgPool --------------------------------------------------- */
 
 typedef struct pool_case {
@@ -397,7 +436,8 @@ typedef struct pool_case {
 } pool_case;
 
 /* Explicit windows; padded positions are skipped, so AvgPool divides by
- * the number of real elements. */
+ * the number of real elements.  A NaN in a window makes its maximum NaN
+ * (runtime/ops/CONVENTIONS.md). */
 static void pool_reference(const pool_case* k, int max, const double* x,
                            int64_t oh, int64_t ow, double* y) {
   int64_t pt = pad_before(k->h, oh, k->kh, k->sh, 1, k->same);
@@ -413,21 +453,25 @@ static void pool_reference(const pool_case* k, int max, const double* x,
               int64_t iy = oy * k->sh + ky - pt, ix = ox * k->sw + kx - pl;
               if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
               double v = x[((n * k->h + iy) * k->w + ix) * k->c + c];
-              acc = max ? (v > acc ? v : acc) : acc + v;
+              if (!max) acc += v;
+              else if (!isnan(acc) && (isnan(v) || v > acc)) acc = v;
               ++count;
             }
           y[((n * oh + oy) * ow + ox) * k->c + c] = max ? acc : acc / count;
         }
 }
 
+/* With `nan_every` > 0, every nan_every-th input element is NaN. */
 static void check_pool(const pool_case* k, const char* op, weft_dtype dtype,
-                       uint64_t seed) {
+                       uint64_t seed, int64_t nan_every) {
   int max = strcmp(op, "MaxPool") == 0;
   int64_t nx = k->n * k->h * k->w * k->c;
   int64_t oh = out_size(k->h, k->kh, k->sh, 1, k->same);
   int64_t ow = out_size(k->w, k->kw, k->sw, 1, k->same);
   int64_t ny = k->n * oh * ow * k->c;
   double* x = random_values(seed, nx, -3, 3);
+  for (int64_t i = 0; nan_every > 0 && i < nx; ++i)
+    if (i % nan_every == nan_every / 2) x[i] = NAN;
   double* ref = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
   pool_reference(k, max, x, oh, ow, ref);
   void* xd = as_dtype(x, nx, dtype);
@@ -457,9 +501,67 @@ static const pool_case kPoolCases[] = {
 Test(ops_nn, pooling_matches_explicit_windows) {
   for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i)
     for (int t = 0; t < 2; ++t) {
-      check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 70 + i);
-      check_pool(&kPoolCases[i], "AvgPool", kFloatTypes[t], 80 + i);
+      check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 70 + i, 0);
+      check_pool(&kPoolCases[i], "AvgPool", kFloatTypes[t], 80 + i, 0);
     }
+}
+
+/* NaN propagates through MaxPool as through Max and Maximum: a window
+ * holding one gives NaN, wherever it sits in the window, on both the
+ * oneDNN (float32) and the loop (float64) paths. */
+Test(ops_nn, max_pool_propagates_nan) {
+  static const int64_t spacing[] = {5, 29, 97};
+  for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i)
+    for (int t = 0; t < 2; ++t)
+      for (size_t e = 0; e < 3; ++e)
+        check_pool(&kPoolCases[i], "MaxPool", kFloatTypes[t], 90 + i,
+                   spacing[e]);
+  /* Images of a megabyte, a NaN in the middle one only: a kernel that
+   * checks the input in parts must get every part right. */
+  const pool_case large = {3, 128, 128, 16, 2, 2, 2, 2, 0};
+  check_pool(&large, "MaxPool", WEFT_FLOAT32, 99, 700001);
+}
+
+/* MaxPoolGrad sends each window's gradient to the element MaxPool chose:
+ * the first maximum, or the first NaN when the window holds one. */
+Test(ops_nn, max_pool_grad_routes_to_the_first_nan) {
+  const pool_case k = {1, 5, 5, 2, 3, 3, 2, 2, 1};
+  const int64_t nx = 50, oh = 3, ow = 3, ny = 18;
+  double* x = random_values(7, nx, -3, 3);
+  for (int64_t i = 0; i < nx; ++i)
+    if (i % 7 == 3) x[i] = NAN;
+  double dy[18], ref[50] = {0};
+  for (int64_t i = 0; i < ny; ++i) dy[i] = (double)(i + 1);
+  int64_t pt = pad_before(k.h, oh, k.kh, k.sh, 1, 1);
+  int64_t pl = pad_before(k.w, ow, k.kw, k.sw, 1, 1);
+  for (int64_t oy = 0; oy < oh; ++oy)
+    for (int64_t ox = 0; ox < ow; ++ox)
+      for (int64_t c = 0; c < k.c; ++c) {
+        int64_t best = -1;
+        for (int64_t ky = 0; ky < k.kh; ++ky)
+          for (int64_t kx = 0; kx < k.kw; ++kx) {
+            int64_t iy = oy * k.sh + ky - pt, ix = ox * k.sw + kx - pl;
+            if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+            int64_t at = (iy * k.w + ix) * k.c + c;
+            if (best < 0 || (!isnan(x[best]) && (isnan(x[at]) ||
+                                                 x[at] > x[best])))
+              best = at;
+          }
+        ref[best] += dy[(oy * ow + ox) * k.c + c];
+      }
+  for (int t = 0; t < 2; ++t) {
+    void* xd = as_dtype(x, nx, kFloatTypes[t]);
+    void* dyd = as_dtype(dy, ny, kFloatTypes[t]);
+    operand in[2] = {{kFloatTypes[t], 4, {1, 5, 5, 2}, xd},
+                     {kFloatTypes[t], 4, {1, 3, 3, 2}, dyd}};
+    nn_attrs a = {.ksize = L4(1, 3, 3, 1), .strides = L4(1, 2, 2, 1),
+                  .padding = "SAME"};
+    weft_tensor* out = run_nn("MaxPoolGrad", in, 2, &a);
+    expect_close(out, ref, nx, 1e-6);
+    weft_tensor_destroy(out);
+    free(xd), free(dyd);
+  }
+  free(x);
 }
 
 /* 1..9 in a 3x3 image, 2x2 windows, stride 2, SAME: the last row and

@@ -273,3 +273,21 @@ Test(plugin_loader, plugin_gradient_replaces_the_library_one) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* A kernel definition sized as interface 1.1 sent it (weft-test-nodevice's
+ * Relu stops before type_constraints) registers with its one constraint,
+ * and nothing the host might read past its end. */
+Test(plugin_loader, kernel_def_of_an_older_plugin_registers_unchanged) {
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_NO_DEVICE));
+  int found = 0;
+  for (int32_t i = 0; i < weft_kernel_count("Relu"); ++i) {
+    weft_kernel_description k = {.struct_size = sizeof k};
+    WT_OK(weft_kernel_describe("Relu", i, &k));
+    if (strcmp(k.plugin, "weft-test-nodevice") != 0) continue;
+    found = 1;
+    cr_expect_str_eq(k.dtype_attr, "T");
+    cr_assert_eq(k.num_dtypes, 1);
+    cr_expect_eq(k.dtypes[0], WEFT_FLOAT32);
+  }
+  cr_expect(found, "weft-test-nodevice's Relu kernel is not registered");
+}

@@ -246,6 +246,14 @@ static int command_devices(int argc, char** argv) {
 
 /* ---- dispatch ------------------------------------------------------------ */
 
+/* ", T: float32, float64": the dtypes a kernel accepts for one attribute. */
+static void print_constraint(const char* attr, const int32_t* dtypes,
+                             int32_t count) {
+  printf(", %s:", attr);
+  for (int32_t i = 0; i < count; ++i)
+    printf("%s %s", i ? "," : "", weft_dtype_name((weft_dtype)dtypes[i]));
+}
+
 /* The dtypes of each plugin's kernels for one op, one line per kernel. */
 static int print_kernels(const char* op) {
   int32_t n = weft_kernel_count(op);
@@ -256,13 +264,16 @@ static int print_kernels(const char* op) {
     weft_status* status = weft_kernel_describe(op, k, &kd);
     if (status != NULL) return report("describing a kernel", status);
     printf("    kernel: %s (%s)", kd.device_type, kd.plugin);
-    if (kd.num_dtypes == 0 || kd.dtype_attr[0] == '\0') {
+    if ((kd.num_dtypes == 0 || kd.dtype_attr[0] == '\0') &&
+        kd.num_type_constraints == 0) {
       printf(": any dtype");
-    } else {
-      printf(", %s:", kd.dtype_attr);
-      for (int32_t i = 0; i < kd.num_dtypes; ++i)
-        printf("%s %s", i ? "," : "", weft_dtype_name((weft_dtype)kd.dtypes[i]));
+    } else if (kd.num_dtypes > 0 && kd.dtype_attr[0] != '\0') {
+      print_constraint(kd.dtype_attr, kd.dtypes, kd.num_dtypes);
     }
+    for (int32_t c = 0; c < kd.num_type_constraints; ++c)
+      print_constraint(kd.type_constraints[c].attr,
+                       kd.type_constraints[c].dtypes,
+                       kd.type_constraints[c].num_dtypes);
     if (kd.priority != 0) printf(" (priority %d)", kd.priority);
     printf("\n");
   }

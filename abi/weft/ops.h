@@ -39,6 +39,17 @@ typedef struct weft_op_description {
   int32_t runs_in_runtime;
 } weft_op_description;
 
+/* A constraint on one type attribute of a node: a kernel runs only nodes
+ * whose attribute `attr` holds one of the `num_dtypes` values at `dtypes`
+ * (weft_dtype).  Plugins give them when they register a kernel
+ * (weft/plugin.h, interface 1.2).  It is laid out in arrays, so unlike the
+ * structs around it it has no struct_size and never grows. */
+typedef struct weft_kernel_type_constraint {
+  const char* attr;          /* "DstT" */
+  const int32_t* dtypes;
+  int32_t num_dtypes;
+} weft_kernel_type_constraint;
+
 /* A kernel registered by a plugin.  Same rules as weft_op_description. */
 typedef struct weft_kernel_description {
   size_t struct_size;
@@ -49,6 +60,11 @@ typedef struct weft_kernel_description {
   const int32_t* dtypes;    /* weft_dtype values accepted for dtype_attr */
   int32_t num_dtypes;
   int32_t priority;
+  /* ---- Appended in 1.2 ---- */
+  /* Constraints on further type attributes, all of which hold as well as
+   * dtype_attr's (Cast: SrcT above, DstT here); NULL with 0 for none. */
+  const weft_kernel_type_constraint* type_constraints;
+  int32_t num_type_constraints;
 } weft_kernel_description;
 
 /* Number of ops, and op `index` in registration order.  INVALID_ARGUMENT

@@ -25,6 +25,12 @@
  * what the sender's struct_size covers.  Every slot added after 1.0 is
  * optional, and its comment says what the host does when it is NULL.
  *
+ * Changes, one line per minor version:
+ *  1.1  weft_host_api: register_gradient and the graph table (gradients).
+ *  1.2  weft_kernel_def: type_constraints, so a kernel constrains several
+ *       type attributes (Cast's SrcT and DstT) and the host refuses at plan
+ *       time what it cannot run.
+ *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
  * only the plugin interprets; tensors are (handle, byte offset).  A device
@@ -48,6 +54,7 @@
 
 #include "weft/dtype.h"
 #include "weft/graph.h"
+#include "weft/ops.h"
 #include "weft/status.h"
 #include "weft/train.h"
 #include "weft/version.h"
@@ -57,7 +64,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 1
+#define WEFT_PLUGIN_INTERFACE_MINOR 2
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 #if defined(__GNUC__)
@@ -102,20 +109,36 @@ typedef weft_status* (*weft_kernel_compute_fn)(void* kernel_arg,
                                                weft_kernel_context* ctx);
 
 /* A kernel: the implementation of op `op` on the plugin's device type for
- * the dtypes listed. */
+ * the dtypes listed.  The host selects a kernel at plan time, so a node is
+ * placed only where a kernel accepts every type attribute it constrains:
+ * a kernel that cannot run some combination must say so here, not fail
+ * when it runs.  The host copies everything during register_kernel. */
 typedef struct weft_kernel_def {
   size_t struct_size;
   const char* op;            /* op type name, e.g. "MatMul" */
   /* Name of the type attribute the constraint applies to ("T"), or NULL
-   * when the kernel accepts every dtype the op allows. */
+   * when the kernel accepts every dtype the op allows.  A node without an
+   * attribute of this name does not match. */
   const char* dtype_attr;
   const int32_t* dtypes;     /* allowed values of dtype_attr (weft_dtype) */
   int32_t num_dtypes;
-  /* When two kernels match the same (op, device type, dtype), the higher
+  /* When two kernels match the same node on one device type, the higher
    * priority wins; ties go to the plugin loaded first. */
   int32_t priority;
   weft_kernel_compute_fn compute;
   void* kernel_arg;
+
+  /* ---- Appended in 1.2.  A def whose struct_size stops before these has
+   * no further constraint.  A host older than 1.2 ignores them, so a kernel
+   * should still check the attributes they constrain when it runs. ---- */
+
+  /* Constraints on further type attributes (weft_kernel_type_constraint,
+   * in weft/ops.h), all of which must hold as well as dtype_attr's (Cast:
+   * SrcT as dtype_attr, DstT here).  A combination
+   * that is not a product of sets is registered as several kernels.  NULL
+   * with 0 for none. */
+  const weft_kernel_type_constraint* type_constraints;
+  int32_t num_type_constraints;
 } weft_kernel_def;
 
 /* Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */

@@ -16,9 +16,12 @@
 extern "C" {
 #endif
 
-/* Version of the user API these headers describe. */
+/* Version of the user API these headers describe.  Changes, one line per
+ * minor version:
+ *  1.1  weft_session_options: the fields after intra_op_threads.
+ *  1.2  weft_kernel_description: type_constraints. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 1
+#define WEFT_ABI_VERSION_MINOR 2
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

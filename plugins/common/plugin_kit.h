@@ -130,15 +130,17 @@ inline const char* DtypeName(int32_t dtype) {
   return weft_dtype_name_of(dtype);
 }
 
-// Registers `compute` for `op` with the dtype constraint given, at the
-// baseline priority 0: a vendor plugin that wants to replace one of these
-// kernels on the same device type registers it with a higher priority.
-inline weft_status* RegisterKernel(const weft_host_api* host,
-                                   weft_kernel_registrar* registrar,
-                                   const char* op, const char* dtype_attr,
-                                   const int32_t* dtypes, int32_t num_dtypes,
-                                   weft_kernel_compute_fn compute,
-                                   void* kernel_arg) {
+// Registers `compute` for `op` with the dtype constraint given, and the
+// `num_more` constraints on further type attributes at `more` (Cast's DstT),
+// at the baseline priority 0: a vendor plugin that wants to replace one of
+// these kernels on the same device type registers it with a higher
+// priority.  A host older than 1.2 ignores `more`, so the kernel still
+// checks those attributes when it runs.
+inline weft_status* RegisterKernel(
+    const weft_host_api* host, weft_kernel_registrar* registrar,
+    const char* op, const char* dtype_attr, const int32_t* dtypes,
+    int32_t num_dtypes, weft_kernel_compute_fn compute, void* kernel_arg,
+    const weft_kernel_type_constraint* more = nullptr, int32_t num_more = 0) {
   weft_kernel_def def{};
   def.struct_size = sizeof(def);
   def.op = op;
@@ -148,6 +150,8 @@ inline weft_status* RegisterKernel(const weft_host_api* host,
   def.priority = 0;
   def.compute = compute;
   def.kernel_arg = kernel_arg;
+  def.type_constraints = more;
+  def.num_type_constraints = num_more;
   return host->register_kernel(registrar, &def);
 }
 

@@ -5,8 +5,10 @@
 // zero, with NaN and out-of-range values becoming 0 (a plain C++ conversion
 // would be undefined); anything to bool is x != 0; integer to narrower
 // integer wraps modulo 2^bits, as two's complement hardware does.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 
@@ -91,14 +93,14 @@ weft_status* CastFrom(const weft_kernel_context* ctx, const Tensor& x,
   }
 }
 
+// Either end of a Cast: what CastFrom and CastTo's switches cover.
+constexpr std::initializer_list<int32_t> kCastable = {
+    WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,   WEFT_INT64,
+    WEFT_UINT8,   WEFT_BOOL,    WEFT_FLOAT16, WEFT_BFLOAT16};
+
 bool Supported(int32_t dtype) {
-  switch (dtype) {
-    case WEFT_FLOAT32: case WEFT_FLOAT64: case WEFT_INT32: case WEFT_INT64:
-    case WEFT_UINT8: case WEFT_BOOL: case WEFT_FLOAT16: case WEFT_BFLOAT16:
-      return true;
-    default:
-      return false;
-  }
+  return std::find(kCastable.begin(), kCastable.end(), dtype) !=
+         kCastable.end();
 }
 
 weft_status* CastKernel(weft_kernel_context* ctx) {
@@ -140,10 +142,10 @@ weft_status* CastKernel(weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterCastKernels(const Registrar& registrar) {
-  return registrar.Add("Cast",
-                       {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32, WEFT_INT64,
-                        WEFT_UINT8, WEFT_BOOL, WEFT_FLOAT16, WEFT_BFLOAT16},
-                       Guarded<CastKernel>, "SrcT");
+  // Both ends are constrained, so a Cast to a dtype outside the list finds
+  // no kernel here at plan time instead of failing when it runs.
+  return registrar.Add("Cast", "SrcT", kCastable, "DstT", kCastable,
+                       Guarded<CastKernel>);
 }
 
 }  // namespace weft_cpu

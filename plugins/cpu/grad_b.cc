@@ -16,6 +16,7 @@
 
 #include "kernel.h"
 #include "matmul_eigen.h"
+#include "nan_order.h"
 #include "nn_common.h"
 #include "nn_kernels.h"
 
@@ -418,7 +419,7 @@ void MaxPoolGradImage(const Window2D& w, const T* in, const T* dy, T* din,
         for (int64_t x = r.x_lo; x < r.x_hi; ++x) {
           const int64_t at = (y * w.in_w + x) * c;
           for (int64_t k = 0; k < c; ++k)
-            if (image[at + k] > image[best[k]]) best[k] = at + k;
+            if (Beats<true>(image[at + k], image[best[k]])) best[k] = at + k;
         }
       }
       const T* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * c;

@@ -164,4 +164,17 @@ weft_status* Registrar::Add(const char* op,
       static_cast<int32_t>(dtypes.size()), compute, nullptr);
 }
 
+weft_status* Registrar::Add(const char* op, const char* dtype_attr,
+                            std::initializer_list<int32_t> dtypes,
+                            const char* attr2,
+                            std::initializer_list<int32_t> dtypes2,
+                            weft_kernel_compute_fn compute) const {
+  // The host copies the lists during registration, so locals will do.
+  const weft_kernel_type_constraint more = {
+      attr2, dtypes2.begin(), static_cast<int32_t>(dtypes2.size())};
+  return weft_plugin_kit::RegisterKernel(
+      host_, registrar_, op, dtype_attr, dtypes.begin(),
+      static_cast<int32_t>(dtypes.size()), compute, nullptr, &more, 1);
+}
+
 }  // namespace weft_cpu

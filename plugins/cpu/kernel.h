@@ -176,6 +176,12 @@ class Registrar {
   weft_status* Add(const char* op, std::initializer_list<int32_t> dtypes,
                    weft_kernel_compute_fn compute,
                    const char* dtype_attr = "T") const;
+  // The same, for a kernel that also constrains type attribute `attr2` to
+  // `dtypes2` (Cast: SrcT and DstT).
+  weft_status* Add(const char* op, const char* dtype_attr,
+                   std::initializer_list<int32_t> dtypes, const char* attr2,
+                   std::initializer_list<int32_t> dtypes2,
+                   weft_kernel_compute_fn compute) const;
 
  private:
   const weft_host_api* host_;

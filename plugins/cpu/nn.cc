@@ -3,12 +3,13 @@
 #include <cstring>
 
 #include "kernel.h"
+#include "nn_common.h"
 #include "nn_kernels.h"
 
 namespace weft_cpu {
 namespace {
 
-// A [1, h, w, 1] list attribute with positive h and w.
+// A [1, h, w, 1] list attribute with h and w in [1, kMaxWindowExtent].
 weft_status* ReadHw(const weft_kernel_context* ctx, const char* name,
                     bool required, int64_t* h, int64_t* w) {
   const int64_t* v = nullptr;
@@ -25,11 +26,13 @@ weft_status* ReadHw(const weft_kernel_context* ctx, const char* name,
     *h = *w = 1;
     return nullptr;
   }
-  if (n != 4 || v[0] != 1 || v[3] != 1 || v[1] <= 0 || v[2] <= 0) {
-    char buf[64];
+  const auto fits = [](int64_t x) { return x > 0 && x <= kMaxWindowExtent; };
+  if (n != 4 || v[0] != 1 || v[3] != 1 || !fits(v[1]) || !fits(v[2])) {
+    char buf[96];
     return NodeError(ctx, WEFT_INVALID_ARGUMENT,
-                     "attribute %s must be 4 positive values [1, h, w, 1], "
-                     "got %s", name, FormatShape(v, n, buf, sizeof buf));
+                     "attribute %s must be [1, h, w, 1] with h and w in "
+                     "[1, 2^31 - 1], got %s",
+                     name, FormatShape(v, n, buf, sizeof buf));
   }
   *h = v[1];
   *w = v[2];
@@ -86,16 +89,16 @@ weft_status* ReadWindowAttrs(const weft_kernel_context* ctx, bool pooling,
                      static_cast<long long>(w->k_h),
                      static_cast<long long>(w->k_w));
   }
-  if (!ComputeWindow2D(same, w)) {
+  if (const char* why = ComputeWindow2D(same, w)) {
     return NodeError(ctx, WEFT_INVALID_ARGUMENT,
-                     "a %lldx%lld window (dilations %lld, %lld) with VALID "
-                     "padding does not fit the %lldx%lld input",
+                     "a %lldx%lld window (dilations %lld, %lld) over the "
+                     "%lldx%lld input %s",
                      static_cast<long long>(w->k_h),
                      static_cast<long long>(w->k_w),
                      static_cast<long long>(w->dilation_h),
                      static_cast<long long>(w->dilation_w),
                      static_cast<long long>(w->in_h),
-                     static_cast<long long>(w->in_w));
+                     static_cast<long long>(w->in_w), why);
   }
   return nullptr;
 }

@@ -28,39 +28,52 @@ struct Window2D {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 };
 
+// The largest dilated window extent, stride or dilation: the runtime's
+// documented limit (runtime/graph/shape_checks.h), checked again here for
+// windows whose size only the filter fed at run time tells.
+constexpr int64_t kMaxWindowExtent = INT32_MAX;
+
 namespace nn_detail {
 
-// One axis.  Returns false when a VALID window misses the input by a whole
-// stride or more, which has no meaningful output size.
-inline bool WindowAxis(int64_t in, int64_t k, int64_t stride,
-                       int64_t dilation, bool same, int64_t* out,
-                       int64_t* pad_before, int64_t* pad_after) {
-  const int64_t span = (k - 1) * dilation + 1;
+// One axis.  Returns why there is no output size, or nullptr: a dilated
+// window wider than kMaxWindowExtent, or a VALID window that misses the
+// input by a whole stride or more.  `stride` and `dilation` must be in
+// [1, kMaxWindowExtent] and `in` >= 0, so nothing below overflows.
+inline const char* WindowAxis(int64_t in, int64_t k, int64_t stride,
+                              int64_t dilation, bool same, int64_t* out,
+                              int64_t* pad_before, int64_t* pad_after) {
+  int64_t reach = 0;  // (k - 1) * dilation, the extent less one
+  if (__builtin_mul_overflow(k - 1, dilation, &reach) ||
+      reach >= kMaxWindowExtent) {
+    return "spans more than 2^31 - 1 (dilations)";
+  }
+  const int64_t span = reach + 1;
   *pad_before = *pad_after = 0;
   if (same) {
-    *out = (in + stride - 1) / stride;
+    *out = in / stride + (in % stride != 0);
     int64_t total = (*out - 1) * stride + span - in;
     if (*out == 0 || total < 0) total = 0;
     *pad_before = total / 2;
     *pad_after = total - *pad_before;
-    return true;
+    return nullptr;
   }
   const int64_t fit = in - span + 1;
-  *out = fit >= 0 ? (fit + stride - 1) / stride : -((-fit) / stride);
-  return *out >= 0;
+  *out = fit >= 0 ? fit / stride + (fit % stride != 0) : -((-fit) / stride);
+  return *out >= 0 ? nullptr : "does not fit the input with VALID padding";
 }
 
 }  // namespace nn_detail
 
 // Fills out_h/out_w and the padding from the input, window, strides and
-// dilations already in `w`.  False when VALID padding leaves no output size.
-inline bool ComputeWindow2D(bool same, Window2D* w) {
-  return nn_detail::WindowAxis(w->in_h, w->k_h, w->stride_h, w->dilation_h,
-                               same, &w->out_h, &w->pad_top,
-                               &w->pad_bottom) &&
-         nn_detail::WindowAxis(w->in_w, w->k_w, w->stride_w, w->dilation_w,
-                               same, &w->out_w, &w->pad_left,
-                               &w->pad_right);
+// dilations already in `w`.  Returns why the window has no output size
+// (see WindowAxis), or nullptr.
+inline const char* ComputeWindow2D(bool same, Window2D* w) {
+  const char* why = nn_detail::WindowAxis(w->in_h, w->k_h, w->stride_h,
+                                          w->dilation_h, same, &w->out_h,
+                                          &w->pad_top, &w->pad_bottom);
+  if (why != nullptr) return why;
+  return nn_detail::WindowAxis(w->in_w, w->k_w, w->stride_w, w->dilation_w,
+                               same, &w->out_w, &w->pad_left, &w->pad_right);
 }
 
 // Visits the KH*KW taps of output pixel `pixel` (counted over N, OH, OW):

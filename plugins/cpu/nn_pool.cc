@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernel.h"
+#include "nan_order.h"
 #include "nn_common.h"
 #include "nn_kernels.h"
 #if WEFT_CPU_HAVE_ONEDNN
@@ -16,7 +17,7 @@ namespace {
 
 // Output rows [begin, end), a row being one (image, output y).  Windows are
 // clipped to the input, so padding takes part in neither the maximum nor the
-// average: TensorFlow's SAME semantics.  Channels are innermost in NHWC, so
+// average: TensorFlow's SAME semantics.  A NaN in a window is its maximum.  Channels are innermost in NHWC, so
 // the inner loop runs over contiguous memory and vectorises.
 template <typename T, bool kMax>
 void PoolRows(const Window2D& w, const T* in, T* out, int64_t begin,
@@ -38,7 +39,8 @@ void PoolRows(const Window2D& w, const T* in, T* out, int64_t begin,
         for (int64_t x = x_lo; x < x_hi; ++x) {
           const T* p = in + ((n * w.in_h + y) * w.in_w + x) * c;
           for (int64_t k = 0; k < c; ++k) {
-            o[k] = kMax ? (p[k] > o[k] ? p[k] : o[k]) : o[k] + p[k];
+            o[k] = kMax ? (Beats<true>(p[k], o[k]) ? p[k] : o[k])
+                        : o[k] + p[k];
           }
         }
       }
@@ -66,6 +68,38 @@ void PoolLoops(const weft_kernel_context* ctx, const Window2D& w, bool max,
               });
 }
 
+#if WEFT_CPU_HAVE_ONEDNN
+// oneDNN's max pooling keeps or drops a NaN depending on where it sits in
+// the window, so images holding one take the loops.  The input goes in
+// groups of images of about a megabyte per thread: the NaN scan brings each
+// group into cache just before oneDNN reads it.  On [16,56,56,64] with 3x3
+// windows and stride 2 (a loaded 2-core machine, best of 100 runs), one
+// thread: 4.7 ms before, 4.4-4.8 ms now (one scan of the whole input first
+// cost 6.2 ms); two threads: 2.4 ms before, 3.4 ms now.
+void OnednnMaxPoolPropagatingNaN(const weft_kernel_context* ctx,
+                                 const Window2D& w, const float* in,
+                                 float* out) {
+  const int threads = g_host->kernel_intra_op_threads(ctx);
+  const int64_t group_elements =
+      (int64_t{1} << 18) * std::max<int64_t>(threads, 1);
+  const int64_t image_in = w.in_h * w.in_w * w.channels;
+  const int64_t image_out = w.out_h * w.out_w * w.channels;
+  const int64_t group =
+      std::max<int64_t>(1, group_elements / std::max<int64_t>(image_in, 1));
+  for (int64_t n = 0; n < w.batch; n += group) {
+    Window2D part = w;
+    part.batch = std::min(group, w.batch - n);
+    const float* x = in + n * image_in;
+    float* y = out + n * image_out;
+    if (AnyNaN(ctx, x, part.batch * image_in)) {
+      PoolLoops(ctx, part, true, x, y);
+    } else {
+      OnednnPool2D(part, true, x, y, threads);
+    }
+  }
+}
+#endif
+
 template <bool kMax>
 weft_status* PoolKernel(weft_kernel_context* ctx) {
   Tensor in;
@@ -88,8 +122,13 @@ weft_status* PoolKernel(weft_kernel_context* ctx) {
   switch (in.dtype) {
     case WEFT_FLOAT32:
 #if WEFT_CPU_HAVE_ONEDNN
-      OnednnPool2D(w, kMax, in.data<float>(), out.data<float>(),
-                   g_host->kernel_intra_op_threads(ctx));
+      if (kMax) {
+        OnednnMaxPoolPropagatingNaN(ctx, w, in.data<float>(),
+                                    out.data<float>());
+      } else {
+        OnednnPool2D(w, false, in.data<float>(), out.data<float>(),
+                     g_host->kernel_intra_op_threads(ctx));
+      }
 #else
       PoolLoops(ctx, w, kMax, in.data<float>(), out.data<float>());
 #endif

@@ -6,7 +6,7 @@
 
 #include <Eigen/Core>
 
-#include "exact_exp.h"
+#include "exact_math.h"
 #include "kernel.h"
 #include "nn_kernels.h"
 

@@ -20,6 +20,7 @@
 #include <Eigen/Core>
 
 #include "kernel.h"
+#include "nan_order.h"
 
 namespace weft_cpu {
 namespace {
@@ -358,17 +359,6 @@ weft_status* ReduceKernel(weft_kernel_context* ctx) {
 }
 
 // ---- ArgMax, ArgMin ----
-
-// True when v should replace the best so far: strictly beyond it (so ties
-// keep the first index), or the first NaN (which nothing then replaces).
-template <bool kMax, typename T>
-inline bool Beats(T v, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (best != best) return false;
-    if (v != v) return true;
-  }
-  return kMax ? v > best : v < best;
-}
 
 // Columns handled together when the axis is not the last: enough to stream
 // whole cache lines per row, few enough for the running bests to live on

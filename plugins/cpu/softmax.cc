@@ -4,7 +4,7 @@
 
 #include <Eigen/Core>
 
-#include "exact_exp.h"
+#include "exact_math.h"
 #include "kernel.h"
 
 namespace weft_cpu {

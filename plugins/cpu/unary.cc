@@ -7,7 +7,7 @@
 #include <Eigen/Core>
 
 #include "elementwise_types.h"
-#include "exact_exp.h"
+#include "exact_math.h"
 #include "kernel.h"
 
 namespace weft_cpu {
@@ -39,7 +39,7 @@ void Run(const T* x, T* y, int64_t n) {
     }
     if constexpr (op == UnaryOp::kSquare) out = in.square();
     if constexpr (op == UnaryOp::kExp) ExactExp(x, y, n);
-    if constexpr (op == UnaryOp::kLog) out = in.log();
+    if constexpr (op == UnaryOp::kLog) ExactLog(x, y, n);
     // NaN in, NaN out (NaN < 0 is false); a plain max would return
     // whichever operand the instruction favours.
     if constexpr (op == UnaryOp::kRelu) out = (in < T(0)).select(T(0), in);

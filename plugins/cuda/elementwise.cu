@@ -294,7 +294,7 @@ weft_status* CastCompute(void*, weft_kernel_context* ctx) {
     int32_t to = WEFT_DTYPE_INVALID;
     if ((status = call.AttrDtype("DstT", &to)) != nullptr) return status;
     if (to == x.dtype) return call.ForwardInput(0, 0, x.dims, x.rank);
-    // The registration constrains SrcT only; DstT is checked here.
+    // A host older than 1.2 ignores the DstT constraint.
     if (!IsNumericType(x.dtype) || !IsNumericType(to)) {
       return call.Error(WEFT_UNIMPLEMENTED,
                         "no CUDA Cast from %s to %s (CUDA casts among "
@@ -342,8 +342,11 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar) {
                             IdentityCompute, nullptr);
   }
   if (status == nullptr) {
+    // Both ends are constrained, so a Cast to a dtype outside them finds
+    // no CUDA kernel at plan time.
+    const weft_kernel_type_constraint to = {"DstT", kNumericTypes, 4};
     status = RegisterKernel(registrar, "Cast", "SrcT", kNumericTypes, 4,
-                            CastCompute, nullptr);
+                            CastCompute, nullptr, &to, 1);
   }
   return status;
 }

@@ -411,8 +411,13 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
   }
   const int32_t castable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
                               WEFT_INT32,   WEFT_INT64,   WEFT_FLOAT64};
+  // Both ends are constrained (what Castable admits), so a Cast to a dtype
+  // the device has no conversion for finds no kernel here at plan time.
+  const weft_kernel_type_constraint cast_dst = {"DstT", castable,
+                                                fp64 ? 6 : 5};
   if (weft_status* s = RegisterKernel(registrar, "Cast", "SrcT", castable,
-                                      fp64 ? 6 : 5, CastKernel, nullptr)) {
+                                      fp64 ? 6 : 5, CastKernel, nullptr,
+                                      &cast_dst, 1)) {
     return s;
   }
   const int32_t bias_types[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_FLOAT64};

@@ -56,6 +56,24 @@ weft_status* HostRegisterKernel(weft_kernel_registrar* r,
     k.op = def->op;
     if (def->dtype_attr) k.dtype_attr = def->dtype_attr;
     k.dtypes.assign(def->dtypes, def->dtypes + def->num_dtypes);
+    // Appended in 1.2: a shorter def has no further constraint.
+    if (def->struct_size >= offsetof(weft_kernel_def, num_type_constraints) +
+                                sizeof def->num_type_constraints) {
+      const int32_t n = def->num_type_constraints;
+      if (n < 0 || (n > 0 && def->type_constraints == nullptr))
+        return fail(std::string("kernel for ") + def->op +
+                    " has a bad type constraint list");
+      for (int32_t i = 0; i < n; ++i) {
+        const weft_kernel_type_constraint& c = def->type_constraints[i];
+        if (c.attr == nullptr || c.attr[0] == '\0' || c.num_dtypes < 0 ||
+            (c.num_dtypes > 0 && c.dtypes == nullptr))
+          return fail(std::string("kernel for ") + def->op +
+                      ": type constraint " + std::to_string(i) +
+                      " lacks an attribute name or has a bad dtype list");
+        k.type_constraints.push_back(
+            TypeConstraint{c.attr, {c.dtypes, c.dtypes + c.num_dtypes}});
+      }
+    }
     k.priority = def->priority;
     k.compute = def->compute;
     k.arg = def->kernel_arg;

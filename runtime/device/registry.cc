@@ -93,9 +93,31 @@ std::vector<std::string> PluginFilesIn(const std::string& dir) {
 
 }  // namespace
 
-bool KernelReg::Accepts(int32_t dtype) const {
-  if (dtype_attr.empty()) return true;
-  return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+namespace {
+
+bool AttrHoldsOneOf(const AttrMap& attrs, const std::string& name,
+                    const std::vector<int32_t>& dtypes) {
+  const AttrValue* v = FindAttr(attrs, name.c_str());
+  return v != nullptr && v->type == AttrType::kDtype &&
+         std::find(dtypes.begin(), dtypes.end(), v->i) != dtypes.end();
+}
+
+}  // namespace
+
+bool KernelReg::Accepts(const AttrMap& attrs) const {
+  if (!dtype_attr.empty() && !AttrHoldsOneOf(attrs, dtype_attr, dtypes))
+    return false;
+  for (const TypeConstraint& c : type_constraints)
+    if (!AttrHoldsOneOf(attrs, c.attr, c.dtypes)) return false;
+  return true;
+}
+
+void KernelReg::DescribeConstraints() {
+  described_constraints.clear();
+  for (const TypeConstraint& c : type_constraints)
+    described_constraints.push_back(weft_kernel_type_constraint{
+        c.attr.c_str(), c.dtypes.data(),
+        static_cast<int32_t>(c.dtypes.size())});
 }
 
 Registry& Registry::Get() {
@@ -267,6 +289,7 @@ weft_status* Registry::LoadLocked(const std::string& path) {
     k.load_order = plugin->load_order;
     auto& list = kernels_[k.op];
     list.push_back(std::make_unique<KernelReg>(std::move(k)));
+    list.back()->DescribeConstraints();
     std::stable_sort(list.begin(), list.end(),
                      [](const auto& a, const auto& b) {
                        if (a->priority != b->priority)
@@ -308,12 +331,12 @@ std::vector<Refusal> Registry::Refusals() {
 
 const KernelReg* Registry::FindKernel(const std::string& op,
                                       const std::string& device_type,
-                                      int32_t dtype) {
+                                      const AttrMap& attrs) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(op);
   if (it == kernels_.end()) return nullptr;
   for (const auto& k : it->second)
-    if (k->device_type == device_type && k->Accepts(dtype)) return k.get();
+    if (k->device_type == device_type && k->Accepts(attrs)) return k.get();
   return nullptr;
 }
 

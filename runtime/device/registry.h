@@ -9,10 +9,17 @@
 #include <vector>
 
 #include "device/device.h"
+#include "graph/attr.h"
 #include "weft/plugin.h"
 #include "weft/train.h"
 
 namespace weft {
+
+// A kernel's constraint on one type attribute of the nodes it runs.
+struct TypeConstraint {
+  std::string attr;
+  std::vector<int32_t> dtypes;
+};
 
 struct KernelReg {
   std::string op;
@@ -20,12 +27,20 @@ struct KernelReg {
   std::string plugin;             // its plugin's name
   std::string dtype_attr;         // empty: no constraint
   std::vector<int32_t> dtypes;
+  // Constraints on further type attributes (weft_kernel_def 1.2), and the
+  // same as C structs for weft_kernel_describe, pointing into them: made by
+  // DescribeConstraints once the KernelReg has its final address.
+  std::vector<TypeConstraint> type_constraints;
+  std::vector<weft_kernel_type_constraint> described_constraints;
   int32_t priority = 0;
   int32_t load_order = 0;         // of the plugin
   weft_kernel_compute_fn compute = nullptr;
   void* arg = nullptr;
 
-  bool Accepts(int32_t dtype) const;
+  // Whether every constrained type attribute of a node with `attrs` holds
+  // an accepted dtype; an attribute the node lacks is not accepted.
+  bool Accepts(const AttrMap& attrs) const;
+  void DescribeConstraints();
 };
 
 struct Plugin {
@@ -58,11 +73,11 @@ class Registry {
   std::vector<const Plugin*> Plugins();
   std::vector<Refusal> Refusals();
 
-  // The best kernel for (op, device type, dtype of the op's type attribute);
-  // dtype WEFT_DTYPE_INVALID when the op has no type attribute.
+  // The best kernel for op `op` on `device_type` that accepts a node with
+  // attributes `attrs` (every type attribute a kernel constrains).
   const KernelReg* FindKernel(const std::string& op,
                               const std::string& device_type,
-                              int32_t dtype);
+                              const AttrMap& attrs);
   // Every kernel registered for `op` (for `weft ops` and error messages).
   std::vector<const KernelReg*> KernelsFor(const std::string& op);
 

@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include "base/status.h"
+#include "graph/shape_checks.h"
 
 namespace weft {
 namespace {
@@ -85,6 +86,7 @@ weft_status* Graph::AddNode(std::unique_ptr<weft_node> n, weft_node** out) {
     c.input_ops.push_back(in.node->op_type);
   }
   WEFT_RETURN_IF_ERROR(def->infer(c));
+  WEFT_RETURN_IF_ERROR(CheckOutputCounts(c));
   if (!def->type_attr.empty() && !def->allowed_types.empty()) {
     const AttrValue* t = FindAttr(n->attrs, def->type_attr.c_str());
     if (t != nullptr) {

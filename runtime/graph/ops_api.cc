@@ -136,6 +136,11 @@ weft_status* weft_kernel_describe(const char* op, int32_t index,
     full.dtypes = k.dtypes.data();
     full.num_dtypes = static_cast<int32_t>(k.dtypes.size());
     full.priority = k.priority;
+    if (!k.described_constraints.empty()) {
+      full.type_constraints = k.described_constraints.data();
+      full.num_type_constraints =
+          static_cast<int32_t>(k.described_constraints.size());
+    }
     return weft::WriteSized(full, out);
   });
 }

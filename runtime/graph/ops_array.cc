@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "graph/op_registry.h"
+#include "graph/shape_checks.h"
 #include "weft/tensor.h"
 
 namespace weft {
@@ -59,19 +60,6 @@ weft_status* CheckOutputRank(const InferenceContext& c, int64_t rank) {
   if (rank > WEFT_MAX_RANK)
     return c.Fail("the output would have rank %lld; ranks run up to %d",
                   static_cast<long long>(rank), WEFT_MAX_RANK);
-  return nullptr;
-}
-
-// Element count of known dims, refusing a product no tensor could hold.
-weft_status* CheckedCount(const InferenceContext& c,
-                          const std::vector<int64_t>& dims, int64_t* out) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) continue;
-    if (__builtin_mul_overflow(n, d, &n))
-      return c.Fail("shape %s has too many elements", ListString(dims).c_str());
-  }
-  *out = n;
   return nullptr;
 }
 
@@ -190,7 +178,7 @@ void RegisterShapeOps(OpRegistry* r) {
       WEFT_RETURN_IF_ERROR(OutType(c, &t));
       const ShapeInfo& in = c.input_shapes[0];
       int64_t n = 0;
-      WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, &n));
+      WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, "input", &n));
       // Values unknown now are checked by the kernel.
       std::vector<int64_t> values = is_size ? std::vector<int64_t>{n} : in.dims;
       for (int64_t v : values)
@@ -224,14 +212,15 @@ void RegisterShapeOps(OpRegistry* r) {
       if (dims[i] == -1) inferred = static_cast<int>(i);
     }
     int64_t known = 0;
-    WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &known));
+    WEFT_RETURN_IF_ERROR(
+        CheckedCount(c, dims, "attribute shape =", &known));
     if (inferred >= 0 && known == 0)
       return c.Fail("cannot infer the -1 in attribute shape = %s: the other "
                     "dimensions multiply to 0", want.c_str());
     const ShapeInfo& in = c.input_shapes[0];
     if (in.fully_known()) {
       int64_t n = 0;
-      WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, &n));
+      WEFT_RETURN_IF_ERROR(CheckedCount(c, in.dims, "input", &n));
       bool ok = inferred >= 0 ? n % known == 0 : n == known;
       if (!ok)
         return c.Fail("cannot reshape %s (%lld elements) into attribute "
@@ -373,12 +362,12 @@ void RegisterLayoutOps(OpRegistry* r) {
                       ListString(m).c_str());
       int64_t d = in.known_rank() ? in.dims[i] : -1;
       if (m[i] == 0 || d == 0) dims[i] = 0;
-      else if (d > 0 && __builtin_mul_overflow(d, m[i], &dims[i]))
-        return c.Fail("tiling %s by %s overflows", in.ToString().c_str(),
-                      ListString(m).c_str());
+      else if (d > 0 && !CheckedMul(d, m[i], &dims[i]))
+        return c.Fail("tiling %s by attribute multiples = %s overflows",
+                      in.ToString().c_str(), ListString(m).c_str());
     }
     int64_t count = 0;
-    WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &count));
+    WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, "the tiled shape", &count));
     return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(tile));
@@ -405,13 +394,13 @@ void RegisterLayoutOps(OpRegistry* r) {
         return c.Fail("attribute paddings = %s has a negative entry",
                       ListString(p).c_str());
       int64_t d = in.known_rank() ? in.dims[i] : -1;
-      if (d >= 0 && (__builtin_add_overflow(d, p[2 * i], &dims[i]) ||
-                     __builtin_add_overflow(dims[i], p[2 * i + 1], &dims[i])))
-        return c.Fail("padding %s by %s overflows", in.ToString().c_str(),
-                      ListString(p).c_str());
+      if (d >= 0 && (!CheckedAdd(d, p[2 * i], &dims[i]) ||
+                     !CheckedAdd(dims[i], p[2 * i + 1], &dims[i])))
+        return c.Fail("padding %s by attribute paddings = %s overflows",
+                      in.ToString().c_str(), ListString(p).c_str());
     }
     int64_t count = 0;
-    WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &count));
+    WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, "the padded shape", &count));
     return Produce(c, ShapeInfo::Of(std::move(dims)));
   };
   r->Add(std::move(pad));
@@ -445,8 +434,9 @@ void RegisterJoinOps(OpRegistry* r) {
         sum = -1;
         break;
       }
-      if (__builtin_add_overflow(sum, d, &sum))
-        return c.Fail("the concatenated dimension overflows");
+      if (!CheckedAdd(sum, d, &sum))
+        return c.Fail("the concatenated dimension along axis %d overflows",
+                      axis);
     }
     out.dims[axis] = sum;
     return Produce(c, std::move(out));
@@ -628,7 +618,8 @@ void RegisterIndexOps(OpRegistry* r) {
     std::vector<int64_t> dims = in.dims;
     dims.insert(dims.begin() + axis, depth);
     int64_t count = 0;
-    WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, &count));
+    WEFT_RETURN_IF_ERROR(
+        CheckedCount(c, dims, "the one-hot shape", &count));
     c.output_shapes = {ShapeInfo::Of(std::move(dims))};
     return nullptr;
   };

@@ -86,7 +86,7 @@ weft_status* InferBox(InferenceContext& c, bool grad_is_inner) {
     bool ok = begin[i] >= 0;
     if (ok && inner.known_rank() && outer.known_rank() && inner.dims[i] >= 0 &&
         outer.dims[i] >= 0)
-      ok = begin[i] + inner.dims[i] <= outer.dims[i];
+      ok = begin[i] <= outer.dims[i] - inner.dims[i];  // cannot overflow
     if (!ok)
       return c.Fail("a box of %s at begin[%zu] = %lld does not fit in %s",
                     inner.ToString().c_str(), i,

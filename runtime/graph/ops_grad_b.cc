@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "graph/op_registry.h"
+#include "graph/shape_checks.h"
 
 namespace weft {
 namespace {
@@ -89,6 +90,9 @@ weft_status* ReadSizes(const InferenceContext& c, const char* name,
                                  : "",
                   s.c_str());
   }
+  const std::string what = std::string("attribute ") + name + " =";
+  int64_t count = 0;
+  WEFT_RETURN_IF_ERROR(CheckedCount(c, v, what.c_str(), &count));
   *out = v;
   return nullptr;
 }
@@ -106,6 +110,28 @@ weft_status* CheckPadding(const InferenceContext& c) {
   return c.Fail("padding '%s' is not one of \"SAME\", \"VALID\"", p.c_str());
 }
 
+// The forward op's window attributes, checked as its shape function checks
+// them, so that the kernels never see what the forward op would refuse:
+// strides and ksize (pooling) or dilations, with the dilated extent of a
+// filter of kh x kw (-1: not known yet) within bounds.
+weft_status* CheckWindows(const InferenceContext& c, bool pooling,
+                          int64_t kh = -1, int64_t kw = -1) {
+  int64_t sh, sw, h, w, unused;
+  WEFT_RETURN_IF_ERROR(ReadWindowAttr(c, "strides", &sh, &sw));
+  WEFT_RETURN_IF_ERROR(
+      ReadWindowAttr(c, pooling ? "ksize" : "dilations", &h, &w));
+  if (pooling) return nullptr;
+  WEFT_RETURN_IF_ERROR(
+      WindowedSize(c, "height", "dilations", -1, kh, h, sh, false, &unused));
+  return WindowedSize(c, "width", "dilations", -1, kw, w, sw, false, &unused);
+}
+
+// Dim `i` of input `input`, -1 when unknown.
+int64_t InputDim(const InferenceContext& c, int input, int i) {
+  const ShapeInfo& s = c.input_shapes[input];
+  return s.known_rank() && s.rank > i ? s.dims[i] : -1;
+}
+
 weft_status* CheckRank4(const InferenceContext& c, int i) {
   const ShapeInfo& s = c.input_shapes[i];
   if (!s.known_rank() || s.rank == 4) return nullptr;
@@ -119,6 +145,8 @@ weft_status* InferConvBackpropInput(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(CheckRank4(c, 1));
   std::vector<int64_t> sizes;
   WEFT_RETURN_IF_ERROR(ReadSizes(c, "input_sizes", 0x9u, &sizes));
+  WEFT_RETURN_IF_ERROR(
+      CheckWindows(c, false, InputDim(c, 0, 0), InputDim(c, 0, 1)));
   ResolveDim(&sizes, 0, c.input_shapes[1], 0);
   ResolveDim(&sizes, 3, c.input_shapes[0], 2);
   c.output_dtypes = {c.input_dtypes[0]};
@@ -133,6 +161,7 @@ weft_status* InferConvBackpropFilter(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(CheckRank4(c, 1));
   std::vector<int64_t> sizes;
   WEFT_RETURN_IF_ERROR(ReadSizes(c, "filter_sizes", 0, &sizes));
+  WEFT_RETURN_IF_ERROR(CheckWindows(c, false, sizes[0], sizes[1]));
   c.output_dtypes = {c.input_dtypes[0]};
   c.output_shapes = {ShapeInfo::Of(std::move(sizes))};
   return nullptr;
@@ -143,6 +172,7 @@ weft_status* InferMaxPoolGrad(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(CheckPadding(c));
   WEFT_RETURN_IF_ERROR(CheckRank4(c, 0));
   WEFT_RETURN_IF_ERROR(CheckRank4(c, 1));
+  WEFT_RETURN_IF_ERROR(CheckWindows(c, true));
   c.output_dtypes = {c.input_dtypes[0]};
   c.output_shapes = {c.input_shapes[0].known_rank()
                          ? c.input_shapes[0]
@@ -156,6 +186,7 @@ weft_status* InferAvgPoolGrad(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(CheckRank4(c, 0));
   std::vector<int64_t> sizes;
   WEFT_RETURN_IF_ERROR(ReadSizes(c, "input_sizes", 0x9u, &sizes));
+  WEFT_RETURN_IF_ERROR(CheckWindows(c, true));
   ResolveDim(&sizes, 0, c.input_shapes[0], 0);
   ResolveDim(&sizes, 3, c.input_shapes[0], 3);
   c.output_dtypes = {c.input_dtypes[0]};
@@ -214,7 +245,8 @@ void RegisterGradOpsB(OpRegistry* r) {
   {
     OpDef d = GradOp("MaxPoolGrad", {"orig_input", "grad"}, InferMaxPoolGrad,
                      "Gradient of MaxPool: each window's gradient goes to "
-                     "its maximum (the first in row-major order on ties).");
+                     "its maximum (the first in row-major order on ties, "
+                     "the first NaN if it holds one).");
     d.attrs = PoolAttrs();
     r->Add(std::move(d));
   }

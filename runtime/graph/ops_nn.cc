@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "graph/op_registry.h"
+#include "graph/shape_checks.h"
 
 namespace weft {
 namespace {
@@ -19,13 +20,6 @@ AttrValue DtypeValue(weft_dtype t) {
   v.type = AttrType::kDtype;
   v.i = t;
   return v;
-}
-
-std::string ListString(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 // The same dim from two sources: equal, or one of them unknown.
@@ -61,55 +55,12 @@ weft_status* CheckNhwc(const InferenceContext& c) {
   return nullptr;
 }
 
-// strides, dilations, ksize: [1, h, w, 1], every entry positive.  Batch and
-// channel entries other than 1 would slide the window across images or
-// channels, which no kernel implements.
-weft_status* ReadWindowAttr(const InferenceContext& c, const char* name,
-                            int64_t* h, int64_t* w) {
-  const std::vector<int64_t>& v = c.attr(name)->ints;
-  bool ok = v.size() == 4 && v[0] == 1 && v[3] == 1 && v[1] > 0 && v[2] > 0;
-  if (!ok)
-    return c.Fail("attribute %s must be 4 positive values [1, h, w, 1] "
-                  "(NHWC), got %s", name, ListString(v).c_str());
-  *h = v[1];
-  *w = v[2];
-  return nullptr;
-}
-
 weft_status* ReadPadding(const InferenceContext& c, bool* same) {
   const std::string& p = c.attr("padding")->s;
   if (p != "SAME" && p != "VALID")
     return c.Fail("padding '%s' is not one of \"SAME\", \"VALID\"",
                   p.c_str());
   *same = p == "SAME";
-  return nullptr;
-}
-
-// TensorFlow's output size along one spatial axis: SAME covers every input
-// position, ceil(in / s); VALID keeps windows inside the input,
-// ceil((in - dilated window + 1) / s).  -1 when `in` is unknown.
-weft_status* WindowedSize(const InferenceContext& c, const char* axis,
-                          int64_t in, int64_t window, int64_t dilation,
-                          int64_t stride, bool same, int64_t* out) {
-  if (in < 0) {
-    *out = -1;
-    return nullptr;
-  }
-  if (same) {
-    *out = (in + stride - 1) / stride;
-    return nullptr;
-  }
-  const int64_t span = (window - 1) * dilation + 1;
-  const int64_t fit = in - span + 1;
-  // Ceiling division that rounds toward +inf for negative `fit` too; a
-  // window short by less than one stride gives an empty output, as in
-  // TensorFlow.
-  *out = fit >= 0 ? (fit + stride - 1) / stride : -((-fit) / stride);
-  if (*out < 0)
-    return c.Fail("with VALID padding the %s window (%lld, dilated) does "
-                  "not fit the input %s %lld", axis,
-                  static_cast<long long>(span), axis,
-                  static_cast<long long>(in));
   return nullptr;
 }
 
@@ -220,10 +171,12 @@ weft_status* InferConv2D(InferenceContext& c) {
   int64_t oh = -1, ow = -1;
   if (kh > 0 || same)
     WEFT_RETURN_IF_ERROR(
-        WindowedSize(c, "height", dim(in, 1), kh, dh, sh, same, &oh));
+        WindowedSize(c, "height", "dilations", dim(in, 1), kh, dh, sh, same,
+                     &oh));
   if (kw > 0 || same)
     WEFT_RETURN_IF_ERROR(
-        WindowedSize(c, "width", dim(in, 2), kw, dw, sw, same, &ow));
+        WindowedSize(c, "width", "dilations", dim(in, 2), kw, dw, sw, same,
+                     &ow));
   c.output_dtypes = {c.input_dtypes[0]};
   c.output_shapes = {ShapeInfo::Of({dim(in, 0), oh, ow, dim(filter, 3)})};
   return nullptr;
@@ -246,9 +199,9 @@ weft_status* InferPool(InferenceContext& c) {
   }
   int64_t oh, ow;
   WEFT_RETURN_IF_ERROR(
-      WindowedSize(c, "height", in.dims[1], kh, 1, sh, same, &oh));
+      WindowedSize(c, "height", "ksize", in.dims[1], kh, 1, sh, same, &oh));
   WEFT_RETURN_IF_ERROR(
-      WindowedSize(c, "width", in.dims[2], kw, 1, sw, same, &ow));
+      WindowedSize(c, "width", "ksize", in.dims[2], kw, 1, sw, same, &ow));
   c.output_dtypes = {c.input_dtypes[0]};
   c.output_shapes = {ShapeInfo::Of({in.dims[0], oh, ow, in.dims[3]})};
   return nullptr;
@@ -330,7 +283,9 @@ void RegisterNnOps(OpRegistry* r) {
                DataFormatAttr()};
     r->Add(std::move(d));
   }
-  r->Add(PoolOp("MaxPool", "Maximum over sliding windows (NHWC)."));
+  r->Add(PoolOp("MaxPool",
+                "Maximum over sliding windows (NHWC); NaN if the window "
+                "holds one."));
   r->Add(PoolOp("AvgPool", "Mean over sliding windows (NHWC); SAME padding "
                            "averages the valid elements only."));
   {

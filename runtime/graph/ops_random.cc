@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "graph/op_registry.h"
+#include "graph/shape_checks.h"
 #include "weft/tensor.h"
 
 namespace weft {
@@ -24,15 +25,13 @@ weft_status* FullyKnownShapeAttr(const InferenceContext& c, const char* attr,
   if (dims.size() > WEFT_MAX_RANK)
     return c.Fail("attribute %s = %s has rank %zu; ranks run up to %d", attr,
                   text.c_str(), dims.size(), WEFT_MAX_RANK);
-  int64_t n = 1;
-  for (int64_t d : dims) {
+  for (int64_t d : dims)
     if (d < 0)
       return c.Fail("attribute %s = %s must be fully known (no negative "
                     "dimension)", attr, text.c_str());
-    if (__builtin_mul_overflow(n, d, &n))
-      return c.Fail("attribute %s = %s has too many elements", attr,
-                    text.c_str());
-  }
+  const std::string what = std::string("attribute ") + attr + " =";
+  int64_t n = 0;
+  WEFT_RETURN_IF_ERROR(CheckedCount(c, dims, what.c_str(), &n));
   *out = ShapeInfo::Of(dims);
   return nullptr;
 }

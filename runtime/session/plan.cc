@@ -36,10 +36,27 @@ struct OutputKeyHash {
   }
 };
 
-int32_t TypeAttrValue(const weft_node* n) {
-  if (n->def->type_attr.empty()) return WEFT_DTYPE_INVALID;
-  const AttrValue* v = FindAttr(n->attrs, n->def->type_attr.c_str());
-  return v ? static_cast<int32_t>(v->i) : WEFT_DTYPE_INVALID;
+// "SrcT=float32, DstT=int8": every type attribute of a node, which is what
+// selects its kernel; "no type attributes" when it has none.
+std::string TypeAttrs(const weft_node* n) {
+  std::string s;
+  for (const auto& [name, v] : n->attrs)
+    if (v.type == AttrType::kDtype)
+      s += (s.empty() ? "" : ", ") + name + "=" +
+           weft_dtype_name(static_cast<weft_dtype>(v.i));
+  return s.empty() ? "no type attributes" : s;
+}
+
+// The type attributes of a Cast from `src` to `dst`, to find its kernel.
+AttrMap CastAttrs(weft_dtype src, weft_dtype dst) {
+  AttrMap attrs;
+  for (auto [name, t] : {std::pair{"SrcT", src}, std::pair{"DstT", dst}}) {
+    AttrValue v;
+    v.type = AttrType::kDtype;
+    v.i = t;
+    attrs.emplace_back(name, v);
+  }
+  return attrs;
 }
 
 std::string DtypeList(const std::vector<int32_t>& d) {
@@ -58,9 +75,13 @@ std::string Names(const std::vector<Device*>& devices) {
 
 std::string KernelList(const std::string& op) {
   std::string have;
-  for (const KernelReg* k : Registry::Get().KernelsFor(op))
+  for (const KernelReg* k : Registry::Get().KernelsFor(op)) {
     have += (have.empty() ? "" : "; ") + k->device_type + ": " +
+            (k->dtype_attr.empty() ? "" : k->dtype_attr + " ") +
             DtypeList(k->dtypes);
+    for (const TypeConstraint& c : k->type_constraints)
+      have += ", " + c.attr + " " + DtypeList(c.dtypes);
+  }
   return have.empty() ? "none" : have;
 }
 
@@ -274,7 +295,6 @@ double Planner::InputTransferUs(const weft_node* n, Device* d) {
 weft_status* Planner::PlaceKernel(int32_t i) {
   PlanNode& p = plan_->nodes[i];
   const weft_node* n = p.node;
-  int32_t dtype = TypeAttrValue(n);
   std::vector<Device*> cands;
   std::string why;
   WEFT_RETURN_IF_ERROR(Candidates(n, allowed_, opts_.placement, &cands, &why));
@@ -282,32 +302,30 @@ weft_status* Planner::PlaceKernel(int32_t i) {
   std::vector<std::pair<Device*, const KernelReg*>> options;
   for (Device* d : cands)
     if (const KernelReg* k =
-            Registry::Get().FindKernel(n->op_type, d->type, dtype))
+            Registry::Get().FindKernel(n->op_type, d->type, n->attrs))
       options.emplace_back(d, k);
   if (options.empty() && constrained) {
     if (opts_.placement == WEFT_PLACEMENT_STRICT)
       return Errorf(WEFT_INVALID_ARGUMENT,
-                    "node '%s': no kernel for op %s with %s=%s on %s, where "
+                    "node '%s': no kernel for op %s with %s on %s, where "
                     "it is constrained ('%s'), and placement is strict "
                     "(kernels: %s)", n->name.c_str(), n->op_type.c_str(),
-                    n->def->type_attr.c_str(),
-                    weft_dtype_name(static_cast<weft_dtype>(dtype)),
-                    Names(cands).c_str(), n->device.c_str(),
+                    TypeAttrs(n).c_str(), Names(cands).c_str(),
+                    n->device.c_str(),
                     KernelList(n->op_type).c_str());
     for (Device* d : allowed_)
       if (const KernelReg* k =
-              Registry::Get().FindKernel(n->op_type, d->type, dtype))
+              Registry::Get().FindKernel(n->op_type, d->type, n->attrs))
         options.emplace_back(d, k);
     why = "soft fallback: no " + n->op_type + " kernel on " +
           Names(cands) + "; ";
+    cands = allowed_;  // what the search covered, for the error below
   }
   if (options.empty())
     return Errorf(WEFT_INVALID_ARGUMENT,
-                  "node '%s': no kernel for op %s with %s=%s on %s (kernels: "
+                  "node '%s': no kernel for op %s with %s on %s (kernels: "
                   "%s)", n->name.c_str(), n->op_type.c_str(),
-                  n->def->type_attr.c_str(),
-                  weft_dtype_name(static_cast<weft_dtype>(dtype)),
-                  cands.size() == 1 ? cands[0]->name.c_str()
+                  TypeAttrs(n).c_str(), cands.size() == 1 ? cands[0]->name.c_str()
                                     : "any allowed device",
                   KernelList(n->op_type).c_str());
   size_t best = 0;
@@ -358,14 +376,13 @@ weft_status* Planner::PlaceUpdate(PlanNode* p) {
   p->lock_order.erase(std::unique(p->lock_order.begin(), p->lock_order.end()),
                       p->lock_order.end());
   p->reason = "state: with its variable '" + n->inputs[0].node->name + "'";
-  int32_t dtype = TypeAttrValue(n);
-  p->kernel = Registry::Get().FindKernel(n->op_type, p->device->type, dtype);
+  p->kernel = Registry::Get().FindKernel(n->op_type, p->device->type,
+                                         n->attrs);
   if (p->kernel == nullptr)
     return Errorf(WEFT_INVALID_ARGUMENT,
-                  "node '%s': no kernel for op %s with %s=%s on %s, where "
+                  "node '%s': no kernel for op %s with %s on %s, where "
                   "its variable '%s' lives (kernels: %s)", n->name.c_str(),
-                  n->op_type.c_str(), n->def->type_attr.c_str(),
-                  weft_dtype_name(static_cast<weft_dtype>(dtype)),
+                  n->op_type.c_str(), TypeAttrs(n).c_str(),
                   p->device->name.c_str(), n->inputs[0].node->name.c_str(),
                   KernelList(n->op_type).c_str());
   return nullptr;
@@ -417,8 +434,9 @@ weft_status* Planner::Place() {
     p.reason = "state: with its variable '" + var->name + "'";
     p.variable = req_.variables->Get(var);
     if (p.kind == ExecKind::kAssignAdd) {
+      // AssignAdd's T is the Add it runs.
       p.kernel = Registry::Get().FindKernel("Add", p.device->type,
-                                            TypeAttrValue(p.node));
+                                            p.node->attrs);
       if (p.kernel == nullptr)
         return Errorf(WEFT_INVALID_ARGUMENT,
                       "node '%s' (AssignAdd): %s has no Add kernel for %s",
@@ -562,8 +580,10 @@ int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
     weft_dtype wire = opts_.transfer_precision == WEFT_TRANSFER_FLOAT16
                           ? WEFT_FLOAT16
                           : WEFT_BFLOAT16;
-    narrow = Registry::Get().FindKernel("Cast", src->type, WEFT_FLOAT32);
-    widen = Registry::Get().FindKernel("Cast", dst->type, wire);
+    narrow = Registry::Get().FindKernel("Cast", src->type,
+                                        CastAttrs(WEFT_FLOAT32, wire));
+    widen = Registry::Get().FindKernel("Cast", dst->type,
+                                       CastAttrs(wire, WEFT_FLOAT32));
     if (narrow && widen) t.wire_dtype = wire;
   }
   if (shape.fully_known()) {

@@ -198,6 +198,13 @@ struct OpDescriptionC
     runs_in_runtime::Int32
 end
 
+# C: weft_kernel_type_constraint
+struct KernelTypeConstraintC
+    attr::Ptr{UInt8}
+    dtypes::Ptr{Int32}
+    num_dtypes::Int32
+end
+
 # C: weft_kernel_description
 struct KernelDescriptionC
     struct_size::Csize_t
@@ -208,4 +215,6 @@ struct KernelDescriptionC
     dtypes::Ptr{Int32}
     num_dtypes::Int32
     priority::Int32
+    type_constraints::Ptr{KernelTypeConstraintC}
+    num_type_constraints::Int32
 end

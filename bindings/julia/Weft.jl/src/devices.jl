@@ -114,20 +114,27 @@ function op_descriptions()
 end
 
 """The kernels plugins offer for op `op_type`, best first: `(op, device_type,
-plugin, dtype_attr, dtypes, priority)`."""
+plugin, dtype_attr, dtypes, priority, type_constraints)`, the last a list of
+`(attr, dtypes)` for the kernel's further type attributes (Cast's DstT)."""
 function kernels(op_type::AbstractString)
     count = @ccall libweft.weft_kernel_count(op_type::Cstring)::Int32
     result = []
     for i in Int32(0):count-Int32(1)
         d = Ref(KernelDescriptionC(sizeof(KernelDescriptionC), C_NULL, C_NULL,
-                                   C_NULL, C_NULL, C_NULL, 0, 0))
+                                   C_NULL, C_NULL, C_NULL, 0, 0, C_NULL, 0))
         check(@ccall libweft.weft_kernel_describe(
             op_type::Cstring, i::Int32, d::Ptr{KernelDescriptionC})::Ptr{Cvoid})
         x = d[]
         dtypes = [DType(unsafe_load(x.dtypes, j)) for j in 1:x.num_dtypes]
+        constraints = map(1:x.num_type_constraints) do k
+            c = unsafe_load(x.type_constraints, k)
+            (attr = c_string(c.attr),
+             dtypes = [DType(unsafe_load(c.dtypes, j)) for j in 1:c.num_dtypes])
+        end
         push!(result, (op = c_string(x.op), device_type = c_string(x.device_type),
                        plugin = c_string(x.plugin), dtype_attr = c_string(x.dtype_attr),
-                       dtypes = dtypes, priority = Int(x.priority)))
+                       dtypes = dtypes, priority = Int(x.priority),
+                       type_constraints = constraints))
     end
     return result
 end
