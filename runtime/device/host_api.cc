@@ -30,56 +30,75 @@ void HostLog(int32_t level, const char* message) {
   std::fprintf(stderr, "weft plugin %s: %s\n", name, message ? message : "");
 }
 
-weft_status* HostRegisterKernel(weft_kernel_registrar* r,
-                                const weft_kernel_def* def) {
+// Runs `body` on the registrar's state under its lock, or refuses when the
+// plugin's entry has returned: the registrar then belongs to nobody.
+template <typename F>
+weft_status* WithOpenRegistrar(weft_kernel_registrar* r, const char* what,
+                               F&& body) {
   if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
   return Guard([&]() -> weft_status* {
+    std::lock_guard<std::mutex> lock(r->impl.mu);
+    if (!r->impl.open)
+      return Errorf(WEFT_FAILED_PRECONDITION,
+                    "%s called after weft_plugin_entry returned: it is "
+                    "valid only during the entry call", what);
+    return body(r->impl);
+  });
+}
+
+weft_status* HostRegisterKernel(weft_kernel_registrar* r,
+                                const weft_kernel_def* def) {
+  return WithOpenRegistrar(r, "register_kernel", [&](KernelRegistrarImpl& impl)
+                                                     -> weft_status* {
     auto fail = [&](const std::string& why) -> weft_status* {
-      if (r->impl.first_error.empty()) r->impl.first_error = why;
+      if (impl.first_error.empty()) impl.first_error = why;
       return Error(WEFT_INVALID_ARGUMENT, why);
     };
     if (def == nullptr || def->struct_size < offsetof(weft_kernel_def,
                                                        kernel_arg) +
                                                   sizeof(void*))
       return fail("kernel definition is missing or truncated");
-    if (def->op == nullptr || def->compute == nullptr)
-      return fail("kernel definition lacks an op name or compute function");
+    KernelReg k;
+    if (!ReadPluginString(def->op, &k.op) || def->compute == nullptr)
+      return fail("kernel definition lacks an op name (NUL-terminated "
+                  "within WEFT_PLUGIN_MAX_STRING bytes) or compute function");
+    if (def->dtype_attr != nullptr &&
+        !ReadPluginString(def->dtype_attr, &k.dtype_attr))
+      return fail("kernel for " + k.op + " has an unterminated dtype_attr");
     if (def->num_dtypes < 0 || (def->num_dtypes > 0 && def->dtypes == nullptr))
-      return fail(std::string("kernel for ") + def->op + " has a bad dtype list");
-    if (OpRegistry::Global().Find(def->op) == nullptr) {
+      return fail("kernel for " + k.op + " has a bad dtype list");
+    if (OpRegistry::Global().Find(k.op) == nullptr) {
       HostLog(WEFT_LOG_WARNING,
-              (std::string("ignoring a kernel for unknown op '") + def->op +
-               "'").c_str());
+              ("ignoring a kernel for unknown op '" + k.op + "'").c_str());
       return nullptr;
     }
-    KernelReg k;
-    k.op = def->op;
-    if (def->dtype_attr) k.dtype_attr = def->dtype_attr;
     k.dtypes.assign(def->dtypes, def->dtypes + def->num_dtypes);
     k.priority = def->priority;
     k.compute = def->compute;
     k.arg = def->kernel_arg;
-    r->impl.pending.push_back(std::move(k));
+    impl.pending.push_back(std::move(k));
     return nullptr;
   });
 }
 
 weft_status* HostRegisterGradient(weft_kernel_registrar* r, const char* op,
                                   weft_gradient_fn fn, void* arg) {
-  if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
-  return Guard([&]() -> weft_status* {
-    if (op == nullptr || fn == nullptr) {
-      const char* why = "gradient registration lacks an op name or function";
-      if (r->impl.first_error.empty()) r->impl.first_error = why;
+  return WithOpenRegistrar(r, "register_gradient",
+                           [&](KernelRegistrarImpl& impl) -> weft_status* {
+    std::string name;
+    if (!ReadPluginString(op, &name) || fn == nullptr) {
+      const char* why = "gradient registration lacks an op name "
+                        "(NUL-terminated within WEFT_PLUGIN_MAX_STRING "
+                        "bytes) or function";
+      if (impl.first_error.empty()) impl.first_error = why;
       return Error(WEFT_INVALID_ARGUMENT, why);
     }
-    if (OpRegistry::Global().Find(op) == nullptr) {
+    if (OpRegistry::Global().Find(name) == nullptr) {
       HostLog(WEFT_LOG_WARNING,
-              (std::string("ignoring a gradient for unknown op '") + op + "'")
-                  .c_str());
+              ("ignoring a gradient for unknown op '" + name + "'").c_str());
       return nullptr;
     }
-    r->impl.gradients.push_back({op, fn, arg});
+    impl.gradients.push_back({name, fn, arg});
     return nullptr;
   });
 }
