@@ -374,6 +374,13 @@ Test(plugin_loader, unterminated_plugin_name_is_refused) {
                   WEFT_INVALID_ARGUMENT, "weft_test_hostile", "bad name");
 }
 
+Test(plugin_loader, unterminated_status_message_is_cut) {
+  discover();
+  load_hostile("unterminated_status");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                  WEFT_UNAVAILABLE, "weft_test_hostile", "xxxxxxxx");
+}
+
 Test(plugin_loader, unterminated_device_description_is_dropped) {
   discover();
   load_hostile("unterminated_description");

@@ -62,10 +62,11 @@ extern "C" {
 
 /* Limits the host enforces on what a plugin hands it.  Every string a
  * plugin gives the host (table strings, device properties, kernel and
- * gradient op names) is read for at most WEFT_PLUGIN_MAX_STRING bytes,
- * terminating NUL included: a table string without a NUL within that
- * refuses the plugin, a device property string is dropped, a kernel
- * registration fails.  The plugin's name and device_type are shorter
+ * gradient op names, attribute names, status messages, log lines) is read
+ * for at most WEFT_PLUGIN_MAX_STRING bytes, terminating NUL included: a
+ * table string without a NUL within that refuses the plugin, a device
+ * property string is dropped, a kernel registration or attribute lookup
+ * fails, a status message or log line is cut.  The plugin's name and device_type are shorter
  * still: at most WEFT_PLUGIN_MAX_NAME - 1 characters.  device_count may
  * report at most WEFT_PLUGIN_MAX_DEVICES devices; more (or a negative
  * count) refuses the plugin. */

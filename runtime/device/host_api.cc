@@ -14,7 +14,7 @@ namespace weft {
 namespace {
 
 weft_status* HostStatusCreate(int32_t code, const char* message) {
-  return Error(static_cast<weft_code>(code), message ? message : "");
+  return Error(static_cast<weft_code>(code), PluginText(message));
 }
 
 void HostLog(int32_t level, const char* message) {
@@ -27,7 +27,8 @@ void HostLog(int32_t level, const char* message) {
   if (level < threshold) return;
   static const char* names[] = {"debug", "info", "warning", "error"};
   const char* name = level >= 0 && level <= 3 ? names[level] : "log";
-  std::fprintf(stderr, "weft plugin %s: %s\n", name, message ? message : "");
+  std::fprintf(stderr, "weft plugin %s: %s\n", name,
+               PluginText(message).c_str());
 }
 
 // Runs `body` on the registrar's state under its lock, or refuses when the
@@ -231,14 +232,19 @@ weft_status* FindTyped(const weft_kernel_context* c, const char* name,
                        AttrType type, const AttrValue** out) {
   if (c == nullptr || name == nullptr)
     return Error(WEFT_INVALID_ARGUMENT, "NULL argument");
-  const AttrValue* v = FindAttr(c->node->attrs, name);
+  std::string attr;
+  if (!ReadPluginString(name, &attr))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s': an attribute name without a NUL within %d "
+                  "bytes", c->node->name.c_str(), WEFT_PLUGIN_MAX_STRING);
+  const AttrValue* v = FindAttr(c->node->attrs, attr.c_str());
   if (v == nullptr)
     return Errorf(WEFT_NOT_FOUND, "node '%s' has no attribute '%s'",
-                  c->node->name.c_str(), name);
+                  c->node->name.c_str(), attr.c_str());
   if (!Check()(v->type, type))
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "node '%s': attribute '%s' is a %s, not a %s",
-                  c->node->name.c_str(), name, AttrTypeName(v->type),
+                  c->node->name.c_str(), attr.c_str(), AttrTypeName(v->type),
                   AttrTypeName(type));
   *out = v;
   return nullptr;

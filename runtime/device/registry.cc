@@ -226,6 +226,11 @@ bool ReadPluginString(const char* s, std::string* out) {
   return true;
 }
 
+std::string PluginText(const char* s) {
+  if (s == nullptr) return std::string();
+  return std::string(s, strnlen(s, WEFT_PLUGIN_MAX_STRING - 1));
+}
+
 weft_status* Registry::Load(const std::string& path) {
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr)

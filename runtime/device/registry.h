@@ -52,6 +52,9 @@ struct Refusal {
 // WEFT_PLUGIN_MAX_STRING bytes of it: false when no NUL ends it within
 // that, so a missing terminator cannot send the host through its memory.
 bool ReadPluginString(const char* s, std::string* out);
+// The same for text where a cut is harmless (status messages, log lines):
+// at most WEFT_PLUGIN_MAX_STRING - 1 bytes of it; NULL reads as "".
+std::string PluginText(const char* s);
 
 class Registry {
  public:

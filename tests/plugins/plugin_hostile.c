@@ -10,6 +10,8 @@
  *   huge_count     device_count reports INT32_MAX devices
  *   unterminated_name         the name has no NUL before unmapped memory
  *   unterminated_description  the same for the device's description
+ *   unterminated_status       the same for the message of the status the
+ *                             entry fails with
  *   late_register  Relu calls register_kernel through the registrar kept
  *                  from the entry call, and writes the status code it got
  *   block_entry    the entry writes a byte to the FIFO
@@ -210,6 +212,9 @@ weft_status* weft_plugin_entry(weft_plugin_init_args* args) {
     table.device_type = "CPU";
   }
   if (is_mode("device_type")) table.device_type = getenv("WEFT_TEST_HOSTILE_ARG");
+  if (is_mode("unterminated_status"))
+    return host->status_create(WEFT_UNAVAILABLE,
+                               unterminated(WEFT_PLUGIN_MAX_STRING * 2));
   if (is_mode("unterminated_name"))
     table.name = unterminated(WEFT_PLUGIN_MAX_STRING * 2);
   weft_kernel_def def = relu_def();
