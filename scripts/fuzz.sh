@@ -8,6 +8,7 @@
 #
 #   ./scripts/fuzz.sh                 every target
 #   ./scripts/fuzz.sh checkpoint_reader
+#   ./scripts/fuzz.sh plugin_loader
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -47,6 +48,14 @@ build_idx_reader() {
     -o "$out/idx_reader"
 }
 
+# The loader after dlsym, against a plugin made of the input, linked in.
+build_plugin_loader() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi \
+    tests/fuzz/plugin_loader.cc "$out/libweft_fuzz.a" -ldl -pthread \
+    -o "$out/plugin_loader"
+}
+
 # A valid checkpoint and valid IDX files start the corpora, so the fuzzer
 # begins past the headers.
 seed_corpus() {
@@ -61,7 +70,7 @@ seed_corpus() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader plugin_loader)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"

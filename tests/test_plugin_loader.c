@@ -3,8 +3,14 @@
  * test in its own process, so every test starts from an unloaded library.
  * The test plugins are built in tests/plugins/, off the search path, and
  * reach the test by path only. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -290,4 +296,215 @@ Test(plugin_loader, kernel_def_of_an_older_plugin_registers_unchanged) {
     cr_expect_eq(k.dtypes[0], WEFT_FLOAT32);
   }
   cr_expect(found, "weft-test-nodevice's Relu kernel is not registered");
+}
+
+/* ---- Hostile plugins (tests/plugins/plugin_hostile.c): each misbehaviour
+ * must end in a refusal or an error naming the plugin, never in a crash, a
+ * hang or a wrong answer. ---- */
+
+static void load_hostile(const char* mode) {
+  setenv("WEFT_TEST_HOSTILE", mode, 1);
+}
+
+/* Runs Relu of {-1, 2} with the Relu placed on `device`; returns the status
+ * of the run and, on success, the output in out[2]. */
+static weft_status* run_relu_on(const char* device, float out[2]) {
+  weft_graph* graph = wt_graph_new();
+  float values[2] = {-1, 2};
+  weft_output x = wt_const_f32(graph, "x", WT_SHAPE(2), values);
+  weft_op_builder* b = weft_op_begin(graph, "Relu", "y");
+  weft_op_add_input(b, x);
+  weft_op_set_device(b, device);
+  weft_node* node = NULL;
+  WT_OK(weft_op_finish(b, &node));
+  weft_output y = {node, 0};
+  weft_session* session = wt_session_new(graph, NULL);
+  weft_tensor* result = NULL;
+  weft_status* st = weft_session_run(session, NULL, NULL, 0, &y, 1, NULL, 0,
+                                     &result);
+  if (st == NULL) {
+    cr_assert_not_null(result);
+    memcpy(out, weft_tensor_data(result), 2 * sizeof(float));
+    weft_tensor_destroy(result);
+  }
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+  return st;
+}
+
+Test(plugin_loader, second_plugin_of_a_device_type_is_refused_naming_both) {
+  discover();
+  int32_t cpus = cpu_device_count();
+  load_hostile("cpu_impostor");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                  WEFT_ALREADY_EXISTS, "weft-test-impostor", "weft-cpu",
+                  "CPU", "weft_test_hostile");
+  expect_refusal_recorded(WEFT_TEST_PLUGIN_HOSTILE, "belongs to plugin");
+  cr_expect_eq(cpu_device_count(), cpus);
+  /* The impostor's Relu writes 42: /device:CPU:0 must still run weft-cpu's. */
+  float out[2] = {0, 0};
+  WT_OK(run_relu_on("/device:CPU:0", out));
+  cr_expect(out[0] == 0 && out[1] == 2, "Relu gave %g %g", out[0], out[1]);
+}
+
+Test(plugin_loader, bad_device_types_are_refused) {
+  discover();
+  const char* bad[] = {
+      "", "CPU:1", "A/B", "A,B", "with space", "TAB\t",
+      "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"};
+  load_hostile("device_type");
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    setenv("WEFT_TEST_HOSTILE_ARG", bad[i], 1);
+    WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                    WEFT_INVALID_ARGUMENT, "weft-test-hostile",
+                    "bad device_type");
+  }
+  /* A good one still loads, under its own numbering. */
+  setenv("WEFT_TEST_HOSTILE_ARG", "HOSTILE_2", 1);
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE));
+  float out[2] = {0, 0};
+  WT_OK(run_relu_on("/device:HOSTILE_2:0", out));
+  cr_expect(out[0] == 0 && out[1] == 2, "Relu gave %g %g", out[0], out[1]);
+}
+
+Test(plugin_loader, null_allocation_handle_is_the_plugins_error) {
+  discover();
+  load_hostile("null_alloc");
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE));
+  float out[2];
+  WT_EXPECT_ERROR(run_relu_on("/device:HOSTILE:0", out), WEFT_INTERNAL,
+                  "weft-test-hostile", "no memory handle");
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, absurd_device_count_is_refused_at_once, .timeout = 20) {
+  discover();
+  load_hostile("huge_count");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                  WEFT_INVALID_ARGUMENT, "weft-test-hostile", "2147483647");
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, unterminated_plugin_name_is_refused) {
+  discover();
+  load_hostile("unterminated_name");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                  WEFT_INVALID_ARGUMENT, "weft_test_hostile", "bad name");
+}
+
+Test(plugin_loader, unterminated_status_message_is_cut) {
+  discover();
+  load_hostile("unterminated_status");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                  WEFT_UNAVAILABLE, "weft_test_hostile", "xxxxxxxx");
+}
+
+Test(plugin_loader, unterminated_device_description_is_dropped) {
+  discover();
+  load_hostile("unterminated_description");
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE));
+  int found = 0;
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    if (strcmp(d.type, "HOSTILE") != 0) continue;
+    found = 1;
+    cr_expect_str_empty(d.description);
+    cr_expect_str_eq(d.vendor, "weft tests");
+  }
+  cr_expect(found, "the hostile device is missing");
+}
+
+Test(plugin_loader, registering_after_the_entry_returned_is_refused) {
+  discover();
+  load_hostile("late_register");
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE));
+  /* The kernel tries a late registration and outputs the status code. */
+  float out[2] = {0, 0};
+  WT_OK(run_relu_on("/device:HOSTILE:0", out));
+  cr_expect(out[0] == WEFT_FAILED_PRECONDITION &&
+                out[1] == WEFT_FAILED_PRECONDITION,
+            "late register_kernel gave code %g", out[0]);
+  expect_runtime_still_works();
+}
+
+static char* temp_dir(void) {
+  static char dir[] = "/tmp/weft_test_loader_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  return dir;
+}
+
+Test(plugin_loader, fifo_and_directory_are_refused_without_blocking,
+     .timeout = 20) {
+  discover();
+  char path[256];
+  snprintf(path, sizeof path, "%s/fifo.so", temp_dir());
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  WT_EXPECT_ERROR(weft_plugin_load(path), WEFT_INVALID_ARGUMENT, "fifo.so",
+                  "not a regular file");
+  WT_EXPECT_ERROR(weft_plugin_load("/tmp"), WEFT_INVALID_ARGUMENT,
+                  "not a regular file");
+  unlink(path);
+  expect_runtime_still_works();
+}
+
+static void* load_hostile_thread(void* arg) {
+  (void)arg;
+  return weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE);
+}
+
+Test(plugin_loader, registry_is_usable_while_a_plugin_initialises,
+     .timeout = 20) {
+  discover();
+  char entered[256], release[256];
+  const char* dir = temp_dir();
+  snprintf(entered, sizeof entered, "%s/entered", dir);
+  snprintf(release, sizeof release, "%s/release", dir);
+  cr_assert_eq(mkfifo(entered, 0600), 0);
+  cr_assert_eq(mkfifo(release, 0600), 0);
+  setenv("WEFT_TEST_HOSTILE_ENTERED", entered, 1);
+  setenv("WEFT_TEST_HOSTILE_RELEASE", release, 1);
+  load_hostile("block_entry");
+  int32_t plugins = weft_plugin_count();
+  pthread_t loader;
+  cr_assert_eq(pthread_create(&loader, NULL, load_hostile_thread, NULL), 0);
+  char byte = 0;
+  int fd = open(entered, O_RDONLY);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(read(fd, &byte, 1), 1);
+  close(fd);
+  /* The plugin's entry is running now; the registry must still answer. */
+  cr_expect_eq(weft_plugin_count(), plugins);
+  cr_expect_gt(weft_device_count(), 0);
+  fd = open(release, O_WRONLY);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, &byte, 1), 1);
+  close(fd);
+  void* status = NULL;
+  pthread_join(loader, &status);
+  WT_OK((weft_status*)status);
+  cr_expect_eq(weft_plugin_count(), plugins + 1);
+  unlink(entered);
+  unlink(release);
+}
+
+static void* load_no_device_thread(void* arg) {
+  (void)arg;
+  return weft_plugin_load(WEFT_TEST_PLUGIN_NO_DEVICE);
+}
+
+Test(plugin_loader, concurrent_loads_of_one_file_load_it_once) {
+  discover();
+  int32_t plugins = weft_plugin_count();
+  pthread_t threads[4];
+  for (int i = 0; i < 4; ++i)
+    cr_assert_eq(pthread_create(&threads[i], NULL, load_no_device_thread,
+                                NULL), 0);
+  for (int i = 0; i < 4; ++i) {
+    void* status = NULL;
+    pthread_join(threads[i], &status);
+    WT_OK((weft_status*)status);
+  }
+  cr_expect_eq(weft_plugin_count(), plugins + 1);
+  cr_expect_null(refusal_reason(WEFT_TEST_PLUGIN_NO_DEVICE));
 }

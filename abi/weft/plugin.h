@@ -67,6 +67,20 @@ extern "C" {
 #define WEFT_PLUGIN_INTERFACE_MINOR 2
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
+/* Limits the host enforces on what a plugin hands it.  Every string a
+ * plugin gives the host (table strings, device properties, kernel and
+ * gradient op names, attribute names, status messages, log lines) is read
+ * for at most WEFT_PLUGIN_MAX_STRING bytes, terminating NUL included: a
+ * table string without a NUL within that refuses the plugin, a device
+ * property string is dropped, a kernel registration or attribute lookup
+ * fails, a status message or log line is cut.  The plugin's name and device_type are shorter
+ * still: at most WEFT_PLUGIN_MAX_NAME - 1 characters.  device_count may
+ * report at most WEFT_PLUGIN_MAX_DEVICES devices; more (or a negative
+ * count) refuses the plugin. */
+#define WEFT_PLUGIN_MAX_STRING 1024
+#define WEFT_PLUGIN_MAX_NAME 64
+#define WEFT_PLUGIN_MAX_DEVICES 1024
+
 #if defined(__GNUC__)
 #define WEFT_PLUGIN_EXPORT __attribute__((visibility("default")))
 #else
@@ -150,8 +164,10 @@ typedef struct weft_host_api {
   /* Logs a line, attributed to the plugin. */
   void (*log)(int32_t level, const char* message);
 
-  /* Registers a kernel.  Valid only during weft_plugin_entry().  `def` and
-   * the strings and arrays it points to are copied.  A kernel for an op the
+  /* Registers a kernel.  Valid only during weft_plugin_entry(): a call
+   * after the entry returned fails with WEFT_FAILED_PRECONDITION and
+   * changes nothing.  `def` and the strings and arrays it points to are
+   * copied.  A kernel for an op the
    * host does not know is ignored with a warning (it may come from a newer
    * op library), not an error. */
   weft_status* (*register_kernel)(weft_kernel_registrar* registrar,
@@ -287,13 +303,22 @@ typedef struct weft_device_properties {
  * Slots marked "optional" may be NULL. */
 typedef struct weft_plugin_api {
   size_t struct_size;
-  const char* name;        /* "weft-cpu" */
+  /* "weft-cpu": A-Z a-z 0-9 _ - . only; unique among loaded plugins. */
+  const char* name;
   const char* version;     /* the plugin's own release */
-  const char* device_type; /* "CPU", "CUDA", "OPENCL": upper case */
+  /* "CPU", "CUDA", "OPENCL": upper case by convention, A-Z a-z 0-9 _ only
+   * (it becomes part of device names, "/device:CPU:0").  A device type
+   * belongs to the first plugin loaded that declares it, even one that
+   * finds no device: a later plugin declaring the same type is refused
+   * with WEFT_ALREADY_EXISTS, naming both plugins.  So the devices of one
+   * type all come from one plugin, number from 0, and only run that
+   * plugin's kernels. */
+  const char* device_type;
 
   /* ---- Devices ---- */
   /* Number of devices.  An error means zero devices, and its message says
-   * why ("no CUDA driver"); the plugin still loads. */
+   * why ("no CUDA driver"); the plugin still loads.  At most
+   * WEFT_PLUGIN_MAX_DEVICES. */
   weft_status* (*device_count)(int32_t* out_count);
   /* Opens device `index`; the handle stays valid until device_close. */
   weft_status* (*device_open)(int32_t index, weft_plugin_device** out);
@@ -303,7 +328,8 @@ typedef struct weft_plugin_api {
 
   /* ---- Memory ---- */
   /* Allocates `bytes` (> 0) aligned to at least 64 bytes.  The handle is
-   * opaque to the host. */
+   * opaque to the host but never NULL on success: a NULL handle with a
+   * NULL status is reported to the user as the plugin's error. */
   weft_status* (*memory_allocate)(weft_plugin_device* device, uint64_t bytes,
                                   void** out_handle);
   /* Frees a handle from memory_allocate.  NULL is a no-op.  Work already
@@ -368,7 +394,8 @@ typedef struct weft_plugin_init_args {
   uint32_t host_max_version;
   /* In: host services, valid until the plugin is unloaded. */
   const weft_host_api* host;
-  /* In: handle for host->register_kernel, valid during the entry call. */
+  /* In: handle for host->register_kernel.  Calls through it are accepted
+   * only during the entry call; later ones fail harmlessly. */
   weft_kernel_registrar* registrar;
   /* Out: the version the plugin implements (always written). */
   uint32_t chosen_version;

@@ -14,7 +14,7 @@ namespace weft {
 namespace {
 
 weft_status* HostStatusCreate(int32_t code, const char* message) {
-  return Error(static_cast<weft_code>(code), message ? message : "");
+  return Error(static_cast<weft_code>(code), PluginText(message));
 }
 
 void HostLog(int32_t level, const char* message) {
@@ -27,34 +27,52 @@ void HostLog(int32_t level, const char* message) {
   if (level < threshold) return;
   static const char* names[] = {"debug", "info", "warning", "error"};
   const char* name = level >= 0 && level <= 3 ? names[level] : "log";
-  std::fprintf(stderr, "weft plugin %s: %s\n", name, message ? message : "");
+  std::fprintf(stderr, "weft plugin %s: %s\n", name,
+               PluginText(message).c_str());
+}
+
+// Runs `body` on the registrar's state under its lock, or refuses when the
+// plugin's entry has returned: the registrar then belongs to nobody.
+template <typename F>
+weft_status* WithOpenRegistrar(weft_kernel_registrar* r, const char* what,
+                               F&& body) {
+  if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
+  return Guard([&]() -> weft_status* {
+    std::lock_guard<std::mutex> lock(r->impl.mu);
+    if (!r->impl.open)
+      return Errorf(WEFT_FAILED_PRECONDITION,
+                    "%s called after weft_plugin_entry returned: it is "
+                    "valid only during the entry call", what);
+    return body(r->impl);
+  });
 }
 
 weft_status* HostRegisterKernel(weft_kernel_registrar* r,
                                 const weft_kernel_def* def) {
-  if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
-  return Guard([&]() -> weft_status* {
+  return WithOpenRegistrar(r, "register_kernel", [&](KernelRegistrarImpl& impl)
+                                                     -> weft_status* {
     auto fail = [&](const std::string& why) -> weft_status* {
-      if (r->impl.first_error.empty()) r->impl.first_error = why;
+      if (impl.first_error.empty()) impl.first_error = why;
       return Error(WEFT_INVALID_ARGUMENT, why);
     };
     if (def == nullptr || def->struct_size < offsetof(weft_kernel_def,
                                                        kernel_arg) +
                                                   sizeof(void*))
       return fail("kernel definition is missing or truncated");
-    if (def->op == nullptr || def->compute == nullptr)
-      return fail("kernel definition lacks an op name or compute function");
+    KernelReg k;
+    if (!ReadPluginString(def->op, &k.op) || def->compute == nullptr)
+      return fail("kernel definition lacks an op name (NUL-terminated "
+                  "within WEFT_PLUGIN_MAX_STRING bytes) or compute function");
+    if (def->dtype_attr != nullptr &&
+        !ReadPluginString(def->dtype_attr, &k.dtype_attr))
+      return fail("kernel for " + k.op + " has an unterminated dtype_attr");
     if (def->num_dtypes < 0 || (def->num_dtypes > 0 && def->dtypes == nullptr))
-      return fail(std::string("kernel for ") + def->op + " has a bad dtype list");
-    if (OpRegistry::Global().Find(def->op) == nullptr) {
+      return fail("kernel for " + k.op + " has a bad dtype list");
+    if (OpRegistry::Global().Find(k.op) == nullptr) {
       HostLog(WEFT_LOG_WARNING,
-              (std::string("ignoring a kernel for unknown op '") + def->op +
-               "'").c_str());
+              ("ignoring a kernel for unknown op '" + k.op + "'").c_str());
       return nullptr;
     }
-    KernelReg k;
-    k.op = def->op;
-    if (def->dtype_attr) k.dtype_attr = def->dtype_attr;
     k.dtypes.assign(def->dtypes, def->dtypes + def->num_dtypes);
     // Appended in 1.2: a shorter def has no further constraint.
     if (def->struct_size >= offsetof(weft_kernel_def, num_type_constraints) +
@@ -77,27 +95,29 @@ weft_status* HostRegisterKernel(weft_kernel_registrar* r,
     k.priority = def->priority;
     k.compute = def->compute;
     k.arg = def->kernel_arg;
-    r->impl.pending.push_back(std::move(k));
+    impl.pending.push_back(std::move(k));
     return nullptr;
   });
 }
 
 weft_status* HostRegisterGradient(weft_kernel_registrar* r, const char* op,
                                   weft_gradient_fn fn, void* arg) {
-  if (r == nullptr) return Error(WEFT_INVALID_ARGUMENT, "registrar is NULL");
-  return Guard([&]() -> weft_status* {
-    if (op == nullptr || fn == nullptr) {
-      const char* why = "gradient registration lacks an op name or function";
-      if (r->impl.first_error.empty()) r->impl.first_error = why;
+  return WithOpenRegistrar(r, "register_gradient",
+                           [&](KernelRegistrarImpl& impl) -> weft_status* {
+    std::string name;
+    if (!ReadPluginString(op, &name) || fn == nullptr) {
+      const char* why = "gradient registration lacks an op name "
+                        "(NUL-terminated within WEFT_PLUGIN_MAX_STRING "
+                        "bytes) or function";
+      if (impl.first_error.empty()) impl.first_error = why;
       return Error(WEFT_INVALID_ARGUMENT, why);
     }
-    if (OpRegistry::Global().Find(op) == nullptr) {
+    if (OpRegistry::Global().Find(name) == nullptr) {
       HostLog(WEFT_LOG_WARNING,
-              (std::string("ignoring a gradient for unknown op '") + op + "'")
-                  .c_str());
+              ("ignoring a gradient for unknown op '" + name + "'").c_str());
       return nullptr;
     }
-    r->impl.gradients.push_back({op, fn, arg});
+    impl.gradients.push_back({name, fn, arg});
     return nullptr;
   });
 }
@@ -230,14 +250,19 @@ weft_status* FindTyped(const weft_kernel_context* c, const char* name,
                        AttrType type, const AttrValue** out) {
   if (c == nullptr || name == nullptr)
     return Error(WEFT_INVALID_ARGUMENT, "NULL argument");
-  const AttrValue* v = FindAttr(c->node->attrs, name);
+  std::string attr;
+  if (!ReadPluginString(name, &attr))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s': an attribute name without a NUL within %d "
+                  "bytes", c->node->name.c_str(), WEFT_PLUGIN_MAX_STRING);
+  const AttrValue* v = FindAttr(c->node->attrs, attr.c_str());
   if (v == nullptr)
     return Errorf(WEFT_NOT_FOUND, "node '%s' has no attribute '%s'",
-                  c->node->name.c_str(), name);
+                  c->node->name.c_str(), attr.c_str());
   if (!Check()(v->type, type))
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "node '%s': attribute '%s' is a %s, not a %s",
-                  c->node->name.c_str(), name, AttrTypeName(v->type),
+                  c->node->name.c_str(), attr.c_str(), AttrTypeName(v->type),
                   AttrTypeName(type));
   *out = v;
   return nullptr;

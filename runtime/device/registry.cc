@@ -5,11 +5,15 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstring>
 
 #include "base/status.h"
@@ -127,39 +131,149 @@ Registry& Registry::Get() {
   return *r;
 }
 
+Registry::~Registry() {
+  for (const auto& d : devices_) d->api->device_close(d->handle);
+}
+
 weft_status* Registry::Discover() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (discovered_) return nullptr;
-  discovered_ = true;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return discovery_ != Discovery::kRunning; });
+    if (discovery_ == Discovery::kDone) return nullptr;
+    discovery_ = Discovery::kRunning;
+  }
+  // Marks discovery done however it ends, so that waiters never hang.
+  auto done = [this](void*) {
+    std::lock_guard<std::mutex> lock(mu_);
+    discovery_ = Discovery::kDone;
+    changed_.notify_all();
+  };
+  std::unique_ptr<void, decltype(done)> mark_done(this, done);
   for (const std::string& dir : SearchPath()) {
     struct stat st;
     if (stat(dir.c_str(), &st) != 0) continue;
     std::vector<std::string> files =
         S_ISDIR(st.st_mode) ? PluginFilesIn(dir) : std::vector<std::string>{dir};
-    for (const std::string& f : files) weft_status_destroy(LoadLocked(f));
+    for (const std::string& f : files) weft_status_destroy(Load(f));
   }
   return nullptr;
 }
 
-weft_status* Registry::Load(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return LoadLocked(path);
-}
-
 weft_status* Registry::Refuse(const std::string& path, weft_status* why) {
+  std::lock_guard<std::mutex> lock(mu_);
   refusals_.push_back(Refusal{path, weft_status_message(why)});
   return why;
 }
 
-weft_status* Registry::LoadLocked(const std::string& path) {
+namespace {
+
+// Why `path` may not be handed to dlopen, or NULL.  dlopen blocks forever on
+// a FIFO and misbehaves on directories and devices, so only a regular file
+// passes; the check opens without blocking.
+weft_status* NotARegularFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return Errorf(WEFT_NOT_FOUND, "plugin %s cannot be opened: %s",
+                  path.c_str(), std::strerror(errno));
+  struct stat st;
+  int rc = fstat(fd, &st);
+  close(fd);
+  if (rc != 0)
+    return Errorf(WEFT_INVALID_ARGUMENT, "plugin %s cannot be examined: %s",
+                  path.c_str(), std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "plugin %s is not a regular file (a %s): only shared "
+                  "object files are loaded", path.c_str(),
+                  S_ISDIR(st.st_mode)    ? "directory"
+                  : S_ISFIFO(st.st_mode) ? "FIFO"
+                  : S_ISSOCK(st.st_mode) ? "socket"
+                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
+                      ? "device"
+                      : "special file");
+  return nullptr;
+}
+
+// True when `s` is 1..WEFT_PLUGIN_MAX_NAME-1 characters from [A-Za-z0-9_]
+// plus `extra`.  Device types become part of device names
+// ("/device:TYPE:N") and of comma-separated device patterns, so ':', '/'
+// and ',' must never appear in them.
+bool IsPlainName(const std::string& s, const char* extra) {
+  if (s.empty() || s.size() >= WEFT_PLUGIN_MAX_NAME) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
+        std::strchr(extra, c) == nullptr)
+      return false;
+  return true;
+}
+
+// The plugin's own strings, checked; NULL when they are usable.
+weft_status* ReadIdentity(const std::string& path, Plugin* p) {
+  const weft_plugin_api& a = p->api;
+  if (!ReadPluginString(a.name, &p->name) || !IsPlainName(p->name, "-."))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "plugin %s has a bad name: it must be 1 to %d characters "
+                  "of A-Z a-z 0-9 _ - .", path.c_str(),
+                  WEFT_PLUGIN_MAX_NAME - 1);
+  if (!ReadPluginString(a.device_type, &p->device_type) ||
+      !IsPlainName(p->device_type, ""))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "plugin '%s' (%s) has a bad device_type: it must be 1 to "
+                  "%d characters of A-Z a-z 0-9 _ (no ':', '/' or ',', "
+                  "which would break device names)", p->name.c_str(),
+                  path.c_str(), WEFT_PLUGIN_MAX_NAME - 1);
+  if (a.version != nullptr && !ReadPluginString(a.version, &p->version))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "plugin '%s' (%s) has a version string without a NUL "
+                  "within %d bytes", p->name.c_str(), path.c_str(),
+                  WEFT_PLUGIN_MAX_STRING);
+  return nullptr;
+}
+
+// A device property string; one that is unterminated is dropped, not
+// trusted.
+std::string PropertyString(const char* s) {
+  std::string out;
+  if (s != nullptr && !ReadPluginString(s, &out)) out.clear();
+  return out;
+}
+
+}  // namespace
+
+bool ReadPluginString(const char* s, std::string* out) {
+  if (s == nullptr) return false;
+  size_t n = strnlen(s, WEFT_PLUGIN_MAX_STRING);
+  if (n == WEFT_PLUGIN_MAX_STRING) return false;
+  out->assign(s, n);
+  return true;
+}
+
+std::string PluginText(const char* s) {
+  if (s == nullptr) return std::string();
+  return std::string(s, strnlen(s, WEFT_PLUGIN_MAX_STRING - 1));
+}
+
+weft_status* Registry::Load(const std::string& path) {
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr)
     return Refuse(path, Errorf(WEFT_NOT_FOUND, "plugin %s: no such file",
                                path.c_str()));
   std::string real = resolved;
-  for (const auto& p : plugins_)
-    if (p->path == real) return nullptr;  // already loaded
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return loading_.count(real) == 0; });
+    for (const auto& p : plugins_)
+      if (p->path == real) return nullptr;  // already loaded
+    loading_.insert(real);
+  }
+  auto done = [this, &real](void*) {
+    std::lock_guard<std::mutex> lock(mu_);
+    loading_.erase(real);
+    changed_.notify_all();
+  };
+  std::unique_ptr<void, decltype(done)> mark_done(this, done);
 
+  if (weft_status* why = NotARegularFile(real)) return Refuse(real, why);
   void* dl = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (dl == nullptr) {
     const char* why = dlerror();
@@ -175,86 +289,112 @@ weft_status* Registry::LoadLocked(const std::string& path) {
                                "%s is not a Weft plugin: it exports no '%s'",
                                real.c_str(), WEFT_PLUGIN_ENTRY_NAME));
   }
+  return LoadEntry(real, dl, entry);
+}
 
-  weft_kernel_registrar registrar;
+weft_status* Registry::ConflictLocked(const Plugin& candidate) {
+  for (const auto& p : plugins_) {
+    if (p->name == candidate.name)
+      return Errorf(WEFT_ALREADY_EXISTS,
+                    "a plugin named '%s' is already loaded from %s",
+                    p->name.c_str(), p->path.c_str());
+    if (p->device_type == candidate.device_type)
+      return Errorf(WEFT_ALREADY_EXISTS,
+                    "plugin '%s' (%s) provides device type %s, which "
+                    "belongs to plugin '%s' (%s), loaded first",
+                    candidate.name.c_str(), candidate.path.c_str(),
+                    candidate.device_type.c_str(), p->name.c_str(),
+                    p->path.c_str());
+  }
+  return nullptr;
+}
+
+weft_status* Registry::LoadEntry(const std::string& real, void* dl,
+                                 weft_plugin_entry_fn entry) {
+  auto plugin = std::make_unique<Plugin>();
+  std::vector<std::unique_ptr<Device>> devices;
+  // Undoes what was opened when the plugin is refused.
+  auto refuse = [&](weft_status* why) {
+    for (const auto& d : devices) plugin->api.device_close(d->handle);
+    if (dl != nullptr) dlclose(dl);
+    return Refuse(real, why);
+  };
+
+  weft_kernel_registrar* registrar;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    registrars_.push_back(std::make_unique<weft_kernel_registrar>());
+    registrar = registrars_.back().get();
+  }
+  KernelRegistrarImpl& reg = registrar->impl;
   weft_plugin_init_args args{};
   args.struct_size = sizeof args;
   args.host_min_version = kHostMin;
   args.host_max_version = kHostMax;
   args.host = HostApi();
-  args.registrar = &registrar;
+  args.registrar = registrar;
   weft_status* st = entry(&args);
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    reg.open = false;
+  }
 
   uint32_t chosen = args.chosen_version;
   if (WEFT_VERSION_MAJOR_OF(chosen) < WEFT_VERSION_MAJOR_OF(kHostMin) ||
       WEFT_VERSION_MAJOR_OF(chosen) > WEFT_VERSION_MAJOR_OF(kHostMax) ||
       chosen > kHostMax) {
     weft_status_destroy(st);
-    dlclose(dl);
-    return Refuse(real, Errorf(WEFT_FAILED_PRECONDITION,
-                               "plugin %s implements plugin interface %s; "
-                               "this host speaks %s to %s",
-                               real.c_str(), VersionString(chosen).c_str(),
-                               VersionString(kHostMin).c_str(),
-                               VersionString(kHostMax).c_str()));
+    return refuse(Errorf(WEFT_FAILED_PRECONDITION,
+                         "plugin %s implements plugin interface %s; "
+                         "this host speaks %s to %s",
+                         real.c_str(), VersionString(chosen).c_str(),
+                         VersionString(kHostMin).c_str(),
+                         VersionString(kHostMax).c_str()));
   }
-  if (st != nullptr) {
-    dlclose(dl);
-    return Refuse(real, Annotate(st, "plugin " + real +
-                                         " failed to initialise"));
-  }
-  if (!registrar.impl.first_error.empty()) {
-    dlclose(dl);
-    return Refuse(real, Errorf(WEFT_INVALID_ARGUMENT,
-                               "plugin %s registered a bad kernel: %s",
-                               real.c_str(),
-                               registrar.impl.first_error.c_str()));
-  }
+  if (st != nullptr)
+    return refuse(Annotate(st, "plugin " + real + " failed to initialise"));
+  if (!reg.first_error.empty())
+    return refuse(Errorf(WEFT_INVALID_ARGUMENT,
+                         "plugin %s registered a bad kernel: %s",
+                         real.c_str(), reg.first_error.c_str()));
   const weft_plugin_api* table = args.plugin;
-  if (table == nullptr || table->struct_size < kMinPluginApiSize) {
-    dlclose(dl);
-    return Refuse(real, Errorf(WEFT_INVALID_ARGUMENT,
-                               "plugin %s returned %s plugin table",
-                               real.c_str(), table ? "a truncated" : "no"));
-  }
+  if (table == nullptr || table->struct_size < kMinPluginApiSize)
+    return refuse(Errorf(WEFT_INVALID_ARGUMENT,
+                         "plugin %s returned %s plugin table", real.c_str(),
+                         table ? "a truncated" : "no"));
 
-  auto plugin = std::make_unique<Plugin>();
   std::memcpy(&plugin->api, table,
               std::min(table->struct_size, sizeof(weft_plugin_api)));
   plugin->api.struct_size = sizeof(weft_plugin_api);
-  if (const char* slot = MissingRequiredSlot(plugin->api)) {
-    dlclose(dl);
-    return Refuse(real, Errorf(WEFT_INVALID_ARGUMENT,
-                               "plugin %s leaves required slot '%s' empty",
-                               real.c_str(), slot));
-  }
-  for (const auto& p : plugins_)
-    if (p->name == plugin->api.name) {
-      dlclose(dl);
-      return Refuse(real, Errorf(WEFT_ALREADY_EXISTS,
-                                 "a plugin named '%s' is already loaded "
-                                 "from %s", p->name.c_str(), p->path.c_str()));
-    }
-
+  if (const char* slot = MissingRequiredSlot(plugin->api))
+    return refuse(Errorf(WEFT_INVALID_ARGUMENT,
+                         "plugin %s leaves required slot '%s' empty",
+                         real.c_str(), slot));
   plugin->path = real;
-  plugin->dl = dl;
-  plugin->name = plugin->api.name;
-  plugin->version = plugin->api.version ? plugin->api.version : "";
-  plugin->device_type = plugin->api.device_type;
   plugin->interface_version = chosen;
-  plugin->load_order = static_cast<int32_t>(plugins_.size());
+  if (weft_status* why = ReadIdentity(real, plugin.get())) return refuse(why);
+  weft_status* conflict;
+  {
+    // Checked before the plugin opens any device, and again on publishing
+    // (another thread may have loaded a rival meanwhile).
+    std::lock_guard<std::mutex> lock(mu_);
+    conflict = ConflictLocked(*plugin);
+  }
+  if (conflict != nullptr) return refuse(conflict);
 
   int32_t count = 0;
   if (weft_status* cs = plugin->api.device_count(&count)) {
     plugin->no_device_reason = weft_status_message(cs);
     weft_status_destroy(cs);
     count = 0;
+  } else if (count < 0 || count > WEFT_PLUGIN_MAX_DEVICES) {
+    return refuse(Errorf(WEFT_INVALID_ARGUMENT,
+                         "plugin '%s' (%s) reports %d devices; the host "
+                         "accepts 0 to %d", plugin->name.c_str(),
+                         real.c_str(), count, WEFT_PLUGIN_MAX_DEVICES));
   } else if (count == 0) {
     plugin->no_device_reason = "the plugin found no device";
   }
-  int32_t type_index = 0;
-  for (const auto& d : devices_)
-    if (d->type == plugin->device_type) ++type_index;
   for (int32_t i = 0; i < count; ++i) {
     auto dev = std::make_unique<Device>();
     dev->plugin = plugin.get();
@@ -272,18 +412,29 @@ weft_status* Registry::LoadLocked(const std::string& path) {
       props = weft_device_properties{};
     }
     dev->type = plugin->device_type;
-    dev->index = type_index++;
-    dev->name = "/device:" + dev->type + ":" + std::to_string(dev->index);
-    dev->description = props.description ? props.description : "";
-    dev->vendor = props.vendor ? props.vendor : "";
+    dev->description = PropertyString(props.description);
+    dev->vendor = PropertyString(props.vendor);
     dev->memory_bytes = props.memory_bytes;
     dev->compute_gflops = props.compute_gflops;
     dev->flags = props.flags;
+    devices.push_back(std::move(dev));
+  }
+
+  std::unique_lock<std::mutex> lock(mu_);
+  if (weft_status* why = ConflictLocked(*plugin)) {
+    lock.unlock();
+    return refuse(why);
+  }
+  plugin->dl = dl;
+  plugin->load_order = static_cast<int32_t>(plugins_.size());
+  // The type is this plugin's alone, so its devices number from 0.
+  for (auto& dev : devices) {
+    dev->index = static_cast<int32_t>(plugin->devices.size());
+    dev->name = "/device:" + dev->type + ":" + std::to_string(dev->index);
     plugin->devices.push_back(dev.get());
     devices_.push_back(std::move(dev));
   }
-
-  for (KernelReg& k : registrar.impl.pending) {
+  for (KernelReg& k : reg.pending) {
     k.device_type = plugin->device_type;
     k.plugin = plugin->name;
     k.load_order = plugin->load_order;
@@ -297,16 +448,21 @@ weft_status* Registry::LoadLocked(const std::string& path) {
                        return a->load_order < b->load_order;
                      });
   }
-  for (const KernelRegistrarImpl::Gradient& g : registrar.impl.gradients) {
-    weft_status* st = weft_gradient_register(g.op.c_str(), g.fn, g.arg);
-    if (st != nullptr) {
+  reg.pending.clear();
+  std::vector<KernelRegistrarImpl::Gradient> gradients =
+      std::move(reg.gradients);
+  std::string name = plugin->name;
+  plugins_.push_back(std::move(plugin));
+  lock.unlock();
+  for (const KernelRegistrarImpl::Gradient& g : gradients) {
+    weft_status* gs = weft_gradient_register(g.op.c_str(), g.fn, g.arg);
+    if (gs != nullptr) {
       std::fprintf(stderr, "weft: plugin '%s': gradient of %s not "
-                   "installed: %s\n", plugin->name.c_str(), g.op.c_str(),
-                   weft_status_message(st));
-      weft_status_destroy(st);
+                   "installed: %s\n", name.c_str(), g.op.c_str(),
+                   weft_status_message(gs));
+      weft_status_destroy(gs);
     }
   }
-  plugins_.push_back(std::move(plugin));
   return nullptr;
 }
 
@@ -391,6 +547,13 @@ weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   if (weft_status* st = api->memory_allocate(handle, rounded, &h))
     return Annotate(st, "allocating " + std::to_string(bytes) + " bytes on " +
                             name);
+  // Everything downstream (constants, copies, host-memory kernels) would
+  // dereference or pass on a NULL handle: it is the plugin's error.
+  if (h == nullptr)
+    return Errorf(WEFT_INTERNAL,
+                  "plugin '%s' (%s) allocated %zu bytes on %s but returned "
+                  "no memory handle", plugin->name.c_str(),
+                  plugin->path.c_str(), bytes, name.c_str());
   auto* b = new (std::nothrow) Buffer;
   if (b == nullptr) {
     api->memory_free(handle, h);

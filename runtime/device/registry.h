@@ -1,9 +1,11 @@
 // The process-wide registry of loaded plugins, their devices and kernels.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -61,20 +63,41 @@ struct Refusal {
   std::string reason;
 };
 
+// Copies a string a plugin handed over, reading at most
+// WEFT_PLUGIN_MAX_STRING bytes of it: false when no NUL ends it within
+// that, so a missing terminator cannot send the host through its memory.
+bool ReadPluginString(const char* s, std::string* out);
+// The same for text where a cut is harmless (status messages, log lines):
+// at most WEFT_PLUGIN_MAX_STRING - 1 bytes of it; NULL reads as "".
+std::string PluginText(const char* s);
+
 class Registry {
  public:
+  // The process's registry.  Other instances exist only for the fuzzer.
   static Registry& Get();
+  Registry() = default;
+  ~Registry();
 
-  // Loads the search path once.
+  // Loads the search path once; a second caller waits for the first.
   weft_status* Discover();
+  // Opens the shared object at `path` and loads it as a plugin.  The
+  // registry's lock is never held across a call that may block (dlopen, the
+  // plugin's own functions): the plugin is prepared unlocked and published
+  // under the lock.  Concurrent loads of one file wait for each other.
   weft_status* Load(const std::string& path);
+  // The part of Load after dlsym: negotiation, table checks, devices,
+  // kernels.  `dl` (may be NULL) is closed when the plugin is refused.
+  weft_status* LoadEntry(const std::string& path, void* dl,
+                         weft_plugin_entry_fn entry);
 
   std::vector<Device*> Devices();
   std::vector<const Plugin*> Plugins();
   std::vector<Refusal> Refusals();
 
   // The best kernel for op `op` on `device_type` that accepts a node with
-  // attributes `attrs` (every type attribute a kernel constrains).
+  // attributes `attrs` (every type attribute a kernel constrains).  A
+  // device type belongs to one plugin (LoadEntry refuses a second), so the
+  // kernels found are always those of the plugin that owns the device.
   const KernelReg* FindKernel(const std::string& op,
                               const std::string& device_type,
                               const AttrMap& attrs);
@@ -82,11 +105,20 @@ class Registry {
   std::vector<const KernelReg*> KernelsFor(const std::string& op);
 
  private:
-  weft_status* LoadLocked(const std::string& path);
+  // Records the refusal (takes the lock) and returns `why`.
   weft_status* Refuse(const std::string& path, weft_status* why);
+  // Why `candidate` may not join the loaded plugins (a name or device type
+  // already taken), or NULL.  Called under mu_.
+  weft_status* ConflictLocked(const Plugin& candidate);
 
   std::mutex mu_;
-  bool discovered_ = false;
+  std::condition_variable changed_;  // discovery_ or loading_ changed
+  enum class Discovery { kNotStarted, kRunning, kDone };
+  Discovery discovery_ = Discovery::kNotStarted;
+  std::set<std::string> loading_;  // real paths being loaded now
+  // Every registrar handed out, kept so that a plugin calling one after its
+  // entry returned reaches a closed registrar, not freed memory.
+  std::deque<std::unique_ptr<weft_kernel_registrar>> registrars_;
   std::deque<std::unique_ptr<Plugin>> plugins_;
   std::deque<std::unique_ptr<Device>> devices_;
   std::vector<Refusal> refusals_;
@@ -97,8 +129,10 @@ class Registry {
 // The host's service table handed to every plugin.
 const weft_host_api* HostApi();
 
-// Collects kernels during a plugin's entry call.
+// Collects kernels during a plugin's entry call, and refuses them after.
 struct KernelRegistrarImpl {
+  std::mutex mu;       // a plugin may call from any thread, at any time
+  bool open = true;    // until the entry returns
   std::vector<KernelReg> pending;
   // Gradient functions (host 1.1), installed when the plugin is accepted.
   struct Gradient {
