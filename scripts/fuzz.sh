@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets in tests/fuzz/ with clang's libFuzzer, AddressSanitizer
 # and UndefinedBehaviorSanitizer, and runs each for WEFT_FUZZ_SECONDS
-# (default 60) from a corpus in build-fuzz/corpus/<target> that grows from
-# run to run.  Any crash, sanitizer report or leak stops the run and leaves
-# the input in build-fuzz/.  Not part of the test suite: it needs clang and
-# minutes of CPU.
+# (default 60), or for WEFT_FUZZ_RUNS inputs if that comes first, from a
+# corpus in build-fuzz/corpus/<target> that grows from run to run.  Any
+# crash, sanitizer report or leak stops the run and leaves the input in
+# build-fuzz/.  Not part of the test suite: it needs clang and minutes of
+# CPU.
 #
 #   ./scripts/fuzz.sh                 every target
 #   ./scripts/fuzz.sh checkpoint_reader
+#   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 
 out=build-fuzz
 seconds=${WEFT_FUZZ_SECONDS:-60}
+runs=${WEFT_FUZZ_RUNS:-}  # stop after this many inputs instead, if sooner
 cxx=${CXX_FUZZ:-clang++-14}
 cc=${CC_FUZZ:-clang-14}
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
@@ -47,6 +50,18 @@ build_idx_reader() {
     -o "$out/idx_reader"
 }
 
+# The C API target links the instrumented runtime and loads the CPU plugin
+# of the normal build (uninstrumented: Eigen and oneDNN under the sanitizers
+# would take hours to build), so it needs build/ configured.
+plugin_dir=$PWD/build/plugins/cpu
+build_c_api() {
+  build_runtime_archive
+  [ -d build ] || meson setup build
+  ninja -C build plugins/cpu/weft-cpu.so
+  "$cxx" -std=c++17 "${flags[@]}" -Iabi tests/fuzz/c_api.cc \
+    "$out/libweft_fuzz.a" -ldl -pthread -o "$out/c_api"
+}
+
 # A valid checkpoint and valid IDX files start the corpora, so the fuzzer
 # begins past the headers.
 seed_corpus() {
@@ -57,16 +72,19 @@ seed_corpus() {
       python3 tests/fuzz/make_seeds.py checkpoint "$dir" ;;
     idx_reader)
       python3 tests/fuzz/make_seeds.py idx "$dir" ;;
+    c_api)
+      python3 tests/fuzz/make_seeds.py c_api "$dir" ;;
   esac
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader c_api)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"
   seed_corpus "$target"
   weft_log "fuzzing $target for ${seconds}s"
-  (cd "$out" && "./$target" -max_total_time="$seconds" -print_final_stats=1 \
+  (cd "$out" && WEFT_PLUGIN_PATH=$plugin_dir "./$target" \
+     -max_total_time="$seconds" ${runs:+-runs=$runs} -print_final_stats=1 \
      "corpus/$target")
 done
