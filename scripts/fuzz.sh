@@ -17,25 +17,39 @@ source scripts/common.sh
 out=build-fuzz
 seconds=${WEFT_FUZZ_SECONDS:-60}
 runs=${WEFT_FUZZ_RUNS:-}  # stop after this many inputs instead, if sooner
+# More libFuzzer flags, for instance "-fork=1 -ignore_crashes=1" to go on
+# past a known finding (crashes are still written to build-fuzz/).
+read -r -a extra <<< "${WEFT_FUZZ_ARGS:-}"
 cxx=${CXX_FUZZ:-clang++-14}
 cc=${CC_FUZZ:-clang-14}
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 mkdir -p "$out"
 
-# The reader needs tensor and status code from the runtime, which a
-# shared libweft hides: the runtime's sources are compiled in, once, into
-# an instrumented static archive.
+# The reader and the C API target need the runtime's internals, which a
+# shared libweft hides: the runtime's sources are compiled into an
+# instrumented static archive.  An object is rebuilt when its source or any
+# runtime header is newer, so a fix is fuzzed without a stale archive.  Its
+# UB must stop the fuzzer too (-fno-sanitize-recover), not scroll past.
 build_runtime_archive() {
-  [ -f "$out/libweft_fuzz.a" ] && return 0
-  local objs=() src obj
+  local objs=() src obj stale=0
+  local newest_header
+  newest_header=$(find runtime abi -name '*.h' -printf '%T@ %p\n' |
+                  sort -n | tail -1 | cut -d' ' -f2)
   mkdir -p "$out/obj"
   for src in $(find runtime -name '*.cc' | sort); do
     obj=$out/obj/$(echo "$src" | tr / _).o
-    "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
-      -Iruntime -Iabi -c "$src" -o "$obj"
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
+       [ "$newest_header" -nt "$obj" ]; then
+      "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+        -fno-sanitize-recover=all -Iruntime -Iabi -c "$src" -o "$obj"
+      stale=1
+    fi
     objs+=("$obj")
   done
-  ar rcs "$out/libweft_fuzz.a" "${objs[@]}"
+  if [ "$stale" = 1 ] || [ ! -f "$out/libweft_fuzz.a" ]; then
+    rm -f "$out/libweft_fuzz.a"
+    ar rcs "$out/libweft_fuzz.a" "${objs[@]}"
+  fi
 }
 
 build_checkpoint_reader() {
@@ -86,5 +100,5 @@ for target in "${targets[@]}"; do
   weft_log "fuzzing $target for ${seconds}s"
   (cd "$out" && WEFT_PLUGIN_PATH=$plugin_dir "./$target" \
      -max_total_time="$seconds" ${runs:+-runs=$runs} -print_final_stats=1 \
-     "corpus/$target")
+     ${extra[@]+"${extra[@]}"} "corpus/$target")
 done
