@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -140,7 +141,11 @@ int64_t FuzzInt(FuzzedDataProvider& fdp) {
 
 int32_t FuzzDtype(FuzzedDataProvider& fdp) {
   uint8_t b = fdp.ConsumeIntegral<uint8_t>();
-  if (b < 240) return 1 + b % 13;  // a valid dtype
+  // Most kernels take float32 and most index inputs int32: favouring them
+  // gets more graphs past type checks and into the kernels.
+  if (b < 100) return WEFT_FLOAT32;
+  if (b < 140) return WEFT_INT32;
+  if (b < 240) return 1 + b % 13;  // any valid dtype
   const int32_t hostile[] = {0, 14, 15, 255, -1, 1 << 20, INT32_MIN,
                              INT32_MAX};
   return hostile[b % 8];
@@ -223,13 +228,41 @@ weft_tensor* FuzzTensor(FuzzedDataProvider& fdp, int32_t dtype,
 // set, to see whether the harness gets past graph building.
 struct Stats {
   long ops = 0, ops_ok = 0, sessions = 0, runs = 0, runs_ok = 0;
+  std::map<std::string, long> ran;  // nodes of each op in successful runs
   ~Stats() {
-    if (std::getenv("WEFT_FUZZ_STATS") != nullptr) {
-      std::fprintf(stderr, "ops %ld (ok %ld), sessions %ld, runs %ld (ok %ld)\n",
-                   ops, ops_ok, sessions, runs, runs_ok);
-    }
+    if (std::getenv("WEFT_FUZZ_STATS") == nullptr) return;
+    std::fprintf(stderr, "ops %ld (ok %ld), sessions %ld, runs %ld (ok %ld)\n",
+                 ops, ops_ok, sessions, runs, runs_ok);
+    for (const auto& [op, n] : ran) std::fprintf(stderr, "  %s %ld\n", op.c_str(), n);
   }
 } stats;
+
+// With WEFT_FUZZ_TRACE set, each step is printed, so that a crashing input
+// can be told as a program in a report.
+const bool kTrace = std::getenv("WEFT_FUZZ_TRACE") != nullptr;
+
+std::string Describe(weft_output o) {
+  if (o.node == nullptr) return "{NULL}";
+  std::string s = std::string(weft_node_name(o.node)) + ":" +
+                  std::to_string(o.index) + " " +
+                  weft_dtype_name(weft_output_dtype(o)) + "[";
+  int64_t dims[WEFT_MAX_RANK];
+  int32_t rank = 0;
+  weft_status* st = weft_output_shape(o, dims, WEFT_MAX_RANK, &rank);
+  weft_status_destroy(st);
+  for (int32_t i = 0; st == nullptr && i < rank; ++i)
+    s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + (rank < 0 ? "?]" : "]");
+}
+
+void Trace(const char* what, const std::vector<weft_output>& inputs,
+           weft_status* st) {
+  if (!kTrace) return;
+  std::string s = what;
+  for (const weft_output& o : inputs) s += " " + Describe(o);
+  std::fprintf(stderr, "%s -> %s\n", s.c_str(),
+               st ? weft_status_message(st) : "ok");
+}
 
 // Statuses that blame the runtime rather than the input are findings.
 void Check(weft_status* st, const char* what) {
@@ -339,14 +372,16 @@ struct Program {
     // Mostly the declared arity, sometimes one more or one fewer.
     int32_t n = op.num_inputs + fdp.ConsumeIntegralInRange<int32_t>(-1, 1) *
                                     (fdp.ConsumeIntegral<uint8_t>() > 220);
+    std::vector<weft_output> traced;
     for (int32_t i = 0; i < n; ++i) {
       if (op.variadic && i == op.num_inputs - 1) {
         std::vector<weft_output> list(fdp.ConsumeIntegralInRange<size_t>(0, 4));
-        for (auto& o : list) o = AnyOutput();
+        for (auto& o : list) traced.push_back(o = AnyOutput());
         weft_op_add_input_list(b, list.data(),
                                static_cast<int32_t>(list.size()));
       } else {
-        weft_op_add_input(b, AnyOutput());
+        traced.push_back(AnyOutput());
+        weft_op_add_input(b, traced.back());
       }
     }
     for (const AttrSpec& a : op.attrs) {
@@ -375,6 +410,7 @@ struct Program {
     weft_status* st = weft_op_finish(b, fdp.ConsumeBool() ? &node : nullptr);
     if (st == nullptr && node == nullptr)
       node = weft_graph_node_at(graph, weft_graph_node_count(graph) - 1);
+    Trace(op.name.c_str(), traced, st);
     ++stats.ops;
     if (st == nullptr) {
       ++stats.ops_ok;
@@ -387,7 +423,10 @@ struct Program {
     weft_tensor* t = FuzzTensor(fdp, FuzzDtype(fdp), SmallDims(fdp));
     weft_output out;
     weft_status* st = weft_graph_constant(graph, nullptr, t, &out);
-    if (st == nullptr) Added(out.node);
+    if (st == nullptr) {
+      Added(out.node);
+      Trace("Const", {out}, st);
+    }
     Check(st, "weft_graph_constant");
     weft_tensor_destroy(t);
   }
@@ -403,6 +442,7 @@ struct Program {
     if (st == nullptr) {
       Added(out.node);
       placeholders.push_back(out);
+      Trace("Placeholder", {out}, st);
     }
     Check(st, "weft_graph_placeholder");
   }
@@ -563,8 +603,12 @@ struct Program {
     }
     ++stats.runs;
     if (st == nullptr) ++stats.runs_ok;
+    if (metadata != nullptr) {
+      (void)weft_run_metadata_to_string(metadata);
+      for (int32_t i = 0; st == nullptr && i < weft_run_metadata_num_nodes(metadata); ++i)
+        ++stats.ran[weft_run_metadata_node_op(metadata, i)];
+    }
     Check(st, "weft_session_run");
-    if (metadata != nullptr) (void)weft_run_metadata_to_string(metadata);
     weft_run_metadata_destroy(metadata);
     for (weft_tensor* t : got) weft_tensor_destroy(t);
     for (weft_tensor* t : values) weft_tensor_destroy(t);
