@@ -636,9 +636,13 @@ struct Program {
     Check(st, "weft_session_create");
     if (session == nullptr) return;
     ++stats.sessions;
-    bool cheap = CheapToRun();
     for (int runs = fdp.ConsumeIntegralInRange<int>(1, 3);
-         cheap && runs > 0 && fdp.remaining_bytes() > 0; --runs) {
+         runs > 0 && fdp.remaining_bytes() > 0; --runs) {
+      // The graph may grow while a session runs it (weft/graph.h): nodes
+      // added between runs must be planned as if they were there before.
+      while (nodes.size() < 2 * kMaxNodes && fdp.ConsumeIntegral<uint8_t>() > 200)
+        AddOp();
+      if (!CheapToRun()) break;
       Run(session);
     }
     weft_session_destroy(session);
