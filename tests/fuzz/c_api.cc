@@ -241,18 +241,39 @@ struct Stats {
 // can be told as a program in a report.
 const bool kTrace = std::getenv("WEFT_FUZZ_TRACE") != nullptr;
 
+// The inferred shape of `o`: false for a bad output or an unknown rank.
+bool ShapeOf(weft_output o, std::vector<int64_t>* shape) {
+  int64_t dims[WEFT_MAX_RANK];
+  int32_t rank = 0;
+  weft_status* st = weft_output_shape(o, dims, WEFT_MAX_RANK, &rank);
+  weft_status_destroy(st);
+  if (st != nullptr || rank < 0) return false;
+  shape->assign(dims, dims + rank);
+  return true;
+}
+
+// Whether `dims` hold at most `cap` elements, unknown dims counting as
+// `unknown` each, without overflowing on the way.
+bool AtMost(const std::vector<int64_t>& dims, int64_t unknown, int64_t cap) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) d = unknown;
+    if (d > cap || (d > 0 && n > cap / d)) return false;
+    n *= d;
+  }
+  return true;
+}
+
 std::string Describe(weft_output o) {
   if (o.node == nullptr) return "{NULL}";
   std::string s = std::string(weft_node_name(o.node)) + ":" +
                   std::to_string(o.index) + " " +
                   weft_dtype_name(weft_output_dtype(o)) + "[";
-  int64_t dims[WEFT_MAX_RANK];
-  int32_t rank = 0;
-  weft_status* st = weft_output_shape(o, dims, WEFT_MAX_RANK, &rank);
-  weft_status_destroy(st);
-  for (int32_t i = 0; st == nullptr && i < rank; ++i)
+  std::vector<int64_t> dims;
+  if (!ShapeOf(o, &dims)) return s + "?]";
+  for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + (rank < 0 ? "?]" : "]");
+  return s + "]";
 }
 
 void Trace(const char* what, const std::vector<weft_output>& inputs,
@@ -293,6 +314,24 @@ struct Program {
     // Now and then an output index the node does not have.
     if (fdp.ConsumeIntegral<uint8_t>() > 250) o.index += fdp.ConsumeBool() ? 7 : -1;
     return o;
+  }
+
+  // Usually an output of the same dtype as `like`, so that ops with several
+  // inputs of one type get past type checks; sometimes any output.
+  weft_output OutputLike(weft_output like) {
+    std::vector<weft_output> same;
+    if (like.node != nullptr && fdp.ConsumeIntegral<uint8_t>() < 180) {
+      for (const weft_output& o : outputs)
+        if (weft_output_dtype(o) == weft_output_dtype(like)) same.push_back(o);
+    }
+    if (same.empty()) return AnyOutput();
+    return same[fdp.ConsumeIntegralInRange<size_t>(0, same.size() - 1)];
+  }
+
+  // The dims of `o` when fully known and small, for a value shaped like it.
+  bool SmallShapeOf(weft_output o, std::vector<int64_t>* shape) {
+    return ShapeOf(o, shape) &&
+           AtMost(*shape, kMaxElements + 1, kMaxElements);
   }
 
   void Added(weft_node* node) {
@@ -376,11 +415,13 @@ struct Program {
     for (int32_t i = 0; i < n; ++i) {
       if (op.variadic && i == op.num_inputs - 1) {
         std::vector<weft_output> list(fdp.ConsumeIntegralInRange<size_t>(0, 4));
-        for (auto& o : list) traced.push_back(o = AnyOutput());
+        for (auto& o : list)
+          traced.push_back(o = traced.empty() ? AnyOutput()
+                                              : OutputLike(traced[0]));
         weft_op_add_input_list(b, list.data(),
                                static_cast<int32_t>(list.size()));
       } else {
-        traced.push_back(AnyOutput());
+        traced.push_back(traced.empty() ? AnyOutput() : OutputLike(traced[0]));
         weft_op_add_input(b, traced.back());
       }
     }
@@ -420,7 +461,13 @@ struct Program {
   }
 
   void AddConstant() {
-    weft_tensor* t = FuzzTensor(fdp, FuzzDtype(fdp), SmallDims(fdp));
+    // Often shaped and typed like an existing output, to meet it in an op.
+    weft_output like = AnyOutput();
+    std::vector<int64_t> shape;
+    weft_tensor* t = like.node != nullptr && fdp.ConsumeBool() &&
+                             SmallShapeOf(like, &shape)
+                         ? FuzzTensor(fdp, weft_output_dtype(like), shape)
+                         : FuzzTensor(fdp, FuzzDtype(fdp), SmallDims(fdp));
     weft_output out;
     weft_status* st = weft_graph_constant(graph, nullptr, t, &out);
     if (st == nullptr) {
@@ -510,30 +557,42 @@ struct Program {
     (void)weft_output_dtype(o);
     if (o.node != nullptr) {
       (void)weft_node_input(o.node, fdp.ConsumeIntegral<int32_t>());
-      (void)weft_node_name(o.node);
+      (void)weft_node_num_inputs(o.node);
+      (void)weft_node_num_control_inputs(o.node);
+      (void)weft_node_device(o.node);
+      (void)weft_node_op_type(o.node);
+      if (weft_graph_node_by_name(graph, weft_node_name(o.node)) != o.node) {
+        std::fprintf(stderr, "node_by_name does not find %s\n",
+                     weft_node_name(o.node));
+        std::abort();
+      }
+      if (fdp.ConsumeBool()) {
+        Check(weft_variable_set_trainable(graph, o.node, fdp.ConsumeBool()),
+              "weft_variable_set_trainable");
+      }
     }
+    weft_node* vars[2];
+    int32_t count = 0;
+    Check(weft_graph_trainable_variables(graph, vars, fdp.ConsumeIntegralInRange<int32_t>(-1, 2), &count),
+          "weft_graph_trainable_variables");
+    // The shortcut for attribute-less ops, on any op and inputs.
+    weft_output in[2] = {AnyOutput(), AnyOutput()}, out;
+    const OpSpec& op =
+        Ops()[fdp.ConsumeIntegralInRange<size_t>(0, Ops().size() - 1)];
+    weft_status* st = weft_graph_apply(graph, op.name.c_str(), nullptr, in,
+                                       fdp.ConsumeIntegralInRange<int32_t>(0, 2),
+                                       &out);
+    if (st == nullptr) Added(out.node);
+    Check(st, "weft_graph_apply");
   }
 
-  // Whether running could make a value too big for a cheap run: any output
-  // whose shape is unknown, or whose known elements pass kMaxRunElements.
-  // Unknown dims count as small, since only small tensors are ever fed.
+  // Whether every value a run could make is small: outputs of unknown rank
+  // pass, and unknown dims count as small, since only small tensors are
+  // ever fed.
   bool CheapToRun() {
     for (const weft_output& o : outputs) {
-      int64_t dims[WEFT_MAX_RANK];
-      int32_t rank = 0;
-      weft_status* st = weft_output_shape(o, dims, WEFT_MAX_RANK, &rank);
-      if (st != nullptr) {
-        weft_status_destroy(st);
-        return false;
-      }
-      if (rank < 0) continue;
-      int64_t n = 1;
-      for (int32_t i = 0; i < rank; ++i) {
-        int64_t d = dims[i] < 0 ? 4 : dims[i];
-        if (d > kMaxRunElements) return false;
-        n *= d;
-        if (n > kMaxRunElements) return false;
-      }
+      std::vector<int64_t> dims;
+      if (ShapeOf(o, &dims) && !AtMost(dims, 4, kMaxRunElements)) return false;
     }
     return true;
   }
@@ -541,24 +600,41 @@ struct Program {
   weft_tensor* FeedFor(weft_output o) {
     int32_t dtype = weft_output_dtype(o);
     if (fdp.ConsumeIntegral<uint8_t>() > 230) dtype = FuzzDtype(fdp);
-    int64_t dims[WEFT_MAX_RANK];
-    int32_t rank = 0;
-    weft_status* st = weft_output_shape(o, dims, WEFT_MAX_RANK, &rank);
     std::vector<int64_t> shape;
-    if (st != nullptr || rank < 0 || fdp.ConsumeIntegral<uint8_t>() > 230) {
-      weft_status_destroy(st);
+    if (!ShapeOf(o, &shape) || fdp.ConsumeIntegral<uint8_t>() > 230) {
       shape = SmallDims(fdp);
     } else {
-      int64_t n = 1;
-      for (int32_t i = 0; i < rank; ++i) {
-        int64_t d = dims[i] < 0 ? fdp.ConsumeIntegralInRange<int64_t>(0, 3)
-                                : dims[i];
-        if (d > kMaxElements || n * d > kMaxElements) return nullptr;
-        n *= d;
-        shape.push_back(d);
-      }
+      for (int64_t& d : shape)
+        if (d < 0) d = fdp.ConsumeIntegralInRange<int64_t>(0, 3);
+      if (!AtMost(shape, 0, kMaxElements)) return nullptr;
     }
     return FuzzTensor(fdp, dtype, shape);
+  }
+
+  // Every accessor, in range and one past it.
+  static void ReadMetadata(const weft_run_metadata* m) {
+    for (int32_t i = 0; i <= weft_run_metadata_num_nodes(m); ++i) {
+      const char* name = weft_run_metadata_node_name(m, i);
+      (void)weft_run_metadata_node_device(m, i);
+      (void)weft_run_metadata_node_reason(m, i);
+      if (name != nullptr) (void)weft_run_metadata_device_of(m, name);
+    }
+    for (int32_t i = 0; i <= weft_run_metadata_num_transfers(m); ++i) {
+      const char *value, *src, *dst;
+      int32_t wire;
+      uint64_t bytes;
+      Check(weft_run_metadata_transfer(m, i, &value, &src, &dst, &wire, &bytes),
+            "weft_run_metadata_transfer");
+    }
+    for (int32_t i = 0; i <= weft_run_metadata_num_merged(m); ++i) {
+      const char *removed, *kept;
+      Check(weft_run_metadata_merged(m, i, &removed, &kept),
+            "weft_run_metadata_merged");
+    }
+    for (int32_t i = 0; i <= weft_run_metadata_num_devices(m); ++i) {
+      (void)weft_run_metadata_device_name(m, i);
+      (void)weft_run_metadata_peak_bytes(m, i);
+    }
   }
 
   void Run(weft_session* session) {
@@ -605,12 +681,25 @@ struct Program {
     if (st == nullptr) ++stats.runs_ok;
     if (metadata != nullptr) {
       (void)weft_run_metadata_to_string(metadata);
+      ReadMetadata(metadata);
       for (int32_t i = 0; st == nullptr && i < weft_run_metadata_num_nodes(metadata); ++i)
         ++stats.ran[weft_run_metadata_node_op(metadata, i)];
     }
     Check(st, "weft_session_run");
     weft_run_metadata_destroy(metadata);
-    for (weft_tensor* t : got) weft_tensor_destroy(t);
+    for (weft_tensor* t : got) {
+      // A fetched value must be whole: its size agrees with its dims.
+      if (t != nullptr) {
+        int64_t n = 1;
+        for (int32_t i = 0; i < weft_tensor_rank(t); ++i) n *= weft_tensor_dim(t, i);
+        if (weft_tensor_byte_size(t) !=
+            static_cast<size_t>(n) * weft_dtype_size(weft_tensor_dtype(t))) {
+          std::fprintf(stderr, "fetched tensor's byte size disagrees with its dims\n");
+          std::abort();
+        }
+      }
+      weft_tensor_destroy(t);
+    }
     for (weft_tensor* t : values) weft_tensor_destroy(t);
   }
 
