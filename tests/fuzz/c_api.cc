@@ -551,8 +551,10 @@ struct Program {
     weft_output o = AnyOutput();
     int64_t dims[4];
     int32_t rank = 0;
-    Check(weft_output_shape(o, dims, fdp.ConsumeIntegralInRange<int32_t>(0, 4),
-                            &rank),
+    // NULL and negative room too: a NULL array must be refused, not written.
+    Check(weft_output_shape(o, fdp.ConsumeBool() ? dims : nullptr,
+                            fdp.ConsumeIntegralInRange<int32_t>(-1, 4),
+                            fdp.ConsumeBool() ? &rank : nullptr),
           "weft_output_shape");
     (void)weft_output_dtype(o);
     if (o.node != nullptr) {
