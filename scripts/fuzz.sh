@@ -1,39 +1,56 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets in tests/fuzz/ with clang's libFuzzer, AddressSanitizer
 # and UndefinedBehaviorSanitizer, and runs each for WEFT_FUZZ_SECONDS
-# (default 60) from a corpus in build-fuzz/corpus/<target> that grows from
-# run to run.  Any crash, sanitizer report or leak stops the run and leaves
-# the input in build-fuzz/.  Not part of the test suite: it needs clang and
-# minutes of CPU.
+# (default 60), or for WEFT_FUZZ_RUNS inputs if that comes first, from a
+# corpus in build-fuzz/corpus/<target> that grows from run to run.  Any
+# crash, sanitizer report or leak stops the run and leaves the input in
+# build-fuzz/.  Not part of the test suite: it needs clang and minutes of
+# CPU.
 #
 #   ./scripts/fuzz.sh                 every target
 #   ./scripts/fuzz.sh checkpoint_reader
 #   ./scripts/fuzz.sh plugin_loader
+#   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 
 out=build-fuzz
 seconds=${WEFT_FUZZ_SECONDS:-60}
+runs=${WEFT_FUZZ_RUNS:-}  # stop after this many inputs instead, if sooner
+# More libFuzzer flags, for instance "-fork=1 -ignore_crashes=1" to go on
+# past a known finding (crashes are still written to build-fuzz/).
+read -r -a extra <<< "${WEFT_FUZZ_ARGS:-}"
 cxx=${CXX_FUZZ:-clang++-14}
 cc=${CC_FUZZ:-clang-14}
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 mkdir -p "$out"
 
-# The reader needs tensor and status code from the runtime, which a
-# shared libweft hides: the runtime's sources are compiled in, once, into
-# an instrumented static archive.
+# The reader and the C API target need the runtime's internals, which a
+# shared libweft hides: the runtime's sources are compiled into an
+# instrumented static archive.  An object is rebuilt when its source or any
+# runtime header is newer, so a fix is fuzzed without a stale archive.  Its
+# UB must stop the fuzzer too (-fno-sanitize-recover), not scroll past.
 build_runtime_archive() {
-  [ -f "$out/libweft_fuzz.a" ] && return 0
-  local objs=() src obj
+  local objs=() src obj stale=0
+  local newest_header
+  newest_header=$(find runtime abi -name '*.h' -printf '%T@ %p\n' |
+                  sort -n | tail -1 | cut -d' ' -f2)
   mkdir -p "$out/obj"
   for src in $(find runtime -name '*.cc' | sort); do
     obj=$out/obj/$(echo "$src" | tr / _).o
-    "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
-      -Iruntime -Iabi -c "$src" -o "$obj"
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
+       [ "$newest_header" -nt "$obj" ]; then
+      "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+        -fno-sanitize-recover=all -Iruntime -Iabi -c "$src" -o "$obj"
+      stale=1
+    fi
     objs+=("$obj")
   done
-  ar rcs "$out/libweft_fuzz.a" "${objs[@]}"
+  if [ "$stale" = 1 ] || [ ! -f "$out/libweft_fuzz.a" ]; then
+    rm -f "$out/libweft_fuzz.a"
+    ar rcs "$out/libweft_fuzz.a" "${objs[@]}"
+  fi
 }
 
 build_checkpoint_reader() {
@@ -56,6 +73,18 @@ build_plugin_loader() {
     -o "$out/plugin_loader"
 }
 
+# The C API target links the instrumented runtime and loads the CPU plugin
+# of the normal build (uninstrumented: Eigen and oneDNN under the sanitizers
+# would take hours to build), so it needs build/ configured.
+plugin_dir=$PWD/build/plugins/cpu
+build_c_api() {
+  build_runtime_archive
+  [ -d build ] || meson setup build
+  ninja -C build plugins/cpu/weft-cpu.so
+  "$cxx" -std=c++17 "${flags[@]}" -Iabi tests/fuzz/c_api.cc \
+    "$out/libweft_fuzz.a" -ldl -pthread -o "$out/c_api"
+}
+
 # A valid checkpoint and valid IDX files start the corpora, so the fuzzer
 # begins past the headers.
 seed_corpus() {
@@ -66,16 +95,19 @@ seed_corpus() {
       python3 tests/fuzz/make_seeds.py checkpoint "$dir" ;;
     idx_reader)
       python3 tests/fuzz/make_seeds.py idx "$dir" ;;
+    c_api)
+      python3 tests/fuzz/make_seeds.py c_api "$dir" ;;
   esac
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader plugin_loader)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader plugin_loader c_api)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"
   seed_corpus "$target"
   weft_log "fuzzing $target for ${seconds}s"
-  (cd "$out" && "./$target" -max_total_time="$seconds" -print_final_stats=1 \
-     "corpus/$target")
+  (cd "$out" && WEFT_PLUGIN_PATH=$plugin_dir "./$target" \
+     -max_total_time="$seconds" ${runs:+-runs=$runs} -print_final_stats=1 \
+     ${extra[@]+"${extra[@]}"} "corpus/$target")
 done

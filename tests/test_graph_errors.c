@@ -293,6 +293,22 @@ Test(graph_errors, inspecting_bad_outputs) {
   cr_expect_null(weft_graph_node_by_name(graph, "no_node_has_this_name"));
 }
 
+/* Found by the C API fuzzer: NULL dims with room claimed for them were
+ * written through.  NULL with capacity 0 asks for the rank alone. */
+Test(graph_errors, output_shape_with_null_or_negative_room) {
+  int32_t rank = 99;
+  WT_EXPECT_ERROR(weft_output_shape(f23, NULL, 4, &rank),
+                  WEFT_INVALID_ARGUMENT, "dims", "NULL");
+  WT_EXPECT_ERROR(weft_output_shape(f23, NULL, -1, &rank),
+                  WEFT_INVALID_ARGUMENT, "capacity", "-1");
+  rank = 99;
+  WT_EXPECT_CODE(weft_output_shape(f23, NULL, 0, &rank), WEFT_OUT_OF_RANGE);
+  cr_expect_eq(rank, 2);
+  weft_output missing = {f23.node, 3};
+  WT_EXPECT_ERROR(weft_output_shape(missing, NULL, 0, &rank),
+                  WEFT_INVALID_ARGUMENT, "quill_f23", "3");
+}
+
 /* ---- run-time errors ----------------------------------------------------- */
 
 struct run_fixture {

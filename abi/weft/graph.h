@@ -168,9 +168,11 @@ WEFT_API int32_t weft_node_num_outputs(const weft_node* node);
 /* The dtype of an output; WEFT_DTYPE_INVALID when it does not exist. */
 WEFT_API weft_dtype weft_output_dtype(weft_output output);
 /* The inferred shape of an output.  Writes up to `capacity` dims (-1 where
- * unknown) and the rank (-1 when unknown) to *out_rank.  Errors:
- * INVALID_ARGUMENT for a bad output, OUT_OF_RANGE when capacity is below the
- * rank (*out_rank is still set). */
+ * unknown) and the rank (-1 when unknown) to *out_rank (which may be NULL).
+ * `dims` may be NULL when capacity is 0, to ask for the rank alone.  Errors:
+ * INVALID_ARGUMENT for a bad output, a negative capacity or NULL dims with a
+ * positive capacity; OUT_OF_RANGE when capacity is below the rank
+ * (*out_rank is still set). */
 WEFT_API WEFT_MUST_USE weft_status* weft_output_shape(weft_output output,
                                                       int64_t* dims,
                                                       int32_t capacity,

@@ -325,8 +325,19 @@ weft_dtype weft_output_dtype(weft_output o) {
 
 weft_status* weft_output_shape(weft_output o, int64_t* dims, int32_t capacity,
                                int32_t* out_rank) {
-  if (weft_output_dtype(o) == WEFT_DTYPE_INVALID)
-    return Error(WEFT_INVALID_ARGUMENT, "no such output");
+  if (weft_output_dtype(o) == WEFT_DTYPE_INVALID) {
+    if (o.node == nullptr)
+      return Error(WEFT_INVALID_ARGUMENT, "the output names no node (NULL)");
+    return Errorf(WEFT_INVALID_ARGUMENT, "node '%s' has no output %d",
+                  o.node->name.c_str(), o.index);
+  }
+  // Refused before anything is written, so that NULL with a capacity of 0
+  // stays a way to ask for the rank alone.
+  if (capacity < 0)
+    return Errorf(WEFT_INVALID_ARGUMENT, "capacity %d is negative", capacity);
+  if (dims == nullptr && capacity > 0)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "dims is NULL with capacity %d", capacity);
   const weft::ShapeInfo& s = o.node->output_shapes[o.index];
   if (out_rank) *out_rank = s.rank;
   if (s.rank > capacity)

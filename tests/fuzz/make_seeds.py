@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes seed inputs for the fuzz targets (scripts/fuzz.sh): valid files,
 so the fuzzer starts past the headers.  Usage: make_seeds.py KIND DIR, KIND
-being `checkpoint` (runtime/checkpoint/FORMAT.md, version 1) or `idx`."""
+being `checkpoint` (runtime/checkpoint/FORMAT.md, version 1), `idx` or
+`c_api`."""
 
 import gzip
 import os
+import random
 import struct
 import sys
 
@@ -52,6 +54,14 @@ def main() -> None:
         ])
         seeds["empty_tensor"] = checkpoint([("e", 1, [0, 5], b"")])
         seeds["no_records"] = checkpoint([])
+    elif kind == "c_api":
+        # The target reads its input as a program through libFuzzer's
+        # FuzzedDataProvider, for which any bytes are a valid program: seeds
+        # of a few lengths, from a fixed generator so that runs repeat.
+        rng = random.Random(10)
+        for length in (64, 256, 1024, 4096):
+            seeds[f"random_{length}"] = bytes(
+                rng.randrange(256) for _ in range(length))
     else:
         header = struct.pack(">BBBBIII", 0, 0, 8, 3, 2, 2, 2)
         images = header + bytes([0, 64, 128, 255, 1, 2, 3, 4])
