@@ -83,7 +83,10 @@ static weft_status* device_properties(weft_plugin_device* device,
 static weft_status* memory_allocate(weft_plugin_device* device, uint64_t bytes,
                                     void** out_handle) {
   (void)device;
-  *out_handle = is_mode("null_alloc") ? NULL : aligned_alloc(64, bytes);
+  *out_handle = NULL;
+  if (is_mode("null_alloc")) return NULL;
+  if (posix_memalign(out_handle, 64, bytes) != 0)
+    return host->status_create(WEFT_RESOURCE_EXHAUSTED, "out of memory");
   return NULL;
 }
 
