@@ -64,6 +64,13 @@ Test(tensor, empty_tensors) {
   cr_expect_eq(weft_tensor_element_count(t), 0);
   cr_expect_eq(weft_tensor_byte_size(t), 0);
   weft_tensor_destroy(t);
+  /* ...but the other dims' product must still fit in int64, since kernels
+   * take partial products of dims (sizes outside and inside an axis). */
+  t = NULL;
+  WT_EXPECT_ERROR(
+      weft_tensor_create(WEFT_FLOAT64, WT_SHAPE(INT64_MAX, 3, 0), &t),
+      WEFT_INVALID_ARGUMENT, "too large");
+  cr_expect_null(t);
 
   WT_OK(weft_tensor_create_copy(WEFT_INT32, WT_SHAPE(3, 0), NULL, 0, &t));
   cr_expect_eq(weft_tensor_element_count(t), 0);

@@ -47,6 +47,12 @@ weft_status* WithOpenRegistrar(weft_kernel_registrar* r, const char* what,
   });
 }
 
+// Bounds on a kernel definition's lists: far above any real kernel (a
+// dtype list needs at most one entry per dtype), low enough that a
+// plugin's garbage count is refused instead of read.
+constexpr int32_t kMaxDtypesPerConstraint = 256;
+constexpr int32_t kMaxTypeConstraints = 16;
+
 weft_status* HostRegisterKernel(weft_kernel_registrar* r,
                                 const weft_kernel_def* def) {
   return WithOpenRegistrar(r, "register_kernel", [&](KernelRegistrarImpl& impl)
@@ -66,7 +72,8 @@ weft_status* HostRegisterKernel(weft_kernel_registrar* r,
     if (def->dtype_attr != nullptr &&
         !ReadPluginString(def->dtype_attr, &k.dtype_attr))
       return fail("kernel for " + k.op + " has an unterminated dtype_attr");
-    if (def->num_dtypes < 0 || (def->num_dtypes > 0 && def->dtypes == nullptr))
+    if (def->num_dtypes < 0 || def->num_dtypes > kMaxDtypesPerConstraint ||
+        (def->num_dtypes > 0 && def->dtypes == nullptr))
       return fail("kernel for " + k.op + " has a bad dtype list");
     if (OpRegistry::Global().Find(k.op) == nullptr) {
       HostLog(WEFT_LOG_WARNING,
@@ -78,18 +85,20 @@ weft_status* HostRegisterKernel(weft_kernel_registrar* r,
     if (def->struct_size >= offsetof(weft_kernel_def, num_type_constraints) +
                                 sizeof def->num_type_constraints) {
       const int32_t n = def->num_type_constraints;
-      if (n < 0 || (n > 0 && def->type_constraints == nullptr))
-        return fail(std::string("kernel for ") + def->op +
-                    " has a bad type constraint list");
+      if (n < 0 || n > kMaxTypeConstraints ||
+          (n > 0 && def->type_constraints == nullptr))
+        return fail("kernel for " + k.op + " has a bad type constraint list");
       for (int32_t i = 0; i < n; ++i) {
         const weft_kernel_type_constraint& c = def->type_constraints[i];
-        if (c.attr == nullptr || c.attr[0] == '\0' || c.num_dtypes < 0 ||
+        std::string attr;
+        if (!ReadPluginString(c.attr, &attr) || attr.empty() ||
+            c.num_dtypes < 0 || c.num_dtypes > kMaxDtypesPerConstraint ||
             (c.num_dtypes > 0 && c.dtypes == nullptr))
-          return fail(std::string("kernel for ") + def->op +
-                      ": type constraint " + std::to_string(i) +
+          return fail("kernel for " + k.op + ": type constraint " +
+                      std::to_string(i) +
                       " lacks an attribute name or has a bad dtype list");
         k.type_constraints.push_back(
-            TypeConstraint{c.attr, {c.dtypes, c.dtypes + c.num_dtypes}});
+            TypeConstraint{attr, {c.dtypes, c.dtypes + c.num_dtypes}});
       }
     }
     k.priority = def->priority;

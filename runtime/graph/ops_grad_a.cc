@@ -7,6 +7,7 @@
 // The output's static shape is `like`'s.
 #include "base/status.h"
 #include "graph/op_registry.h"
+#include "graph/shape_checks.h"
 
 namespace weft {
 namespace {
@@ -59,9 +60,9 @@ weft_status* InferReshapeLike(InferenceContext& c) {
   const ShapeInfo& x = c.input_shapes[0];
   const ShapeInfo& like = c.input_shapes[1];
   if (x.fully_known() && like.fully_known()) {
-    int64_t a = 1, b = 1;
-    for (int64_t d : x.dims) a *= d;
-    for (int64_t d : like.dims) b *= d;
+    int64_t a = 0, b = 0;
+    WEFT_RETURN_IF_ERROR(CheckedCount(c, x.dims, "x", &a));
+    WEFT_RETURN_IF_ERROR(CheckedCount(c, like.dims, "like", &b));
     if (a != b)
       return c.Fail("x %s and like %s have different element counts",
                     x.ToString().c_str(), like.ToString().c_str());

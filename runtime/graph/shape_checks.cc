@@ -19,18 +19,30 @@ std::string ListString(const std::vector<int64_t>& v) {
 weft_status* CheckedCount(const InferenceContext& c,
                           const std::vector<int64_t>& dims, const char* what,
                           int64_t* out) {
-  for (int64_t d : dims)
-    if (d == 0) {
-      *out = 0;
-      return nullptr;
-    }
+  // The product of the non-zero dims must fit even when a 0 dim empties
+  // the shape: kernels and shape functions take partial products (outer
+  // and inner sizes around an axis), and [2^63 - 1, 3, 0] would overflow
+  // there though it holds nothing.
+  bool empty = false;
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) continue;
-    if (!CheckedMul(n, d, &n) || n > kMaxStaticElements)
-      return c.Fail("%s %s has more than 2^48 elements, the most a static "
-                    "shape may hold", what, ListString(dims).c_str());
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (!CheckedMul(n, d, &n))
+      return c.Fail("%s %s: the product of its dimensions overflows int64, "
+                    "far past the 2^48 elements a static shape may hold",
+                    what, ListString(dims).c_str());
   }
+  if (empty) {
+    *out = 0;
+    return nullptr;
+  }
+  if (n > kMaxStaticElements)
+    return c.Fail("%s %s has more than 2^48 elements, the most a static "
+                  "shape may hold", what, ListString(dims).c_str());
   *out = n;
   return nullptr;
 }

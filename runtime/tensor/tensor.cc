@@ -82,6 +82,9 @@ weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
                   "rank %d is outside [0, %d]", rank, WEFT_MAX_RANK);
   if (rank > 0 && dims == nullptr)
     return Error(WEFT_INVALID_ARGUMENT, "dims is NULL for a non-scalar");
+  // The product of the non-zero dims must fit in int64 even when a 0 dim
+  // empties the tensor: kernels take partial products of dims (the sizes
+  // outside and inside an axis), and [2^63 - 1, 3, 0] would overflow there.
   uint64_t count = 1;
   bool empty = false;
   for (int32_t i = 0; i < rank; ++i) {
@@ -89,19 +92,18 @@ weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "dimension %d of %s is negative", i,
                     ShapeString(dims, rank).c_str());
-    if (dims[i] == 0) empty = true;
-  }
-  if (!empty) {
-    for (int32_t i = 0; i < rank; ++i) {
-      uint64_t d = static_cast<uint64_t>(dims[i]);
-      if (count > std::numeric_limits<uint64_t>::max() / d)
-        return Errorf(WEFT_INVALID_ARGUMENT, "shape %s is too large",
-                      ShapeString(dims, rank).c_str());
-      count *= d;
+    if (dims[i] == 0) {
+      empty = true;
+      continue;
     }
-  } else {
-    count = 0;
+    uint64_t d = static_cast<uint64_t>(dims[i]);
+    if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) /
+                    d)
+      return Errorf(WEFT_INVALID_ARGUMENT, "shape %s is too large",
+                    ShapeString(dims, rank).c_str());
+    count *= d;
   }
+  if (empty) count = 0;
   if (count > (std::numeric_limits<size_t>::max() >> 1) / elem ||
       count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return Errorf(WEFT_INVALID_ARGUMENT, "shape %s is too large",
