@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -63,6 +65,12 @@ static void temp_dir(char* out, size_t n) {
   cr_assert_not_null(mkdtemp(out));
 }
 
+static void expect_checkpoint(const char* dir, const char* name) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  cr_expect_eq(access(path, R_OK), 0, "no checkpoint at %s", path);
+}
+
 Test(train_main, softmax_reaches_80_percent_in_two_epochs, .timeout = 600) {
   need_data();
   char dir[64], args[512];
@@ -73,9 +81,7 @@ Test(train_main, softmax_reaches_80_percent_in_two_epochs, .timeout = 600) {
   cr_assert_eq(weft(args), 0, "%s", output);
   double acc = accuracy_of(output);
   cr_expect_geq(acc, 80.0, "softmax: %.2f%%\n%s", acc, output);
-  char path[128];
-  snprintf(path, sizeof path, "%s/softmax.ckpt", dir);
-  cr_expect_eq(access(path, R_OK), 0, "no checkpoint at %s", path);
+  expect_checkpoint(dir, "softmax.ckpt");
 }
 
 Test(train_main, mlp_reaches_85_percent_in_two_epochs, .timeout = 900) {
@@ -110,13 +116,167 @@ Test(train_main, resume_continues_exactly, .timeout = 600) {
   snprintf(args, sizeof args, "%s --epochs 2 --checkpoint %s/b.ckpt --resume "
            "--loss-log %s", common, dir, resumed);
   cr_assert_eq(weft(args), 0, "%s", output);
-  cr_expect_not_null(strstr(output, "resumed from"), "%s", output);
+  cr_expect_not_null(strstr(output, "resuming from"), "%s", output);
   char* a = slurp(straight);
   char* b = slurp(resumed);
   cr_expect_gt(strlen(a), 1000);
   cr_expect_str_eq(a, b, "the losses after the resume differ");
   free(a);
   free(b);
+}
+
+/* ---- Interrupted runs ------------------------------------------------------ */
+
+/* Runs `weft ARGS` with its output on a pipe, as `weft train ... | tee log`
+ * would, and sends `signal_number` as soon as a progress line for step 100
+ * arrives: that line arriving at all while the run goes on shows progress
+ * is flushed line by line.  Returns the exit status (128 + the signal for a
+ * process the signal killed); the output is in `output`. */
+static int weft_interrupted(const char* args, int signal_number) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "exec %s %s 2>&1", WEFT_TEST_WEFT_TOOL, args);
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/bin/sh", "sh", "-c", cmd, (char*)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE* from = fdopen(fds[0], "r");
+  cr_assert_not_null(from);
+  size_t used = 0;
+  int signalled = 0;
+  char line[4096];
+  while (fgets(line, sizeof line, from) != NULL) {
+    size_t n = strlen(line);
+    if (used + n < sizeof output) {
+      memcpy(output + used, line, n);
+      used += n;
+    }
+    if (!signalled && strstr(line, " step 100/") != NULL) {
+      kill(pid, signal_number);
+      signalled = 1;
+    }
+  }
+  output[used] = '\0';
+  fclose(from);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(signalled, "no progress line for step 100 arrived while the run "
+            "went on (is progress flushed when piped?):\n%s", output);
+  return WIFEXITED(status) ? WEXITSTATUS(status)
+                           : 128 + WTERMSIG(status);
+}
+
+/* The number after `label` in `output`, which must be there. */
+static long long number_after(const char* label) {
+  const char* at = strstr(output, label);
+  cr_assert_not_null(at, "no '%s' in:\n%s", label, output);
+  return strtoll(at + strlen(label), NULL, 10);
+}
+
+static long long line_count(const char* text) {
+  long long lines = 0;
+  for (; *text; ++text) lines += *text == '\n';
+  return lines;
+}
+
+/* Ctrl-C mid-run: the step in flight finishes, the checkpoint is saved,
+ * the tool says which step it holds and exits 130; --resume says it
+ * continues from that step and then gives, bit for bit, the losses of a
+ * run that was never interrupted (one thread on the CPU). */
+Test(train_main, sigint_saves_and_resume_continues_exactly, .timeout = 600) {
+  need_data();
+  char dir[64], args[1024], straight[128], interrupted[128];
+  temp_dir(dir, sizeof dir);
+  snprintf(straight, sizeof straight, "%s/straight.log", dir);
+  snprintf(interrupted, sizeof interrupted, "%s/interrupted.log", dir);
+  /* Ten epochs: thousands of steps after the signal is sent, so the run
+   * cannot finish before it arrives even on a slow machine. */
+  const char* common = "train fashion-mnist --model softmax --device CPU "
+                       "--threads 1 --seed 3 --epochs 10";
+  snprintf(args, sizeof args, "%s --checkpoint %s/a.ckpt --loss-log %s",
+           common, dir, straight);
+  cr_assert_eq(weft(args), 0, "%s", output);
+
+  snprintf(args, sizeof args, "%s --checkpoint %s/b.ckpt --loss-log %s",
+           common, dir, interrupted);
+  int status = weft_interrupted(args, SIGINT);
+  cr_assert_eq(status, 130, "exit status %d:\n%s", status, output);
+  long long saved = number_after("interrupted by SIGINT after step ");
+  cr_expect_not_null(strstr(output, "b.ckpt"), "%s", output);
+  cr_assert_geq(saved, 100, "%s", output);
+  cr_assert_lt(saved, 6000, "%s", output);
+  /* The log holds exactly the steps the checkpoint holds. */
+  char* log = slurp(interrupted);
+  cr_expect_eq(line_count(log), saved, "%s", output);
+  free(log);
+
+  snprintf(args, sizeof args, "%s --checkpoint %s/b.ckpt --resume "
+           "--loss-log %s", common, dir, interrupted);
+  cr_assert_eq(weft(args), 0, "%s", output);
+  cr_expect_eq(number_after("resuming from "), 0, "%s", output);
+  char expected[128];
+  snprintf(expected, sizeof expected, "b.ckpt: step %lld of 6000", saved);
+  cr_expect_not_null(strstr(output, expected), "no '%s' in:\n%s", expected,
+                     output);
+  char* a = slurp(straight);
+  char* b = slurp(interrupted);
+  cr_expect_eq(line_count(a), 6000);
+  cr_expect_str_eq(a, b, "the losses after the interruption differ");
+  free(a);
+  free(b);
+}
+
+Test(train_main, sigterm_saves_and_exits_143, .timeout = 600) {
+  need_data();
+  char dir[64], args[1024];
+  temp_dir(dir, sizeof dir);
+  snprintf(args, sizeof args, "train fashion-mnist --model softmax "
+           "--device CPU --epochs 10 --checkpoint %s/c.ckpt", dir);
+  cr_assert_eq(weft_interrupted(args, SIGTERM), 143, "%s", output);
+  cr_expect_geq(number_after("interrupted by SIGTERM after step "), 100);
+  expect_checkpoint(dir, "c.ckpt");
+}
+
+/* --resume refuses, naming the file, what it cannot continue: no file, a
+ * file of another model or batch size, a run already finished. */
+Test(train_main, resume_refuses_what_it_cannot_continue, .timeout = 600) {
+  need_data();
+  char dir[64], args[1024];
+  temp_dir(dir, sizeof dir);
+  snprintf(args, sizeof args, "train fashion-mnist --resume --checkpoint "
+           "%s/none.ckpt", dir);
+  cr_expect_eq(weft(args), 1, "%s", output);
+  cr_expect_not_null(strstr(output, "no checkpoint at"), "%s", output);
+  cr_expect_not_null(strstr(output, "none.ckpt"), "%s", output);
+
+  snprintf(args, sizeof args, "train fashion-mnist --epochs 1 --device CPU "
+           "--checkpoint %s/done.ckpt", dir);
+  cr_assert_eq(weft(args), 0, "%s", output);
+  static const struct {
+    const char* flags;
+    const char* says;
+  } cases[] = {
+      {"--epochs 1", "nothing to resume"},
+      {"--epochs 2 --batch 50", "--batch 100"},
+      {"--epochs 2 --seed 9", "--seed 1"},
+      {"--epochs 2 --model mlp", "softmax/weights"},
+      {"--epochs 2 --optimizer adam", "--optimizer sgd"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    snprintf(args, sizeof args, "train fashion-mnist --device CPU --resume "
+             "--checkpoint %s/done.ckpt %s", dir, cases[i].flags);
+    cr_expect_eq(weft(args), 1, "%s: %s", cases[i].flags, output);
+    cr_expect_not_null(strstr(output, cases[i].says), "%s: no '%s' in:\n%s",
+                       cases[i].flags, cases[i].says, output);
+    cr_expect_not_null(strstr(output, "done.ckpt"), "%s", output);
+  }
 }
 
 /* ---- Bad data ------------------------------------------------------------ */

@@ -17,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,16 @@ typedef struct model {
   weft_node* step_inc;
   weft_node* init;
   weft_output step;
+  /* What a resume must agree with (run_config below), saved with the
+   * weights as the non-trainable variable "train/config". */
+  weft_output config;
 } model;
+
+/* The settings a checkpoint's step count only makes sense with: the model
+ * and optimizer decide which variables exist, the batch size and seed which
+ * examples each step saw. */
+enum { CONFIG_MODEL, CONFIG_OPTIMIZER, CONFIG_BATCH, CONFIG_SEED,
+       CONFIG_SIZE };
 
 /* ---- Small helpers -------------------------------------------------------- */
 
@@ -81,6 +91,21 @@ static double now_seconds(void) {
 }
 
 /* ---- The model -------------------------------------------------------------- */
+
+static const char* optimizer_name(const train_args* a) {
+  if (a->optimizer) return a->optimizer;
+  return strcmp(a->model, "mlp") == 0 ? "adam" : "sgd";
+}
+
+static void run_config(const train_args* a, int64_t config[CONFIG_SIZE]) {
+  const char* optimizer = optimizer_name(a);
+  config[CONFIG_MODEL] = strcmp(a->model, "mlp") == 0;
+  config[CONFIG_OPTIMIZER] = strcmp(optimizer, "adam") == 0       ? 2
+                             : strcmp(optimizer, "momentum") == 0 ? 1
+                                                                  : 0;
+  config[CONFIG_BATCH] = a->batch;
+  config[CONFIG_SEED] = (int64_t)a->seed;
+}
 
 /* A float32 variable of `rows` x `cols` (cols 0: a vector), Glorot-uniform
  * from `seed` when `scale` is set, else zeros. */
@@ -153,7 +178,7 @@ static int build_model(const train_args* a, model* m) {
    * Adam for the MLP: after two epochs plain SGD leaves it at 83-85% over
    * seeds (learning rates 0.1-0.3), momentum at 84.9-85.7%, Adam at
    * 85.4-86.4% (seeds 1-5, this machine). */
-  const char* optimizer = a->optimizer ? a->optimizer : mlp ? "adam" : "sgd";
+  const char* optimizer = optimizer_name(a);
   int kind = strcmp(optimizer, "adam") == 0       ? WEFT_OPTIMIZER_ADAM
              : strcmp(optimizer, "momentum") == 0 ? WEFT_OPTIMIZER_MOMENTUM
                                                   : WEFT_OPTIMIZER_GRADIENT_DESCENT;
@@ -173,7 +198,23 @@ static int build_model(const train_args* a, model* m) {
   weft_output zero_out, one_out, inc = {NULL, 0};
   int64_t one_v = 1;
   weft_tensor* one = NULL;
-  if (!check(weft_tensor_create(WEFT_INT64, NULL, 0, &zero), "step") ||
+  int64_t config_v[CONFIG_SIZE];
+  run_config(a, config_v);
+  const int64_t config_dims[1] = {CONFIG_SIZE};
+  weft_tensor* config = NULL;
+  weft_output config_out;
+  if (!check(weft_tensor_create_copy(WEFT_INT64, config_dims, 1, config_v,
+                                     sizeof config_v, &config), "config"))
+    return 0;
+  int config_ok =
+      check(weft_graph_constant(g, "train/config/value", config,
+                                &config_out), "config") &&
+      check(weft_graph_variable(g, "train/config", config_out, &m->config,
+                                NULL), "config") &&
+      check(weft_variable_set_trainable(g, m->config.node, 0), "config");
+  weft_tensor_destroy(config);
+  if (!config_ok ||
+      !check(weft_tensor_create(WEFT_INT64, NULL, 0, &zero), "step") ||
       !check(weft_tensor_create_copy(WEFT_INT64, NULL, 0, &one_v,
                                      sizeof one_v, &one), "step"))
     return 0;
@@ -277,6 +318,108 @@ static double accuracy(weft_session* s, const model* m, const idx_dataset* d,
   return n ? (double)right / (double)n : 0;
 }
 
+/* ---- Interruption -------------------------------------------------------------- */
+
+/* SIGINT or SIGTERM asks the training loop to stop after the step in
+ * flight; the loop then saves a checkpoint and exits 128 + the signal, the
+ * shell's convention.  SA_RESETHAND: a second signal kills the process at
+ * once, and the save (temporary file, then rename) leaves the previous
+ * checkpoint intact if that happens mid-write. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_stop_signal(int signal_number) { stop_signal = signal_number; }
+
+static void catch_stop_signals(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, NULL);
+  sigaction(SIGTERM, &action, NULL);
+}
+
+/* ---- Resuming -------------------------------------------------------------------- */
+
+static const char* const model_names[] = {"softmax", "mlp"};
+static const char* const optimizer_names[] = {"sgd", "momentum", "adam"};
+
+static const char* config_name(const char* const* names, size_t count,
+                               int64_t value) {
+  return value >= 0 && (uint64_t)value < count ? names[value] : "unknown";
+}
+
+/* Restores the checkpoint into `s` and checks that it belongs to this run:
+ * written by weft train with the same model, optimizer, batch size and
+ * seed, and not already at the end.  Prints what is resumed; returns 0 with
+ * a message naming the file when it refuses. */
+static int resume(const train_args* a, const model* m, weft_session* s,
+                  int64_t total) {
+  const char* path = a->checkpoint;
+  if (access(path, F_OK) != 0) {
+    fprintf(stderr, "weft train: --resume: no checkpoint at %s (%s); "
+            "train without --resume first, or name the file with "
+            "--checkpoint\n", path, strerror(errno));
+    return 0;
+  }
+  char what[4200];
+  snprintf(what, sizeof what, "--resume: restoring %s", path);
+  if (!check(weft_checkpoint_restore(s, path, NULL, 0), what)) return 0;
+  /* A file that does not hold the configuration leaves it uninitialized,
+   * and reading it fails. */
+  weft_output fetches[2] = {m->config, m->step};
+  weft_tensor* values[2] = {NULL, NULL};
+  weft_status* st =
+      weft_session_run(s, NULL, NULL, 0, fetches, 2, NULL, 0, values);
+  if (st != NULL) {
+    fprintf(stderr, "weft train: --resume: %s is not a checkpoint of weft "
+            "train fashion-mnist with this model (%s); start without "
+            "--resume or pick another --checkpoint\n", path,
+            weft_status_message(st));
+    weft_status_destroy(st);
+    return 0;
+  }
+  int64_t want[CONFIG_SIZE];
+  run_config(a, want);
+  const int64_t* have = weft_tensor_data(values[0]);
+  int64_t step = *(const int64_t*)weft_tensor_data(values[1]);
+  int ok = 1;
+  if (have[CONFIG_MODEL] != want[CONFIG_MODEL] ||
+      have[CONFIG_OPTIMIZER] != want[CONFIG_OPTIMIZER]) {
+    fprintf(stderr, "weft train: --resume: %s was written by --model %s "
+            "--optimizer %s, not --model %s --optimizer %s\n", path,
+            config_name(model_names, 2, have[CONFIG_MODEL]),
+            config_name(optimizer_names, 3, have[CONFIG_OPTIMIZER]),
+            a->model, optimizer_name(a));
+    ok = 0;
+  } else if (have[CONFIG_BATCH] != want[CONFIG_BATCH] ||
+             have[CONFIG_SEED] != want[CONFIG_SEED]) {
+    /* Its step count numbers batches of that size in that order. */
+    fprintf(stderr, "weft train: --resume: %s was written with --batch "
+            "%lld --seed %lld; resume with the same (not --batch %lld "
+            "--seed %lld)\n", path, (long long)have[CONFIG_BATCH],
+            (long long)have[CONFIG_SEED], (long long)want[CONFIG_BATCH],
+            (long long)want[CONFIG_SEED]);
+    ok = 0;
+  } else if (step < 0 || step >= total) {
+    fprintf(stderr, "weft train: --resume: %s is at step %lld, %s of the "
+            "%lld steps of %lld epoch%s: nothing to resume (pass a larger "
+            "--epochs to train further)\n", path, (long long)step,
+            step < 0 ? "outside" : "the end", (long long)total,
+            (long long)a->epochs, a->epochs == 1 ? "" : "s");
+    ok = 0;
+  } else {
+    int64_t per_epoch = total / a->epochs;
+    printf("resuming from %s: step %lld of %lld (epoch %lld/%lld, step "
+           "%lld of the epoch)\n", path, (long long)step, (long long)total,
+           (long long)(step / per_epoch + 1), (long long)a->epochs,
+           (long long)(step % per_epoch));
+  }
+  weft_tensor_destroy(values[0]);
+  weft_tensor_destroy(values[1]);
+  return ok;
+}
+
 static int run_training(const train_args* a, model* m,
                         const idx_dataset* train, const idx_dataset* test) {
   weft_session_options o;
@@ -299,11 +442,15 @@ static int run_training(const train_args* a, model* m,
     fprintf(stderr, "weft train: out of memory\n");
     goto done;
   }
+  const int64_t per_epoch = n / a->batch;
+  const int64_t total = per_epoch * a->epochs;
+  if (per_epoch == 0) {
+    fprintf(stderr, "weft train: --batch %lld is larger than the %lld "
+            "training images\n", (long long)a->batch, (long long)n);
+    goto done;
+  }
   if (a->resume) {
-    if (!check(weft_checkpoint_restore(s, a->checkpoint, NULL, 0),
-               "resuming"))
-      goto done;
-    printf("resumed from %s\n", a->checkpoint);
+    if (!resume(a, m, s, total)) goto done;
   } else if (!check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->init, 1,
                                      NULL), "initializing")) {
     goto done;
@@ -325,8 +472,6 @@ static int run_training(const train_args* a, model* m,
     fprintf(stderr, "weft train: %s: %s\n", a->loss_log, strerror(errno));
     goto done;
   }
-  const int64_t per_epoch = n / a->batch;
-  const int64_t total = per_epoch * a->epochs;
   const int tty = isatty(STDOUT_FILENO);
   int64_t epoch = -1;
   double t0 = now_seconds(), last_report = t0;
@@ -334,7 +479,8 @@ static int run_training(const train_args* a, model* m,
   weft_output feeds[2] = {m->x, m->labels};
   weft_tensor* values[2] = {xt, lt};
   weft_node* targets[2] = {m->train, m->step_inc};
-  for (; step < total; ++step) {
+  catch_stop_signals();
+  for (; step < total && !stop_signal; ++step) {
     if (step / per_epoch != epoch) {
       epoch = step / per_epoch;
       epoch_order(a->seed, epoch, order, n);
@@ -368,6 +514,21 @@ static int run_training(const train_args* a, model* m,
     }
   }
   if (tty) printf("\n");
+  if (stop_signal) {
+    /* `step` steps are done; the variables hold their result. */
+    int signal_number = stop_signal;
+    if (!check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+               "saving the checkpoint after the interruption"))
+      goto done;
+    printf("interrupted by %s after step %lld of %lld (epoch %lld/%lld): "
+           "saved %s; continue with --resume\n",
+           signal_number == SIGINT ? "SIGINT" : "SIGTERM", (long long)step,
+           (long long)total,
+           (long long)(step > 0 ? (step - 1) / per_epoch + 1 : 1),
+           (long long)a->epochs, a->checkpoint);
+    rc = 128 + signal_number;
+    goto done;
+  }
   int ok = 1;
   double acc = accuracy(s, m, test, &ok);
   if (!ok) goto done;
@@ -491,6 +652,9 @@ static int parse_args(int argc, char** argv, train_args* a) {
 int weft_command_train(int argc, char** argv) {
   train_args a;
   if (!parse_args(argc, argv, &a)) return 2;
+  /* Progress must reach a pipe or a log as it happens, not when a 4 KiB
+   * buffer fills (or never, if the run is killed). */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   char err[4200];
   idx_dataset train, test;
   if (idx_read_dataset(a.data_dir, "train", CLASSES, &train, err,

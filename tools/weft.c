@@ -33,7 +33,7 @@ static const command commands[] = {
     {"version", "library, user-API and plugin-interface versions", "",
      command_version},
     {"devices", "plugins found, refused ones and why, devices and properties",
-     "[PLUGIN_FILE...]", command_devices},
+     "[--json] [PLUGIN_FILE...]", command_devices},
     {"ops", "every op: inputs, outputs, attributes, kernels per plugin",
      "[OP...]", command_ops},
     {"place", "where a model's nodes go on these devices, and why",
@@ -83,6 +83,21 @@ static int is_help_flag(const char* arg) {
   return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
+static const command* find_command(const char* name) {
+  for (size_t i = 0; i < command_count; ++i)
+    if (strcmp(name, commands[i].name) == 0) return &commands[i];
+  return NULL;
+}
+
+/* An option the command does not know is a usage error (exit 2), never an
+ * operand: `weft devices --jsn` must not try to load a plugin file named
+ * "--jsn". */
+static int unknown_option(const char* command_name, const char* arg) {
+  fprintf(stderr, "weft %s: unknown option '%s'\n\n", command_name, arg);
+  print_command_usage(stderr, find_command(command_name));
+  return EXIT_USAGE;
+}
+
 /* Reports a failed call and releases its status; returns 1 so callers can
  * `return report(...)`. */
 static int report(const char* what, weft_status* status) {
@@ -102,6 +117,7 @@ static void print_packed_version(uint32_t packed) {
 
 static int command_version(int argc, char** argv) {
   if (argc > 1) {
+    if (argv[1][0] == '-') return unknown_option(argv[0], argv[1]);
     fprintf(stderr, "weft version: unexpected argument '%s'\n", argv[1]);
     return EXIT_USAGE;
   }
@@ -129,6 +145,60 @@ static int command_version(int argc, char** argv) {
 
 /* ---- weft devices -------------------------------------------------------- */
 
+/* `weft devices` prints either text for people or, with --json, one JSON
+ * document for scripts; both come from the same walk over plugins,
+ * refusals and devices, through this small printer. */
+typedef struct printer {
+  int json;
+  int fields; /* fields printed so far in the current JSON object */
+} printer;
+
+static void print_json_string(const char* text) {
+  putchar('"');
+  for (const unsigned char* c = (const unsigned char*)(text ? text : "");
+       *c; ++c) {
+    if (*c == '"' || *c == '\\') {
+      printf("\\%c", *c);
+    } else if (*c < 0x20) {
+      /* Control characters must be escaped; bytes >= 0x80 pass through, as
+       * the UTF-8 they are meant to be. */
+      printf("\\u%04x", *c);
+    } else {
+      putchar(*c);
+    }
+  }
+  putchar('"');
+}
+
+static void json_key(printer* p, const char* key) {
+  printf("%s", p->fields++ ? ", " : "");
+  print_json_string(key);
+  printf(": ");
+}
+
+static void json_text(printer* p, const char* key, const char* value) {
+  json_key(p, key);
+  print_json_string(value);
+}
+
+static void json_number(printer* p, const char* key, double value) {
+  json_key(p, key);
+  printf("%.17g", value);
+}
+
+static void json_begin_object(printer* p, int index) {
+  printf("%s\n    {", index ? "," : "");
+  p->fields = 0;
+}
+
+static void json_version(printer* p, const char* key, uint32_t packed) {
+  char text[32];
+  snprintf(text, sizeof text, "%u.%u",
+           (unsigned)WEFT_VERSION_MAJOR_OF(packed),
+           (unsigned)WEFT_VERSION_MINOR_OF(packed));
+  json_text(p, key, text);
+}
+
 static void print_bytes(uint64_t bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = (double)bytes;
@@ -144,15 +214,31 @@ static const char* or_dash(const char* text) {
   return text != NULL && text[0] != '\0' ? text : "-";
 }
 
-static int print_plugins(void) {
+static int print_plugins(printer* p) {
   int32_t count = weft_plugin_count();
-  printf("plugins (%d):\n", count);
+  if (p->json) {
+    printf("  \"plugins\": [");
+  } else {
+    printf("plugins (%d):\n", count);
+  }
   for (int32_t i = 0; i < count; ++i) {
     weft_plugin_description plugin;
     memset(&plugin, 0, sizeof plugin);
     plugin.struct_size = sizeof plugin;
     weft_status* status = weft_plugin_describe(i, &plugin);
     if (status != NULL) return report("describing a plugin", status);
+    if (p->json) {
+      json_begin_object(p, i);
+      json_text(p, "name", plugin.name);
+      json_text(p, "version", plugin.version);
+      json_text(p, "path", plugin.path);
+      json_version(p, "interface_version", plugin.interface_version);
+      json_text(p, "device_type", plugin.device_type);
+      json_number(p, "device_count", plugin.device_count);
+      json_text(p, "no_device_reason", plugin.no_device_reason);
+      printf("}");
+      continue;
+    }
     printf("  %s %s, interface ", or_dash(plugin.name),
            or_dash(plugin.version));
     print_packed_version(plugin.interface_version);
@@ -164,32 +250,64 @@ static int print_plugins(void) {
     }
     printf("\n    %s\n", or_dash(plugin.path));
   }
+  if (p->json) printf("%s],\n", count ? "\n  " : "");
   return 0;
 }
 
-static int print_refusals(void) {
+static int print_refusals(printer* p) {
   int32_t count = weft_plugin_refusal_count();
-  if (count == 0) return 0;
-  printf("refused (%d):\n", count);
+  if (p->json) {
+    printf("  \"refused\": [");
+  } else if (count > 0) {
+    printf("refused (%d):\n", count);
+  }
   for (int32_t i = 0; i < count; ++i) {
     const char* path = NULL;
     const char* reason = NULL;
     weft_status* status = weft_plugin_refusal(i, &path, &reason);
     if (status != NULL) return report("reading a refusal", status);
-    printf("  %s\n    %s\n", or_dash(path), or_dash(reason));
+    if (p->json) {
+      json_begin_object(p, i);
+      json_text(p, "path", path);
+      json_text(p, "reason", reason);
+      printf("}");
+    } else {
+      printf("  %s\n    %s\n", or_dash(path), or_dash(reason));
+    }
   }
+  if (p->json) printf("%s],\n", count ? "\n  " : "");
   return 0;
 }
 
-static int print_devices(void) {
+static int print_devices(printer* p) {
   int32_t count = weft_device_count();
-  printf("devices (%d):\n", count);
+  if (p->json) {
+    printf("  \"devices\": [");
+  } else {
+    printf("devices (%d):\n", count);
+  }
   for (int32_t i = 0; i < count; ++i) {
     weft_device_description device;
     memset(&device, 0, sizeof device);
     device.struct_size = sizeof device;
     weft_status* status = weft_device_describe(i, &device);
     if (status != NULL) return report("describing a device", status);
+    if (p->json) {
+      /* Unknown memory and compute are 0 here, as in the C API. */
+      json_begin_object(p, i);
+      json_text(p, "name", device.name);
+      json_text(p, "type", device.type);
+      json_number(p, "index", device.index);
+      json_text(p, "description", device.description);
+      json_text(p, "vendor", device.vendor);
+      json_text(p, "plugin", device.plugin);
+      json_number(p, "memory_bytes", (double)device.memory_bytes);
+      json_number(p, "compute_gflops", device.compute_gflops);
+      json_key(p, "host_memory");
+      printf("%s}", (device.flags & WEFT_DEVICE_HOST_MEMORY) ? "true"
+                                                             : "false");
+      continue;
+    }
     printf("  %s\n", or_dash(device.name));
     printf("    type:        %s (index %d)\n", or_dash(device.type),
            device.index);
@@ -211,18 +329,57 @@ static int print_devices(void) {
     printf("\n    host memory: %s\n",
            (device.flags & WEFT_DEVICE_HOST_MEMORY) ? "yes" : "no");
   }
+  if (p->json) printf("%s]\n", count ? "\n  " : "");
   return 0;
 }
 
+/* The directories in WEFT_PLUGIN_PATH, then the installation's plugin
+ * directory, which the runtime looks for beside libweft's own file (so a
+ * moved installation finds its own plugins) before the configured one. */
+static void print_search_path(printer* p) {
+  const char* env = getenv("WEFT_PLUGIN_PATH");
+  if (env == NULL) env = "";
+  if (!p->json) {
+    printf("search path: %s%sweft/plugins beside libweft, else %s\n\n", env,
+           env[0] ? ", then " : "", WEFT_INSTALLED_PLUGIN_DIR);
+    return;
+  }
+  printf("  \"search_path\": [");
+  int first = 1;
+  for (const char* dir = env; *dir;) {
+    size_t length = strcspn(dir, ":");
+    if (length > 0) {
+      char entry[4096];
+      snprintf(entry, sizeof entry, "%.*s", (int)length, dir);
+      printf("%s", first ? "" : ", ");
+      print_json_string(entry);
+      first = 0;
+    }
+    dir += length + (dir[length] == ':');
+  }
+  printf("],\n  \"configured_plugin_dir\": ");
+  print_json_string(WEFT_INSTALLED_PLUGIN_DIR);
+  printf(",\n");
+}
+
 static int command_devices(int argc, char** argv) {
-  int failed = 0;
+  printer p = {0, 0};
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--json") == 0) {
+      p.json = 1;
+    } else if (argv[i][0] == '-') {
+      return unknown_option(argv[0], argv[i]);
+    }
+  }
   weft_status* status = weft_plugins_discover();
   if (status != NULL) return report("discovering plugins", status);
 
   /* Explicit files are for plugin authors trying a build that is not on the
    * search path; a file that fails to load is shown among the refusals too,
    * but the exit status must still say it failed. */
+  int failed = 0;
   for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;
     status = weft_plugin_load(argv[i]);
     if (status != NULL) {
       char what[512];
@@ -231,16 +388,13 @@ static int command_devices(int argc, char** argv) {
     }
   }
 
-  const char* search_path = getenv("WEFT_PLUGIN_PATH");
-  printf("search path: %s%s%s\n\n",
-         search_path != NULL && search_path[0] != '\0' ? search_path : "",
-         search_path != NULL && search_path[0] != '\0' ? ", then " : "",
-         WEFT_INSTALLED_PLUGIN_DIR);
-
-  if (print_plugins() != 0) return 1;
-  if (print_refusals() != 0) return 1;
-  printf("\n");
-  if (print_devices() != 0) return 1;
+  if (p.json) printf("{\n");
+  print_search_path(&p);
+  if (print_plugins(&p) != 0) return 1;
+  if (print_refusals(&p) != 0) return 1;
+  if (!p.json) printf("\n");
+  if (print_devices(&p) != 0) return 1;
+  if (p.json) printf("}\n");
   return failed;
 }
 
@@ -310,6 +464,8 @@ static int command_ops(int argc, char** argv) {
     }
     return 0;
   }
+  for (int a = 1; a < argc; ++a)
+    if (argv[a][0] == '-') return unknown_option(argv[0], argv[a]);
   int status = 0;
   for (int a = 1; a < argc; ++a) {
     int32_t found = -1;
@@ -340,18 +496,18 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
-  for (size_t i = 0; i < command_count; ++i) {
-    if (strcmp(name, commands[i].name) != 0) continue;
+  const command* cmd = find_command(name);
+  if (cmd != NULL) {
     /* Each command sees its own name as argv[0], like a program of its own. */
     int command_argc = argc - 1;
     char** command_argv = argv + 1;
     for (int a = 1; a < command_argc; ++a) {
       if (is_help_flag(command_argv[a])) {
-        print_command_usage(stdout, &commands[i]);
+        print_command_usage(stdout, cmd);
         return 0;
       }
     }
-    return commands[i].run(command_argc, command_argv);
+    return cmd->run(command_argc, command_argv);
   }
   fprintf(stderr, "weft: unknown command '%s'\n\n", name);
   print_usage(stderr);

@@ -22,6 +22,10 @@
 #ifndef WEFT_PLUGIN_DIR
 #define WEFT_PLUGIN_DIR ""
 #endif
+// The plugin directory relative to the library's own (libdir).
+#ifndef WEFT_PLUGIN_SUBDIR
+#define WEFT_PLUGIN_SUBDIR ""
+#endif
 
 namespace weft {
 namespace {
@@ -63,6 +67,28 @@ const char* MissingRequiredSlot(const weft_plugin_api& a) {
   return nullptr;
 }
 
+// The plugin directory of the installation this libweft belongs to:
+// WEFT_PLUGIN_SUBDIR beside the library file itself when that exists, so an
+// installation that was moved, unpacked elsewhere or installed with DESTDIR
+// finds its own plugins (and never those of another installation at the
+// configured prefix); otherwise the configured WEFT_PLUGIN_DIR, which is
+// where a libweft run from its build tree looks.
+std::string InstalledPluginDir() {
+  Dl_info self;
+  if (*WEFT_PLUGIN_SUBDIR &&
+      dladdr(reinterpret_cast<void*>(&InstalledPluginDir), &self) != 0 &&
+      self.dli_fname != nullptr) {
+    std::string library = self.dli_fname;
+    size_t slash = library.rfind('/');
+    if (slash != std::string::npos) {
+      std::string dir = library.substr(0, slash + 1) + WEFT_PLUGIN_SUBDIR;
+      struct stat st;
+      if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return dir;
+    }
+  }
+  return WEFT_PLUGIN_DIR;
+}
+
 std::vector<std::string> SearchPath() {
   std::vector<std::string> dirs;
   if (const char* env = getenv("WEFT_PLUGIN_PATH")) {
@@ -75,7 +101,8 @@ std::vector<std::string> SearchPath() {
       start = end + 1;
     }
   }
-  if (*WEFT_PLUGIN_DIR) dirs.push_back(WEFT_PLUGIN_DIR);
+  std::string installed = InstalledPluginDir();
+  if (!installed.empty()) dirs.push_back(installed);
   return dirs;
 }
 
