@@ -323,6 +323,17 @@ Test(ops_linalg, matmul_every_dtype_and_transpose) {
                   WT_DIMS(sizes[s][1], sizes[s][2]), 2, 100 + s);
 }
 
+/* OMP_THREAD_LIMIT caps OpenMP's parallel regions below the session's
+ * intra_op_threads (3 here).  oneDNN splits a product for the thread count
+ * it is created with; given fewer threads when it runs, it left part of the
+ * output unwritten.  OpenMP reads the variable when the CPU plugin (and so
+ * libgomp) is loaded, which happens in this test's own process, after the
+ * setenv. */
+Test(ops_linalg, matmul_under_an_openmp_thread_limit) {
+  setenv("OMP_THREAD_LIMIT", "1", 1);
+  check_product("MatMul", WT_DIMS(96, 200), 2, WT_DIMS(200, 80), 2, 29);
+}
+
 Test(ops_linalg, matmul_empty) {
   static const weft_dtype types[] = {WEFT_FLOAT32, WEFT_INT64, WEFT_BFLOAT16};
   const double b[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};

@@ -48,24 +48,43 @@ inline const dnnl::engine& OnednnEngine() {
 
 namespace onednn_detail {
 
-using SetThreadsFn = void (*)(int);
-
-// The plugin links oneDNN but not OpenMP, so omp_set_num_threads comes from
-// the OpenMP runtime oneDNN itself loaded (RTLD_NOLOAD: never load one of
-// our own).  NULL when none is found; oneDNN then uses all cores.
-inline SetThreadsFn FindOmpSetNumThreads() {
-  static const SetThreadsFn fn = []() -> SetThreadsFn {
-    for (const char* lib : {"libgomp.so.1", "libiomp5.so", "libomp.so.5"}) {
-      if (void* handle = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD)) {
-        void* sym = dlsym(handle, "omp_set_num_threads");
-        // The library stays loaded by oneDNN's reference; ours is dropped.
-        dlclose(handle);
-        if (sym != nullptr) return reinterpret_cast<SetThreadsFn>(sym);
-      }
+// The plugin links oneDNN but not OpenMP, so the OpenMP functions come from
+// the runtime oneDNN itself loaded (RTLD_NOLOAD: never load one of our own).
+// NULL when none is found; oneDNN then uses all cores.
+inline void* FindOmpSymbol(const char* name) {
+  for (const char* lib : {"libgomp.so.1", "libiomp5.so", "libomp.so.5"}) {
+    if (void* handle = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD)) {
+      void* sym = dlsym(handle, name);
+      // The library stays loaded by oneDNN's reference; ours is dropped.
+      dlclose(handle);
+      if (sym != nullptr) return sym;
     }
-    return nullptr;
-  }();
+  }
+  return nullptr;
+}
+
+using SetIntFn = void (*)(int);
+using GetIntFn = int (*)();
+
+inline SetIntFn OmpSetNumThreads() {
+  static const auto fn =
+      reinterpret_cast<SetIntFn>(FindOmpSymbol("omp_set_num_threads"));
   return fn;
+}
+inline SetIntFn OmpSetDynamic() {
+  static const auto fn =
+      reinterpret_cast<SetIntFn>(FindOmpSymbol("omp_set_dynamic"));
+  return fn;
+}
+
+// OMP_THREAD_LIMIT caps every parallel region, whatever
+// omp_set_num_threads asked for; 0 when unknown (no limit).
+inline int OmpThreadLimit() {
+  static const int limit = [] {
+    auto get = reinterpret_cast<GetIntFn>(FindOmpSymbol("omp_get_thread_limit"));
+    return get != nullptr ? get() : 0;
+  }();
+  return limit;
 }
 
 }  // namespace onednn_detail
@@ -77,7 +96,16 @@ inline int OnednnThreads(int threads) {
   (void)threads;
   return 1;
 #else
-  return threads < 1 ? 1 : threads;
+  // A primitive splits its work for the thread count it is created with,
+  // and a parallel region that then gets fewer threads leaves the missing
+  // threads' share of the output unwritten (a silent wrong answer seen with
+  // OMP_THREAD_LIMIT=1).  So never ask for more than OpenMP will deliver.
+  if (threads < 1) threads = 1;
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+  int limit = onednn_detail::OmpThreadLimit();
+  if (limit > 0 && threads > limit) threads = limit;
+#endif
+  return threads;
 #endif
 }
 
@@ -90,8 +118,12 @@ inline dnnl::stream& OnednnPrepareThread(int threads) {
   // Only a change costs a call into OpenMP.
   static thread_local int current = 0;
   if (current != threads) {
-    if (onednn_detail::SetThreadsFn set = onednn_detail::FindOmpSetNumThreads())
+    if (onednn_detail::SetIntFn set = onednn_detail::OmpSetNumThreads())
       set(threads);
+    // Dynamic adjustment (OMP_DYNAMIC=true) could also hand a region fewer
+    // threads than the primitive was split for.
+    if (onednn_detail::SetIntFn dynamic = onednn_detail::OmpSetDynamic())
+      dynamic(0);
     current = threads;
   }
 #endif
