@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -75,8 +76,20 @@ void Register(weft_kernel_registrar* registrar) {
   int32_t dtypes[4];
   for (int32_t& d : dtypes) d = in->ConsumeIntegral<int32_t>();
   weft_kernel_def def{};
-  static const size_t sizes[] = {0, sizeof def - 1, sizeof def};
-  def.struct_size = sizes[in->ConsumeIntegralInRange(0, 2)];
+  // 0, short of 1.0, exactly 1.1 (before type_constraints), 1.2.
+  static const size_t sizes[] = {
+      0, offsetof(weft_kernel_def, kernel_arg),
+      offsetof(weft_kernel_def, type_constraints), sizeof def};
+  def.struct_size = sizes[in->ConsumeIntegralInRange(0, 3)];
+  // Interface 1.2: constraints on further type attributes.
+  weft_kernel_type_constraint constraints[2];
+  for (weft_kernel_type_constraint& c : constraints) {
+    c.attr = String("DstT");
+    c.num_dtypes = in->ConsumeIntegralInRange(-1, 4);
+    c.dtypes = in->ConsumeBool() ? dtypes : nullptr;
+  }
+  def.num_type_constraints = in->ConsumeIntegralInRange(-1, 2);
+  def.type_constraints = in->ConsumeBool() ? constraints : nullptr;
   def.op = op;
   def.dtype_attr = String("T");
   def.num_dtypes = in->ConsumeIntegralInRange(-2, 4);
@@ -203,8 +216,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       weft::BufferRef ref;
       weft_status_destroy(d->Allocate(64, &ref));
     }
+    // A node's type attributes, as kernel selection sees them.
+    weft::AttrMap attrs;
+    for (const char* name : {"T", "DstT"}) {
+      weft::AttrValue v;
+      v.type = weft::AttrType::kDtype;
+      v.i = in->ConsumeIntegralInRange<int32_t>(-1, 20);
+      attrs.emplace_back(name, v);
+    }
     for (const char* op : {"Relu", "MatMul", "Add"})
-      registry.FindKernel(op, "FUZZ", WEFT_FLOAT32);
+      registry.FindKernel(op, "FUZZ", attrs);
     MaybeRegisterLate();
   }
   strings.clear();
