@@ -29,7 +29,7 @@ struct Window2D {
 };
 
 // The largest dilated window extent, stride or dilation: the runtime's
-// documented limit (runtime/graph/shape_checks.h), checked again here for
+// documented limit (runtime/ops/shape_checks.h), checked again here for
 // windows whose size only the filter fed at run time tells.
 constexpr int64_t kMaxWindowExtent = INT32_MAX;
 

@@ -1,8 +1,8 @@
-// Gradient kernels (the ops of runtime/graph/ops_grad_a.cc and
-// ops_grad_b.cc): ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad,
+// Gradient kernels (the ops of runtime/ops/gradient_helpers_elementwise_array.cc and
+// runtime/ops/gradient_helpers_reduce_nn.cc): ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad,
 // SumGrad, MeanGrad, SliceGrad, PadGrad and GatherGrad; SumToShapeOf lives
-// with the reductions.  Semantics follow the CPU plugin's grad_a.cc and
-// grad_b.cc; the OpenCL C is in sources_grad.cc.
+// with the reductions.  Semantics follow the CPU plugin's gradient_helpers_elementwise_array.cc and
+// gradient_helpers_reduce_nn.cc; the OpenCL C is in sources_grad.cc.
 #include <cstdint>
 #include <cstdio>
 

@@ -17,7 +17,7 @@
 #include <cstring>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 #ifndef WEFT_PLUGIN_DIR
 #define WEFT_PLUGIN_DIR ""

@@ -4,7 +4,7 @@
 // that have gradients of their own (Conv2DBackpropInput/Filter,
 // AvgPoolGrad).
 //
-// Convolution and pooling go through dedicated ops (ops_grad_b.cc); the
+// Convolution and pooling go through dedicated ops (runtime/ops/gradient_helpers_reduce_nn.cc); the
 // rest are compositions of existing ops.  Per-channel parameters receive
 // their gradient summed back to their shape (GradBuilder::SumTo).
 #include "grad/grad_builder.h"

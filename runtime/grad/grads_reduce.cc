@@ -3,7 +3,7 @@
 // Each spreads the gradient of the reduced value back over the elements it
 // came from.  That needs the input's shape at run time (a batch dim may be
 // unknown when the graph is built), so the spreading is done by the ops
-// SumGrad, MeanGrad and ProdGrad (ops_grad_b.cc), which take the forward
+// SumGrad, MeanGrad and ProdGrad (runtime/ops/gradient_helpers_reduce_nn.cc), which take the forward
 // input for its shape and the forward op's `axes` and `keep_dims`.
 //
 // Max and Min: every element equal to the result shares the gradient

@@ -2,7 +2,7 @@
 // boolean results (comparisons, logical ops, shapes, indices), random
 // draws, and StopGradient, whose purpose this is.
 #include "grad/registry.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 

@@ -1,7 +1,7 @@
 #include "graph/graph.h"
 
 #include "base/status.h"
-#include "graph/shape_checks.h"
+#include "ops/shape_checks.h"
 
 namespace weft {
 namespace {

@@ -10,7 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 #include "weft/graph.h"
 
 namespace weft {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
-#include "graph/shape_checks.h"
+#include "ops/registry.h"
+#include "ops/shape_checks.h"
 #include "weft/tensor.h"
 
 namespace weft {
@@ -151,7 +151,7 @@ OpDef Base(const char* name, std::vector<std::string> inputs,
 
 }  // namespace
 
-// Defined in ops_random.cc: the random ops read their `shape` the same way.
+// Defined in random.cc: the random ops read their `shape` the same way.
 weft_status* FullyKnownShapeAttr(const InferenceContext& c, const char* attr,
                                  ShapeInfo* out);
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 namespace {

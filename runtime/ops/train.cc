@@ -4,7 +4,7 @@
 // which the executor publishes as the variables' values (ExecKind::kUpdate),
 // so kernels are pure functions of [current values..., data inputs...].
 #include "base/status.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 namespace {

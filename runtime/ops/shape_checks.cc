@@ -1,6 +1,6 @@
 // Limits of static shapes and windows, and the checks that keep shape
 // arithmetic inside them.
-#include "graph/shape_checks.h"
+#include "ops/shape_checks.h"
 
 #include <string>
 

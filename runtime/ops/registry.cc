@@ -1,4 +1,4 @@
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 #include <cstdarg>
 #include <cstdio>

@@ -6,8 +6,8 @@
 // (runtime/ops/CONVENTIONS.md), so the value itself stands for its shape.
 // The output's static shape is `like`'s.
 #include "base/status.h"
-#include "graph/op_registry.h"
-#include "graph/shape_checks.h"
+#include "ops/registry.h"
+#include "ops/shape_checks.h"
 
 namespace weft {
 namespace {

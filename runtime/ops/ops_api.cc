@@ -7,7 +7,7 @@
 #include "base/sized_struct.h"
 #include "base/status.h"
 #include "device/registry.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 #include "weft/ops.h"
 
 namespace weft {

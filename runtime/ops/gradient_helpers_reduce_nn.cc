@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
-#include "graph/shape_checks.h"
+#include "ops/registry.h"
+#include "ops/shape_checks.h"
 
 namespace weft {
 namespace {

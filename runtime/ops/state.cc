@@ -1,7 +1,7 @@
 // Ops the runtime executes itself: sources of values (Const, Placeholder),
 // state (Variable, Assign, AssignAdd) and NoOp.
 #include "base/status.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 namespace {

@@ -1,4 +1,4 @@
-// CPU kernels of the ops in runtime/graph/ops_grad_a.cc.
+// CPU kernels of the ops in runtime/ops/gradient_helpers_elementwise_array.cc.
 #include <cstring>
 
 #include "array_copy.h"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 

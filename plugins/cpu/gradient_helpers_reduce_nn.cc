@@ -1,4 +1,4 @@
-// CPU kernels of the ops in runtime/graph/ops_grad_b.cc: the reduction
+// CPU kernels of the ops in runtime/ops/gradient_helpers_reduce_nn.cc: the reduction
 // gradients (SumGrad, MeanGrad, ProdGrad), the convolution gradients
 // (Conv2DBackpropInput, Conv2DBackpropFilter) and the pooling gradients
 // (MaxPoolGrad, AvgPoolGrad), float32 and float64.

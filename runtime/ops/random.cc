@@ -9,14 +9,14 @@
 #include <string>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
-#include "graph/shape_checks.h"
+#include "ops/registry.h"
+#include "ops/shape_checks.h"
 #include "weft/tensor.h"
 
 namespace weft {
 
 // Reads an int-list attribute that must hold a fully known shape: the
-// random ops' `shape`, and Fill's (declared again in ops_array.cc).
+// random ops' `shape`, and Fill's (declared again in array.cc).
 weft_status* FullyKnownShapeAttr(const InferenceContext& c, const char* attr,
                                  ShapeInfo* out) {
   const std::vector<int64_t>& dims = c.attr(attr)->ints;

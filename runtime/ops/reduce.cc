@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "graph/op_registry.h"
+#include "ops/registry.h"
 
 namespace weft {
 namespace {
