@@ -137,7 +137,7 @@ OpDef SameShapeOp(const char* name, std::vector<std::string> inputs,
 
 }  // namespace
 
-void RegisterGradOpsA(OpRegistry* r) {
+void RegisterElementwiseArrayGradientOps(OpRegistry* r) {
   OpDef sum = LikeOp("SumToShapeOf", {"x", "like"}, kFloatTypes,
                      "x summed to like's run-time shape (the gradient of "
                      "broadcasting and of Tile): dims align from the right, "

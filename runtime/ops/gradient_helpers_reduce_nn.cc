@@ -214,7 +214,7 @@ std::vector<AttrDef> PoolAttrs() {
 
 }  // namespace
 
-void RegisterGradOpsB(OpRegistry* r) {
+void RegisterReduceNnGradientOps(OpRegistry* r) {
   r->Add(ReductionGrad("SumGrad",
                        "grad of Sum(x, axes, keep_dims) spread over x's "
                        "shape: each element gets its reduction's gradient."));

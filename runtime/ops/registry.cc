@@ -123,8 +123,8 @@ const OpRegistry& OpRegistry::Global() {
     RegisterLinalgOps(r);
     RegisterNnOps(r);
     RegisterTrainOps(r);
-    RegisterGradOpsA(r);
-    RegisterGradOpsB(r);
+    RegisterElementwiseArrayGradientOps(r);
+    RegisterReduceNnGradientOps(r);
     return r;
   }();
   return *registry;

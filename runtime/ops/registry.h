@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/attr.h"
+#include "ops/runtime_op.h"
 #include "weft/status.h"
 
 namespace weft {
@@ -60,6 +61,9 @@ enum class ExecKind {
   // Output 0 is input 0, unchanged, on its device (StopGradient): the
   // runtime runs it, no kernel needed.
   kForward,
+  // Run by OpDef::runtime on the host thread, with per-run state and the
+  // device's copy functions (runtime/ops/runtime_op.h): stacks, TensorArrays.
+  kRuntime,
   // Plan-only kinds, made by partitioning; no op has them.
   kSend,  // hands a value to another device (narrowing it when lossy)
   kRecv,  // receives it there (widening it back when lossy)
@@ -91,6 +95,7 @@ struct OpDef {
   std::string type_attr;
   std::vector<weft_dtype> allowed_types;  // for type_attr; empty = any
   std::function<weft_status*(InferenceContext&)> infer;
+  RuntimeOpFn runtime = nullptr;  // exec == kRuntime
   std::string summary;
   // How `weft ops` names the outputs when num_outputs does not tell
   // (an attribute decides how many, as for Split): "num_split outputs".
@@ -109,7 +114,7 @@ class OpRegistry {
   std::vector<const OpDef*> ordered_;
 };
 
-// Registration, one function per family (ops_*.cc).
+// Registration, one function per family (runtime/ops/<family>.cc).
 void RegisterStateOps(OpRegistry* r);
 void RegisterElementwiseOps(OpRegistry* r);
 void RegisterArrayOps(OpRegistry* r);
@@ -119,8 +124,8 @@ void RegisterLinalgOps(OpRegistry* r);
 void RegisterNnOps(OpRegistry* r);
 void RegisterTrainOps(OpRegistry* r);  // optimizers (ApplyAdam, ...)
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
-void RegisterGradOpsA(OpRegistry* r);
-void RegisterGradOpsB(OpRegistry* r);
+void RegisterElementwiseArrayGradientOps(OpRegistry* r);
+void RegisterReduceNnGradientOps(OpRegistry* r);
 
 // Schemas shared by families: a unary op keeping shape and dtype, and a
 // binary op with NumPy broadcasting over inputs of one dtype.

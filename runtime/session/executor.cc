@@ -433,6 +433,10 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       return Send(p);
     case ExecKind::kRecv:
       return Recv(p);
+    case ExecKind::kRuntime:
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s' (%s): runtime ops are not executed yet",
+                    p.node->name.c_str(), p.node->op_type.c_str());
     case ExecKind::kNoOp:
     case ExecKind::kPlaceholder:
       return nullptr;

@@ -1,0 +1,28 @@
+#include "ops/runtime_op.h"
+
+namespace weft {
+
+weft_status* RunResources::GetOrCreate(
+    const std::string& key,
+    const std::function<weft_status*(std::unique_ptr<RunResource>*)>& make,
+    RunResource** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it != map_.end()) {
+    *out = it->second.get();
+    return nullptr;
+  }
+  std::unique_ptr<RunResource> made;
+  if (weft_status* st = make(&made)) return st;
+  *out = made.get();
+  map_.emplace(key, std::move(made));
+  return nullptr;
+}
+
+RunResource* RunResources::Find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  return it == map_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace weft

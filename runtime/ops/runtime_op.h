@@ -1,0 +1,101 @@
+// Runtime ops: ops the runtime executes itself, on the host thread that runs
+// the node, with per-run state and without a plugin kernel.  Stacks that save
+// forward values for loop gradients and TensorArrays are runtime ops: they
+// hold references to tensors (wherever those live) and move bytes with the
+// device's copy functions, so they work on every device without kernels.
+//
+// An op is a runtime op when its OpDef has exec == ExecKind::kRuntime and a
+// `runtime` function.  The executor calls it with a RuntimeOpContext.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "tensor/tensor_value.h"
+#include "weft/status.h"
+
+struct weft_node;
+
+namespace weft {
+
+struct Device;
+
+// State a runtime op keeps for the rest of one Session::Run (a stack's
+// elements, a TensorArray's slots).  Destroyed when the run ends, after the
+// run's device work has completed.
+class RunResource {
+ public:
+  virtual ~RunResource() = default;
+};
+
+// The run's resources, by key (a stack's or TensorArray's name plus, where
+// one exists per outer iteration, that iteration).  Thread-safe; resources
+// themselves lock what they share.
+class RunResources {
+ public:
+  // The resource at `key`, made by `make` on first use.  `make` may fail
+  // (return null with *status set); the failure is returned and nothing is
+  // stored.
+  weft_status* GetOrCreate(
+      const std::string& key,
+      const std::function<weft_status*(std::unique_ptr<RunResource>*)>& make,
+      RunResource** out);
+  // The resource at `key`, or null when none was made yet.
+  RunResource* Find(const std::string& key);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<RunResource>> map_;
+};
+
+// What a runtime op sees.  Implemented by the executor.
+class RuntimeOpContext {
+ public:
+  virtual ~RuntimeOpContext() = default;
+
+  virtual const weft_node* node() const = 0;
+  // The device the node is placed on: outputs the op makes live there.
+  virtual Device* device() const = 0;
+  virtual RunResources* resources() = 0;
+
+  // The iteration number of each frame enclosing the node, outermost first
+  // (empty in the root frame).  Iteration numbers start at 0 in each frame
+  // instance.
+  virtual int32_t frame_depth() const = 0;
+  virtual int64_t iteration(int32_t level) const = 0;
+  // "frame 'f' iteration 3, frame 'g' iteration 0", for messages.
+  virtual std::string FrameDescription() const = 0;
+
+  virtual int32_t num_inputs() const = 0;
+  // Input values where they are (possibly another device's memory: a
+  // runtime op reads only what it copies with the functions below).
+  virtual const TensorValue& input(int32_t i) const = 0;
+  virtual int32_t num_outputs() const = 0;
+  // Sets output `i` (a reference, no copy).
+  virtual void set_output(int32_t i, TensorValue value) = 0;
+
+  // A new value on device(), uninitialized.
+  virtual weft_status* Allocate(weft_dtype dtype, const Dims& dims,
+                                TensorValue* out) = 0;
+  // Copies `bytes` bytes from `src` (any device, or host memory) at byte
+  // offset `src_offset` into `dst` (on device()) at `dst_offset`, in order
+  // with the run's other work on device().
+  virtual weft_status* Copy(const TensorValue& src, uint64_t src_offset,
+                            TensorValue* dst, uint64_t dst_offset,
+                            uint64_t bytes) = 0;
+  // Reads `bytes` bytes of `src` (any device) into host memory, waiting for
+  // the work that produces it.
+  virtual weft_status* ReadToHost(const TensorValue& src, void* dst,
+                                  uint64_t bytes) = 0;
+  // A new value on device() holding `bytes` bytes copied from host memory.
+  virtual weft_status* FromHost(weft_dtype dtype, const Dims& dims,
+                                const void* data, TensorValue* out) = 0;
+};
+
+using RuntimeOpFn = weft_status* (*)(RuntimeOpContext* ctx);
+
+}  // namespace weft
