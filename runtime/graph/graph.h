@@ -26,6 +26,12 @@ struct weft_node {
   const weft::OpDef* def = nullptr;
   std::vector<weft_output> inputs;
   std::vector<weft_node*> control_inputs;
+  // Nodes that must run whenever this one runs, without ordering or data:
+  // pruning follows these edges, the executor does not.  A loop gradient's
+  // stack pops name the forward loop's pushes here (the pushes feed nothing
+  // else; the pops run after them because a frame's Exits fire only once
+  // the frame has finished).  Set before the node is added, never after.
+  std::vector<weft_node*> keep_alive;
   weft::AttrMap attrs;
   std::vector<weft_dtype> output_dtypes;
   std::vector<weft::ShapeInfo> output_shapes;
