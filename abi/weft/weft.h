@@ -2,6 +2,7 @@
 #ifndef WEFT_WEFT_H_
 #define WEFT_WEFT_H_
 
+#include "weft/control.h"
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/graph.h"

@@ -29,6 +29,7 @@ void EnsureLibrary() {
     RegisterNnGradients();
     RegisterLinalgGradients();
     RegisterStateGradients();
+    RegisterControlFlowGradients();
   });
 }
 

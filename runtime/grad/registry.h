@@ -50,6 +50,7 @@ void RegisterArrayGradients();
 void RegisterReduceGradients();
 void RegisterNnGradients();
 void RegisterLinalgGradients();
+void RegisterControlFlowGradients();  // cond; loops say they have none yet
 void RegisterStateGradients();  // state, random and other non-differentiable
 
 }  // namespace weft

@@ -101,13 +101,70 @@ weft_status* Graph::AddNode(std::unique_ptr<weft_node> n, weft_node** out) {
   }
   n->output_dtypes = std::move(c.output_dtypes);
   n->output_shapes = std::move(c.output_shapes);
+  weft_node* merge = nullptr;
+  if (def->exec == ExecKind::kNextIteration)
+    WEFT_RETURN_IF_ERROR(CheckBackEdge(*n, &merge));
   n->graph = this;
   n->id = static_cast<int32_t>(nodes_.size());
   weft_node* raw = n.get();
   nodes_.push_back(std::move(n));
   by_name_[raw->name] = raw;
+  if (merge != nullptr) back_edges_[merge].push_back(raw);
   if (out) *out = raw;
   return nullptr;
+}
+
+// A NextIteration's `merge` must name an existing Merge of the same dtype
+// whose output shape can hold the value (else the loop variable would change
+// shape between iterations: the Merge needs a shape invariant).
+weft_status* Graph::CheckBackEdge(const weft_node& n, weft_node** merge) {
+  const std::string& target = FindAttr(n.attrs, "merge")->s;
+  auto it = by_name_.find(target);
+  if (it == by_name_.end())
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s' (NextIteration): attr merge names '%s', which "
+                  "is not a node of this graph", n.name.c_str(),
+                  target.c_str());
+  weft_node* m = it->second;
+  if (m->def->exec != ExecKind::kMerge)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s' (NextIteration): attr merge names '%s', a %s, "
+                  "not a Merge", n.name.c_str(), target.c_str(),
+                  m->op_type.c_str());
+  if (m->output_dtypes[0] != n.output_dtypes[0])
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s' (NextIteration): value of dtype %s cannot feed "
+                  "Merge '%s' of dtype %s", n.name.c_str(),
+                  weft_dtype_name(n.output_dtypes[0]), target.c_str(),
+                  weft_dtype_name(m->output_dtypes[0]));
+  if (!ShapeFits(n.output_shapes[0], m->output_shapes[0]))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s' (NextIteration): value of shape %s does not fit "
+                  "Merge '%s' of shape %s; give the loop variable a shape "
+                  "invariant", n.name.c_str(),
+                  n.output_shapes[0].ToString().c_str(), target.c_str(),
+                  m->output_shapes[0].ToString().c_str());
+  *merge = m;
+  return nullptr;
+}
+
+std::vector<weft_node*> Graph::BackEdges(const weft_node* merge) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = back_edges_.find(merge);
+  return it == back_edges_.end() ? std::vector<weft_node*>{} : it->second;
+}
+
+void Graph::SetCondPredicate(const weft_node* merge, weft_output pred) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cond_predicates_[merge] = pred;
+}
+
+bool Graph::CondPredicate(const weft_node* merge, weft_output* pred) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cond_predicates_.find(merge);
+  if (it == cond_predicates_.end()) return false;
+  *pred = it->second;
+  return true;
 }
 
 weft_node* Graph::Find(const std::string& name) const {

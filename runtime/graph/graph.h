@@ -50,18 +50,30 @@ class Graph {
   weft_node* At(int32_t index) const;
   bool Owns(const weft_node* node) const { return node && node->graph == this; }
 
+  // The NextIteration nodes naming `merge` (its back edges), in creation
+  // order.
+  std::vector<weft_node*> BackEdges(const weft_node* merge) const;
+
+  // A Merge made by weft_cond: its predicate (input 0 is the then branch,
+  // input 1 the else branch), which the Merge's gradient switches on.
+  void SetCondPredicate(const weft_node* merge, weft_output pred);
+  bool CondPredicate(const weft_node* merge, weft_output* pred) const;
+
   // Whether weft_minimize() updates a Variable node (all are, until told).
   void SetTrainable(const weft_node* variable, bool trainable);
   bool IsTrainable(const weft_node* variable) const;
 
  private:
   std::string UniqueName(const std::string& base);
+  weft_status* CheckBackEdge(const weft_node& n, weft_node** merge);
 
   mutable std::mutex mu_;
   std::deque<std::unique_ptr<weft_node>> nodes_;
   std::unordered_map<std::string, weft_node*> by_name_;
   std::unordered_map<std::string, int> name_counters_;
   std::unordered_set<const weft_node*> not_trainable_;
+  std::unordered_map<const weft_node*, std::vector<weft_node*>> back_edges_;
+  std::unordered_map<const weft_node*, weft_output> cond_predicates_;
 };
 
 }  // namespace weft

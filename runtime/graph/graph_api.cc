@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "base/status.h"
+#include "control/context.h"
 #include "graph/graph.h"
 
 using weft::AttrType;
@@ -208,7 +209,14 @@ weft_status* weft_op_finish(weft_op_builder* b, weft_node** out_node) {
                   name.empty() ? "<unnamed>" : name.c_str(), op.c_str(),
                   b->error.c_str());
   return weft::Guard([&]() -> weft_status* {
-    return b->graph->AddNode(std::move(b->node), out_node);
+    weft::ControlContext* context = weft::ControlContext::Current(b->graph.get());
+    if (context != nullptr)
+      WEFT_RETURN_IF_ERROR(context->Prepare(b->node.get()));
+    weft_node* added = nullptr;
+    WEFT_RETURN_IF_ERROR(b->graph->AddNode(std::move(b->node), &added));
+    if (context != nullptr) weft::ControlContext::Added(b->graph.get(), added);
+    if (out_node) *out_node = added;
+    return nullptr;
   });
 }
 

@@ -123,6 +123,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterLinalgOps(r);
     RegisterNnOps(r);
     RegisterTrainOps(r);
+    RegisterControlFlowOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);
     return r;

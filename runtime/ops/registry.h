@@ -64,6 +64,14 @@ enum class ExecKind {
   // Run by OpDef::runtime on the host thread, with per-run state and the
   // device's copy functions (runtime/ops/runtime_op.h): stacks, TensorArrays.
   kRuntime,
+  // Control flow (runtime/ops/control_flow.cc): the executor moves values
+  // between frames and iterations and tracks deadness; no kernels.
+  kSwitch,
+  kMerge,
+  kEnter,
+  kExit,
+  kNextIteration,
+  kLoopCond,
   // Plan-only kinds, made by partitioning; no op has them.
   kSend,  // hands a value to another device (narrowing it when lossy)
   kRecv,  // receives it there (widening it back when lossy)
@@ -123,6 +131,7 @@ void RegisterReduceOps(OpRegistry* r);
 void RegisterLinalgOps(OpRegistry* r);
 void RegisterNnOps(OpRegistry* r);
 void RegisterTrainOps(OpRegistry* r);  // optimizers (ApplyAdam, ...)
+void RegisterControlFlowOps(OpRegistry* r);  // Switch, Merge, Enter, ...
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
 void RegisterElementwiseArrayGradientOps(OpRegistry* r);
 void RegisterReduceNnGradientOps(OpRegistry* r);
@@ -140,6 +149,18 @@ OpDef TypedOp(const char* name, std::vector<std::string> inputs,
               const std::vector<weft_dtype>& types,
               std::function<weft_status*(InferenceContext&)> infer,
               const char* summary);
+
+// Is `exec` one of the control-flow kinds (Switch ... LoopCond)?
+inline bool IsControlFlow(ExecKind exec) {
+  return exec == ExecKind::kSwitch || exec == ExecKind::kMerge ||
+         exec == ExecKind::kEnter || exec == ExecKind::kExit ||
+         exec == ExecKind::kNextIteration || exec == ExecKind::kLoopCond;
+}
+// The common static shape of two: dims that differ become -1, a rank that
+// differs becomes unknown.
+ShapeInfo MostSpecificCommonShape(const ShapeInfo& a, const ShapeInfo& b);
+// Can a value of shape `value` be held where `declared` is expected?
+bool ShapeFits(const ShapeInfo& value, const ShapeInfo& declared);
 
 // Shared helpers for shape functions.
 weft_status* BroadcastShapes(const InferenceContext& c, const ShapeInfo& a,

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "base/status.h"
 #include "device/kernel_context.h"
@@ -27,6 +29,65 @@ struct RunStream {
   Device* device = nullptr;
   weft_plugin_stream* stream = nullptr;
   std::mutex mu;  // one host thread enqueues on a stream at a time
+};
+
+// Control flow.  A frame instance is one execution of a loop frame: one per
+// (parent frame instance, parent iteration, frame).  Each live iteration of
+// it has its own slots and dependency counts.  All of this is bookkeeping
+// done under Run::cf_mu_; kernels run outside the lock.
+enum SlotState : uint8_t { kAbsent = 0, kLive = 1, kDead = 2 };
+
+struct FrameInstance;
+
+struct Iteration {
+  int64_t number = 0;
+  FrameInstance* frame = nullptr;
+  std::vector<TensorValue> slots;
+  std::vector<uint8_t> state;      // per slot
+  std::vector<int32_t> pending;    // per node of the frame
+  std::vector<int32_t> dead_in;    // per node: dead predecessors seen
+  std::vector<uint8_t> fired;      // per Merge: fired in this iteration
+  int32_t outstanding = 0;  // nodes ready or running, child frames alive
+};
+
+struct FrameInstance {
+  int32_t frame = 0;  // index in Plan::frames
+  FrameInstance* parent = nullptr;
+  Iteration* parent_iter = nullptr;
+  int64_t parent_number = 0;
+  int32_t pending_enters = 0;
+  int64_t base = 0;  // number of the oldest live iteration
+  // Live iterations base, base+1, ...: a ring that only grows, so steady
+  // state allocates nothing.
+  std::vector<Iteration*> ring;
+  int64_t count = 0;
+  // Loop invariants (is_constant Enters): node and value, given to every
+  // iteration.
+  std::vector<std::pair<int32_t, TensorValue>> invariants;
+  std::vector<uint8_t> invariant_dead;
+  // NextIteration values waiting for parallel_iterations to allow their
+  // iteration: node, value, the iteration they go to.
+  struct Deferred {
+    int32_t node;
+    TensorValue value;
+    int64_t number;
+  };
+  std::vector<Deferred> deferred;
+  std::vector<TensorValue> exit_values;  // per Exit of the frame
+  std::vector<uint8_t> exit_live;
+
+  Iteration* At(int64_t number) const {
+    if (number < base || number >= base + count) return nullptr;
+    return ring[static_cast<size_t>(number % static_cast<int64_t>(ring.size()))];
+  }
+};
+
+// A node ready to run in an iteration.
+struct CfItem {
+  int32_t node = 0;
+  Iteration* iter = nullptr;
+  bool dead = false;
+  int32_t merge_input = -1;  // kMerge: the live input it fires with
 };
 
 class Run {
@@ -57,18 +118,41 @@ class Run {
 
   weft_status* Execute(std::vector<TensorValue>& feeds,
                        std::vector<TensorValue>* fetched, RunStats* stats);
+  ~Run();
 
  private:
+  // Control flow (plans with frames).
+  weft_status* ExecuteFrames(std::vector<TensorValue>& feeds,
+                             std::vector<TensorValue>* fetched);
+  void CfProcess(CfItem item);
+  // Under cf_mu_: schedules pool tasks for queued items no task will take.
+  void CfDispatch();
+  void CfRunQueued();
+  // Under cf_mu_:
+  void CfReady(Iteration* it, int32_t node, bool dead, int32_t merge_input);
+  void CfArrive(Iteration* it, int32_t node);
+  void CfDeliver(Iteration* it, const PlanNode& p, const TensorValue* values,
+                 const uint8_t* states, bool node_dead);
+  void CfComplete(const CfItem& item, TensorValue* carried, bool pred);
+  Iteration* CfNewIteration(FrameInstance* f, int64_t number);
+  FrameInstance* CfEnterFrame(Iteration* parent, int32_t frame);
+  void CfCheckDone(FrameInstance* f);
+  void CfFinishFrame(FrameInstance* f);
+  void CfGiveInvariants(FrameInstance* f, Iteration* it);
+  std::string FrameDescription(const Iteration* it) const;
+  weft_status* ReadPred(const PlanNode& p, const TensorValue& v, bool* pred);
   void Process(int32_t id);
   void Dispatch(int32_t id);
-  weft_status* ExecuteNode(const PlanNode& p);
+  // `in`: the slots the node's input_slots index; `out`: its outputs.
+  weft_status* ExecuteNode(const PlanNode& p, TensorValue* in,
+                           TensorValue* out);
   weft_status* RunKernel(const PlanNode& p, const weft_node* node,
                          const KernelReg* kernel,
                          const TensorValue* const* inputs, int32_t n_in,
                          TensorValue* outputs, int32_t n_out);
-  weft_status* Send(const PlanNode& p);
-  weft_status* Update(const PlanNode& p);
-  weft_status* Recv(const PlanNode& p);
+  weft_status* Send(const PlanNode& p, TensorValue* in, TensorValue* out);
+  weft_status* Update(const PlanNode& p, TensorValue* in, TensorValue* out);
+  weft_status* Recv(const PlanNode& p, TensorValue* in, TensorValue* out);
   // Counts the outputs of `p` that are new run memory on its device.
   void Account(const PlanNode& p);
   weft_status* CopyInto(const TensorValue& v, Device* d, RunStream* rs,
@@ -106,7 +190,32 @@ class Run {
   weft_status* error_ = nullptr;
   std::vector<BufferRef> deferred_;  // async-device buffers freed at the end
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
+
+  // Control flow.
+  std::mutex cf_mu_;
+  FrameInstance* root_frame_ = nullptr;
+  std::map<std::tuple<const FrameInstance*, int64_t, int32_t>, FrameInstance*>
+      cf_frames_;
+  std::vector<std::vector<Iteration*>> cf_free_;  // per frame, for reuse
+  std::vector<CfItem> cf_queue_;  // ready items waiting for a thread
+  size_t cf_tasks_ = 0;  // pool tasks scheduled and not yet finished
+  std::condition_variable cf_cv_;  // cf_done_ with no task left
+  bool cf_done_ = false;
 };
+
+Run::~Run() {
+  for (auto& list : cf_free_)
+    for (Iteration* it : list) delete it;
+  for (auto& kv : cf_frames_) {
+    for (int64_t k = 0; k < kv.second->count; ++k)
+      delete kv.second->At(kv.second->base + k);
+    delete kv.second;
+  }
+  if (root_frame_ != nullptr) {
+    delete root_frame_->At(0);
+    delete root_frame_;
+  }
+}
 
 void Run::Fail(weft_status* st) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -191,7 +300,9 @@ void Run::Process(int32_t id) {
   for (;;) {
     const PlanNode& p = plan_.nodes[id];
     if (!failed_.load(std::memory_order_acquire)) {
-      if (weft_status* st = ExecuteNode(p)) Fail(st);
+      if (weft_status* st =
+              ExecuteNode(p, slots_.data(), slots_.data() + p.output_base))
+        Fail(st);
       else Account(p);
     }
     for (int32_t s : p.input_slots)
@@ -320,9 +431,9 @@ weft_status* Run::RunKernel(const PlanNode& p, const weft_node* node,
   return CheckOutputs(p, node, kernel, outputs);
 }
 
-weft_status* Run::ExecuteNode(const PlanNode& p) {
+weft_status* Run::ExecuteNode(const PlanNode& p, TensorValue* in,
+                              TensorValue* outputs) {
   const int32_t n_in = static_cast<int32_t>(p.input_slots.size());
-  TensorValue* outputs = slots_.data() + p.output_base;
   switch (p.kind) {
     case ExecKind::kKernel: {
       const TensorValue* inline_inputs[kInlineInputs];
@@ -333,7 +444,7 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
         inputs = many.data();
       }
       for (int32_t i = 0; i < n_in; ++i) {
-        const TensorValue& v = slots_[p.input_slots[i]];
+        const TensorValue& v = in[p.input_slots[i]];
         // Partitioning put a Recv before every input from other memory.
         if (!Accessible(v, p.device))
           return Errorf(WEFT_INTERNAL,
@@ -360,7 +471,7 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       return nullptr;
     }
     case ExecKind::kAssign: {
-      const TensorValue& v = slots_[p.input_slots[1]];
+      const TensorValue& v = in[p.input_slots[1]];
       const ShapeInfo& want = p.node->output_shapes[0];
       Dims want_dims(want.dims.data(), want.rank);
       if (!(v.dims == want_dims))
@@ -388,7 +499,7 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
     }
     case ExecKind::kAssignAdd: {
       TensorValue delta_moved;
-      const TensorValue* delta = &slots_[p.input_slots[1]];
+      const TensorValue* delta = &in[p.input_slots[1]];
       if (!Accessible(*delta, p.device)) {
         WEFT_RETURN_IF_ERROR(CopyInto(*delta, p.device, StreamFor(p.device),
                                       &delta_moved, false));
@@ -425,14 +536,23 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
       return nullptr;
     }
     case ExecKind::kUpdate:
-      return Update(p);
+      return Update(p, in, outputs);
     case ExecKind::kForward:
-      outputs[0] = slots_[p.input_slots[0]];
+    case ExecKind::kLoopCond:
+      outputs[0] = in[p.input_slots[0]];
       return nullptr;
     case ExecKind::kSend:
-      return Send(p);
+      return Send(p, in, outputs);
     case ExecKind::kRecv:
-      return Recv(p);
+      return Recv(p, in, outputs);
+    case ExecKind::kSwitch:
+    case ExecKind::kMerge:
+    case ExecKind::kEnter:
+    case ExecKind::kExit:
+    case ExecKind::kNextIteration:
+      // The frame executor moves these values itself.
+      return Errorf(WEFT_INTERNAL, "node '%s' (%s) reached the kernel path",
+                    p.node->name.c_str(), p.node->op_type.c_str());
     case ExecKind::kRuntime:
       return Errorf(WEFT_UNIMPLEMENTED,
                     "node '%s' (%s): runtime ops are not executed yet",
@@ -450,7 +570,8 @@ weft_status* Run::ExecuteNode(const PlanNode& p) {
 // updates sharing variables cannot deadlock): updates of one variable are
 // serialized, and a read sees a value before or after an update, never
 // between.
-weft_status* Run::Update(const PlanNode& p) {
+weft_status* Run::Update(const PlanNode& p, TensorValue* in,
+                         TensorValue* outputs) {
   const int32_t refs = static_cast<int32_t>(p.ref_variables.size());
   // Held for the whole update: a few locks, no heap work for the usual
   // counts (optimizers update up to three variables from up to ten inputs).
@@ -481,10 +602,9 @@ weft_status* Run::Update(const PlanNode& p) {
                       p.node->inputs[i].node->name.c_str());
       inputs[i] = &v->value;
     } else {
-      inputs[i] = &slots_[p.input_slots[i]];
+      inputs[i] = &in[p.input_slots[i]];
     }
   }
-  TensorValue* outputs = slots_.data() + p.output_base;
   weft_status* st =
       RunKernel(p, p.node, p.kernel, inputs, n_in, outputs,
                 p.num_outputs);
@@ -511,17 +631,20 @@ weft_status* Run::Update(const PlanNode& p) {
 
 // Send, on the value's device: narrows it for a lossy transfer, and marks
 // the point in the device's stream after which the value is complete.
-weft_status* Run::Send(const PlanNode& p) {
-  const TensorValue& v = slots_[p.input_slots[0]];
-  TensorValue* out = slots_.data() + p.output_base;
+weft_status* Run::Send(const PlanNode& p, TensorValue* in, TensorValue* out) {
+  const TensorValue& v = in[p.input_slots[0]];
   if (p.cast_node != nullptr) {
-    const TensorValue* in = &v;
-    WEFT_RETURN_IF_ERROR(RunKernel(p, p.cast_node, p.kernel, &in, 1, out, 1));
+    const TensorValue* narrowed = &v;
+    WEFT_RETURN_IF_ERROR(RunKernel(p, p.cast_node, p.kernel, &narrowed, 1, out, 1));
   } else {
     *out = v;
   }
   RunStream* rs = StreamFor(p.device);
   if (rs == nullptr) return nullptr;
+  // In a loop a transfer runs once per iteration, and iterations overlap:
+  // one event per transfer cannot tell them apart, so the Send waits for
+  // its value instead.
+  if (plan_.control_flow) return DrainStream(p.device);
   Device* d = p.device;
   weft_plugin_event* e = nullptr;
   WEFT_RETURN_IF_ERROR(d->api->event_create(d->handle, &e));
@@ -533,15 +656,14 @@ weft_status* Run::Send(const PlanNode& p) {
 // Recv, on the destination device: waits for the Send's point, copies the
 // value over (through host memory between two devices that both have their
 // own), and widens a lossy value back.
-weft_status* Run::Recv(const PlanNode& p) {
+weft_status* Run::Recv(const PlanNode& p, TensorValue* in, TensorValue* out) {
   const Transfer& t = plan_.transfers[p.transfer];
-  const TensorValue& wire = slots_[p.input_slots[0]];
+  const TensorValue& wire = in[p.input_slots[0]];
   Device* src = t.src;
   Device* dst = p.device;
   if (weft_plugin_event* e = events_[p.transfer])
     WEFT_RETURN_IF_ERROR(Annotate(src->api->event_synchronize(src->handle, e),
                                   "work on " + src->name + " before a Send"));
-  TensorValue* out = slots_.data() + p.output_base;
   TensorValue received;
   TensorValue* into = p.cast_node ? &received : out;
   into->dtype = wire.dtype;
@@ -580,8 +702,8 @@ weft_status* Run::Recv(const PlanNode& p) {
     }
   }
   if (p.cast_node == nullptr) return nullptr;
-  const TensorValue* in = &received;
-  weft_status* st = RunKernel(p, p.cast_node, p.kernel, &in, 1, out, 1);
+  const TensorValue* widened = &received;
+  weft_status* st = RunKernel(p, p.cast_node, p.kernel, &widened, 1, out, 1);
   Release(received);
   return st;
 }
@@ -608,6 +730,419 @@ weft_status* Run::Finish() {
   return first;
 }
 
+// ---------------------------------------------------------------------------
+// Control flow.
+
+std::string Run::FrameDescription(const Iteration* it) const {
+  std::string s;
+  for (const FrameInstance* f = it->frame; f != nullptr && f->frame != 0;
+       f = f->parent) {
+    std::string here = "frame '" + plan_.frames[f->frame].name +
+                       "' iteration " + std::to_string(it->number);
+    s = s.empty() ? here : here + " (in " + s + ")";
+    it = f->parent_iter;
+  }
+  return s;
+}
+
+weft_status* Run::ReadPred(const PlanNode& p, const TensorValue& v,
+                           bool* pred) {
+  if (v.dtype != WEFT_BOOL || v.elements() != 1)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s' (%s): the predicate must be one bool, got %s %s",
+                  p.node->name.c_str(), p.node->op_type.c_str(),
+                  weft_dtype_name(v.dtype), v.dims.ToString().c_str());
+  uint8_t b = 0;
+  if (const void* host = v.host_data()) {
+    std::memcpy(&b, host, 1);
+  } else {
+    Device* src = v.device();
+    WEFT_RETURN_IF_ERROR(DrainStream(src));
+    WEFT_RETURN_IF_ERROR(src->api->copy_device_to_host(
+        src->handle, nullptr, v.buffer->handle, v.offset, &b, 1));
+  }
+  *pred = b != 0;
+  return nullptr;
+}
+
+Iteration* Run::CfNewIteration(FrameInstance* f, int64_t number) {
+  const PlanFrame& pf = plan_.frames[f->frame];
+  std::vector<Iteration*>& free_list = cf_free_[f->frame];
+  Iteration* it;
+  if (!free_list.empty()) {
+    it = free_list.back();
+    free_list.pop_back();
+  } else {
+    it = new Iteration;
+    it->slots.resize(pf.num_slots);
+    it->state.resize(pf.num_slots);
+    it->pending.resize(pf.num_nodes);
+    it->dead_in.resize(pf.num_nodes);
+    it->fired.resize(pf.num_nodes);
+  }
+  it->number = number;
+  it->frame = f;
+  it->outstanding = 0;
+  std::fill(it->state.begin(), it->state.end(), kAbsent);
+  std::fill(it->dead_in.begin(), it->dead_in.end(), 0);
+  std::fill(it->fired.begin(), it->fired.end(), 0);
+  for (const PlanNode& p : plan_.nodes)
+    if (p.frame == f->frame)
+      it->pending[p.local] = number == 0 ? p.pending : p.pending_next;
+  if (f->count == static_cast<int64_t>(f->ring.size())) {
+    // Grow the ring, keeping iterations at number % size.
+    std::vector<Iteration*> bigger(std::max<size_t>(4, f->ring.size() * 2));
+    for (int64_t k = 0; k < f->count; ++k) {
+      int64_t n = f->base + k;
+      bigger[static_cast<size_t>(n % static_cast<int64_t>(bigger.size()))] =
+          f->At(n);
+    }
+    f->ring.swap(bigger);
+  }
+  f->ring[static_cast<size_t>(number % static_cast<int64_t>(f->ring.size()))] =
+      it;
+  f->count++;
+  return it;
+}
+
+FrameInstance* Run::CfEnterFrame(Iteration* parent, int32_t frame) {
+  auto key = std::make_tuple(static_cast<const FrameInstance*>(parent->frame),
+                             parent->number, frame);
+  auto found = cf_frames_.find(key);
+  if (found != cf_frames_.end()) return found->second;
+  auto* f = new FrameInstance;
+  f->frame = frame;
+  f->parent = parent->frame;
+  f->parent_iter = parent;
+  f->parent_number = parent->number;
+  const PlanFrame& pf = plan_.frames[frame];
+  f->pending_enters = pf.num_enters;
+  f->exit_values.resize(pf.exits.size());
+  f->exit_live.assign(pf.exits.size(), 0);
+  cf_frames_.emplace(key, f);
+  parent->outstanding++;  // the parent iteration waits for the frame's exits
+  CfNewIteration(f, 0);
+  return f;
+}
+
+void Run::CfReady(Iteration* it, int32_t node, bool dead, int32_t merge_input) {
+  it->outstanding++;
+  CfItem item;
+  item.node = node;
+  item.iter = it;
+  item.dead = dead;
+  item.merge_input = merge_input;
+  cf_queue_.push_back(item);
+}
+
+// One edge into `node` in `it` has delivered.
+void Run::CfArrive(Iteration* it, int32_t node) {
+  const PlanNode& q = plan_.nodes[node];
+  if (q.kind == ExecKind::kMerge) {
+    if (it->fired[q.local]) return;
+    --it->pending[q.local];
+    for (size_t k = 0; k < q.input_slots.size(); ++k)
+      if (it->state[q.input_slots[k]] == kLive) {
+        it->fired[q.local] = 1;
+        CfReady(it, node, false, static_cast<int32_t>(k));
+        return;
+      }
+    if (it->pending[q.local] == 0) {
+      it->fired[q.local] = 1;
+      CfReady(it, node, true, -1);
+    }
+    return;
+  }
+  if (--it->pending[q.local] != 0) return;
+  bool dead = it->dead_in[q.local] > 0;
+  for (int32_t s : q.input_slots)
+    if (s >= 0 && it->state[s] == kDead) dead = true;
+  CfReady(it, node, dead, -1);
+}
+
+// Puts `p`'s outputs into `it` and tells its successors there.
+void Run::CfDeliver(Iteration* it, const PlanNode& p,
+                    const TensorValue* values, const uint8_t* states,
+                    bool node_dead) {
+  for (int32_t o = 0; o < p.num_outputs; ++o) {
+    if (values != nullptr) it->slots[p.output_base + o] = values[o];
+    it->state[p.output_base + o] = states[o];
+  }
+  for (int32_t succ : p.successors) {
+    if (node_dead) it->dead_in[plan_.nodes[succ].local]++;
+    CfArrive(it, succ);
+  }
+}
+
+void Run::CfGiveInvariants(FrameInstance* f, Iteration* it) {
+  for (size_t k = 0; k < f->invariants.size(); ++k) {
+    const PlanNode& e = plan_.nodes[f->invariants[k].first];
+    uint8_t st = f->invariant_dead[k] ? kDead : kLive;
+    CfDeliver(it, e, &f->invariants[k].second, &st, st == kDead);
+  }
+}
+
+// Under cf_mu_: the bookkeeping after `item` ran.  `carried` is the value
+// an Enter, Exit or NextIteration moves; `pred` a Switch's predicate.
+void Run::CfComplete(const CfItem& item, TensorValue* carried, bool pred) {
+  Iteration* it = item.iter;
+  FrameInstance* f = it->frame;
+  const PlanNode& p = plan_.nodes[item.node];
+  const bool dead = item.dead;
+  uint8_t states[2] = {dead ? kDead : kLive, dead ? kDead : kLive};
+  switch (p.kind) {
+    case ExecKind::kEnter: {
+      FrameInstance* child = CfEnterFrame(it, p.out_frame);
+      bool invariant = FindAttr(p.node->attrs, "is_constant")->i != 0;
+      if (invariant) {
+        child->invariants.emplace_back(item.node, *carried);
+        child->invariant_dead.push_back(dead);
+        for (int64_t k = 0; k < child->count; ++k)
+          CfDeliver(child->At(child->base + k), p, carried, states, dead);
+      } else if (Iteration* first = child->At(0)) {
+        CfDeliver(first, p, carried, states, dead);
+      }
+      child->pending_enters--;
+      CfCheckDone(child);
+      break;
+    }
+    case ExecKind::kExit: {
+      if (!dead) {
+        const std::vector<int32_t>& exits = plan_.frames[f->frame].exits;
+        size_t k = std::find(exits.begin(), exits.end(), item.node) -
+                   exits.begin();
+        f->exit_values[k] = *carried;
+        f->exit_live[k] = 1;
+      }
+      break;
+    }
+    case ExecKind::kNextIteration: {
+      if (dead) break;  // the loop ends on this path
+      int64_t next = it->number + 1;
+      Iteration* target = f->At(next);
+      if (target == nullptr && next == f->base + f->count &&
+          f->count < plan_.frames[f->frame].parallel_iterations) {
+        target = CfNewIteration(f, next);
+        CfGiveInvariants(f, target);
+      }
+      if (target != nullptr)
+        CfDeliver(target, p, carried, states, false);
+      else
+        f->deferred.push_back({item.node, std::move(*carried), next});
+      break;
+    }
+    case ExecKind::kSwitch:
+      if (!dead) states[pred ? 0 : 1] = kDead;
+      CfDeliver(it, p, nullptr, states, dead);
+      break;
+    default:
+      CfDeliver(it, p, nullptr, states, dead);
+      break;
+  }
+  it->outstanding--;
+  CfCheckDone(f);
+}
+
+// Retires finished iterations, oldest first, starts deferred ones, and
+// finishes the frame when nothing is left.
+void Run::CfCheckDone(FrameInstance* f) {
+  if (f->frame == 0) {
+    if (f->At(0)->outstanding == 0) cf_done_ = true;
+    return;
+  }
+  if (f->pending_enters > 0) return;
+  for (;;) {
+    while (f->count > 0 && f->At(f->base)->outstanding == 0) {
+      Iteration* old = f->At(f->base);
+      for (TensorValue& v : old->slots) Release(v);
+      cf_free_[f->frame].push_back(old);
+      f->base++;
+      f->count--;
+    }
+    // Values that waited for room go to their iterations in order.
+    bool started = false;
+    const int32_t limit = plan_.frames[f->frame].parallel_iterations;
+    for (size_t k = 0; k < f->deferred.size();) {
+      auto& d = f->deferred[k];
+      Iteration* target = f->At(d.number);
+      if (target == nullptr && d.number == f->base + f->count &&
+          f->count < limit) {
+        target = CfNewIteration(f, d.number);
+        CfGiveInvariants(f, target);
+      }
+      if (target == nullptr) {
+        ++k;
+        continue;
+      }
+      uint8_t live = kLive;
+      TensorValue v = std::move(d.value);
+      int32_t node = d.node;
+      f->deferred.erase(f->deferred.begin() + static_cast<long>(k));
+      CfDeliver(target, plan_.nodes[node], &v, &live, false);
+      started = true;
+    }
+    if (!started) break;
+  }
+  if (f->count == 0 && f->deferred.empty()) CfFinishFrame(f);
+}
+
+// The frame instance has finished: its Exits deliver to the parent.
+void Run::CfFinishFrame(FrameInstance* f) {
+  Iteration* parent = f->parent_iter;
+  const std::vector<int32_t>& exits = plan_.frames[f->frame].exits;
+  cf_frames_.erase(std::make_tuple(static_cast<const FrameInstance*>(
+                                       f->parent),
+                                   f->parent_number, f->frame));
+  for (size_t k = 0; k < exits.size(); ++k) {
+    uint8_t st = f->exit_live[k] ? kLive : kDead;
+    CfDeliver(parent, plan_.nodes[exits[k]], &f->exit_values[k], &st,
+              st == kDead);
+  }
+  delete f;
+  parent->outstanding--;
+  CfCheckDone(parent->frame);
+}
+
+void Run::CfDispatch() {
+  while (cf_tasks_ < cf_queue_.size()) {
+    cf_tasks_++;
+    session_->pool->Schedule([this] { CfRunQueued(); });
+  }
+}
+
+// A pool task: runs queued items until none is left for it.  Its last act
+// is to count itself out, under the lock, so the run outlives it.
+void Run::CfRunQueued() {
+  CfItem item;
+  bool have = false;
+  {
+    std::lock_guard<std::mutex> lock(cf_mu_);
+    if (!cf_queue_.empty()) {
+      item = cf_queue_.back();
+      cf_queue_.pop_back();
+      have = true;
+    }
+  }
+  if (have) CfProcess(item);
+  std::lock_guard<std::mutex> lock(cf_mu_);
+  if (--cf_tasks_ == 0) cf_cv_.notify_all();
+}
+
+void Run::CfProcess(CfItem item) {
+  for (;;) {
+    const PlanNode& p = plan_.nodes[item.node];
+    Iteration* it = item.iter;
+    TensorValue carried;
+    bool pred = false;
+    if (!item.dead && failed_.load(std::memory_order_acquire))
+      item.dead = true;  // after an error, everything left drains as dead
+    if (!item.dead) {
+      TensorValue* slots = it->slots.data();
+      weft_status* st = nullptr;
+      switch (p.kind) {
+        case ExecKind::kEnter:
+        case ExecKind::kExit:
+        case ExecKind::kNextIteration:
+          carried = slots[p.input_slots[0]];
+          break;
+        case ExecKind::kSwitch:
+          st = ReadPred(p, slots[p.input_slots[1]], &pred);
+          if (st == nullptr)
+            slots[p.output_base + (pred ? 1 : 0)] = slots[p.input_slots[0]];
+          break;
+        case ExecKind::kMerge:
+          slots[p.output_base] = slots[p.input_slots[item.merge_input]];
+          slots[p.output_base + 1] = p.merge_indices[item.merge_input];
+          break;
+        default:
+          st = ExecuteNode(p, slots, slots + p.output_base);
+          break;
+      }
+      if (st != nullptr) {
+        std::string where = FrameDescription(it);
+        if (!where.empty())
+          st = Annotate(st, "node '" + p.node->name + "' (" +
+                                p.node->op_type + ") in " + where);
+        Fail(st);
+        item.dead = true;
+      }
+    }
+    bool more;
+    {
+      std::lock_guard<std::mutex> lock(cf_mu_);
+      CfComplete(item, &carried, pred);
+      if (cf_done_ || cf_queue_.empty()) {
+        more = false;
+      } else {
+        // Keep one ready item on this thread; hand the rest to the pool.
+        item = cf_queue_.back();
+        cf_queue_.pop_back();
+        more = true;
+        if (session_->pool) CfDispatch();
+      }
+      if (cf_done_ && cf_tasks_ == 0) cf_cv_.notify_all();
+    }
+    if (!more) return;
+  }
+}
+
+weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
+                                std::vector<TensorValue>* fetched) {
+  cf_free_.resize(plan_.frames.size());
+  root_frame_ = new FrameInstance;
+  Iteration* root = CfNewIteration(root_frame_, 0);
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    root->slots[plan_.feed_slots[i]] = std::move(feeds[i]);
+    root->state[plan_.feed_slots[i]] = kLive;
+  }
+  {
+    std::lock_guard<std::mutex> lock(cf_mu_);
+    root->outstanding++;  // held until every root is queued
+    for (size_t i = plan_.roots.size(); i-- > 0;)
+      CfReady(root, plan_.roots[i], false, -1);
+    root->outstanding--;
+    CfCheckDone(root_frame_);
+  }
+  if (session_->pool) {
+    std::unique_lock<std::mutex> lock(cf_mu_);
+    CfDispatch();
+    cf_cv_.wait(lock, [this] {
+      return (cf_done_ || cf_queue_.empty()) && cf_tasks_ == 0;
+    });
+  } else {
+    for (;;) {
+      CfItem item;
+      {
+        std::lock_guard<std::mutex> lock(cf_mu_);
+        if (cf_queue_.empty()) break;
+        item = cf_queue_.back();
+        cf_queue_.pop_back();
+      }
+      CfProcess(item);
+    }
+  }
+  weft_status* sync = Finish();
+  if (error_ != nullptr) {
+    weft_status_destroy(sync);
+    return std::exchange(error_, nullptr);
+  }
+  if (sync) return sync;
+  if (!cf_done_)
+    return Errorf(WEFT_INTERNAL,
+                  "the run stopped with work left: a loop waits for a value "
+                  "that never comes");
+  fetched->resize(plan_.fetch_slots.size());
+  for (size_t i = 0; i < plan_.fetch_slots.size(); ++i) {
+    int32_t s = plan_.fetch_slots[i];
+    if (root->state[s] != kLive)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "fetch %zu is dead: its value comes from a branch that "
+                    "was not taken", i);
+    (*fetched)[i] = root->slots[s];
+  }
+  return nullptr;
+}
+
 weft_status* Run::Execute(std::vector<TensorValue>& feeds,
                           std::vector<TensorValue>* fetched,
                           RunStats* stats) {
@@ -619,6 +1154,10 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
       weft_status_destroy(Finish());
       return st;
     }
+  }
+  if (plan_.control_flow) {
+    if (stats != nullptr) stats->peak_bytes.assign(plan_.devices.size(), 0);
+    return ExecuteFrames(feeds, fetched);
   }
   for (size_t i = 0; i < feeds.size(); ++i)
     slots_[plan_.feed_slots[i]] = std::move(feeds[i]);

@@ -136,6 +136,22 @@ weft_status* PrepareConst(const weft_node* n, Device* device,
                   "copying constant '" + n->name + "' to " + device->name);
 }
 
+// An int32 scalar `value` on `device`, in a buffer the plan owns.
+weft_status* ScalarOn(Device* device, int32_t value, TensorValue* out) {
+  out->dtype = WEFT_INT32;
+  out->dims = Dims();
+  out->offset = 0;
+  WEFT_RETURN_IF_ERROR(device->Allocate(sizeof value, &out->buffer));
+  out->buffer->is_state = true;
+  if (device->host_memory()) {
+    std::memcpy(out->buffer->handle, &value, sizeof value);
+    return nullptr;
+  }
+  return device->api->copy_host_to_device(device->handle, nullptr, &value,
+                                          out->buffer->handle, 0,
+                                          sizeof value);
+}
+
 // Inputs that name a variable to write are references, not reads, so no
 // data edge (else initializing a variable would first read it).
 bool IsRefInput(const weft_node* n, size_t i) { return n->def->IsRefInput(i); }
@@ -171,6 +187,10 @@ class Planner {
   }
   void Prune();
   void TopologicalOrder();
+  weft_status* AnalyzeFrames();
+  weft_status* CheckFrameEdges();
+  weft_status* LocalizeFrames();
+  std::string FrameName(int32_t f) const;
   weft_status* PlaceVariable(const weft_node* var, Device** out,
                              std::string* reason);
   weft_status* PlaceKernel(int32_t i);
@@ -209,12 +229,14 @@ class Planner {
   std::unordered_map<const weft_node*, int32_t> index_;
   std::vector<const weft_node*> order_;  // pruned graph nodes
   std::vector<int32_t> topo_;            // indexes into order_
+  std::vector<int32_t> exec_frame_, out_frame_;  // per order_ node
   // Slot of each output of each pruned node, and of each feed.
   std::vector<int32_t> slot_producer_;   // plan node; -1 for feeds
   std::vector<Device*> slot_device_;     // where the slot's value lives
   std::vector<weft_dtype> slot_dtype_;
   std::vector<ShapeInfo> slot_shape_;
   std::vector<std::string> slot_name_;
+  std::vector<int32_t> slot_frame_;
   std::map<std::pair<int32_t, Device*>, int32_t> const_copies_;
   std::map<std::pair<int32_t, Device*>, int32_t> recv_slot_;
 };
@@ -241,7 +263,132 @@ void Planner::Prune() {
       if (!IsRefInput(n, i) && !IsFed(in.node, in.index)) want(in.node);
     }
     for (const weft_node* c : n->control_inputs) want(c);
+    for (const weft_node* k : n->keep_alive) want(k);
+    // A loop Merge needs the values its back edges bring.
+    if (n->def->exec == ExecKind::kMerge)
+      for (const weft_node* b : n->graph->BackEdges(n)) want(b);
   }
+}
+
+std::string Planner::FrameName(int32_t f) const {
+  return f == 0 ? std::string("the root frame")
+                : "frame '" + plan_->frames[f].name + "'";
+}
+
+// Each node's frame, from its inputs': an Enter's output is in the child
+// frame it names (one per parent frame and name), an Exit's in the parent;
+// everything else stays in its inputs' frame.  Values cross frames only
+// through Enter and Exit.
+weft_status* Planner::AnalyzeFrames() {
+  const size_t n = order_.size();
+  exec_frame_.assign(n, 0);
+  out_frame_.assign(n, 0);
+  plan_->control_flow = false;
+  for (const weft_node* node : order_)
+    if (IsControlFlow(node->def->exec)) plan_->control_flow = true;
+  if (!plan_->control_flow) return nullptr;
+  plan_->frames.assign(1, PlanFrame{});
+  std::map<std::pair<int32_t, std::string>, int32_t> by_name;
+  for (int32_t i : topo_) {
+    const weft_node* node = order_[i];
+    int32_t f = -1;
+    const weft_node* first = nullptr;
+    auto see = [&](const weft_node* from, int32_t frame) -> weft_status* {
+      if (f < 0) {
+        f = frame;
+        first = from;
+        return nullptr;
+      }
+      if (f == frame) return nullptr;
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "node '%s' (%s) reads '%s' from %s and '%s' from %s: a "
+                    "value from outside a loop must come in through an "
+                    "Enter, and leave through an Exit",
+                    node->name.c_str(), node->op_type.c_str(),
+                    first->name.c_str(), FrameName(f).c_str(),
+                    from->name.c_str(), FrameName(frame).c_str());
+    };
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      if (IsRefInput(node, k)) continue;
+      const weft_output& in = node->inputs[k];
+      int32_t frame =
+          IsFed(in.node, in.index) ? 0 : out_frame_[index_.at(Rep(in.node))];
+      WEFT_RETURN_IF_ERROR(see(in.node, frame));
+    }
+    for (const weft_node* c : node->control_inputs)
+      WEFT_RETURN_IF_ERROR(see(c, out_frame_[index_.at(Rep(c))]));
+    if (f < 0) f = 0;
+    exec_frame_[i] = out_frame_[i] = f;
+    if (node->def->exec == ExecKind::kEnter) {
+      const std::string& name = FindAttr(node->attrs, "frame_name")->s;
+      auto [it, added] = by_name.emplace(std::make_pair(f, name),
+                                         static_cast<int32_t>(
+                                             plan_->frames.size()));
+      if (added) {
+        PlanFrame frame;
+        frame.name = name;
+        frame.parent = f;
+        frame.parallel_iterations = static_cast<int32_t>(
+            FindAttr(node->attrs, "parallel_iterations")->i);
+        plan_->frames.push_back(std::move(frame));
+      }
+      out_frame_[i] = it->second;
+      plan_->frames[it->second].num_enters++;
+    } else if (node->def->exec == ExecKind::kExit) {
+      if (f == 0)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (Exit) is not inside a loop frame: its "
+                      "input '%s' is in the root frame", node->name.c_str(),
+                      node->inputs[0].node->name.c_str());
+      out_frame_[i] = plan_->frames[f].parent;
+      plan_->frames[f].exits.push_back(i);
+    }
+  }
+  return CheckFrameEdges();
+}
+
+// What frames alone do not say: a back edge stays in its loop's frame, a
+// loop-variable Enter feeds only its Merge (its value exists in iteration 0
+// alone, so any other reader would wait forever in later iterations), and
+// a loop-invariant one feeds no Merge (which would then fire twice).
+weft_status* Planner::CheckFrameEdges() {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const weft_node* node = order_[i];
+    if (node->def->exec == ExecKind::kNextIteration) {
+      const weft_node* merge =
+          node->graph->Find(FindAttr(node->attrs, "merge")->s);
+      int32_t m = index_.at(Rep(merge));
+      if (exec_frame_[m] != exec_frame_[i] || exec_frame_[i] == 0)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (NextIteration) is in %s but its Merge "
+                      "'%s' is in %s: a back edge must stay inside one loop "
+                      "frame", node->name.c_str(),
+                      FrameName(exec_frame_[i]).c_str(), merge->name.c_str(),
+                      FrameName(exec_frame_[m]).c_str());
+    }
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const weft_output& in = node->inputs[k];
+      if (IsRefInput(node, k) || IsFed(in.node, in.index)) continue;
+      const weft_node* src = Rep(in.node);
+      if (src->def->exec != ExecKind::kEnter) continue;
+      bool invariant = FindAttr(src->attrs, "is_constant")->i != 0;
+      bool merge = node->def->exec == ExecKind::kMerge;
+      if (!invariant && !merge)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (%s) reads Enter '%s', which is not "
+                      "is_constant: its value exists only in the first "
+                      "iteration, so only a Merge may read it (mark "
+                      "loop-invariant values is_constant)",
+                      node->name.c_str(), node->op_type.c_str(),
+                      src->name.c_str());
+      if (invariant && merge)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "Merge '%s' reads Enter '%s', which is is_constant: a "
+                      "loop variable's Enter must not be", node->name.c_str(),
+                      src->name.c_str());
+    }
+  }
+  return nullptr;
 }
 
 void Planner::TopologicalOrder() {
@@ -408,11 +555,15 @@ weft_status* Planner::Place() {
   // Kernels in dependency order, so each sees where its inputs are.
   for (int32_t i : topo_) {
     PlanNode& p = plan_->nodes[i];
-    if (p.kind == ExecKind::kForward) {
+    if (p.kind == ExecKind::kForward || IsControlFlow(p.kind) ||
+        p.kind == ExecKind::kRuntime) {
       // Where the value already is, so forwarding never moves it.
-      const weft_output& in = p.node->inputs[0];
-      if (!IsFed(in.node, in.index))
-        p.device = plan_->nodes[index_.at(Rep(in.node))].device;
+      const weft_node* n = p.node;
+      for (size_t k = 0; k < n->inputs.size() && p.device == nullptr; ++k) {
+        const weft_output& in = n->inputs[k];
+        if (!IsRefInput(n, k) && !IsFed(in.node, in.index))
+          p.device = plan_->nodes[index_.at(Rep(in.node))].device;
+      }
       if (p.device != nullptr) p.reason = "with its input";
       continue;
     }
@@ -475,6 +626,24 @@ weft_status* Planner::Place() {
     if (p.kind == ExecKind::kConst)
       WEFT_RETURN_IF_ERROR(PrepareConst(p.node, p.device, &p.const_value));
   }
+  // A back edge never crosses devices: NextIteration sits with its Merge.
+  for (size_t i = 0; i < order_.size(); ++i) {
+    PlanNode& p = plan_->nodes[i];
+    p.frame = exec_frame_[i];
+    p.out_frame = out_frame_[i];
+    if (p.kind == ExecKind::kMerge) {
+      size_t n = p.node->inputs.size() + p.node->graph->BackEdges(p.node).size();
+      p.merge_indices.resize(n);
+      for (size_t k = 0; k < n; ++k)
+        WEFT_RETURN_IF_ERROR(ScalarOn(p.device, static_cast<int32_t>(k),
+                                      &p.merge_indices[k]));
+    }
+    if (p.kind != ExecKind::kNextIteration) continue;
+    const weft_node* merge =
+        p.node->graph->Find(FindAttr(p.node->attrs, "merge")->s);
+    p.device = plan_->nodes[index_.at(Rep(merge))].device;
+    p.reason = "with its Merge '" + merge->name + "'";
+  }
   return nullptr;
 }
 
@@ -492,6 +661,7 @@ void Planner::AddSlot(int32_t producer, Device* device, weft_dtype dtype,
   slot_dtype_.push_back(dtype);
   slot_shape_.push_back(shape);
   slot_name_.push_back(std::move(name));
+  slot_frame_.push_back(producer >= 0 ? plan_->nodes[producer].out_frame : 0);
 }
 
 int32_t Planner::AddTransferNode(ExecKind kind, const weft_node* node,
@@ -507,6 +677,7 @@ int32_t Planner::AddTransferNode(ExecKind kind, const weft_node* node,
   p.transfer = transfer;
   p.input_slots = {in_slot};
   p.num_outputs = 1;
+  p.frame = p.out_frame = slot_frame_[in_slot];
   if (cast != nullptr) {
     p.kernel = cast_kernel;
     p.cast_node = cast;
@@ -530,6 +701,7 @@ weft_status* Planner::ConstOn(int32_t c, Device* d, int32_t* slot) {
   copy.device = d;
   copy.num_outputs = 1;
   copy.reason = "copy for consumers on " + d->name;
+  copy.frame = copy.out_frame = plan_->nodes[c].frame;
   WEFT_RETURN_IF_ERROR(PrepareConst(copy.node, d, &copy.const_value));
   const weft_node* n = copy.node;
   int32_t id = NewNode(std::move(copy));
@@ -667,10 +839,24 @@ weft_status* Planner::Partition() {
       }
       slots.push_back(s);
     }
+    if (n->def->exec == ExecKind::kMerge)
+      for (const weft_node* b : n->graph->BackEdges(n)) {
+        auto it = index_.find(Rep(b));
+        if (it == index_.end()) continue;
+        slots.push_back(plan_->nodes[it->second].output_base);
+      }
     plan_->nodes[i].input_slots = std::move(slots);
   }
-  for (const weft_output& f : *req_.fetches)
-    plan_->fetch_slots.push_back(slot_of(f));
+  for (const weft_output& f : *req_.fetches) {
+    int32_t s = slot_of(f);
+    if (slot_frame_[s] != 0)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "fetch '%s:%d' is a value inside loop %s, which has one "
+                    "value per iteration: fetch what the loop's Exit gives",
+                    f.node->name.c_str(), f.index,
+                    FrameName(slot_frame_[s]).c_str());
+    plan_->fetch_slots.push_back(s);
+  }
   plan_->num_slots = static_cast<int32_t>(slot_producer_.size());
   return nullptr;
 }
@@ -687,18 +873,56 @@ void Planner::Link() {
       int32_t producer = slot_producer_[s];
       if (producer >= 0) {
         plan_->nodes[producer].successors.push_back(static_cast<int32_t>(i));
-        p.pending++;
+        // A back edge arrives in the iterations after the first.
+        if (plan_->nodes[producer].kind == ExecKind::kNextIteration)
+          p.pending_next++;
+        else
+          p.pending++;
       }
     }
-    if (static_cast<int32_t>(i) < n_graph && p.kind != ExecKind::kSend &&
-        p.kind != ExecKind::kRecv)
+    // Constant copies keep the original's control inputs: in a loop, those
+    // make the copy run in every iteration of the frame.
+    if ((static_cast<int32_t>(i) < n_graph || p.kind == ExecKind::kConst) &&
+        p.kind != ExecKind::kSend && p.kind != ExecKind::kRecv)
       for (const weft_node* c : p.node->control_inputs) {
         plan_->nodes[index_.at(Rep(c))].successors.push_back(
             static_cast<int32_t>(i));
         p.pending++;
       }
+    if (p.kind != ExecKind::kMerge) p.pending_next = p.pending;
   }
   for (int32_t s : plan_->fetch_slots) plan_->slot_uses[s]++;
+}
+
+// Numbers nodes and slots per frame, the indexes of per-iteration state.
+weft_status* Planner::LocalizeFrames() {
+  std::vector<PlanFrame>& frames = plan_->frames;
+  for (PlanFrame& f : frames) f.num_nodes = f.num_slots = 0;
+  std::vector<int32_t> local(plan_->num_slots);
+  for (int32_t s = 0; s < plan_->num_slots; ++s)
+    local[s] = frames[slot_frame_[s]].num_slots++;
+  for (PlanNode& p : plan_->nodes) {
+    p.local = frames[p.frame].num_nodes++;
+    if (p.frame != 0 && p.pending == 0 && p.kind != ExecKind::kMerge)
+      return Errorf(WEFT_INTERNAL,
+                    "node '%s' (%s) in %s has no inputs there, so nothing "
+                    "would start it", p.node->name.c_str(),
+                    p.node->op_type.c_str(), FrameName(p.frame).c_str());
+    for (int32_t& s : p.input_slots) {
+      if (s < 0) continue;
+      if (slot_frame_[s] != p.frame)
+        return Errorf(WEFT_INTERNAL,
+                      "node '%s' (%s) in %s reads slot '%s' of %s",
+                      p.node->name.c_str(), p.node->op_type.c_str(),
+                      FrameName(p.frame).c_str(), slot_name_[s].c_str(),
+                      FrameName(slot_frame_[s]).c_str());
+      s = local[s];
+    }
+    if (p.num_outputs > 0) p.output_base = local[p.output_base];
+  }
+  for (int32_t& s : plan_->feed_slots) s = local[s];
+  for (int32_t& s : plan_->fetch_slots) s = local[s];
+  return nullptr;
 }
 
 // Is `to` reachable from `from` along successors?  Bounded: a search that
@@ -754,7 +978,7 @@ void Planner::ScheduleForMemory() {
   for (int32_t v : topo) {
     PlanNode& p = plan_->nodes[v];
     if (p.kind != ExecKind::kKernel && p.kind != ExecKind::kRecv) continue;
-    if (p.successors.empty()) continue;
+    if (p.successors.empty() || p.frame != 0) continue;
     uint64_t bytes = 0;
     if (p.kind == ExecKind::kRecv) {
       bytes = plan_->transfers[p.transfer].bytes;
@@ -771,6 +995,9 @@ void Planner::ScheduleForMemory() {
     for (int32_t q : preds[consumer])
       if (q != v && (gate < 0 || level[q] > level[gate])) gate = q;
     if (gate < 0 || level[gate] <= level[v]) continue;  // no slack
+    // Within the root frame only: an edge into or out of a loop would tie
+    // every iteration to one node.
+    if (plan_->nodes[gate].frame != 0) continue;
     if (Reaches(v, gate)) continue;                      // would cycle
     plan_->nodes[gate].successors.push_back(v);
     p.pending++;
@@ -795,13 +1022,15 @@ weft_status* Planner::Build() {
     plan_->merged = cse_.merges;
   }
   TopologicalOrder();
+  WEFT_RETURN_IF_ERROR(AnalyzeFrames());
   WEFT_RETURN_IF_ERROR(Place());
   WEFT_RETURN_IF_ERROR(Partition());
   Link();
   if (opts_.optimizations & WEFT_OPTIMIZE_MEMORY_SCHEDULE) ScheduleForMemory();
+  if (plan_->control_flow) WEFT_RETURN_IF_ERROR(LocalizeFrames());
 
   for (size_t i = 0; i < plan_->nodes.size(); ++i)
-    if (plan_->nodes[i].pending == 0)
+    if (plan_->nodes[i].pending == 0 && plan_->nodes[i].frame == 0)
       plan_->roots.push_back(static_cast<int32_t>(i));
   for (const PlanNode& p : plan_->nodes) {
     auto add = [](std::vector<Device*>* v, Device* d) {

@@ -37,6 +37,30 @@ struct PlanNode {
   std::vector<VariableState*> lock_order;
   std::atomic<uint64_t>* run_counter = nullptr;  // stateful kernels
   std::string reason;  // why the node is on `device`, for run metadata
+  // Control flow.  In a plan with frames, slots are numbered per frame: a
+  // node reads its inputs from its `frame`'s iteration (frame 0 is the
+  // root) and writes its outputs to `out_frame`'s (Enter: the child frame;
+  // Exit: the parent; otherwise `frame`).  `local` indexes the node's
+  // per-iteration state in `frame`.
+  int32_t frame = 0;
+  int32_t out_frame = 0;
+  int32_t local = 0;
+  // Edges to wait for in iterations after the first: a loop Merge waits
+  // for its back edge, not its Enter; other nodes wait for all edges.
+  int32_t pending_next = 0;
+  // kMerge: value_index values 0..n-1 on `device`, made once per plan.
+  std::vector<TensorValue> merge_indices;
+};
+
+// A loop frame of the plan (frame 0 is the root, entered once per run).
+struct PlanFrame {
+  std::string name;
+  int32_t parent = -1;
+  int32_t parallel_iterations = 1;
+  int32_t num_nodes = 0;  // nodes whose `frame` this is
+  int32_t num_slots = 0;  // slots that live in this frame
+  int32_t num_enters = 0;  // Enter nodes into this frame
+  std::vector<int32_t> exits;  // Exit nodes of this frame
 };
 
 // One Send/Recv pair: a value crossing from one device (or from the host,
@@ -63,6 +87,10 @@ struct Plan {
   std::vector<Transfer> transfers;
   std::vector<std::pair<const weft_node*, const weft_node*>> merged;  // CSE
   int32_t schedule_edges = 0;  // edges added to delay nodes (memory)
+  // Control flow: frames, when any node of the plan is a control-flow
+  // primitive (then slots are per frame and the frame executor runs it).
+  bool control_flow = false;
+  std::vector<PlanFrame> frames;
   // Nodes made by the planner (the Casts of lossy transfers).
   std::vector<std::unique_ptr<weft_node>> synthetic;
 };

@@ -1,0 +1,386 @@
+/* Control flow inside the graph: weft_cond and weft_while_loop (and the
+ * primitives they are made of) running in one session run.  Expected
+ * values are worked out by hand in the comments. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_support.h"
+
+static weft_output const_i32(weft_graph* g, const char* name, int32_t v) {
+  weft_tensor* t = wt_tensor(WEFT_INT32, NULL, 0, &v);
+  return wt_const(g, name, t);
+}
+
+static weft_output const_f32(weft_graph* g, const char* name, float v) {
+  return wt_const(g, name, wt_scalar_f32(v));
+}
+
+static int32_t fetch_i32(weft_session* s, const weft_output* feeds,
+                         weft_tensor* const* values, int32_t n,
+                         weft_output out) {
+  weft_tensor* t = wt_run1(s, feeds, values, n, out);
+  cr_assert_eq(weft_tensor_dtype(t), WEFT_INT32);
+  int32_t v = *(const int32_t*)weft_tensor_data(t);
+  weft_tensor_destroy(t);
+  return v;
+}
+
+static float fetch_f32(weft_session* s, const weft_output* feeds,
+                       weft_tensor* const* values, int32_t n,
+                       weft_output out) {
+  weft_tensor* t = wt_run1(s, feeds, values, n, out);
+  cr_assert_eq(weft_tensor_dtype(t), WEFT_FLOAT32);
+  float v = *(const float*)weft_tensor_data(t);
+  weft_tensor_destroy(t);
+  return v;
+}
+
+static weft_tensor* bool_tensor(int value) {
+  uint8_t b = (uint8_t)value;
+  return wt_tensor(WEFT_BOOL, NULL, 0, &b);
+}
+
+static weft_tensor* i32_tensor(int32_t value) {
+  return wt_tensor(WEFT_INT32, NULL, 0, &value);
+}
+
+/* ---- while: i < limit; (i, s) = (i + 1, s + i) --------------------------- */
+
+struct sum_loop {
+  weft_output limit;
+};
+
+static weft_status* sum_cond(weft_graph* g, void* user, const weft_output* v,
+                             int32_t n, weft_output* pred) {
+  (void)n;
+  struct sum_loop* L = user;
+  *pred = wt_apply2(g, "Less", NULL, v[0], L->limit);
+  return NULL;
+}
+
+static weft_status* sum_body(weft_graph* g, void* user, const weft_output* v,
+                             int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  /* A constant made inside the body belongs to the loop. */
+  weft_output one = const_i32(g, NULL, 1);
+  next[0] = wt_apply2(g, "Add", NULL, v[0], one);
+  next[1] = wt_apply2(g, "Add", NULL, v[1], v[0]);
+  return NULL;
+}
+
+static void build_sum(weft_graph* g, weft_output limit, weft_output* out) {
+  struct sum_loop L = {limit};
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "s0", 0)};
+  WT_OK(weft_while_loop(g, sum_cond, sum_body, &L, init, 2, NULL, out));
+}
+
+Test(control_flow, while_loop_sums_below_a_fed_limit) {
+  weft_graph* g = wt_graph_new();
+  weft_output limit = wt_placeholder(g, "limit", WEFT_INT32, NULL, 0);
+  weft_output out[2];
+  build_sum(g, limit, out);
+  weft_session* s = wt_session_new(g, NULL);
+  /* sum of 0..9 = 45; of 0..99 = 4950; no iteration at all: 0. */
+  const int32_t limits[] = {10, 100, 0, 1};
+  const int32_t sums[] = {45, 4950, 0, 0};
+  for (int k = 0; k < 4; ++k) {
+    weft_tensor* v = i32_tensor(limits[k]);
+    cr_expect_eq(fetch_i32(s, &limit, &v, 1, out[1]), sums[k],
+                 "limit %d", limits[k]);
+    cr_expect_eq(fetch_i32(s, &limit, &v, 1, out[0]), limits[k]);
+    weft_tensor_destroy(v);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+Test(control_flow, parallel_iterations_one_and_many_agree) {
+  weft_graph* g = wt_graph_new();
+  weft_output limit = const_i32(g, "limit", 300);
+  struct sum_loop L = {limit};
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "s0", 0)};
+  weft_output a[2], b[2];
+  weft_while_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.parallel_iterations = 1;
+  WT_OK(weft_while_loop(g, sum_cond, sum_body, &L, init, 2, &o, a));
+  o.parallel_iterations = 32;
+  WT_OK(weft_while_loop(g, sum_cond, sum_body, &L, init, 2, &o, b));
+  weft_session_options so;
+  weft_session_options_init(&so);
+  so.inter_op_threads = 2;
+  weft_session* s = NULL;
+  WT_OK(weft_session_create(g, &so, &s));
+  /* 0 + 1 + ... + 299 = 44850 */
+  for (int rep = 0; rep < 20; ++rep) {
+    cr_expect_eq(fetch_i32(s, NULL, NULL, 0, a[1]), 44850);
+    cr_expect_eq(fetch_i32(s, NULL, NULL, 0, b[1]), 44850);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* ---- cond ------------------------------------------------------------------ */
+
+struct branch_args {
+  weft_output x;
+};
+
+static weft_status* times_two(weft_graph* g, void* user, weft_output* out,
+                              int32_t n) {
+  (void)n;
+  struct branch_args* a = user;
+  out[0] = wt_apply2(g, "Mul", NULL, a->x, const_f32(g, NULL, 2));
+  return NULL;
+}
+
+static weft_status* plus_hundred(weft_graph* g, void* user, weft_output* out,
+                                 int32_t n) {
+  (void)n;
+  struct branch_args* a = user;
+  out[0] = wt_apply2(g, "Add", NULL, a->x, const_f32(g, NULL, 100));
+  return NULL;
+}
+
+Test(control_flow, cond_takes_one_branch_each_way) {
+  weft_graph* g = wt_graph_new();
+  weft_output p = wt_placeholder(g, "p", WEFT_BOOL, NULL, 0);
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, NULL, 0);
+  struct branch_args a = {x};
+  weft_output y;
+  WT_OK(weft_cond(g, "c", p, times_two, plus_hundred, &a, 1, &y));
+  weft_session* s = wt_session_new(g, NULL);
+  weft_output feeds[2] = {p, x};
+  weft_tensor* v[2] = {bool_tensor(1), wt_scalar_f32(3)};
+  cr_expect_eq(fetch_f32(s, feeds, v, 2, y), 6.0f);
+  weft_tensor_destroy(v[0]);
+  v[0] = bool_tensor(0);
+  cr_expect_eq(fetch_f32(s, feeds, v, 2, y), 103.0f);
+  weft_tensor_destroy(v[0]);
+  weft_tensor_destroy(v[1]);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* The untaken branch's side effect never happens. */
+struct bump_args {
+  weft_output var;
+  weft_output x;
+};
+
+static weft_status* bump_branch(weft_graph* g, void* user, weft_output* out,
+                                int32_t n) {
+  (void)n;
+  struct bump_args* a = user;
+  out[0] = wt_apply2(g, "AssignAdd", NULL, a->var, const_f32(g, NULL, 1));
+  return NULL;
+}
+
+static weft_status* read_branch(weft_graph* g, void* user, weft_output* out,
+                                int32_t n) {
+  (void)g;
+  (void)n;
+  struct bump_args* a = user;
+  out[0] = a->x;
+  return NULL;
+}
+
+Test(control_flow, untaken_branch_side_effects_do_not_run) {
+  weft_graph* g = wt_graph_new();
+  weft_output var;
+  weft_node* init;
+  WT_OK(weft_graph_variable(g, "v", const_f32(g, "zero", 0), &var, &init));
+  weft_output p = wt_placeholder(g, "p", WEFT_BOOL, NULL, 0);
+  weft_output x = const_f32(g, "x", -5);
+  struct bump_args a = {var, x};
+  weft_output y;
+  WT_OK(weft_cond(g, NULL, p, bump_branch, read_branch, &a, 1, &y));
+  weft_session* s = wt_session_new(g, NULL);
+  wt_run_targets(s, &init, 1);
+  weft_tensor* no = bool_tensor(0);
+  weft_tensor* yes = bool_tensor(1);
+  for (int k = 0; k < 3; ++k)
+    cr_expect_eq(fetch_f32(s, &p, &no, 1, y), -5.0f);
+  cr_expect_eq(fetch_f32(s, NULL, NULL, 0, var), 0.0f,
+               "the else branch ran the then branch's AssignAdd");
+  cr_expect_eq(fetch_f32(s, &p, &yes, 1, y), 1.0f);
+  cr_expect_eq(fetch_f32(s, &p, &yes, 1, y), 2.0f);
+  cr_expect_eq(fetch_f32(s, NULL, NULL, 0, var), 2.0f);
+  weft_tensor_destroy(no);
+  weft_tensor_destroy(yes);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* ---- nesting ----------------------------------------------------------------- */
+
+/* for i in 0..n-1: for j in 0..i-1: total += 1   =>  total = n(n-1)/2 */
+struct nested {
+  weft_output n;
+};
+
+static weft_status* inner_cond(weft_graph* g, void* user, const weft_output* v,
+                               int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  /* v = (j, total, i): j < i */
+  *pred = wt_apply2(g, "Less", NULL, v[0], v[2]);
+  return NULL;
+}
+
+static weft_status* inner_body(weft_graph* g, void* user, const weft_output* v,
+                               int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  weft_output one = const_i32(g, NULL, 1);
+  next[0] = wt_apply2(g, "Add", NULL, v[0], one);
+  next[1] = wt_apply2(g, "Add", NULL, v[1], one);
+  next[2] = v[2];
+  return NULL;
+}
+
+static weft_status* outer_cond(weft_graph* g, void* user, const weft_output* v,
+                               int32_t n, weft_output* pred) {
+  (void)n;
+  struct nested* N = user;
+  *pred = wt_apply2(g, "Less", NULL, v[0], N->n);
+  return NULL;
+}
+
+static weft_status* outer_body(weft_graph* g, void* user, const weft_output* v,
+                               int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  /* The inner loop starts j at 0 (a constant from inside the outer body)
+   * and reads i, the outer loop's variable. */
+  weft_output init[3] = {const_i32(g, NULL, 0), v[1], v[0]};
+  weft_output out[3];
+  weft_status* st =
+      weft_while_loop(g, inner_cond, inner_body, NULL, init, 3, NULL, out);
+  if (st) return st;
+  next[0] = wt_apply2(g, "Add", NULL, v[0], const_i32(g, NULL, 1));
+  next[1] = out[1];
+  return NULL;
+}
+
+Test(control_flow, nested_loops_inner_trip_count_from_outer) {
+  weft_graph* g = wt_graph_new();
+  weft_output n = wt_placeholder(g, "n", WEFT_INT32, NULL, 0);
+  struct nested N = {n};
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "t0", 0)};
+  weft_output out[2];
+  WT_OK(weft_while_loop(g, outer_cond, outer_body, &N, init, 2, NULL, out));
+  weft_session* s = wt_session_new(g, NULL);
+  const int32_t ns[] = {0, 1, 4, 10, 30};
+  for (int k = 0; k < 5; ++k) {
+    weft_tensor* v = i32_tensor(ns[k]);
+    cr_expect_eq(fetch_i32(s, &n, &v, 1, out[1]), ns[k] * (ns[k] - 1) / 2,
+                 "n = %d", ns[k]);
+    weft_tensor_destroy(v);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* for i in 0..5: s += (i < 3 ? i : 10)   =>  0+1+2+10+10+10 = 33 */
+struct small_or_ten {
+  weft_output i;
+};
+
+static weft_status* take_i(weft_graph* g, void* user, weft_output* out,
+                           int32_t n) {
+  (void)g;
+  (void)n;
+  out[0] = ((struct small_or_ten*)user)->i;
+  return NULL;
+}
+
+static weft_status* take_ten(weft_graph* g, void* user, weft_output* out,
+                             int32_t n) {
+  (void)user;
+  (void)n;
+  out[0] = const_i32(g, NULL, 10);
+  return NULL;
+}
+
+static weft_status* six_cond(weft_graph* g, void* user, const weft_output* v,
+                             int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  *pred = wt_apply2(g, "Less", NULL, v[0], const_i32(g, NULL, 6));
+  return NULL;
+}
+
+static weft_status* cond_body(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  struct small_or_ten a = {v[0]};
+  weft_output small = wt_apply2(g, "Less", NULL, v[0], const_i32(g, NULL, 3));
+  weft_output term;
+  weft_status* st = weft_cond(g, NULL, small, take_i, take_ten, &a, 1, &term);
+  if (st) return st;
+  next[0] = wt_apply2(g, "Add", NULL, v[0], const_i32(g, NULL, 1));
+  next[1] = wt_apply2(g, "Add", NULL, v[1], term);
+  return NULL;
+}
+
+Test(control_flow, cond_inside_while) {
+  weft_graph* g = wt_graph_new();
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "s0", 0)};
+  weft_output out[2];
+  WT_OK(weft_while_loop(g, six_cond, cond_body, NULL, init, 2, NULL, out));
+  weft_session* s = wt_session_new(g, NULL);
+  cr_expect_eq(fetch_i32(s, NULL, NULL, 0, out[1]), 33);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* cond(p, sum of 0..limit-1 by a loop, -1): the loop in the untaken branch
+ * is dead through its whole frame. */
+struct loop_branch {
+  weft_output limit;
+};
+
+static weft_status* loop_branch(weft_graph* g, void* user, weft_output* out,
+                                int32_t n) {
+  (void)n;
+  struct loop_branch* a = user;
+  weft_output r[2];
+  struct sum_loop L = {a->limit};
+  weft_output init[2] = {const_i32(g, NULL, 0), const_i32(g, NULL, 0)};
+  weft_status* st = weft_while_loop(g, sum_cond, sum_body, &L, init, 2, NULL,
+                                    r);
+  out[0] = r[1];
+  return st;
+}
+
+static weft_status* minus_one(weft_graph* g, void* user, weft_output* out,
+                              int32_t n) {
+  (void)user;
+  (void)n;
+  out[0] = const_i32(g, NULL, -1);
+  return NULL;
+}
+
+Test(control_flow, while_inside_cond_either_way) {
+  weft_graph* g = wt_graph_new();
+  weft_output p = wt_placeholder(g, "p", WEFT_BOOL, NULL, 0);
+  struct loop_branch a = {const_i32(g, "limit", 5)};
+  weft_output y;
+  WT_OK(weft_cond(g, NULL, p, loop_branch, minus_one, &a, 1, &y));
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* yes = bool_tensor(1);
+  weft_tensor* no = bool_tensor(0);
+  cr_expect_eq(fetch_i32(s, &p, &yes, 1, y), 10); /* 0+1+2+3+4 */
+  cr_expect_eq(fetch_i32(s, &p, &no, 1, y), -1);
+  cr_expect_eq(fetch_i32(s, &p, &yes, 1, y), 10);
+  weft_tensor_destroy(yes);
+  weft_tensor_destroy(no);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
