@@ -384,3 +384,345 @@ Test(control_flow, while_inside_cond_either_way) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* ---- options ------------------------------------------------------------------ */
+
+static weft_status* always(weft_graph* g, void* user, const weft_output* v,
+                           int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  (void)v;
+  weft_tensor* t = bool_tensor(1);
+  *pred = wt_const(g, NULL, t);
+  return NULL;
+}
+
+static weft_status* count_up(weft_graph* g, void* user, const weft_output* v,
+                             int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  next[0] = wt_apply2(g, "Add", NULL, v[0], const_i32(g, NULL, 1));
+  return NULL;
+}
+
+Test(control_flow, maximum_iterations_stops_an_endless_loop) {
+  weft_graph* g = wt_graph_new();
+  weft_output i0 = const_i32(g, "i0", 100);
+  weft_while_options o = {.struct_size = sizeof o, .maximum_iterations = 7};
+  weft_output out;
+  WT_OK(weft_while_loop(g, always, count_up, NULL, &i0, 1, &o, &out));
+  weft_session* s = wt_session_new(g, NULL);
+  cr_expect_eq(fetch_i32(s, NULL, NULL, 0, out), 107);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* x doubles in length (Concat with itself) until it has 8 elements: its
+ * shape changes between iterations, so it needs an invariant. */
+static weft_status* shorter_than_8(weft_graph* g, void* user,
+                                   const weft_output* v, int32_t n,
+                                   weft_output* pred) {
+  (void)user;
+  (void)n;
+  weft_output size = wt_apply1(g, "Size", NULL, v[0]);
+  *pred = wt_apply2(g, "Less", NULL, size, const_i32(g, NULL, 8));
+  return NULL;
+}
+
+static weft_status* doubled(weft_graph* g, void* user, const weft_output* v,
+                            int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  weft_op_builder* b = weft_op_begin(g, "Concat", NULL);
+  weft_output parts[2] = {v[0], v[0]};
+  weft_op_add_input_list(b, parts, 2);
+  weft_op_set_attr_int(b, "axis", 0);
+  weft_node* c = NULL;
+  weft_status* st = weft_op_finish(b, &c);
+  next[0] = (weft_output){c, 0};
+  return st;
+}
+
+Test(control_flow, shape_invariants_let_a_variable_grow) {
+  weft_graph* g = wt_graph_new();
+  float one[1] = {1.5f};
+  weft_output start = wt_const_f32(g, "start", WT_SHAPE(1), one);
+  weft_output out;
+  /* Without an invariant the body's [2] cannot go round as a [1]. */
+  WT_EXPECT_ERROR(weft_while_loop(g, shorter_than_8, doubled, NULL, &start, 1,
+                                  NULL, &out),
+                  WEFT_INVALID_ARGUMENT, "shape invariant", "body");
+  int64_t any[1] = {-1};
+  weft_shape inv = {1, any};
+  weft_while_options o = {.struct_size = sizeof o, .shape_invariants = &inv};
+  WT_OK(weft_while_loop(g, shorter_than_8, doubled, NULL, &start, 1, &o,
+                        &out));
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* t = wt_run1(s, NULL, NULL, 0, out);
+  wt_expect_shape(t, WEFT_FLOAT32, WT_SHAPE(8));
+  for (int k = 0; k < 8; ++k)
+    cr_expect_eq(((const float*)weft_tensor_data(t))[k], 1.5f);
+  weft_tensor_destroy(t);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+static weft_status* failing_body(weft_graph* g, void* user,
+                                 const weft_output* v, int32_t n,
+                                 weft_output* next) {
+  (void)g;
+  (void)user;
+  (void)v;
+  (void)n;
+  (void)next;
+  return weft_status_create(WEFT_NOT_FOUND, "boom: no such table");
+}
+
+static weft_status* wrong_dtype_body(weft_graph* g, void* user,
+                                     const weft_output* v, int32_t n,
+                                     weft_output* next) {
+  (void)user;
+  (void)n;
+  next[0] = const_f32(g, NULL, 1.0f);  /* the variable is int32 */
+  (void)v;
+  return NULL;
+}
+
+static weft_status* no_output_body(weft_graph* g, void* user,
+                                   const weft_output* v, int32_t n,
+                                   weft_output* next) {
+  (void)g;
+  (void)user;
+  (void)v;
+  (void)n;
+  (void)next;
+  return NULL;
+}
+
+static weft_status* float_pred(weft_graph* g, void* user, const weft_output* v,
+                               int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  (void)v;
+  *pred = const_f32(g, NULL, 1.0f);
+  return NULL;
+}
+
+Test(control_flow, callback_errors_come_back_from_the_builder) {
+  weft_graph* g = wt_graph_new();
+  weft_output i0 = const_i32(g, "i0", 0);
+  weft_output out;
+  weft_while_options o = {.struct_size = sizeof o, .name = "scan"};
+  WT_EXPECT_ERROR(
+      weft_while_loop(g, six_cond, failing_body, NULL, &i0, 1, &o, &out),
+      WEFT_NOT_FOUND, "boom: no such table", "while loop 'scan'", "body");
+  WT_EXPECT_ERROR(
+      weft_while_loop(g, six_cond, wrong_dtype_body, NULL, &i0, 1, NULL, &out),
+      WEFT_INVALID_ARGUMENT, "loop variable 0", "float32", "int32");
+  WT_EXPECT_ERROR(
+      weft_while_loop(g, six_cond, no_output_body, NULL, &i0, 1, NULL, &out),
+      WEFT_INVALID_ARGUMENT, "did not set loop variable 0");
+  WT_EXPECT_ERROR(
+      weft_while_loop(g, float_pred, count_up, NULL, &i0, 1, NULL, &out),
+      WEFT_INVALID_ARGUMENT, "predicate must be bool", "condition");
+  WT_EXPECT_ERROR(weft_while_loop(g, six_cond, count_up, NULL, &i0, 0, NULL,
+                                  &out),
+                  WEFT_INVALID_ARGUMENT, "at least one loop variable");
+  weft_output p = const_i32(g, "not_bool", 1);
+  struct branch_args a = {const_f32(g, "x", 1)};
+  weft_output y;
+  WT_EXPECT_ERROR(weft_cond(g, NULL, p, times_two, plus_hundred, &a, 1, &y),
+                  WEFT_INVALID_ARGUMENT, "predicate must be bool");
+  /* The graph is still usable: a good loop after the failed ones runs. */
+  weft_output good;
+  WT_OK(weft_while_loop(g, six_cond, count_up, NULL, &i0, 1, NULL, &good));
+  weft_session* s = wt_session_new(g, NULL);
+  cr_expect_eq(fetch_i32(s, NULL, NULL, 0, good), 6);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* s = 12 / (3 - i): iteration 3 divides by zero. */
+static weft_status* divide_body(weft_graph* g, void* user,
+                                const weft_output* v, int32_t n,
+                                weft_output* next) {
+  (void)user;
+  (void)n;
+  weft_output d = wt_apply2(g, "Sub", NULL, const_i32(g, NULL, 3), v[0]);
+  weft_op_builder* b = weft_op_begin(g, "Div", "divide");
+  weft_op_add_input(b, const_i32(g, NULL, 12));
+  weft_op_add_input(b, d);
+  weft_node* q = NULL;
+  weft_status* st = weft_op_finish(b, &q);
+  if (st) return st;
+  next[0] = wt_apply2(g, "Add", NULL, v[0], const_i32(g, NULL, 1));
+  next[1] = wt_apply2(g, "Add", NULL, v[1], (weft_output){q, 0});
+  return NULL;
+}
+
+Test(control_flow, an_error_inside_a_loop_names_node_frame_and_iteration) {
+  weft_graph* g = wt_graph_new();
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "s0", 0)};
+  weft_output out[2];
+  weft_while_options o = {.struct_size = sizeof o, .name = "divider",
+                          .parallel_iterations = 1};
+  WT_OK(weft_while_loop(g, six_cond, divide_body, NULL, init, 2, &o, out));
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* t = NULL;
+  WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &out[1], 1, NULL, 0, &t),
+                  WEFT_INVALID_ARGUMENT, "divide", "frame 'divider'",
+                  "iteration 3");
+  /* The session is fine afterwards: a loop that stops before the zero. */
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+struct bump_loop {
+  weft_output var;
+};
+
+static weft_status* bump_body(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)n;
+  struct bump_loop* L = user;
+  weft_output bumped =
+      wt_apply2(g, "AssignAdd", NULL, L->var, const_f32(g, NULL, 1));
+  weft_op_builder* b = weft_op_begin(g, "Add", NULL);
+  weft_op_add_input(b, v[0]);
+  weft_op_add_input(b, const_i32(g, NULL, 1));
+  weft_op_add_control_input(b, bumped.node);
+  weft_node* next_i = NULL;
+  weft_status* st = weft_op_finish(b, &next_i);
+  next[0] = (weft_output){next_i, 0};
+  return st;
+}
+
+Test(control_flow, assign_add_in_a_body_runs_once_per_iteration) {
+  weft_graph* g = wt_graph_new();
+  weft_output var;
+  weft_node* init;
+  WT_OK(weft_graph_variable(g, "v", const_f32(g, "zero", 0), &var, &init));
+  struct bump_loop L = {var};
+  weft_output i0 = const_i32(g, "i0", 0);
+  weft_output out;
+  WT_OK(weft_while_loop(g, six_cond, bump_body, &L, &i0, 1, NULL, &out));
+  weft_session* s = wt_session_new(g, NULL);
+  wt_run_targets(s, &init, 1);
+  cr_expect_eq(fetch_i32(s, NULL, NULL, 0, out), 6);
+  cr_expect_eq(fetch_f32(s, NULL, NULL, 0, var), 6.0f);
+  cr_expect_eq(fetch_i32(s, NULL, NULL, 0, out), 6);
+  cr_expect_eq(fetch_f32(s, NULL, NULL, 0, var), 12.0f);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* ---- the primitives by hand, and graphs the planner refuses -------------- */
+
+static weft_node* op1(weft_graph* g, const char* op, const char* name,
+                      weft_output x, const char* frame, int constant) {
+  weft_op_builder* b = weft_op_begin(g, op, name);
+  weft_op_add_input(b, x);
+  if (frame != NULL) {
+    weft_op_set_attr_string(b, "frame_name", frame);
+    weft_op_set_attr_bool(b, "is_constant", constant);
+  }
+  weft_node* n = NULL;
+  WT_OK(weft_op_finish(b, &n));
+  return n;
+}
+
+Test(control_flow, ill_formed_graphs_are_refused_when_planned) {
+  weft_graph* g = wt_graph_new();
+  weft_output c = const_f32(g, "c", 2);
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* t = NULL;
+  /* An Exit with no loop around it. */
+  weft_node* stray = op1(g, "Exit", "stray_exit", c, NULL, 0);
+  weft_output o = {stray, 0};
+  WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &o, 1, NULL, 0, &t),
+                  WEFT_INVALID_ARGUMENT, "stray_exit", "not inside a loop");
+  /* A loop variable's Enter read by anything but its Merge. */
+  weft_node* e = op1(g, "Enter", "var_enter", c, "f", 0);
+  weft_output twice = wt_apply2(g, "Add", "twice", (weft_output){e, 0},
+                                (weft_output){e, 0});
+  weft_node* x = op1(g, "Exit", "x", twice, NULL, 0);
+  o = (weft_output){x, 0};
+  WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &o, 1, NULL, 0, &t),
+                  WEFT_INVALID_ARGUMENT, "twice", "var_enter", "is_constant");
+  /* A value of a frame read from outside it without an Exit. */
+  weft_node* ce = op1(g, "Enter", "inv_enter", c, "h", 1);
+  weft_output inside = wt_apply2(g, "Mul", "inside", (weft_output){ce, 0},
+                                 (weft_output){ce, 0});
+  weft_output mixed = wt_apply2(g, "Add", "mixed", inside, c);
+  WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &mixed, 1, NULL, 0, &t),
+                  WEFT_INVALID_ARGUMENT, "mixed", "frame 'h'", "Enter");
+  /* Fetching a value that exists once per iteration. */
+  WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &inside, 1, NULL, 0, &t),
+                  WEFT_INVALID_ARGUMENT, "inside", "Exit");
+  /* A back edge naming something that is not a Merge. */
+  weft_op_builder* b = weft_op_begin(g, "NextIteration", "bad_next");
+  weft_op_add_input(b, c);
+  weft_op_set_attr_string(b, "merge", "c");
+  WT_EXPECT_ERROR(weft_op_finish(b, NULL), WEFT_INVALID_ARGUMENT, "bad_next",
+                  "not a Merge");
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+Test(control_flow, fetching_a_dead_value_is_an_error) {
+  weft_graph* g = wt_graph_new();
+  weft_output c = const_f32(g, "c", 2);
+  weft_output p = wt_placeholder(g, "p", WEFT_BOOL, NULL, 0);
+  weft_output sw = wt_apply2(g, "Switch", "sw", c, p);
+  weft_output when_false = {sw.node, 0};
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* yes = bool_tensor(1);
+  weft_tensor* t = NULL;
+  WT_EXPECT_ERROR(weft_session_run(s, &p, &yes, 1, &when_false, 1, NULL, 0,
+                                   &t),
+                  WEFT_INVALID_ARGUMENT, "dead", "not taken");
+  weft_tensor* no = bool_tensor(0);
+  cr_expect_eq(fetch_f32(s, &p, &no, 1, when_false), 2.0f);
+  weft_tensor_destroy(yes);
+  weft_tensor_destroy(no);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* ---- a long loop -------------------------------------------------------------- */
+
+static long resident_kib(void) {
+  FILE* f = fopen("/proc/self/statm", "r");
+  if (f == NULL) return -1;
+  long pages = 0, resident = 0;
+  int ok = fscanf(f, "%ld %ld", &pages, &resident) == 2;
+  fclose(f);
+  return ok ? resident * 4 : -1;
+}
+
+Test(control_flow, a_million_iterations_without_memory_growth,
+     .timeout = 120) {
+  weft_graph* g = wt_graph_new();
+  weft_output limit = wt_placeholder(g, "limit", WEFT_INT32, NULL, 0);
+  struct sum_loop L = {limit};
+  weft_output i0 = const_i32(g, "i0", 0);
+  weft_output out;
+  WT_OK(weft_while_loop(g, sum_cond, count_up, &L, &i0, 1, NULL, &out));
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* small = i32_tensor(100000);
+  weft_tensor* large = i32_tensor(1000000);
+  cr_expect_eq(fetch_i32(s, &limit, &small, 1, out), 100000);
+  long before = resident_kib();
+  cr_expect_eq(fetch_i32(s, &limit, &large, 1, out), 1000000);
+  long after = resident_kib();
+  if (before > 0 && after > 0)
+    cr_expect_lt(after - before, 4096,
+                 "resident memory grew by %ld KiB over 10^6 iterations",
+                 after - before);
+  weft_tensor_destroy(small);
+  weft_tensor_destroy(large);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
