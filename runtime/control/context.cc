@@ -33,6 +33,18 @@ void ControlContext::Close() {
     }
 }
 
+std::vector<ControlContext*> ControlContext::Suspend(const Graph* graph) {
+  std::vector<ControlContext*> closed;
+  for (size_t i = 0; i < open_contexts.size(); ++i)
+    if (open_graphs[i] == graph) closed.push_back(open_contexts[i]);
+  for (ControlContext* c : closed) c->Close();
+  return closed;
+}
+
+void ControlContext::Resume(const std::vector<ControlContext*>& contexts) {
+  for (ControlContext* c : contexts) c->Open();
+}
+
 void ControlContext::Added(const Graph* graph, const weft_node* n) {
   for (size_t i = 0; i < open_contexts.size(); ++i)
     if (open_graphs[i] == graph) open_contexts[i]->MarkInside(n);

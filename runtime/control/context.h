@@ -34,6 +34,14 @@ class ControlContext {
   bool Inside(const weft_node* n) const { return inside_.count(n) != 0; }
   void MarkInside(const weft_node* n) { inside_.insert(n); }
   void set_pivot(weft_node* pivot) { pivot_ = pivot; }
+  weft_node* pivot() const { return pivot_; }
+  const std::unordered_set<const weft_node*>& inside() const {
+    return inside_;
+  }
+  // Closes every context of `graph` on this thread (nodes added meanwhile
+  // are not rewritten); Resume reopens them.
+  static std::vector<ControlContext*> Suspend(const Graph* graph);
+  static void Resume(const std::vector<ControlContext*>& contexts);
   const std::string& what() const { return what_; }
   // `v` as seen inside this context (captured when it comes from outside).
   weft_status* Bring(weft_output v, weft_output* out);

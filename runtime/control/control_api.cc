@@ -97,8 +97,13 @@ class LoopContext : public ControlContext {
 
  protected:
   weft_status* Capture(weft_output v, weft_output* out) override {
-    return Enter(v, true, out);
+    WEFT_RETURN_IF_ERROR(Enter(v, true, out));
+    invariants_.push_back(out->node);
+    return nullptr;
   }
+
+ public:
+  std::vector<weft_node*> invariants_;
 
  private:
   std::string frame_;
@@ -223,12 +228,16 @@ weft_status* WhileLoop(weft_graph* g, weft_loop_cond_fn cond,
                     what.c_str(), i);
 
   LoopContext ctx(g, frame, opt.parallel_iterations);
+  auto info = std::make_shared<WhileLoopInfo>();
+  info->frame = frame;
+  info->num_vars = n;
   std::vector<weft_output> merged(total);
   std::vector<weft_node*> merges(total);
   for (int32_t i = 0; i < total; ++i) {
     weft_output entered;
     WEFT_RETURN_IF_ERROR(ctx.Enter(init[i], false, &entered));
     ctx.MarkInside(entered.node);
+    info->enters.push_back(entered.node);
     const weft_shape* inv =
         opt.shape_invariants != nullptr && i < n ? &opt.shape_invariants[i]
                                                  : nullptr;
@@ -328,7 +337,15 @@ weft_status* WhileLoop(weft_graph* g, weft_loop_cond_fn cond,
     WEFT_RETURN_IF_ERROR(Make(g, "Exit", frame + "/exit_" + std::to_string(i),
                               {Out(switches[i], 0)}, &e));
     out[i] = Out(e);
+    info->exits.push_back(e);
   }
+  info->body_in = current;
+  info->next = next;
+  info->invariants = ctx.invariants_;
+  info->pivot = pivot;
+  info->nodes = ctx.inside();
+  for (weft_node* e : info->exits) info->nodes.insert(e);
+  g->impl->AddWhileLoop(std::move(info));
   return nullptr;
 }
 

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "base/status.h"
+#include "grad/loop_gradient.h"
 #include "grad/registry.h"
 #include "weft/train.h"
 
@@ -114,6 +115,9 @@ class Backprop {
  private:
   // The sum of the gradients that arrived at `k`, or {nullptr, 0}.
   weft_status* Total(const Key& k, const std::string& scope, weft_output* out);
+  // Builds the backward loop of `loop` and hands its results to the values
+  // that entered the loop.
+  weft_status* LoopGradient(const WhileLoopInfo& loop, const std::string& scope);
 
   weft_graph* g_;
   std::map<Key, std::vector<weft_output>> arrived_;
@@ -136,6 +140,31 @@ weft_status* Backprop::Total(const Key& k, const std::string& scope,
   return nullptr;
 }
 
+weft_status* Backprop::LoopGradient(const WhileLoopInfo& loop,
+                                    const std::string& scope) {
+  std::vector<weft_output> dy(loop.num_vars);
+  bool any = false;
+  for (int32_t i = 0; i < loop.num_vars; ++i) {
+    WEFT_RETURN_IF_ERROR(Total(Key{loop.exits[i], 0}, scope, &dy[i]));
+    any |= dy[i].node != nullptr;
+  }
+  if (!any) return nullptr;
+  std::vector<weft_output> d_init, d_inv;
+  WEFT_RETURN_IF_ERROR(
+      BuildWhileGradient(g_, loop, dy, scope, &d_init, &d_inv));
+  for (int32_t i = 0; i < loop.num_vars; ++i)
+    if (d_init[i].node != nullptr) {
+      const weft_output& in = loop.enters[i]->inputs[0];
+      arrived_[Key{in.node, in.index}].push_back(d_init[i]);
+    }
+  for (size_t j = 0; j < loop.invariants.size(); ++j)
+    if (d_inv[j].node != nullptr) {
+      const weft_output& in = loop.invariants[j]->inputs[0];
+      arrived_[Key{in.node, in.index}].push_back(d_inv[j]);
+    }
+  return nullptr;
+}
+
 weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
                            const weft_output* xs, int32_t nx,
                            const weft_output* grad_ys, weft_output* out) {
@@ -151,6 +180,10 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
     for (size_t k = 0; k < n->inputs.size(); ++k)
       if (!IsRef(n, k) && to_y.insert(n->inputs[k].node).second)
         stack.push_back(n->inputs[k].node);
+    // A loop's Merge depends on its body through the back edges.
+    if (n->def->exec == ExecKind::kMerge)
+      for (const weft_node* b : graph.BackEdges(n))
+        if (to_y.insert(b).second) stack.push_back(b);
   }
   // Nodes that depend on some x, among those: in creation order, a node
   // depends on an x if it is one or one of its inputs does.
@@ -196,8 +229,19 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
   for (int32_t i = 0; i < nx; ++i)
     x_slots[Key{xs[i].node, xs[i].index}].push_back(i);
 
+  std::unordered_set<const WhileLoopInfo*> loops_done;
   for (size_t b = between.size(); b-- > 0;) {
     weft_node* n = const_cast<weft_node*>(between[b]);
+    // A while loop is differentiated whole, when the walk first meets one
+    // of its nodes (an Exit: they are made last): by a backward loop.
+    const WhileLoopInfo* loop = graph.WhileLoopOf(n);
+    if (loop != nullptr && loop != LoopBeingDifferentiated()) {
+      if (loops_done.insert(loop).second)
+        WEFT_RETURN_IF_ERROR(Annotate(LoopGradient(*loop, scope),
+                                      "gradient of while loop '" +
+                                          loop->frame + "'"));
+      continue;
+    }
     weft_gradient_context ctx;
     ctx.graph = g_;
     ctx.node = n;

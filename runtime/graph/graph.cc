@@ -167,6 +167,18 @@ bool Graph::CondPredicate(const weft_node* merge, weft_output* pred) const {
   return true;
 }
 
+void Graph::AddWhileLoop(std::shared_ptr<const WhileLoopInfo> loop) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // An outer loop is added after the loops inside it, and replaces them.
+  for (const weft_node* n : loop->nodes) loops_[n] = loop;
+}
+
+const WhileLoopInfo* Graph::WhileLoopOf(const weft_node* node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = loops_.find(node);
+  return it == loops_.end() ? nullptr : it->second.get();
+}
+
 weft_node* Graph::Find(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(name);

@@ -39,6 +39,23 @@ struct weft_node {
 
 namespace weft {
 
+// What weft_while_loop built, for the loop's gradient.
+struct WhileLoopInfo {
+  std::string frame;
+  int32_t num_vars = 0;                // the caller's variables
+  std::vector<weft_node*> enters;      // per variable (then hidden ones)
+  std::vector<weft_output> body_in;    // per variable: its value in the body
+  std::vector<weft_output> next;       // per variable: the body's result
+  std::vector<weft_node*> exits;       // per caller's variable
+  std::vector<weft_node*> invariants;  // is_constant Enters (captures)
+  weft_node* pivot = nullptr;          // live in every iteration that runs
+  std::unordered_set<const weft_node*> nodes;  // every node of the loop
+};
+
+// Adds `keep` to the keep_alive list of the node `b` will make (internal:
+// the public builder has no such edges).
+void OpBuilderKeepAlive(weft_op_builder* b, weft_node* keep);
+
 class Graph {
  public:
   // Validates `node` (inputs already known to belong to this graph) and
@@ -57,6 +74,9 @@ class Graph {
   // A Merge made by weft_cond: its predicate (input 0 is the then branch,
   // input 1 the else branch), which the Merge's gradient switches on.
   void SetCondPredicate(const weft_node* merge, weft_output pred);
+  void AddWhileLoop(std::shared_ptr<const WhileLoopInfo> loop);
+  // The loop `node` belongs to (the outermost), or null.
+  const WhileLoopInfo* WhileLoopOf(const weft_node* node) const;
   bool CondPredicate(const weft_node* merge, weft_output* pred) const;
 
   // Whether weft_minimize() updates a Variable node (all are, until told).
@@ -74,6 +94,8 @@ class Graph {
   std::unordered_set<const weft_node*> not_trainable_;
   std::unordered_map<const weft_node*, std::vector<weft_node*>> back_edges_;
   std::unordered_map<const weft_node*, weft_output> cond_predicates_;
+  std::unordered_map<const weft_node*, std::shared_ptr<const WhileLoopInfo>>
+      loops_;
 };
 
 }  // namespace weft

@@ -26,6 +26,14 @@ struct weft_op_builder {
   }
 };
 
+namespace weft {
+
+void OpBuilderKeepAlive(weft_op_builder* b, weft_node* keep) {
+  if (b != nullptr && b->node) b->node->keep_alive.push_back(keep);
+}
+
+}  // namespace weft
+
 namespace {
 
 const char* OrEmpty(const char* s) { return s ? s : ""; }

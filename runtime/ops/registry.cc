@@ -124,6 +124,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterNnOps(r);
     RegisterTrainOps(r);
     RegisterControlFlowOps(r);
+    RegisterAccumulatorOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);
     return r;

@@ -132,6 +132,7 @@ void RegisterLinalgOps(OpRegistry* r);
 void RegisterNnOps(OpRegistry* r);
 void RegisterTrainOps(OpRegistry* r);  // optimizers (ApplyAdam, ...)
 void RegisterControlFlowOps(OpRegistry* r);  // Switch, Merge, Enter, ...
+void RegisterAccumulatorOps(OpRegistry* r);  // loop gradients' saved values
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
 void RegisterElementwiseArrayGradientOps(OpRegistry* r);
 void RegisterReduceNnGradientOps(OpRegistry* r);

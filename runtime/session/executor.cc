@@ -140,6 +140,8 @@ class Run {
   void CfFinishFrame(FrameInstance* f);
   void CfGiveInvariants(FrameInstance* f, Iteration* it);
   std::string FrameDescription(const Iteration* it) const;
+  weft_status* RunRuntimeOp(const PlanNode& p, Iteration* it);
+  friend class CfRuntimeContext;
   weft_status* ReadPred(const PlanNode& p, const TensorValue& v, bool* pred);
   void Process(int32_t id);
   void Dispatch(int32_t id);
@@ -201,6 +203,7 @@ class Run {
   size_t cf_tasks_ = 0;  // pool tasks scheduled and not yet finished
   std::condition_variable cf_cv_;  // cf_done_ with no task left
   bool cf_done_ = false;
+  RunResources resources_;  // runtime ops' state for this run
 };
 
 Run::~Run() {
@@ -745,6 +748,107 @@ std::string Run::FrameDescription(const Iteration* it) const {
   return s;
 }
 
+// What a runtime op sees: its node's iteration of its frame.
+class CfRuntimeContext : public RuntimeOpContext {
+ public:
+  CfRuntimeContext(Run* run, const PlanNode& p, Iteration* it)
+      : run_(run), p_(p), it_(it) {
+    for (const Iteration* i = it; i != nullptr && i->frame->frame != 0;
+         i = i->frame->parent_iter)
+      path_.insert(path_.begin(), i->number);
+  }
+  const weft_node* node() const override { return p_.node; }
+  Device* device() const override { return p_.device; }
+  RunResources* resources() override { return &run_->resources_; }
+  int32_t frame_depth() const override {
+    return static_cast<int32_t>(path_.size());
+  }
+  int64_t iteration(int32_t level) const override { return path_[level]; }
+  std::string FrameDescription() const override {
+    return run_->FrameDescription(it_);
+  }
+  int32_t num_inputs() const override {
+    return static_cast<int32_t>(p_.input_slots.size());
+  }
+  const TensorValue& input(int32_t i) const override {
+    return it_->slots[p_.input_slots[i]];
+  }
+  int32_t num_outputs() const override { return p_.num_outputs; }
+  void set_output(int32_t i, TensorValue value) override {
+    it_->slots[p_.output_base + i] = std::move(value);
+  }
+  weft_status* Allocate(weft_dtype dtype, const Dims& dims,
+                        TensorValue* out) override {
+    out->dtype = dtype;
+    out->dims = dims;
+    out->offset = 0;
+    return p_.device->Allocate(out->byte_size(), &out->buffer);
+  }
+  weft_status* Copy(const TensorValue& src, uint64_t src_offset,
+                    TensorValue* dst, uint64_t dst_offset,
+                    uint64_t bytes) override {
+    Device* d = p_.device;
+    if (bytes == 0) return nullptr;
+    if (src.device() == d)
+      return d->api->copy_device_to_device(
+          d->handle, nullptr, src.buffer->handle, src.offset + src_offset,
+          dst->buffer->handle, dst->offset + dst_offset, bytes);
+    const void* host = src.host_data();
+    if (host == nullptr)
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s': copying between two devices' memories",
+                    p_.node->name.c_str());
+    const char* from = static_cast<const char*>(host) + src_offset;
+    if (d->host_memory()) {
+      std::memcpy(static_cast<char*>(dst->buffer->handle) + dst->offset +
+                      dst_offset, from, bytes);
+      return nullptr;
+    }
+    return d->api->copy_host_to_device(d->handle, nullptr, from,
+                                       dst->buffer->handle,
+                                       dst->offset + dst_offset, bytes);
+  }
+  weft_status* ReadToHost(const TensorValue& src, void* dst,
+                          uint64_t bytes) override {
+    if (const void* host = src.host_data()) {
+      std::memcpy(dst, host, bytes);
+      return nullptr;
+    }
+    Device* d = src.device();
+    WEFT_RETURN_IF_ERROR(run_->DrainStream(d));
+    return d->api->copy_device_to_host(d->handle, nullptr, src.buffer->handle,
+                                       src.offset, dst, bytes);
+  }
+  weft_status* FromHost(weft_dtype dtype, const Dims& dims, const void* data,
+                        TensorValue* out) override {
+    WEFT_RETURN_IF_ERROR(Allocate(dtype, dims, out));
+    Device* d = p_.device;
+    size_t bytes = out->byte_size();
+    if (bytes == 0) return nullptr;
+    if (d->host_memory()) {
+      std::memcpy(out->buffer->handle, data, bytes);
+      return nullptr;
+    }
+    return d->api->copy_host_to_device(d->handle, nullptr, data,
+                                       out->buffer->handle, 0, bytes);
+  }
+
+ private:
+  Run* run_;
+  const PlanNode& p_;
+  Iteration* it_;
+  std::vector<int64_t> path_;
+};
+
+weft_status* Run::RunRuntimeOp(const PlanNode& p, Iteration* it) {
+  CfRuntimeContext ctx(this, p, it);
+  weft_status* st = p.node->def->runtime(&ctx);
+  if (st != nullptr && std::string(weft_status_message(st))
+                               .find(p.node->name) == std::string::npos)
+    st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type + ")");
+  return st;
+}
+
 weft_status* Run::ReadPred(const PlanNode& p, const TensorValue& v,
                            bool* pred) {
   if (v.dtype != WEFT_BOOL || v.elements() != 1)
@@ -1053,6 +1157,9 @@ void Run::CfProcess(CfItem item) {
         case ExecKind::kMerge:
           slots[p.output_base] = slots[p.input_slots[item.merge_input]];
           slots[p.output_base + 1] = p.merge_indices[item.merge_input];
+          break;
+        case ExecKind::kRuntime:
+          st = RunRuntimeOp(p, it);
           break;
         default:
           st = ExecuteNode(p, slots, slots + p.output_base);
