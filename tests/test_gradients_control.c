@@ -229,7 +229,7 @@ Test(control_gradients, rnn_with_a_captured_weight) {
   gc_check_f64("rnn, maximum_iterations 3", build_rnn, capped, xs, 3, 0);
 }
 
-/* ---- nested loops: for i < 2: (for j < 2: p = p * x): p = x ** 4 ------ */
+/* ---- nested loops: for i < 2: (for j < 2: p = p * x): p0 * x ** 4 ----- */
 
 static weft_status* nested_body(weft_graph* g, void* user,
                                 const weft_output* v, int32_t n,
@@ -263,13 +263,135 @@ Test(control_gradients, nested_loops) {
   const double p0[3] = {0.5, 1.5, -2.0};
   gc_input xs[2] = {{WEFT_FLOAT64, WT_DIMS(3), 1, x, 0},
                     {WEFT_FLOAT64, WT_DIMS(3), 1, p0, 0}};
-  (void)xs;
-  weft_graph* g = wt_graph_new();
-  weft_output in[2] = {wt_placeholder(g, "x", WEFT_FLOAT64, WT_SHAPE(3)),
-                       wt_placeholder(g, "p0", WEFT_FLOAT64, WT_SHAPE(3))};
-  weft_output y = build_nested(g, in, 2, NULL);
-  weft_output d[2];
-  WT_EXPECT_ERROR(weft_gradients(g, &y, 1, in, 2, NULL, d),
-                  WEFT_UNIMPLEMENTED, "while loop", "not implemented");
-  weft_graph_destroy(g);
+  gc_check_f64("p * x ** 4 by nested loops", build_nested, NULL, xs, 2, 0);
+}
+
+/* ---- inner trip count from the outer counter: p0 * x ** (1 + 2 + 3) ---- */
+
+struct triangle {
+  weft_output x;
+};
+
+static weft_status* inner_le(weft_graph* g, void* user, const weft_output* v,
+                             int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  /* v = (j, p, i): j <= i */
+  *pred = wt_apply2(g, "LessEqual", NULL, v[0], v[2]);
+  return NULL;
+}
+
+static weft_status* inner_times(weft_graph* g, void* user,
+                                const weft_output* v, int32_t n,
+                                weft_output* next) {
+  (void)n;
+  struct triangle* T = user;
+  next[0] = wt_apply2(g, "Add", NULL, v[0], i32(g, 1));
+  next[1] = wt_apply2(g, "Mul", NULL, v[1], T->x);
+  next[2] = v[2];
+  return NULL;
+}
+
+static weft_status* below_3(weft_graph* g, void* user, const weft_output* v,
+                            int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  *pred = wt_apply2(g, "Less", NULL, v[0], i32(g, 3));
+  return NULL;
+}
+
+static weft_status* triangle_body(weft_graph* g, void* user,
+                                  const weft_output* v, int32_t n,
+                                  weft_output* next) {
+  (void)n;
+  weft_output init[3] = {i32(g, 0), v[1], v[0]};
+  weft_output out[3];
+  weft_status* st =
+      weft_while_loop(g, inner_le, inner_times, user, init, 3, NULL, out);
+  next[0] = wt_apply2(g, "Add", NULL, v[0], i32(g, 1));
+  next[1] = out[1];
+  return st;
+}
+
+static weft_output build_triangle(weft_graph* g, const weft_output* xs,
+                                  int32_t n, void* arg) {
+  (void)n;
+  (void)arg;
+  struct triangle T = {xs[0]};
+  weft_output init[2] = {i32(g, 0), xs[1]};
+  weft_output out[2];
+  WT_OK(weft_while_loop(g, below_3, triangle_body, &T, init, 2, NULL, out));
+  return out[1];
+}
+
+Test(control_gradients, nested_loops_inner_count_from_outer) {
+  const double x[2] = {1.1, -0.9};
+  const double p0[2] = {0.5, 1.5};
+  gc_input xs[2] = {{WEFT_FLOAT64, WT_DIMS(2), 1, x, 0},
+                    {WEFT_FLOAT64, WT_DIMS(2), 1, p0, 0}};
+  gc_check_f64("p0 * x ** 6 by a triangle of loops", build_triangle, NULL,
+               xs, 2, 0);
+}
+
+/* ---- cond inside while: h = (i even ? h * x : h + x), 4 times ---------- */
+
+struct hx {
+  weft_output h, x;
+};
+
+static weft_status* h_times_x(weft_graph* g, void* user, weft_output* out,
+                              int32_t n) {
+  (void)n;
+  struct hx* a = user;
+  out[0] = wt_apply2(g, "Mul", NULL, a->h, a->x);
+  return NULL;
+}
+
+static weft_status* h_plus_x(weft_graph* g, void* user, weft_output* out,
+                             int32_t n) {
+  (void)n;
+  struct hx* a = user;
+  out[0] = wt_apply2(g, "Add", NULL, a->h, a->x);
+  return NULL;
+}
+
+static weft_status* below_4(weft_graph* g, void* user, const weft_output* v,
+                            int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  *pred = wt_apply2(g, "Less", NULL, v[0], i32(g, 4));
+  return NULL;
+}
+
+static weft_status* alternate(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)n;
+  struct hx a = {v[1], *(weft_output*)user};
+  weft_output even = wt_apply2(
+      g, "Equal", NULL, wt_apply2(g, "FloorMod", NULL, v[0], i32(g, 2)),
+      i32(g, 0));
+  weft_output h;
+  weft_status* st = weft_cond(g, NULL, even, h_times_x, h_plus_x, &a, 1, &h);
+  next[0] = wt_apply2(g, "Add", NULL, v[0], i32(g, 1));
+  next[1] = h;
+  return st;
+}
+
+static weft_output build_alternate(weft_graph* g, const weft_output* xs,
+                                   int32_t n, void* arg) {
+  (void)n;
+  (void)arg;
+  weft_output x = xs[0];
+  weft_output init[2] = {i32(g, 0), xs[1]};
+  weft_output out[2];
+  WT_OK(weft_while_loop(g, below_4, alternate, &x, init, 2, NULL, out));
+  return out[1];
+}
+
+Test(control_gradients, cond_inside_while) {
+  const double x[3] = {1.2, -0.6, 0.3};
+  const double h0[3] = {0.7, 0.4, -1.3};
+  gc_input xs[2] = {{WEFT_FLOAT64, WT_DIMS(3), 1, x, 0},
+                    {WEFT_FLOAT64, WT_DIMS(3), 1, h0, 0}};
+  gc_check_f64("cond inside while", build_alternate, NULL, xs, 2, 0);
 }

@@ -234,8 +234,13 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
     weft_node* n = const_cast<weft_node*>(between[b]);
     // A while loop is differentiated whole, when the walk first meets one
     // of its nodes (an Exit: they are made last): by a backward loop.
-    const WhileLoopInfo* loop = graph.WhileLoopOf(n);
-    if (loop != nullptr && loop != LoopBeingDifferentiated()) {
+    const WhileLoopInfo* loop = nullptr;
+    for (const WhileLoopInfo* l : graph.WhileLoopsOf(n))
+      if (!IsBeingDifferentiated(l)) {
+        loop = l;
+        break;
+      }
+    if (loop != nullptr) {
       if (loops_done.insert(loop).second)
         WEFT_RETURN_IF_ERROR(Annotate(LoopGradient(*loop, scope),
                                       "gradient of while loop '" +

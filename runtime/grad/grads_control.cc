@@ -5,6 +5,8 @@
 // Through a cond, the gradient of the untaken branch is dead, exactly like
 // its forward values; it becomes zeros where it leaves the branch (the
 // Switch that brought a value in), so no dead value escapes the cond.
+#include <algorithm>
+
 #include "control/context.h"
 #include "grad/grad_builder.h"
 #include "grad/loop_gradient.h"
@@ -65,7 +67,8 @@ void RegisterControlFlowGradients() {
   RegisterGradient("Exit", LoopGradientMissing);
   RegisterGradient("NextIteration", LoopGradientMissing);
   RegisterNotDifferentiable("LoopCond");
-  for (const char* op : {"AccumulatorPush", "AccumulatorSize", "AccumulatorRead"})
+  for (const char* op : {"AccumulatorPush", "AccumulatorSize", "AccumulatorSizeWithin",
+                         "AccumulatorRead"})
     RegisterNotDifferentiable(op);
 }
 
@@ -77,7 +80,11 @@ void RegisterControlFlowGradients() {
 namespace weft {
 namespace {
 
-thread_local const WhileLoopInfo* differentiating = nullptr;
+// Loops whose bodies are being differentiated on this thread, outermost
+// first, and the index each one's backward body reads its forward values at.
+class ForwardValues;
+thread_local std::vector<const WhileLoopInfo*> differentiating;
+thread_local std::vector<ForwardValues*> forward_values;
 
 bool IsFloatType(weft_dtype t) {
   return t == WEFT_FLOAT32 || t == WEFT_FLOAT64 || t == WEFT_FLOAT16 ||
@@ -114,10 +121,13 @@ weft_status* Int32(weft_graph* g, int32_t v, weft_output* out) {
 // backward loop brings in as usual.
 class ForwardValues : public ControlContext {
  public:
-  ForwardValues(weft_graph* g, const WhileLoopInfo& loop, weft_output index,
-                std::string scope)
+  // `indices`: the backward iteration's forward iteration numbers, one per
+  // loop from the outermost one being differentiated to this one.
+  ForwardValues(weft_graph* g, const WhileLoopInfo& loop,
+                std::vector<weft_output> indices, std::string scope)
       : ControlContext(g, "the gradient of while loop '" + loop.frame + "'"),
-        loop_(loop), index_(index), scope_(std::move(scope)) {}
+        loop_(loop), indices_(std::move(indices)), scope_(std::move(scope)) {}
+  const std::vector<weft_output>& indices() const { return indices_; }
 
  protected:
   weft_status* Capture(weft_output v, weft_output* out) override {
@@ -140,18 +150,22 @@ class ForwardValues : public ControlContext {
     Resume(open);
     WEFT_RETURN_IF_ERROR(st);
     const ShapeInfo& s = n->output_shapes[v.index];
-    return Node(graph_, "AccumulatorRead", {index_}, out,
+    return Node(graph_, "AccumulatorRead", {}, out,
                 [&](weft_op_builder* b) {
+                  weft_op_add_input_list(
+                      b, indices_.data(),
+                      static_cast<int32_t>(indices_.size()));
                   weft_op_set_attr_string(b, "accumulator", name.c_str());
                   weft_op_set_attr_dtype(b, "dtype", TypeOf(v));
                   weft_op_set_attr_shape(b, "shape", s.dims.data(), s.rank);
+                  weft_op_set_attr_bool(b, "dead_if_absent", 1);
                   OpBuilderKeepAlive(b, push.node);
                 });
   }
 
  private:
   const WhileLoopInfo& loop_;
-  weft_output index_;
+  std::vector<weft_output> indices_;
   std::string scope_;
   int count_ = 0;
 };
@@ -159,6 +173,9 @@ class ForwardValues : public ControlContext {
 struct BackwardLoop {
   const WhileLoopInfo* loop;
   std::string scope;
+  // Inside another loop's backward body: the forward iteration numbers of
+  // the loops around this one (empty for a top-level loop).
+  std::vector<weft_output> outer_indices;
   std::vector<int32_t> vars;        // float variables, by index
   std::vector<int32_t> invariants;  // float invariants, by index
 };
@@ -191,16 +208,19 @@ weft_status* BackwardBody(weft_graph* g, void* user, const weft_output* v,
     xs.push_back(weft_output{L.invariants[B->invariants[j]], 0});
   std::vector<weft_output> grads(xs.size(), weft_output{nullptr, 0});
 
-  ForwardValues ctx(g, L, index, B->scope);
+  std::vector<weft_output> indices = B->outer_indices;
+  indices.push_back(index);
+  ForwardValues ctx(g, L, indices, B->scope);
   ctx.set_pivot(ControlContext::Current(g->impl.get())->pivot());
   ctx.MarkInside(index.node);
   ctx.Open();
-  const WhileLoopInfo* saved = differentiating;
-  differentiating = &L;
+  differentiating.push_back(&L);
+  forward_values.push_back(&ctx);
   weft_status* st = weft_gradients(g, ys.data(), static_cast<int32_t>(nv),
                                    xs.data(), static_cast<int32_t>(xs.size()),
                                    seeds.data(), grads.data());
-  differentiating = saved;
+  forward_values.pop_back();
+  differentiating.pop_back();
   // Gradients that did not reach a variable are zeros; sums grow.
   for (size_t i = 0; st == nullptr && i < nv; ++i) {
     if (grads[i].node != nullptr) st = ctx.Bring(grads[i], &next[1 + i]);
@@ -218,7 +238,10 @@ weft_status* BackwardBody(weft_graph* g, void* user, const weft_output* v,
 
 }  // namespace
 
-const WhileLoopInfo* LoopBeingDifferentiated() { return differentiating; }
+bool IsBeingDifferentiated(const WhileLoopInfo* loop) {
+  return std::find(differentiating.begin(), differentiating.end(), loop) !=
+         differentiating.end();
+}
 
 weft_status* BuildWhileGradient(weft_graph* g, const WhileLoopInfo& loop,
                                 const std::vector<weft_output>& dy,
@@ -237,22 +260,33 @@ weft_status* BuildWhileGradient(weft_graph* g, const WhileLoopInfo& loop,
       B.invariants.push_back(static_cast<int32_t>(j));
   if (B.vars.empty()) return nullptr;
 
-  // The trip count: the body's pivot saved once per iteration; read once
-  // the forward loop has finished (its Exits fire only then).
+  if (!forward_values.empty()) B.outer_indices = forward_values.back()->indices();
+  // The trip count: the body's pivot saved once per iteration (a forward
+  // node, made with every context closed); read once the forward loop has
+  // finished: a top-level loop's Exits fire only then, and a nested loop's
+  // backward runs inside the backward of a loop that has finished.
   std::string trips = B.scope + "/trips";
   weft_output push, count;
-  WEFT_RETURN_IF_ERROR(Node(g, "AccumulatorPush", {weft_output{loop.pivot, 0}},
-                            &push, [&](weft_op_builder* b) {
-                              weft_op_set_attr_string(b, "accumulator",
-                                                      trips.c_str());
-                            }));
-  WEFT_RETURN_IF_ERROR(Node(g, "AccumulatorSize", {}, &count,
-                            [&](weft_op_builder* b) {
-                              weft_op_set_attr_string(b, "accumulator",
-                                                      trips.c_str());
-                              weft_op_add_control_input(b, loop.exits[0]);
-                              OpBuilderKeepAlive(b, push.node);
-                            }));
+  std::vector<ControlContext*> open = ControlContext::Suspend(g->impl.get());
+  weft_status* st = Node(g, "AccumulatorPush", {weft_output{loop.pivot, 0}},
+                         &push, [&](weft_op_builder* b) {
+                           weft_op_set_attr_string(b, "accumulator",
+                                                   trips.c_str());
+                         });
+  ControlContext::Resume(open);
+  WEFT_RETURN_IF_ERROR(st);
+  const bool nested = !B.outer_indices.empty();
+  WEFT_RETURN_IF_ERROR(Node(
+      g, nested ? "AccumulatorSizeWithin" : "AccumulatorSize", {}, &count,
+      [&](weft_op_builder* b) {
+        if (nested)
+          weft_op_add_input_list(
+              b, B.outer_indices.data(),
+              static_cast<int32_t>(B.outer_indices.size()));
+        weft_op_set_attr_string(b, "accumulator", trips.c_str());
+        if (!nested) weft_op_add_control_input(b, loop.exits[0]);
+        OpBuilderKeepAlive(b, push.node);
+      }));
   std::vector<weft_output> init{count};
   for (int32_t i : B.vars) {
     weft_output seed = dy[i];

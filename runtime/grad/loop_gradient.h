@@ -20,8 +20,8 @@ weft_status* BuildWhileGradient(weft_graph* g, const WhileLoopInfo& loop,
                                 std::vector<weft_output>* d_init,
                                 std::vector<weft_output>* d_invariants);
 
-// The loop whose body is being differentiated on this thread (its nodes
-// are then ordinary nodes to the gradient walk), or null.
-const WhileLoopInfo* LoopBeingDifferentiated();
+// Is `loop`'s body being differentiated on this thread (its nodes are then
+// ordinary nodes to the gradient walk)?
+bool IsBeingDifferentiated(const WhileLoopInfo* loop);
 
 }  // namespace weft

@@ -169,14 +169,19 @@ bool Graph::CondPredicate(const weft_node* merge, weft_output* pred) const {
 
 void Graph::AddWhileLoop(std::shared_ptr<const WhileLoopInfo> loop) {
   std::lock_guard<std::mutex> lock(mu_);
-  // An outer loop is added after the loops inside it, and replaces them.
-  for (const weft_node* n : loop->nodes) loops_[n] = loop;
+  // An outer loop is added after the loops inside it.
+  for (const weft_node* n : loop->nodes) loops_[n].push_back(loop);
 }
 
-const WhileLoopInfo* Graph::WhileLoopOf(const weft_node* node) const {
+std::vector<const WhileLoopInfo*> Graph::WhileLoopsOf(
+    const weft_node* node) const {
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const WhileLoopInfo*> out;
   auto it = loops_.find(node);
-  return it == loops_.end() ? nullptr : it->second.get();
+  if (it != loops_.end())
+    for (size_t i = it->second.size(); i-- > 0;)
+      out.push_back(it->second[i].get());
+  return out;
 }
 
 weft_node* Graph::Find(const std::string& name) const {

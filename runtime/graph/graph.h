@@ -75,8 +75,8 @@ class Graph {
   // input 1 the else branch), which the Merge's gradient switches on.
   void SetCondPredicate(const weft_node* merge, weft_output pred);
   void AddWhileLoop(std::shared_ptr<const WhileLoopInfo> loop);
-  // The loop `node` belongs to (the outermost), or null.
-  const WhileLoopInfo* WhileLoopOf(const weft_node* node) const;
+  // The loops `node` belongs to, outermost first.
+  std::vector<const WhileLoopInfo*> WhileLoopsOf(const weft_node* node) const;
   bool CondPredicate(const weft_node* merge, weft_output* pred) const;
 
   // Whether weft_minimize() updates a Variable node (all are, until told).
@@ -94,7 +94,8 @@ class Graph {
   std::unordered_set<const weft_node*> not_trainable_;
   std::unordered_map<const weft_node*, std::vector<weft_node*>> back_edges_;
   std::unordered_map<const weft_node*, weft_output> cond_predicates_;
-  std::unordered_map<const weft_node*, std::shared_ptr<const WhileLoopInfo>>
+  std::unordered_map<const weft_node*,
+                     std::vector<std::shared_ptr<const WhileLoopInfo>>>
       loops_;
 };
 

@@ -77,6 +77,8 @@ class RuntimeOpContext {
   virtual int32_t num_outputs() const = 0;
   // Sets output `i` (a reference, no copy).
   virtual void set_output(int32_t i, TensorValue value) = 0;
+  // Makes every output dead, as if the node were on an untaken branch.
+  virtual void set_dead() = 0;
 
   // A new value on device(), uninitialized.
   virtual weft_status* Allocate(weft_dtype dtype, const Dims& dims,

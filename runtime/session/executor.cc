@@ -140,7 +140,7 @@ class Run {
   void CfFinishFrame(FrameInstance* f);
   void CfGiveInvariants(FrameInstance* f, Iteration* it);
   std::string FrameDescription(const Iteration* it) const;
-  weft_status* RunRuntimeOp(const PlanNode& p, Iteration* it);
+  weft_status* RunRuntimeOp(const PlanNode& p, Iteration* it, bool* dead);
   friend class CfRuntimeContext;
   weft_status* ReadPred(const PlanNode& p, const TensorValue& v, bool* pred);
   void Process(int32_t id);
@@ -777,6 +777,8 @@ class CfRuntimeContext : public RuntimeOpContext {
   void set_output(int32_t i, TensorValue value) override {
     it_->slots[p_.output_base + i] = std::move(value);
   }
+  void set_dead() override { dead_ = true; }
+  bool dead() const { return dead_; }
   weft_status* Allocate(weft_dtype dtype, const Dims& dims,
                         TensorValue* out) override {
     out->dtype = dtype;
@@ -838,11 +840,14 @@ class CfRuntimeContext : public RuntimeOpContext {
   const PlanNode& p_;
   Iteration* it_;
   std::vector<int64_t> path_;
+  bool dead_ = false;
 };
 
-weft_status* Run::RunRuntimeOp(const PlanNode& p, Iteration* it) {
+weft_status* Run::RunRuntimeOp(const PlanNode& p, Iteration* it,
+                               bool* dead) {
   CfRuntimeContext ctx(this, p, it);
   weft_status* st = p.node->def->runtime(&ctx);
+  *dead = ctx.dead();
   if (st != nullptr && std::string(weft_status_message(st))
                                .find(p.node->name) == std::string::npos)
     st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type + ")");
@@ -1158,9 +1163,12 @@ void Run::CfProcess(CfItem item) {
           slots[p.output_base] = slots[p.input_slots[item.merge_input]];
           slots[p.output_base + 1] = p.merge_indices[item.merge_input];
           break;
-        case ExecKind::kRuntime:
-          st = RunRuntimeOp(p, it);
+        case ExecKind::kRuntime: {
+          bool dead = false;
+          st = RunRuntimeOp(p, it, &dead);
+          if (st == nullptr && dead) item.dead = true;
           break;
+        }
         default:
           st = ExecuteNode(p, slots, slots + p.output_base);
           break;
