@@ -235,7 +235,7 @@ static weft_status* nested_body(weft_graph* g, void* user,
                                 const weft_output* v, int32_t n,
                                 weft_output* next) {
   (void)n;
-  struct power P = {*(weft_output*)user, 2};
+  struct power P = {((struct power*)user)->x, 2};
   weft_output init[2] = {i32(g, 0), v[1]};
   weft_output out[2];
   weft_status* st =
@@ -249,12 +249,10 @@ static weft_output build_nested(weft_graph* g, const weft_output* xs,
                                 int32_t n, void* arg) {
   (void)n;
   (void)arg;
-  weft_output x = xs[0];
-  struct power outer = {x, 2};
+  struct power outer = {xs[0], 2};
   weft_output init[2] = {i32(g, 0), xs[1]};
   weft_output out[2];
-  WT_OK(weft_while_loop(g, below_n, nested_body, &x, init, 2, NULL, out));
-  (void)outer;
+  WT_OK(weft_while_loop(g, below_n, nested_body, &outer, init, 2, NULL, out));
   return out[1];
 }
 
