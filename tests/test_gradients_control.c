@@ -393,3 +393,100 @@ Test(control_gradients, cond_inside_while) {
                     {WEFT_FLOAT64, WT_DIMS(3), 1, h0, 0}};
   gc_check_f64("cond inside while", build_alternate, NULL, xs, 2, 0);
 }
+
+/* ---- an LSTM cell over 3 steps (as `weft train --model lstm` builds it):
+ * gates = [x_t, h] W + b via Gather, Concat, MatMul, BiasAdd, Split --- */
+
+struct lstm {
+  weft_output rows, w, b;
+};
+
+static weft_status* three_steps(weft_graph* g, void* user,
+                                const weft_output* v, int32_t n,
+                                weft_output* pred) {
+  (void)user;
+  (void)n;
+  *pred = wt_apply2(g, "Less", NULL, v[0], i32(g, 3));
+  return NULL;
+}
+
+static weft_status* lstm_step(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)n;
+  struct lstm* L = user;
+  weft_output x_t = wt_apply2(g, "Gather", NULL, L->rows, v[0]);
+  weft_op_builder* b = weft_op_begin(g, "Concat", NULL);
+  weft_output pair[2] = {x_t, v[1]};
+  weft_op_add_input_list(b, pair, 2);
+  weft_op_set_attr_int(b, "axis", 1);
+  weft_output xh = gt_finish(b);
+  weft_output gates = wt_apply2(g, "BiasAdd", NULL,
+                                wt_apply2(g, "MatMul", NULL, xh, L->w), L->b);
+  b = weft_op_begin(g, "Split", NULL);
+  weft_op_add_input(b, gates);
+  weft_op_set_attr_int(b, "axis", 1);
+  weft_op_set_attr_int(b, "num_split", 4);
+  weft_output s = gt_finish(b);
+  weft_output i = wt_apply1(g, "Sigmoid", NULL, (weft_output){s.node, 0});
+  weft_output f = wt_apply1(g, "Sigmoid", NULL, (weft_output){s.node, 1});
+  weft_output u = wt_apply1(g, "Tanh", NULL, (weft_output){s.node, 2});
+  weft_output o = wt_apply1(g, "Sigmoid", NULL, (weft_output){s.node, 3});
+  next[2] = wt_apply2(g, "Add", NULL, wt_apply2(g, "Mul", NULL, f, v[2]),
+                      wt_apply2(g, "Mul", NULL, i, u));
+  next[1] = wt_apply2(g, "Mul", NULL, o, wt_apply1(g, "Tanh", NULL, next[2]));
+  next[0] = wt_apply2(g, "Add", NULL, v[0], i32(g, 1));
+  return NULL;
+}
+
+static weft_output build_lstm(weft_graph* g, const weft_output* xs,
+                              int32_t n, void* arg) {
+  (void)n;
+  (void)arg;
+  struct lstm L = {xs[0], xs[1], xs[2]};
+  weft_output init[3] = {i32(g, 0), xs[3], xs[4]};
+  weft_output out[3];
+  WT_OK(weft_while_loop(g, three_steps, lstm_step, &L, init, 3, NULL, out));
+  return out[1];
+}
+
+Test(control_gradients, lstm_cell_over_a_sequence) {
+  double rows[12], w[60], b[12], h0[6], c0[6];
+  gt_fill_distinct(rows, 12, 4);
+  gt_fill_distinct(w, 60, 5);
+  gt_fill_distinct(b, 12, 6);
+  gt_fill_distinct(h0, 6, 7);
+  gt_fill_distinct(c0, 6, 8);
+  gc_input xs[5] = {{WEFT_FLOAT64, WT_DIMS(3, 2, 2), 3, rows, 0},
+                    {WEFT_FLOAT64, WT_DIMS(5, 12), 2, w, 0},
+                    {WEFT_FLOAT64, WT_DIMS(12), 1, b, 0},
+                    {WEFT_FLOAT64, WT_DIMS(2, 3), 2, h0, 0},
+                    {WEFT_FLOAT64, WT_DIMS(2, 3), 2, c0, 0}};
+  gc_check_f64("lstm over 3 steps", build_lstm, NULL, xs, 5, 0);
+}
+
+/* ---- a weight used only inside the loop, initial state independent of
+ * every x (the case where only the back edge carries the dependence) --- */
+
+static weft_output build_weight_only(weft_graph* g, const weft_output* xs,
+                                     int32_t n, void* arg) {
+  (void)n;
+  (void)arg;
+  struct rnn R = {xs[0], xs[1]};
+  double h[6] = {0.3, -0.2, 0.5, 0.1, 0.4, -0.6};
+  weft_output init[2] = {i32(g, 0),
+                         wt_const(g, NULL, wt_tensor(WEFT_FLOAT64,
+                                                     WT_SHAPE(2, 3), h))};
+  weft_output out[2];
+  WT_OK(weft_while_loop(g, five_steps, rnn_step, &R, init, 2, NULL, out));
+  return out[1];
+}
+
+Test(control_gradients, weights_reached_only_through_the_back_edge) {
+  double w[9], u[3];
+  gt_fill_distinct(w, 9, 2);
+  gt_fill_distinct(u, 3, 3);
+  for (int k = 0; k < 9; ++k) w[k] *= 0.5;
+  gc_input xs[2] = {{WEFT_FLOAT64, WT_DIMS(3, 3), 2, w, 0},
+                    {WEFT_FLOAT64, WT_DIMS(3), 1, u, 0}};
+  gc_check_f64("rnn, weights only inside", build_weight_only, NULL, xs, 2, 0);
+}

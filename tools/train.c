@@ -6,6 +6,10 @@
  *                     MNIST tutorial: learning rate 0.5, batches of 100)
  *   --model mlp       784 -> 256 -> 10 with ReLU (Adam, learning rate
  *                     0.001)
+ *   --model lstm      each image as 28 rows of 28 features read by an
+ *                     LSTM of 128 units in a weft_while_loop over the
+ *                     rows, then 128 -> 10 (Adam, learning rate 0.002;
+ *                     the classic "RNN on MNIST" tutorial)
  *   --optimizer sgd|momentum|adam and --learning-rate override these.
  *
  * Batches are drawn from a permutation of the training set made per epoch
@@ -29,6 +33,8 @@
 #include "weft/weft.h"
 
 enum { PIXELS = 784, CLASSES = 10, HIDDEN = 256, EVAL_BATCH = 1000 };
+/* The LSTM reads an image row by row. */
+enum { ROWS = 28, ROW = 28, UNITS = 128 };
 
 typedef struct train_args {
   const char* model;
@@ -94,12 +100,16 @@ static double now_seconds(void) {
 
 static const char* optimizer_name(const train_args* a) {
   if (a->optimizer) return a->optimizer;
-  return strcmp(a->model, "mlp") == 0 ? "adam" : "sgd";
+  return strcmp(a->model, "softmax") == 0 ? "sgd" : "adam";
+}
+
+static int model_index(const char* model) {
+  return strcmp(model, "lstm") == 0 ? 2 : strcmp(model, "mlp") == 0;
 }
 
 static void run_config(const train_args* a, int64_t config[CONFIG_SIZE]) {
   const char* optimizer = optimizer_name(a);
-  config[CONFIG_MODEL] = strcmp(a->model, "mlp") == 0;
+  config[CONFIG_MODEL] = model_index(a->model);
   config[CONFIG_OPTIMIZER] = strcmp(optimizer, "adam") == 0       ? 2
                              : strcmp(optimizer, "momentum") == 0 ? 1
                                                                   : 0;
@@ -141,7 +151,173 @@ static int apply(weft_graph* g, const char* op, const char* name,
   return 1;
 }
 
-/* logits = x W + b, with a hidden ReLU layer first for the MLP. */
+static int apply_attr_ints(weft_graph* g, const char* op, const char* name,
+                           weft_output x, const char* attr,
+                           const int64_t* v, int32_t n, weft_output* out) {
+  weft_op_builder* b = weft_op_begin(g, op, name);
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int_list(b, attr, v, n);
+  weft_node* node = NULL;
+  if (!check(weft_op_finish(b, &node), name)) return 0;
+  *out = (weft_output){node, 0};
+  return 1;
+}
+
+/* The LSTM's loop: variables (t, h, c); the rows [ROWS, batch, ROW], the
+ * gate weights [ROW + UNITS, 4 UNITS] and bias come in from outside. */
+typedef struct lstm_loop {
+  weft_output rows, weights, bias, forget_bias;
+} lstm_loop;
+
+static weft_status* lstm_cond(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  int32_t rows = ROWS;
+  weft_tensor* t = NULL;
+  weft_status* st = weft_tensor_create_copy(WEFT_INT32, NULL, 0, &rows,
+                                            sizeof rows, &t);
+  weft_output limit;
+  if (st == NULL) st = weft_graph_constant(g, NULL, t, &limit);
+  weft_tensor_destroy(t);
+  if (st != NULL) return st;
+  weft_op_builder* b = weft_op_begin(g, "Less", NULL);
+  weft_op_add_input(b, v[0]);
+  weft_op_add_input(b, limit);
+  weft_node* node = NULL;
+  st = weft_op_finish(b, &node);
+  *pred = (weft_output){node, 0};
+  return st;
+}
+
+static weft_status* op2(weft_graph* g, const char* op, weft_output a,
+                        weft_output b, weft_output* out) {
+  weft_op_builder* bl = weft_op_begin(g, op, NULL);
+  weft_op_add_input(bl, a);
+  weft_op_add_input(bl, b);
+  weft_node* n = NULL;
+  weft_status* st = weft_op_finish(bl, &n);
+  *out = (weft_output){n, 0};
+  return st;
+}
+
+static weft_status* op1(weft_graph* g, const char* op, weft_output a,
+                        weft_output* out) {
+  weft_op_builder* bl = weft_op_begin(g, op, NULL);
+  weft_op_add_input(bl, a);
+  weft_node* n = NULL;
+  weft_status* st = weft_op_finish(bl, &n);
+  *out = (weft_output){n, 0};
+  return st;
+}
+
+/* One step: gates = [x_t, h] W + b; c' = sigmoid(f + 1) c + sigmoid(i)
+ * tanh(g); h' = sigmoid(o) tanh(c'). */
+static weft_status* lstm_body(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)n;
+  const lstm_loop* L = user;
+  weft_status* st = NULL;
+  weft_output x_t, xh, gates, parts[4], one, i, f, u, o, c1, c2, tc;
+  int32_t step = 1;
+  weft_tensor* t = NULL;
+#define TRY(call) \
+  do {            \
+    st = (call);  \
+    if (st) return st; \
+  } while (0)
+  TRY(op2(g, "Gather", L->rows, v[0], &x_t));
+  weft_op_builder* b = weft_op_begin(g, "Concat", NULL);
+  weft_output pair[2] = {x_t, v[1]};
+  weft_op_add_input_list(b, pair, 2);
+  weft_op_set_attr_int(b, "axis", 1);
+  weft_node* node = NULL;
+  TRY(weft_op_finish(b, &node));
+  xh = (weft_output){node, 0};
+  TRY(op2(g, "MatMul", xh, L->weights, &gates));
+  TRY(op2(g, "BiasAdd", gates, L->bias, &gates));
+  b = weft_op_begin(g, "Split", NULL);
+  weft_op_add_input(b, gates);
+  weft_op_set_attr_int(b, "axis", 1);
+  weft_op_set_attr_int(b, "num_split", 4);
+  TRY(weft_op_finish(b, &node));
+  for (int k = 0; k < 4; ++k) parts[k] = (weft_output){node, k};
+  TRY(op1(g, "Sigmoid", parts[0], &i));
+  TRY(op2(g, "Add", parts[1], L->forget_bias, &f));
+  TRY(op1(g, "Sigmoid", f, &f));
+  TRY(op1(g, "Tanh", parts[2], &u));
+  TRY(op1(g, "Sigmoid", parts[3], &o));
+  TRY(op2(g, "Mul", f, v[2], &c1));
+  TRY(op2(g, "Mul", i, u, &c2));
+  TRY(op2(g, "Add", c1, c2, &next[2]));
+  TRY(op1(g, "Tanh", next[2], &tc));
+  TRY(op2(g, "Mul", o, tc, &next[1]));
+  TRY(weft_tensor_create_copy(WEFT_INT32, NULL, 0, &step, sizeof step, &t));
+  st = weft_graph_constant(g, NULL, t, &one);
+  weft_tensor_destroy(t);
+  if (st) return st;
+  TRY(op2(g, "Add", v[0], one, &next[0]));
+#undef TRY
+  return NULL;
+}
+
+/* The last hidden state of an LSTM over the image's rows. */
+static int build_lstm(weft_graph* g, weft_output x, uint64_t* seed,
+                      weft_output* h_out) {
+  const int64_t image[3] = {-1, ROWS, ROW}, time_major[3] = {1, 0, 2};
+  weft_output img, rows, w, bias, zeros_w, h0, c0, zero_t, forget;
+  lstm_loop L;
+  float one = 1.0f;
+  int32_t start = 0;
+  weft_tensor* t = NULL;
+  if (!apply_attr_ints(g, "Reshape", "lstm/image", x, "shape", image, 3,
+                       &img) ||
+      !apply_attr_ints(g, "Transpose", "lstm/rows", img, "perm", time_major,
+                       3, &rows) ||
+      !variable(g, "lstm/weights", ROW + UNITS, 4 * UNITS, 1, seed, &w) ||
+      !variable(g, "lstm/bias", 4 * UNITS, 0, 0, seed, &bias))
+    return 0;
+  /* Zero states with the batch's size: x times a zero matrix. */
+  int64_t zd[2] = {PIXELS, UNITS};
+  if (!check(weft_tensor_create(WEFT_FLOAT32, zd, 2, &t), "lstm/zeros"))
+    return 0;
+  memset(weft_tensor_data(t), 0, sizeof(float) * PIXELS * UNITS);
+  int ok = check(weft_graph_constant(g, "lstm/zeros", t, &zeros_w),
+                 "lstm/zeros");
+  weft_tensor_destroy(t);
+  if (!ok || !apply(g, "MatMul", "lstm/h0", x, &zeros_w, &h0) ||
+      !apply(g, "Identity", "lstm/c0", h0, NULL, &c0))
+    return 0;
+  if (!check(weft_tensor_create_copy(WEFT_INT32, NULL, 0, &start,
+                                     sizeof start, &t), "lstm/t0"))
+    return 0;
+  ok = check(weft_graph_constant(g, "lstm/t0", t, &zero_t), "lstm/t0");
+  weft_tensor_destroy(t);
+  if (!ok || !check(weft_tensor_create_copy(WEFT_FLOAT32, NULL, 0, &one,
+                                            sizeof one, &t), "lstm/forget"))
+    return 0;
+  ok = check(weft_graph_constant(g, "lstm/forget_bias", t, &forget),
+             "lstm/forget_bias");
+  weft_tensor_destroy(t);
+  if (!ok) return 0;
+  L.rows = rows;
+  L.weights = w;
+  L.bias = bias;
+  L.forget_bias = forget;
+  weft_output init[3] = {zero_t, h0, c0}, out[3];
+  weft_while_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.name = "lstm/loop";
+  if (!check(weft_while_loop(g, lstm_cond, lstm_body, &L, init, 3, &o, out),
+             "lstm/loop"))
+    return 0;
+  *h_out = out[1];
+  return 1;
+}
+
+/* logits = x W + b, with a hidden ReLU layer first for the MLP, and the
+ * LSTM's last state as x for the LSTM. */
 static int build_model(const train_args* a, model* m) {
   uint64_t seed = a->seed;
   weft_graph* g = NULL;
@@ -156,6 +332,11 @@ static int build_model(const train_args* a, model* m) {
   weft_output h = m->x, w, b, t;
   int64_t in = PIXELS;
   int mlp = strcmp(a->model, "mlp") == 0;
+  int lstm = strcmp(a->model, "lstm") == 0;
+  if (lstm) {
+    if (!build_lstm(g, m->x, &seed, &h)) return 0;
+    in = UNITS;
+  }
   if (mlp) {
     if (!variable(g, "hidden/weights", PIXELS, HIDDEN, 1, &seed, &w) ||
         !variable(g, "hidden/bias", HIDDEN, 0, 0, &seed, &b) ||
@@ -165,7 +346,7 @@ static int build_model(const train_args* a, model* m) {
       return 0;
     in = HIDDEN;
   }
-  if (!variable(g, "softmax/weights", in, CLASSES, mlp, &seed, &w) ||
+  if (!variable(g, "softmax/weights", in, CLASSES, mlp || lstm, &seed, &w) ||
       !variable(g, "softmax/bias", CLASSES, 0, 0, &seed, &b) ||
       !apply(g, "MatMul", "softmax/matmul", h, &w, &t) ||
       !apply(g, "BiasAdd", "logits", t, &b, &m->logits) ||
@@ -184,7 +365,8 @@ static int build_model(const train_args* a, model* m) {
                                                   : WEFT_OPTIMIZER_GRADIENT_DESCENT;
   weft_optimizer_options opt;
   weft_optimizer_options_init(&opt, kind);
-  double default_lr = kind == WEFT_OPTIMIZER_ADAM       ? 0.001
+  double default_lr = kind == WEFT_OPTIMIZER_ADAM       ? (lstm ? 0.002
+                                                                : 0.001)
                       : kind == WEFT_OPTIMIZER_MOMENTUM ? 0.05
                       : mlp                             ? 0.1
                                                         : 0.5;
@@ -341,7 +523,7 @@ static void catch_stop_signals(void) {
 
 /* ---- Resuming -------------------------------------------------------------------- */
 
-static const char* const model_names[] = {"softmax", "mlp"};
+static const char* const model_names[] = {"softmax", "mlp", "lstm"};
 static const char* const optimizer_names[] = {"sgd", "momentum", "adam"};
 
 static const char* config_name(const char* const* names, size_t count,
@@ -388,7 +570,7 @@ static int resume(const train_args* a, const model* m, weft_session* s,
       have[CONFIG_OPTIMIZER] != want[CONFIG_OPTIMIZER]) {
     fprintf(stderr, "weft train: --resume: %s was written by --model %s "
             "--optimizer %s, not --model %s --optimizer %s\n", path,
-            config_name(model_names, 2, have[CONFIG_MODEL]),
+            config_name(model_names, 3, have[CONFIG_MODEL]),
             config_name(optimizer_names, 3, have[CONFIG_OPTIMIZER]),
             a->model, optimizer_name(a));
     ok = 0;
@@ -598,8 +780,9 @@ static int parse_args(int argc, char** argv, train_args* a) {
     }
     ++i;
     if (strcmp(f, "--model") == 0) {
-      if (strcmp(v, "softmax") != 0 && strcmp(v, "mlp") != 0) {
-        fprintf(stderr, "weft train: --model is softmax or mlp\n");
+      if (strcmp(v, "softmax") != 0 && strcmp(v, "mlp") != 0 &&
+          strcmp(v, "lstm") != 0) {
+        fprintf(stderr, "weft train: --model is softmax, mlp or lstm\n");
         return 0;
       }
       a->model = v;

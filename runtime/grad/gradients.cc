@@ -186,7 +186,10 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
         if (to_y.insert(b).second) stack.push_back(b);
   }
   // Nodes that depend on some x, among those: in creation order, a node
-  // depends on an x if it is one or one of its inputs does.
+  // depends on an x if it is one or one of its inputs does.  A loop's Merge
+  // also depends on its back edges, which come later in creation order: a
+  // pass that adds a Merge that way is followed by another, until none is
+  // added (one more pass per level of nesting at most).
   int32_t lo = INT32_MAX, hi = -1;
   std::unordered_set<const weft_node*> from_x;
   for (int32_t i = 0; i < nx; ++i) {
@@ -194,16 +197,40 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
     lo = std::min(lo, xs[i].node->id);
   }
   for (int32_t i = 0; i < ny; ++i) hi = std::max(hi, ys[i].node->id);
+  for (bool again = true; again;) {
+    again = false;
+    for (int32_t id = lo; id <= hi; ++id) {
+      const weft_node* n = graph.At(id);
+      if (!to_y.count(n) || from_x.count(n)) continue;
+      bool dep = false;
+      for (size_t k = 0; !dep && k < n->inputs.size(); ++k)
+        dep = !IsRef(n, k) && from_x.count(n->inputs[k].node);
+      if (!dep && n->def->exec == ExecKind::kMerge)
+        for (const weft_node* b : graph.BackEdges(n))
+          if (from_x.count(b)) {
+            dep = true;
+            // Its users came before this pass reached their new input.
+            again = true;
+          }
+      if (dep) from_x.insert(n);
+    }
+    if (!again) {
+      // A back edge reached this pass may make an earlier Merge depend on
+      // an x: one more look at the Merges decides.
+      for (int32_t id = lo; id <= hi && !again; ++id) {
+        const weft_node* n = graph.At(id);
+        if (n->def->exec != ExecKind::kMerge || from_x.count(n) ||
+            !to_y.count(n))
+          continue;
+        for (const weft_node* b : graph.BackEdges(n))
+          if (from_x.count(b)) again = true;
+      }
+    }
+  }
   std::vector<const weft_node*> between;
   for (int32_t id = lo; id <= hi; ++id) {
     const weft_node* n = graph.At(id);
-    if (!to_y.count(n)) continue;
-    bool dep = from_x.count(n) != 0;
-    for (size_t k = 0; !dep && k < n->inputs.size(); ++k)
-      dep = !IsRef(n, k) && from_x.count(n->inputs[k].node);
-    if (!dep) continue;
-    from_x.insert(n);
-    between.push_back(n);
+    if (to_y.count(n) && from_x.count(n)) between.push_back(n);
   }
   if (between.empty()) return nullptr;  // no x reaches a y
 
