@@ -1,0 +1,134 @@
+// The planner's passes, one file each (plan.cc orders them):
+//   prune.cc      what the fetches need, stopping at feeds; creation order
+//   cse.cc        common subexpressions (its own interface, cse.h)
+//   frames.cc     control-flow frames: which loop each node runs in, and the
+//                 per-frame numbering of the executor's state
+//   place.cc      devices for variables, kernels and the rest
+//   partition.cc  Send/Recv between memories, value slots, dependency edges
+//   schedule.cc   delays that keep large values from living long
+// Internal to runtime/session: BuildPlan (plan.h) is the interface.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "session/cse.h"
+#include "session/plan.h"
+
+namespace weft {
+namespace planning {
+
+using OutputKey = std::pair<const weft_node*, int32_t>;
+
+struct OutputKeyHash {
+  size_t operator()(const OutputKey& k) const {
+    return std::hash<const void*>()(k.first) * 31 + k.second;
+  }
+};
+
+// "SrcT=float32, DstT=int8": every type attribute of a node, which is what
+// selects its kernel; "no type attributes" when it has none.
+std::string TypeAttrs(const weft_node* n);
+// The type attributes of a Cast from `src` to `dst`, to find its kernel.
+AttrMap CastAttrs(weft_dtype src, weft_dtype dst);
+std::string DtypeList(const std::vector<int32_t>& d);
+std::string Names(const std::vector<Device*>& devices);
+// The kernels registered for `op`, for error messages.
+std::string KernelList(const std::string& op);
+// The devices a node's constraint allows within the session's set (see
+// place.cc).
+weft_status* Candidates(const weft_node* n, const std::vector<Device*>& allowed,
+                        int32_t policy, std::vector<Device*>* out,
+                        std::string* note = nullptr);
+// A graph constant on `device` in a buffer the plan owns.
+weft_status* PrepareConst(const weft_node* n, Device* device,
+                          TensorValue* out);
+// An int32 scalar `value` on `device`, in a buffer the plan owns.
+weft_status* ScalarOn(Device* device, int32_t value, TensorValue* out);
+// Inputs that name a variable to write are references, not reads, so no
+// data edge (else initializing a variable would first read it).
+inline bool IsRefInput(const weft_node* n, size_t i) {
+  return n->def->IsRefInput(i);
+}
+// Can a kernel on `dst` read memory of `src` (null: host memory) directly?
+bool SameMemory(const Device* src, const Device* dst);
+std::string Us(double us);
+
+class Planner {
+ public:
+  Planner(const PlanRequest& req, Plan* plan)
+      : req_(req), opts_(*req.options), plan_(plan),
+        allowed_(*req.devices) {}
+
+  weft_status* Build();
+
+ private:
+  const weft_node* Rep(const weft_node* n) const {
+    auto it = cse_.replaced.find(n);
+    return it == cse_.replaced.end() ? n : it->second;
+  }
+  bool IsFed(const weft_node* n, int32_t i) const {
+    return fed_.count(OutputKey{n, i}) != 0;
+  }
+  void Prune();
+  void TopologicalOrder();
+  weft_status* AnalyzeFrames();
+  weft_status* CheckFrameEdges();
+  weft_status* LocalizeFrames();
+  std::string FrameName(int32_t f) const;
+  weft_status* PlaceVariable(const weft_node* var, Device** out,
+                             std::string* reason);
+  weft_status* PlaceKernel(int32_t i);
+  weft_status* PlaceUpdate(PlanNode* p);
+  double InputTransferUs(const weft_node* n, Device* d);
+  weft_status* Place();
+  weft_status* Partition();
+  int32_t NewNode(PlanNode p);
+  void AddSlot(int32_t producer, Device* device, weft_dtype dtype,
+               const ShapeInfo& shape, std::string name);
+  // A Send or Recv node reading `in_slot`, with the Cast that narrows or
+  // widens a lossy value when `cast` is set; returns its output slot.
+  int32_t AddTransferNode(ExecKind kind, const weft_node* node, Device* d,
+                          int32_t transfer, int32_t in_slot,
+                          const KernelReg* cast_kernel, const weft_node* cast,
+                          weft_dtype dtype, const ShapeInfo& shape,
+                          const std::string& value);
+  weft_status* ConstOn(int32_t const_node, Device* d, int32_t* slot);
+  // `shape` and `value` are taken by value: callers pass elements of the
+  // slot vectors, which adding the Send and Recv slots reallocates.
+  int32_t TransferTo(int32_t slot, Device* src, weft_dtype dtype,
+                     ShapeInfo shape, std::string value, Device* dst);
+  const weft_node* CastNode(const std::string& name, weft_dtype from,
+                            weft_dtype to, const ShapeInfo& shape);
+  void Link();
+  void ScheduleForMemory();
+  bool Reaches(int32_t from, int32_t to) const;
+
+  const PlanRequest& req_;
+  const PlanOptions& opts_;
+  Plan* plan_;
+  const std::vector<Device*>& allowed_;
+
+  std::unordered_map<OutputKey, int32_t, OutputKeyHash> fed_;
+  CseResult cse_;
+  std::unordered_map<const weft_node*, int32_t> index_;
+  std::vector<const weft_node*> order_;  // pruned graph nodes
+  std::vector<int32_t> topo_;            // indexes into order_
+  std::vector<int32_t> exec_frame_, out_frame_;  // per order_ node
+  // Slot of each output of each pruned node, and of each feed.
+  std::vector<int32_t> slot_producer_;   // plan node; -1 for feeds
+  std::vector<Device*> slot_device_;     // where the slot's value lives
+  std::vector<weft_dtype> slot_dtype_;
+  std::vector<ShapeInfo> slot_shape_;
+  std::vector<std::string> slot_name_;
+  std::vector<int32_t> slot_frame_;
+  std::map<std::pair<int32_t, Device*>, int32_t> const_copies_;
+  std::map<std::pair<int32_t, Device*>, int32_t> recv_slot_;
+};
+
+}  // namespace planning
+}  // namespace weft
