@@ -726,3 +726,62 @@ Test(control_flow, a_million_iterations_without_memory_growth,
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* ---- a loop across devices -------------------------------------------------- */
+
+static const char* no_opencl(void) {
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    if (d.name != NULL && strcmp(d.name, "/device:OPENCL:0") == 0) return NULL;
+  }
+  return "no OpenCL device (the weft-opencl plugin found none here)";
+}
+
+static weft_output on(weft_graph* g, const char* op, const char* device,
+                      weft_output a, weft_output b) {
+  weft_op_builder* bl = weft_op_begin(g, op, NULL);
+  weft_op_add_input(bl, a);
+  weft_op_add_input(bl, b);
+  weft_op_set_device(bl, device);
+  weft_node* n = NULL;
+  WT_OK(weft_op_finish(bl, &n));
+  return (weft_output){n, 0};
+}
+
+static weft_status* below_ten(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  *pred = on(g, "Less", "CPU", v[0], const_f32(g, NULL, 10));
+  return NULL;
+}
+
+/* s += i * i on OpenCL, i += 1 on the CPU: every iteration sends i to
+ * OpenCL and the square back. */
+static weft_status* squares(weft_graph* g, void* user, const weft_output* v,
+                            int32_t n, weft_output* next) {
+  (void)user;
+  (void)n;
+  weft_output sq = on(g, "Mul", "OPENCL", v[0], v[0]);
+  next[0] = on(g, "Add", "CPU", v[0], const_f32(g, NULL, 1));
+  next[1] = on(g, "Add", "CPU", v[1], sq);
+  return NULL;
+}
+
+Test(control_flow, a_loop_split_between_opencl_and_the_cpu) {
+  WT_OK(weft_plugins_discover());
+  const char* why = no_opencl();
+  if (why != NULL) WT_SKIP(why);
+  weft_graph* g = wt_graph_new();
+  weft_output init[2] = {const_f32(g, "i0", 0), const_f32(g, "s0", 0)};
+  weft_output out[2];
+  weft_while_options o = {.struct_size = sizeof o, .parallel_iterations = 4};
+  WT_OK(weft_while_loop(g, below_ten, squares, NULL, init, 2, &o, out));
+  weft_session* s = wt_session_new(g, "OPENCL,CPU");
+  /* 0 + 1 + 4 + ... + 81 = 285 */
+  for (int rep = 0; rep < 3; ++rep)
+    cr_expect_eq(fetch_f32(s, NULL, NULL, 0, out[1]), 285.0f);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
