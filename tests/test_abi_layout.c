@@ -36,6 +36,19 @@ struct pin {
   F(weft_output, node, 0)   \
   F(weft_output, index, 8)
 
+#define WHILE_OPTIONS_LAYOUT(S, F)                     \
+  S(weft_while_options, 40)                           \
+  F(weft_while_options, struct_size, 0)               \
+  F(weft_while_options, name, 8)                      \
+  F(weft_while_options, parallel_iterations, 16)      \
+  F(weft_while_options, maximum_iterations, 24)       \
+  F(weft_while_options, shape_invariants, 32)
+
+#define SHAPE_LAYOUT(S, F) \
+  S(weft_shape, 16)        \
+  F(weft_shape, rank, 0)   \
+  F(weft_shape, dims, 8)
+
 #define SESSION_OPTIONS_LAYOUT(S, F)                  \
   S(weft_session_options, 48)                         \
   F(weft_session_options, struct_size, 0)             \
@@ -190,6 +203,8 @@ struct pin {
 
 #define ALL_LAYOUTS(S, F)            \
   OUTPUT_LAYOUT(S, F)                \
+  WHILE_OPTIONS_LAYOUT(S, F)         \
+  SHAPE_LAYOUT(S, F)                 \
   SESSION_OPTIONS_LAYOUT(S, F)       \
   DEVICE_DESCRIPTION_LAYOUT(S, F)    \
   PLUGIN_DESCRIPTION_LAYOUT(S, F)    \
@@ -218,6 +233,8 @@ static void check_table(const struct pin* pins, size_t count) {
   }
 
 LAYOUT_TEST(weft_output, OUTPUT_LAYOUT)
+LAYOUT_TEST(weft_while_options, WHILE_OPTIONS_LAYOUT)
+LAYOUT_TEST(weft_shape, SHAPE_LAYOUT)
 LAYOUT_TEST(weft_session_options, SESSION_OPTIONS_LAYOUT)
 LAYOUT_TEST(weft_device_description, DEVICE_DESCRIPTION_LAYOUT)
 LAYOUT_TEST(weft_plugin_description, PLUGIN_DESCRIPTION_LAYOUT)

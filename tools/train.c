@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,21 +505,37 @@ static double accuracy(weft_session* s, const model* m, const idx_dataset* d,
 
 /* SIGINT or SIGTERM asks the training loop to stop after the step in
  * flight; the loop then saves a checkpoint and exits 128 + the signal, the
- * shell's convention.  SA_RESETHAND: a second signal kills the process at
- * once, and the save (temporary file, then rename) leaves the previous
- * checkpoint intact if that happens mid-write. */
-static volatile sig_atomic_t stop_signal = 0;
+ * shell's convention.  The signals are blocked while training and taken
+ * between steps (sigtimedwait), never delivered asynchronously: a handler
+ * interrupting the JIT-compiled kernels of oneDNN in the middle of a step
+ * corrupted the heap now and then (tests/test_train_main.c's SIGINT case
+ * crashed in a MatMul about one run in six), and threads the step starts
+ * inherit the blocked mask, so none of them takes the signal either.  Once
+ * one arrives the signals are unblocked with their default action: a
+ * second one kills the process at once, and the save (temporary file, then
+ * rename) leaves the previous checkpoint intact if that happens mid-write. */
+static sigset_t stop_signals;
 
-static void on_stop_signal(int signal_number) { stop_signal = signal_number; }
+static void block_stop_signals(void) {
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+}
 
-static void catch_stop_signals(void) {
+/* The stop signal waiting to be taken, or 0. */
+static int take_stop_signal(void) {
+  const struct timespec now = {0, 0};
+  int signal_number = sigtimedwait(&stop_signals, NULL, &now);
+  if (signal_number <= 0) return 0;
   struct sigaction action;
   memset(&action, 0, sizeof action);
-  action.sa_handler = on_stop_signal;
-  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  action.sa_handler = SIG_DFL;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, NULL);
   sigaction(SIGTERM, &action, NULL);
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
+  return signal_number;
 }
 
 /* ---- Resuming -------------------------------------------------------------------- */
@@ -604,6 +621,8 @@ static int resume(const train_args* a, const model* m, weft_session* s,
 
 static int run_training(const train_args* a, model* m,
                         const idx_dataset* train, const idx_dataset* test) {
+  /* Before any thread of the session or its kernels starts. */
+  block_stop_signals();
   weft_session_options o;
   weft_session_options_init(&o);
   o.devices = a->devices;
@@ -661,8 +680,8 @@ static int run_training(const train_args* a, model* m,
   weft_output feeds[2] = {m->x, m->labels};
   weft_tensor* values[2] = {xt, lt};
   weft_node* targets[2] = {m->train, m->step_inc};
-  catch_stop_signals();
-  for (; step < total && !stop_signal; ++step) {
+  int stop_signal = 0;
+  for (; step < total && !(stop_signal = take_stop_signal()); ++step) {
     if (step / per_epoch != epoch) {
       epoch = step / per_epoch;
       epoch_order(a->seed, epoch, order, n);

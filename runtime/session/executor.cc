@@ -131,8 +131,10 @@ class Run {
   // Under cf_mu_:
   void CfReady(Iteration* it, int32_t node, bool dead, int32_t merge_input);
   void CfArrive(Iteration* it, int32_t node);
+  // Every output gets `state`, except `dead_output` (a Switch's untaken
+  // side; -1 for none), which is dead.
   void CfDeliver(Iteration* it, const PlanNode& p, const TensorValue* values,
-                 const uint8_t* states, bool node_dead);
+                 uint8_t state, int32_t dead_output, bool node_dead);
   void CfComplete(const CfItem& item, TensorValue* carried, bool pred);
   Iteration* CfNewIteration(FrameInstance* f, int64_t number);
   FrameInstance* CfEnterFrame(Iteration* parent, int32_t frame);
@@ -971,11 +973,11 @@ void Run::CfArrive(Iteration* it, int32_t node) {
 
 // Puts `p`'s outputs into `it` and tells its successors there.
 void Run::CfDeliver(Iteration* it, const PlanNode& p,
-                    const TensorValue* values, const uint8_t* states,
-                    bool node_dead) {
+                    const TensorValue* values, uint8_t state,
+                    int32_t dead_output, bool node_dead) {
   for (int32_t o = 0; o < p.num_outputs; ++o) {
     if (values != nullptr) it->slots[p.output_base + o] = values[o];
-    it->state[p.output_base + o] = states[o];
+    it->state[p.output_base + o] = o == dead_output ? static_cast<uint8_t>(kDead) : state;
   }
   for (int32_t succ : p.successors) {
     if (node_dead) it->dead_in[plan_.nodes[succ].local]++;
@@ -987,7 +989,7 @@ void Run::CfGiveInvariants(FrameInstance* f, Iteration* it) {
   for (size_t k = 0; k < f->invariants.size(); ++k) {
     const PlanNode& e = plan_.nodes[f->invariants[k].first];
     uint8_t st = f->invariant_dead[k] ? kDead : kLive;
-    CfDeliver(it, e, &f->invariants[k].second, &st, st == kDead);
+    CfDeliver(it, e, &f->invariants[k].second, st, -1, st == kDead);
   }
 }
 
@@ -998,7 +1000,7 @@ void Run::CfComplete(const CfItem& item, TensorValue* carried, bool pred) {
   FrameInstance* f = it->frame;
   const PlanNode& p = plan_.nodes[item.node];
   const bool dead = item.dead;
-  uint8_t states[2] = {dead ? kDead : kLive, dead ? kDead : kLive};
+  const uint8_t state = dead ? kDead : kLive;
   switch (p.kind) {
     case ExecKind::kEnter: {
       FrameInstance* child = CfEnterFrame(it, p.out_frame);
@@ -1007,9 +1009,9 @@ void Run::CfComplete(const CfItem& item, TensorValue* carried, bool pred) {
         child->invariants.emplace_back(item.node, *carried);
         child->invariant_dead.push_back(dead);
         for (int64_t k = 0; k < child->count; ++k)
-          CfDeliver(child->At(child->base + k), p, carried, states, dead);
+          CfDeliver(child->At(child->base + k), p, carried, state, -1, dead);
       } else if (Iteration* first = child->At(0)) {
-        CfDeliver(first, p, carried, states, dead);
+        CfDeliver(first, p, carried, state, -1, dead);
       }
       child->pending_enters--;
       CfCheckDone(child);
@@ -1035,17 +1037,16 @@ void Run::CfComplete(const CfItem& item, TensorValue* carried, bool pred) {
         CfGiveInvariants(f, target);
       }
       if (target != nullptr)
-        CfDeliver(target, p, carried, states, false);
+        CfDeliver(target, p, carried, kLive, -1, false);
       else
         f->deferred.push_back({item.node, std::move(*carried), next});
       break;
     }
     case ExecKind::kSwitch:
-      if (!dead) states[pred ? 0 : 1] = kDead;
-      CfDeliver(it, p, nullptr, states, dead);
+      CfDeliver(it, p, nullptr, state, dead ? -1 : (pred ? 0 : 1), dead);
       break;
     default:
-      CfDeliver(it, p, nullptr, states, dead);
+      CfDeliver(it, p, nullptr, state, -1, dead);
       break;
   }
   it->outstanding--;
@@ -1083,11 +1084,10 @@ void Run::CfCheckDone(FrameInstance* f) {
         ++k;
         continue;
       }
-      uint8_t live = kLive;
       TensorValue v = std::move(d.value);
       int32_t node = d.node;
       f->deferred.erase(f->deferred.begin() + static_cast<long>(k));
-      CfDeliver(target, plan_.nodes[node], &v, &live, false);
+      CfDeliver(target, plan_.nodes[node], &v, kLive, -1, false);
       started = true;
     }
     if (!started) break;
@@ -1104,7 +1104,7 @@ void Run::CfFinishFrame(FrameInstance* f) {
                                    f->parent_number, f->frame));
   for (size_t k = 0; k < exits.size(); ++k) {
     uint8_t st = f->exit_live[k] ? kLive : kDead;
-    CfDeliver(parent, plan_.nodes[exits[k]], &f->exit_values[k], &st,
+    CfDeliver(parent, plan_.nodes[exits[k]], &f->exit_values[k], st, -1,
               st == kDead);
   }
   delete f;
