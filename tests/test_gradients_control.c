@@ -490,3 +490,140 @@ Test(control_gradients, weights_reached_only_through_the_back_edge) {
                     {WEFT_FLOAT64, WT_DIMS(3), 1, u, 0}};
   gc_check_f64("rnn, weights only inside", build_weight_only, NULL, xs, 2, 0);
 }
+
+/* ---- varying sequence lengths: steps at or past a sequence's length keep
+ * its h and c (a `lengths` feed, as padded batches need) ---------------- */
+
+struct masked_lstm {
+  struct lstm cell;
+  weft_output lengths; /* int32 [batch] */
+};
+
+static weft_status* masked_step(weft_graph* g, void* user,
+                                const weft_output* v, int32_t n,
+                                weft_output* next) {
+  struct masked_lstm* M = user;
+  weft_status* st = lstm_step(g, &M->cell, v, n, next);
+  if (st) return st;
+  weft_output live = wt_apply2(g, "Less", NULL, v[0], M->lengths);
+  weft_op_builder* b = weft_op_begin(g, "ExpandDims", NULL);
+  weft_op_add_input(b, live);
+  weft_op_set_attr_int(b, "axis", 1);
+  weft_output mask = gt_finish(b);
+  weft_output in[3];
+  for (int k = 1; k <= 2; ++k) {
+    b = weft_op_begin(g, "Select", NULL);
+    in[0] = mask;
+    in[1] = next[k];
+    in[2] = v[k];
+    for (int j = 0; j < 3; ++j) weft_op_add_input(b, in[j]);
+    next[k] = gt_finish(b);
+  }
+  return NULL;
+}
+
+static weft_status* four_steps(weft_graph* g, void* user,
+                               const weft_output* v, int32_t n,
+                               weft_output* pred) {
+  (void)user;
+  (void)n;
+  *pred = wt_apply2(g, "Less", NULL, v[0], i32(g, 4));
+  return NULL;
+}
+
+/* rows [4, 2, 2]; lengths {2, 4}: the first sequence ends after 2 steps. */
+static weft_output build_masked(weft_graph* g, const weft_output* xs,
+                                int32_t n, void* arg) {
+  (void)n;
+  weft_output lengths = *(const weft_output*)arg;
+  struct masked_lstm M = {{xs[0], xs[1], xs[2]}, lengths};
+  weft_output init[3] = {i32(g, 0), xs[3], xs[4]};
+  weft_output out[3];
+  WT_OK(weft_while_loop(g, four_steps, masked_step, &M, init, 3, NULL, out));
+  return out[1];
+}
+
+static weft_output build_masked_fixed(weft_graph* g, const weft_output* xs,
+                                      int32_t n, void* arg) {
+  (void)arg;
+  const int32_t lengths[2] = {2, 4};
+  weft_output len =
+      wt_const(g, NULL, wt_tensor(WEFT_INT32, WT_SHAPE(2), lengths));
+  return build_masked(g, xs, n, &len);
+}
+
+Test(control_gradients, varying_sequence_lengths) {
+  double rows[16], w[60], b[12], h0[6], c0[6];
+  gt_fill_distinct(rows, 16, 9);
+  gt_fill_distinct(w, 60, 5);
+  gt_fill_distinct(b, 12, 6);
+  gt_fill_distinct(h0, 6, 7);
+  gt_fill_distinct(c0, 6, 8);
+  const int32_t lengths[2] = {2, 4};
+
+  /* Built by hand: the output for sequence 0 must not depend on its padded
+   * steps 2 and 3, and its gradient there must be exactly zero. */
+  weft_graph* g = wt_graph_new();
+  weft_output xs[5] = {
+      wt_placeholder(g, "rows", WEFT_FLOAT64, WT_SHAPE(4, 2, 2)),
+      wt_placeholder(g, "w", WEFT_FLOAT64, WT_SHAPE(5, 12)),
+      wt_placeholder(g, "b", WEFT_FLOAT64, WT_SHAPE(12)),
+      wt_placeholder(g, "h0", WEFT_FLOAT64, WT_SHAPE(2, 3)),
+      wt_placeholder(g, "c0", WEFT_FLOAT64, WT_SHAPE(2, 3))};
+  weft_output len = wt_const(g, "lengths",
+                             wt_tensor(WEFT_INT32, WT_SHAPE(2), lengths));
+  weft_output y = build_masked(g, xs, 5, &len);
+  weft_output drows;
+  WT_OK(weft_gradients(g, &y, 1, xs, 1, NULL, &drows));
+  weft_session* s = wt_session_new(g, NULL);
+  weft_tensor* v[5] = {wt_tensor(WEFT_FLOAT64, WT_SHAPE(4, 2, 2), rows),
+                       wt_tensor(WEFT_FLOAT64, WT_SHAPE(5, 12), w),
+                       wt_tensor(WEFT_FLOAT64, WT_SHAPE(12), b),
+                       wt_tensor(WEFT_FLOAT64, WT_SHAPE(2, 3), h0),
+                       wt_tensor(WEFT_FLOAT64, WT_SHAPE(2, 3), c0)};
+  weft_tensor* before = wt_run1(s, xs, v, 5, y);
+  weft_tensor* grad = wt_run1(s, xs, v, 5, drows);
+  /* Garbage in sequence 0's padding: steps 2 and 3, batch row 0. */
+  double* r = weft_tensor_data(v[0]);
+  for (int t = 2; t < 4; ++t)
+    for (int k = 0; k < 2; ++k) r[(t * 2 + 0) * 2 + k] += 100.0 * (t + k + 1);
+  weft_tensor* after = wt_run1(s, xs, v, 5, y);
+  const double* hb = weft_tensor_data(before);
+  const double* ha = weft_tensor_data(after);
+  for (int k = 0; k < 3; ++k)
+    cr_expect_eq(ha[k], hb[k], "sequence 0, unit %d: %g became %g", k, hb[k],
+                 ha[k]);
+  /* Sequence 1 is 4 steps long: its step 3 counts. */
+  for (int k = 0; k < 2; ++k) r[(3 * 2 + 1) * 2 + k] += 1.0;
+  weft_tensor* moved = wt_run1(s, xs, v, 5, y);
+  const double* hm = weft_tensor_data(moved);
+  int changed = 0;
+  for (int k = 3; k < 6; ++k) changed |= hm[k] != ha[k];
+  cr_expect(changed, "sequence 1's last step did not change its output");
+  weft_tensor_destroy(moved);
+  const double* d = weft_tensor_data(grad);
+  for (int t = 0; t < 4; ++t)
+    for (int k = 0; k < 2; ++k) {
+      double g0 = d[(t * 2 + 0) * 2 + k];
+      if (t >= 2)
+        cr_expect_eq(g0, 0.0, "d/d rows[%d][0][%d] = %g past the length", t,
+                     k, g0);
+      else
+        cr_expect_neq(g0, 0.0, "d/d rows[%d][0][%d] within the length", t, k);
+    }
+  for (int i = 0; i < 5; ++i) weft_tensor_destroy(v[i]);
+  weft_tensor_destroy(before);
+  weft_tensor_destroy(after);
+  weft_tensor_destroy(grad);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+
+  /* And the whole masked loop against central differences. */
+  gc_input in[5] = {{WEFT_FLOAT64, WT_DIMS(4, 2, 2), 3, rows, 0},
+                    {WEFT_FLOAT64, WT_DIMS(5, 12), 2, w, 0},
+                    {WEFT_FLOAT64, WT_DIMS(12), 1, b, 0},
+                    {WEFT_FLOAT64, WT_DIMS(2, 3), 2, h0, 0},
+                    {WEFT_FLOAT64, WT_DIMS(2, 3), 2, c0, 0}};
+  gc_check_f64("lstm with lengths {2, 4}", build_masked_fixed, NULL, in, 5,
+               0);
+}
