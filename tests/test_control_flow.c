@@ -785,3 +785,100 @@ Test(control_flow, a_loop_split_between_opencl_and_the_cpu) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* ---- run metadata: frames, iterations, parallel_iterations observed ---- */
+
+static void frame_stats(weft_session* s, weft_output fetch, const char* want,
+                        int32_t* parallel, int64_t* iterations,
+                        int32_t* in_flight, const char** parent) {
+  weft_run_metadata* md = weft_run_metadata_create();
+  cr_assert_not_null(md);
+  weft_tensor* t = NULL;
+  WT_OK(weft_session_run_with_metadata(s, NULL, NULL, 0, &fetch, 1, NULL, 0,
+                                       &t, md));
+  weft_tensor_destroy(t);
+  int found = 0;
+  for (int32_t i = 0; i < weft_run_metadata_num_frames(md); ++i) {
+    const char* name = NULL;
+    WT_OK(weft_run_metadata_frame(md, i, &name, parent, parallel, iterations,
+                                  in_flight));
+    if (strcmp(name, want) == 0) {
+      found = 1;
+      break;
+    }
+  }
+  cr_assert(found, "no frame '%s' in:\n%s", want,
+            weft_run_metadata_to_string(md));
+  /* The loop's nodes say which frame they ran in. */
+  int in_frame = 0;
+  for (int32_t i = 0; i < weft_run_metadata_num_nodes(md); ++i)
+    in_frame += strcmp(weft_run_metadata_node_frame(md, i), want) == 0;
+  cr_expect_gt(in_frame, 3, "%s", weft_run_metadata_to_string(md));
+  cr_expect_not_null(strstr(weft_run_metadata_to_string(md), "loop frames"));
+  WT_EXPECT_CODE(weft_run_metadata_frame(md, 99, NULL, NULL, NULL, NULL, NULL),
+                 WEFT_OUT_OF_RANGE);
+  weft_run_metadata_destroy(md);
+}
+
+Test(control_flow, run_metadata_counts_iterations_within_parallel_iterations) {
+  weft_graph* g = wt_graph_new();
+  weft_output limit = const_i32(g, "limit", 200);
+  struct sum_loop L = {limit};
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "s0", 0)};
+  weft_output one[2], four[2];
+  weft_while_options o = {.struct_size = sizeof o, .name = "serial",
+                          .parallel_iterations = 1};
+  WT_OK(weft_while_loop(g, sum_cond, sum_body, &L, init, 2, &o, one));
+  o.name = "four";
+  o.parallel_iterations = 4;
+  WT_OK(weft_while_loop(g, sum_cond, sum_body, &L, init, 2, &o, four));
+  weft_session_options so;
+  weft_session_options_init(&so);
+  so.inter_op_threads = 2;
+  weft_session* s = NULL;
+  WT_OK(weft_session_create(g, &so, &s));
+  for (int rep = 0; rep < 5; ++rep) {
+    int32_t parallel = 0, in_flight = 0;
+    int64_t iterations = 0;
+    const char* parent = NULL;
+    frame_stats(s, one[1], "serial", &parallel, &iterations, &in_flight,
+                &parent);
+    /* 200 iterations run the body; one more finds the condition false. */
+    cr_expect_eq(iterations, 201);
+    cr_expect_eq(parallel, 1);
+    cr_expect_eq(in_flight, 1);
+    cr_expect_str_eq(parent, "");
+    frame_stats(s, four[1], "four", &parallel, &iterations, &in_flight,
+                &parent);
+    cr_expect_eq(iterations, 201);
+    cr_expect_eq(parallel, 4);
+    cr_expect(in_flight >= 1 && in_flight <= 4, "%d iterations at once",
+              in_flight);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+Test(control_flow, run_metadata_names_the_parent_of_a_nested_frame) {
+  weft_graph* g = wt_graph_new();
+  weft_output n = const_i32(g, "n", 5);
+  struct nested N = {n};
+  weft_output init[2] = {const_i32(g, "i0", 0), const_i32(g, "t0", 0)};
+  weft_output out[2];
+  weft_while_options o = {.struct_size = sizeof o, .name = "outer"};
+  WT_OK(weft_while_loop(g, outer_cond, outer_body, &N, init, 2, &o, out));
+  weft_session* s = wt_session_new(g, NULL);
+  int32_t parallel = 0, in_flight = 0;
+  int64_t iterations = 0;
+  const char* parent = NULL;
+  /* The inner loop is entered once per outer iteration (5 times) and runs
+   * i iterations plus a final one each time: 0+1+2+3+4 + 5 = 15; the
+   * outer loop's last iteration, whose body is dead, enters it once more
+   * with dead values (one dead iteration 0): 16. */
+  frame_stats(s, out[1], "while", &parallel, &iterations, &in_flight,
+              &parent);
+  cr_expect_str_eq(parent, "outer");
+  cr_expect_eq(iterations, 16, "%lld", (long long)iterations);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}

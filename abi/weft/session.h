@@ -175,6 +175,20 @@ WEFT_API const char* weft_run_metadata_node_reason(
 WEFT_API const char* weft_run_metadata_device_of(const weft_run_metadata* m,
                                                  const char* node_name);
 
+/* Control flow: the loop frame node i ran in ("" outside every loop). */
+WEFT_API const char* weft_run_metadata_node_frame(const weft_run_metadata* m,
+                                                  int32_t i);
+/* The run's loop frames (one per while loop, by frame name): the frame it
+ * is nested in ("" for none), its parallel_iterations, the iterations it
+ * started in this run (over every time it was entered) and the most that
+ * were alive at once, which parallel_iterations bounds.  Out-of-range i:
+ * OUT_OF_RANGE.  Pointers may be NULL for values not wanted. */
+WEFT_API int32_t weft_run_metadata_num_frames(const weft_run_metadata* m);
+WEFT_API WEFT_MUST_USE weft_status* weft_run_metadata_frame(
+    const weft_run_metadata* m, int32_t i, const char** name,
+    const char** parent, int32_t* parallel_iterations, int64_t* iterations,
+    int32_t* max_in_flight);
+
 /* Transfers: one Send/Recv pair per (value, destination device). */
 WEFT_API int32_t weft_run_metadata_num_transfers(const weft_run_metadata* m);
 /* Transfer i: the value ("node:index"), where it goes from and to, the

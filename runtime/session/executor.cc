@@ -206,6 +206,8 @@ class Run {
   std::condition_variable cf_cv_;  // cf_done_ with no task left
   bool cf_done_ = false;
   RunResources resources_;  // runtime ops' state for this run
+  std::vector<int64_t> cf_iterations_;     // per frame, for RunStats
+  std::vector<int32_t> cf_max_in_flight_;  // per frame, for RunStats
 };
 
 Run::~Run() {
@@ -913,6 +915,9 @@ Iteration* Run::CfNewIteration(FrameInstance* f, int64_t number) {
   f->ring[static_cast<size_t>(number % static_cast<int64_t>(f->ring.size()))] =
       it;
   f->count++;
+  cf_iterations_[f->frame]++;
+  cf_max_in_flight_[f->frame] = std::max(
+      cf_max_in_flight_[f->frame], static_cast<int32_t>(f->count));
   return it;
 }
 
@@ -1204,6 +1209,8 @@ void Run::CfProcess(CfItem item) {
 weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
                                 std::vector<TensorValue>* fetched) {
   cf_free_.resize(plan_.frames.size());
+  cf_iterations_.assign(plan_.frames.size(), 0);
+  cf_max_in_flight_.assign(plan_.frames.size(), 0);
   root_frame_ = new FrameInstance;
   Iteration* root = CfNewIteration(root_frame_, 0);
   for (size_t i = 0; i < feeds.size(); ++i) {
@@ -1271,8 +1278,13 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     }
   }
   if (plan_.control_flow) {
-    if (stats != nullptr) stats->peak_bytes.assign(plan_.devices.size(), 0);
-    return ExecuteFrames(feeds, fetched);
+    weft_status* st = ExecuteFrames(feeds, fetched);
+    if (stats != nullptr) {
+      stats->peak_bytes.assign(plan_.devices.size(), 0);
+      stats->frame_iterations = cf_iterations_;
+      stats->frame_max_in_flight = cf_max_in_flight_;
+    }
+    return st;
   }
   for (size_t i = 0; i < feeds.size(); ++i)
     slots_[plan_.feed_slots[i]] = std::move(feeds[i]);

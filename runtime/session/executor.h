@@ -14,6 +14,10 @@ struct RunStats {
   // Per device of plan.devices: the most bytes of run values (outputs and
   // transfer buffers, not state) held at once.
   std::vector<uint64_t> peak_bytes;
+  // Per frame of the plan (index 0, the root, unused): iterations started
+  // over the run, and the most alive at once in one frame instance.
+  std::vector<int64_t> frame_iterations;
+  std::vector<int32_t> frame_max_in_flight;
 };
 
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is

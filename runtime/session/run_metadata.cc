@@ -9,6 +9,7 @@
 void weft_run_metadata::Clear() {
   nodes.clear();
   transfers.clear();
+  frames.clear();
   merged.clear();
   devices.clear();
   peak_bytes.clear();
@@ -22,7 +23,15 @@ void weft_run_metadata::Describe(const weft::Plan& plan) {
     if (p.kind == weft::ExecKind::kSend || p.kind == weft::ExecKind::kRecv)
       continue;
     nodes.push_back({p.node->name, p.node->op_type, p.device->name,
-                     p.reason});
+                     p.reason,
+                     p.frame == 0 ? std::string() : plan.frames[p.frame].name});
+  }
+  for (size_t f = 1; f < plan.frames.size(); ++f) {
+    const weft::PlanFrame& pf = plan.frames[f];
+    frames.push_back({pf.name,
+                      pf.parent == 0 ? std::string()
+                                     : plan.frames[pf.parent].name,
+                      pf.parallel_iterations, 0, 0});
   }
   for (const weft::Transfer& t : plan.transfers)
     transfers.push_back({t.value, t.src ? t.src->name : "host (feed)",
@@ -39,6 +48,12 @@ void weft_run_metadata::SetPeaks(const weft::Plan& plan,
   for (size_t i = 0; i < plan.devices.size() && i < stats.peak_bytes.size();
        ++i)
     peak_bytes[i] = stats.peak_bytes[i];
+  for (size_t f = 0; f < frames.size(); ++f) {
+    if (f + 1 < stats.frame_iterations.size())
+      frames[f].iterations = stats.frame_iterations[f + 1];
+    if (f + 1 < stats.frame_max_in_flight.size())
+      frames[f].max_in_flight = stats.frame_max_in_flight[f + 1];
+  }
 }
 
 namespace {
@@ -143,6 +158,34 @@ const char* weft_run_metadata_device_name(const weft_run_metadata* m,
   return m && InRange(m->devices, i) ? m->devices[i].c_str() : nullptr;
 }
 
+const char* weft_run_metadata_node_frame(const weft_run_metadata* m,
+                                         int32_t i) {
+  const auto* n = NodeAt(m, i);
+  return n ? n->frame.c_str() : nullptr;
+}
+
+int32_t weft_run_metadata_num_frames(const weft_run_metadata* m) {
+  return m ? static_cast<int32_t>(m->frames.size()) : 0;
+}
+
+weft_status* weft_run_metadata_frame(const weft_run_metadata* m, int32_t i,
+                                     const char** name, const char** parent,
+                                     int32_t* parallel_iterations,
+                                     int64_t* iterations,
+                                     int32_t* max_in_flight) {
+  if (m == nullptr || !InRange(m->frames, i))
+    return weft::Errorf(WEFT_OUT_OF_RANGE,
+                        "frame %d of a run metadata with %d frames", i,
+                        m ? static_cast<int32_t>(m->frames.size()) : 0);
+  const auto& f = m->frames[i];
+  if (name) *name = f.name.c_str();
+  if (parent) *parent = f.parent.c_str();
+  if (parallel_iterations) *parallel_iterations = f.parallel_iterations;
+  if (iterations) *iterations = f.iterations;
+  if (max_in_flight) *max_in_flight = f.max_in_flight;
+  return nullptr;
+}
+
 uint64_t weft_run_metadata_peak_bytes(const weft_run_metadata* m, int32_t i) {
   return m && InRange(m->peak_bytes, i) ? m->peak_bytes[i] : 0;
 }
@@ -155,7 +198,16 @@ const char* weft_run_metadata_to_string(const weft_run_metadata* m) {
   t += "placement (" + std::to_string(m->nodes.size()) + " nodes):\n";
   for (const auto& n : m->nodes)
     t += "  " + n.name + " (" + n.op + ") -> " + n.device + ": " + n.reason +
-         "\n";
+         (n.frame.empty() ? "" : " [frame '" + n.frame + "']") + "\n";
+  if (!m->frames.empty()) {
+    t += "loop frames (" + std::to_string(m->frames.size()) + "):\n";
+    for (const auto& f : m->frames)
+      t += "  '" + f.name + "'" +
+           (f.parent.empty() ? "" : " in '" + f.parent + "'") +
+           ": parallel_iterations " + std::to_string(f.parallel_iterations) +
+           ", " + std::to_string(f.iterations) + " iterations, at most " +
+           std::to_string(f.max_in_flight) + " at once\n";
+  }
   t += "transfers (" + std::to_string(m->transfers.size()) +
        " Send/Recv pairs):\n";
   for (const auto& x : m->transfers) {

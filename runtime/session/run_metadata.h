@@ -11,7 +11,13 @@
 
 struct weft_run_metadata {
   struct Node {
-    std::string name, op, device, reason;
+    std::string name, op, device, reason, frame;
+  };
+  struct Frame {
+    std::string name, parent;
+    int32_t parallel_iterations;
+    int64_t iterations;     // started in this run, over all its instances
+    int32_t max_in_flight;  // the most alive at once in one instance
   };
   struct Transfer {
     std::string value, src, dst;
@@ -20,6 +26,7 @@ struct weft_run_metadata {
   };
   std::vector<Node> nodes;
   std::vector<Transfer> transfers;
+  std::vector<Frame> frames;
   std::vector<std::pair<std::string, std::string>> merged;  // removed, kept
   std::vector<std::string> devices;
   std::vector<uint64_t> peak_bytes;
