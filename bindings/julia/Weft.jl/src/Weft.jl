@@ -33,7 +33,7 @@ export WeftError, DType, BFloat16,
     gradients, minimize, initialize_all, trainable_variables, set_trainable,
     gradient_status, save_checkpoint, restore_checkpoint,
     devices, plugins, plugin_refusals, load_plugin, op_descriptions, kernels,
-    version_string, abi_version
+    version_string, abi_version, cond, while_loop, ControlFlowError
 
 include("capi.jl")
 include("bfloat16.jl")
@@ -42,6 +42,7 @@ include("graph.jl")
 include("ops.jl")
 include("session.jl")
 include("train.jl")
+include("control.jl")
 include("devices.jl")
 
 function __init__()

@@ -134,6 +134,21 @@ struct WeftOutput
     index::Int32
 end
 
+# C: weft_shape
+struct ShapeC
+    rank::Int32
+    dims::Ptr{Int64}
+end
+
+# C: weft_while_options
+struct WhileOptionsC
+    struct_size::Csize_t
+    name::Ptr{UInt8}
+    parallel_iterations::Int32
+    maximum_iterations::Int64
+    shape_invariants::Ptr{ShapeC}
+end
+
 # C: weft_session_options
 struct SessionOptionsC
     struct_size::Csize_t

@@ -92,6 +92,35 @@ end
     close(t); close(u)
 end
 
+@testset "cond and while_loop with closures" begin
+    g = Graph()
+    x = placeholder(g, Float32, Int[]; name = "x")
+    pred = apply(g, "Greater", x, constant(g, 0.0f0))
+    y = Weft.cond(pred, () -> multiply(x, constant(g, 2.0f0)),
+                  () -> apply(g, "Neg", x))
+    s = Session(g; devices = CPU)
+    @test run(s, y; feeds = [x => Tensor(3.0f0)])[] == 6.0f0
+    @test run(s, y; feeds = [x => Tensor(-4.0f0)])[] == 4.0f0
+    # s = 0 + 1 + 2 + 3 + 4 over the loop variables (i, s)
+    i, total = while_loop((i, t) -> apply(g, "Less", i, constant(g, Int32(5))),
+                          (i, t) -> (i + constant(g, Int32(1)), t + i),
+                          [constant(g, Int32(0)), constant(g, Int32(0))];
+                          name = "sum")
+    s2 = Session(g; devices = CPU)
+    @test run(s2, total)[] == 10
+    @test run(s2, i)[] == 5
+    # a closure's exception: the builder's error with it as the cause
+    err = try
+        while_loop(i -> apply(g, "Less", i, constant(g, Int32(3))),
+                   i -> error("boom"), [constant(g, Int32(0))])
+        nothing
+    catch e
+        e
+    end
+    @test err isa ControlFlowError
+    @test err.cause isa ErrorException && occursin("boom", err.error.message)
+end
+
 @testset "errors and closing" begin
     g = Graph()
     a = constant(g, Float32[1, 2, 3])

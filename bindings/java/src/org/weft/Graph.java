@@ -144,6 +144,102 @@ public final class Graph extends NativeObject {
     }
   }
 
+  // ---- control flow ----
+
+  /** Builds one branch of {@link #cond}: its outputs, in order. */
+  @FunctionalInterface
+  public interface Branch {
+    Output[] build();
+  }
+
+  /** Builds a loop's condition (a bool scalar) from the loop variables. */
+  @FunctionalInterface
+  public interface LoopCondition {
+    Output build(Output[] vars);
+  }
+
+  /** Builds one iteration: the next value of each loop variable. */
+  @FunctionalInterface
+  public interface LoopBody {
+    Output[] build(Output[] vars);
+  }
+
+  /**
+   * {@code pred ? thenBranch() : elseBranch()}, built into the graph: only
+   * the taken branch runs.  {@code pred} is a bool scalar; each branch
+   * returns {@code numOutputs} outputs of matching dtypes.  The lambdas run
+   * on this thread while the call lasts; values from outside a branch that
+   * it reads are brought in automatically (see weft/control.h).
+   *
+   * @throws WeftException for a refused graph, or when a lambda threw: the
+   *     builder's error names the branch, and the lambda's exception is its
+   *     cause (a WeftException from a lambda keeps its code).  Nodes added
+   *     before the failure stay in the graph, unused.
+   */
+  public Output[] cond(String name, Output pred, int numOutputs, Branch thenBranch,
+      Branch elseBranch) {
+    ControlCallbacks cb = new ControlCallbacks(this, thenBranch, elseBranch, null, null);
+    long g = acquire();
+    try {
+      return outputs(Native.cond(g, name, pred.node().handleIn(this), pred.index(), cb,
+          numOutputs));
+    } catch (RuntimeException e) {
+      throw cb.withCause(e);
+    } finally {
+      release();
+    }
+  }
+
+  /** A one-output {@link #cond}. */
+  public Output cond(Output pred, java.util.function.Supplier<Output> thenBranch,
+      java.util.function.Supplier<Output> elseBranch) {
+    return cond(null, pred, 1, () -> new Output[] {thenBranch.get()},
+        () -> new Output[] {elseBranch.get()})[0];
+  }
+
+  /**
+   * {@code while (condition(vars)) vars = body(vars)}, built into the graph
+   * as one loop that runs inside a session run; returns the final values.
+   * {@code options} may be null for the defaults.  Errors as {@link #cond}.
+   */
+  public Output[] whileLoop(LoopCondition condition, LoopBody body, Output[] vars,
+      WhileOptions options) {
+    WhileOptions o = options == null ? new WhileOptions(null, 0, 0, null) : options;
+    Shape[] inv = o.shapeInvariants();
+    if (inv != null && inv.length != vars.length) {
+      throw new IllegalArgumentException(inv.length + " shape invariants for " + vars.length
+          + " loop variables");
+    }
+    long[][] shapes = null;
+    if (inv != null) {
+      shapes = new long[inv.length][];
+      for (int i = 0; i < inv.length; ++i) {
+        shapes[i] = inv[i].hasUnknownRank() ? null : inv[i].dims();
+      }
+    }
+    long[] nodes = new long[vars.length];
+    int[] indices = new int[vars.length];
+    ControlCallbacks cb = new ControlCallbacks(this, null, null, condition, body);
+    long g = acquire();
+    try {
+      unpack(this, vars, nodes, indices);
+      return outputs(Native.whileLoop(g, cb, nodes, indices, o.name(),
+          o.parallelIterations(), o.maximumIterations(), shapes));
+    } catch (RuntimeException e) {
+      throw cb.withCause(e);
+    } finally {
+      release();
+    }
+  }
+
+  private Output[] outputs(long[] pairs) {
+    Output[] outs = new Output[pairs.length / 2];
+    for (int i = 0; i < outs.length; ++i) {
+      outs[i] = new Output(node(pairs[2 * i]), (int) pairs[2 * i + 1]);
+    }
+    return outs;
+  }
+
   // ---- training ----
 
   /**

@@ -125,6 +125,16 @@ final class Native {
   /** The dims, or null for an unknown rank. */
   static native long[] outputShape(long node, int index);
 
+  // ---- control flow (control.c); `callbacks` is a ControlCallbacks ----
+  /** {node, index} per output. */
+  static native long[] cond(long graph, String name, long predNode, int predIndex,
+      ControlCallbacks callbacks, int numOutputs);
+  /** {node, index} per loop variable; {@code shapes} null, or one dims array
+   * per variable (null for an unknown rank). */
+  static native long[] whileLoop(long graph, ControlCallbacks callbacks, long[] nodes,
+      int[] indices, String name, int parallelIterations, long maximumIterations,
+      long[][] shapes);
+
   // ---- training ----
   /** {node, index} per x; node 0 for "no gradient". */
   static native long[] gradients(long graph, long[] yNodes, int[] yIndices, long[] xNodes,
