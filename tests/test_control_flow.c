@@ -788,9 +788,11 @@ Test(control_flow, a_loop_split_between_opencl_and_the_cpu) {
 
 /* ---- run metadata: frames, iterations, parallel_iterations observed ---- */
 
+/* `parent` receives a copy of the parent frame's name: the metadata's
+ * strings are borrowed and go with it. */
 static void frame_stats(weft_session* s, weft_output fetch, const char* want,
                         int32_t* parallel, int64_t* iterations,
-                        int32_t* in_flight, const char** parent) {
+                        int32_t* in_flight, char parent[64]) {
   weft_run_metadata* md = weft_run_metadata_create();
   cr_assert_not_null(md);
   weft_tensor* t = NULL;
@@ -800,9 +802,11 @@ static void frame_stats(weft_session* s, weft_output fetch, const char* want,
   int found = 0;
   for (int32_t i = 0; i < weft_run_metadata_num_frames(md); ++i) {
     const char* name = NULL;
-    WT_OK(weft_run_metadata_frame(md, i, &name, parent, parallel, iterations,
+    const char* up = NULL;
+    WT_OK(weft_run_metadata_frame(md, i, &name, &up, parallel, iterations,
                                   in_flight));
     if (strcmp(name, want) == 0) {
+      snprintf(parent, 64, "%s", up);
       found = 1;
       break;
     }
@@ -840,16 +844,16 @@ Test(control_flow, run_metadata_counts_iterations_within_parallel_iterations) {
   for (int rep = 0; rep < 5; ++rep) {
     int32_t parallel = 0, in_flight = 0;
     int64_t iterations = 0;
-    const char* parent = NULL;
+    char parent[64];
     frame_stats(s, one[1], "serial", &parallel, &iterations, &in_flight,
-                &parent);
+                parent);
     /* 200 iterations run the body; one more finds the condition false. */
     cr_expect_eq(iterations, 201);
     cr_expect_eq(parallel, 1);
     cr_expect_eq(in_flight, 1);
     cr_expect_str_eq(parent, "");
     frame_stats(s, four[1], "four", &parallel, &iterations, &in_flight,
-                &parent);
+                parent);
     cr_expect_eq(iterations, 201);
     cr_expect_eq(parallel, 4);
     cr_expect(in_flight >= 1 && in_flight <= 4, "%d iterations at once",
@@ -870,13 +874,13 @@ Test(control_flow, run_metadata_names_the_parent_of_a_nested_frame) {
   weft_session* s = wt_session_new(g, NULL);
   int32_t parallel = 0, in_flight = 0;
   int64_t iterations = 0;
-  const char* parent = NULL;
+  char parent[64];
   /* The inner loop is entered once per outer iteration (5 times) and runs
    * i iterations plus a final one each time: 0+1+2+3+4 + 5 = 15; the
    * outer loop's last iteration, whose body is dead, enters it once more
    * with dead values (one dead iteration 0): 16. */
   frame_stats(s, out[1], "while", &parallel, &iterations, &in_flight,
-              &parent);
+              parent);
   cr_expect_str_eq(parent, "outer");
   cr_expect_eq(iterations, 16, "%lld", (long long)iterations);
   weft_session_destroy(s);
