@@ -886,3 +886,59 @@ Test(control_flow, run_metadata_names_the_parent_of_a_nested_frame) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* ---- case: x * (k + 1) for branch k of 3; other indexes take the last -- */
+
+struct case_args {
+  weft_output x, var;
+};
+
+static weft_status* scale_branch(weft_graph* g, void* user, int32_t branch,
+                                 weft_output* out, int32_t n) {
+  (void)n;
+  struct case_args* a = user;
+  /* Each branch also bumps the variable by 10^branch, so which branches
+   * ran is visible afterwards. */
+  float bump = branch == 0 ? 1.0f : branch == 1 ? 10.0f : 100.0f;
+  weft_output bumped =
+      wt_apply2(g, "AssignAdd", NULL, a->var, const_f32(g, NULL, bump));
+  weft_op_builder* b = weft_op_begin(g, "Mul", NULL);
+  weft_op_add_input(b, a->x);
+  weft_op_add_input(b, const_f32(g, NULL, (float)(branch + 1)));
+  weft_op_add_control_input(b, bumped.node);
+  weft_node* m = NULL;
+  weft_status* st = weft_op_finish(b, &m);
+  out[0] = (weft_output){m, 0};
+  return st;
+}
+
+Test(control_flow, case_runs_only_the_selected_branch) {
+  weft_graph* g = wt_graph_new();
+  weft_output var;
+  weft_node* init;
+  WT_OK(weft_graph_variable(g, "ran", const_f32(g, "zero", 0), &var, &init));
+  weft_output index = wt_placeholder(g, "index", WEFT_INT32, NULL, 0);
+  struct case_args a = {const_f32(g, "x", 5), var};
+  weft_output y;
+  WT_OK(weft_case(g, "pick", index, 3, scale_branch, &a, 1, &y));
+  weft_session* s = wt_session_new(g, NULL);
+  wt_run_targets(s, &init, 1);
+  const int32_t indexes[] = {0, 1, 2, 7, -1};
+  const float want[] = {5, 10, 15, 15, 15};
+  const float ran[] = {1, 11, 111, 211, 311};
+  for (int k = 0; k < 5; ++k) {
+    weft_tensor* v = i32_tensor(indexes[k]);
+    cr_expect_eq(fetch_f32(s, &index, &v, 1, y), want[k], "index %d",
+                 indexes[k]);
+    weft_tensor_destroy(v);
+    cr_expect_eq(fetch_f32(s, NULL, NULL, 0, var), ran[k],
+                 "after index %d", indexes[k]);
+  }
+  weft_output f = const_f32(g, "not_int", 1);
+  WT_EXPECT_ERROR(weft_case(g, NULL, f, 3, scale_branch, &a, 1, &y),
+                  WEFT_INVALID_ARGUMENT, "int32");
+  WT_EXPECT_ERROR(weft_case(g, NULL, index, 0, scale_branch, &a, 1, &y),
+                  WEFT_INVALID_ARGUMENT, "at least one branch");
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}

@@ -61,6 +61,23 @@ WEFT_API WEFT_MUST_USE weft_status* weft_cond(
     weft_branch_fn then_fn, weft_branch_fn else_fn, void* user,
     int32_t num_outputs, weft_output* outputs);
 
+/* Builds branch `branch` of an n-way case: writes `num_outputs` outputs. */
+typedef weft_status* (*weft_case_branch_fn)(weft_graph* graph, void* user,
+                                            int32_t branch,
+                                            weft_output* outputs,
+                                            int32_t num_outputs);
+
+/* outputs[i] = branch `index`'s output i, for an int32 scalar `index`
+ * selecting one of `num_branches` (>= 1) branches; an index outside
+ * [0, num_branches) selects the last one (the default, as TensorFlow's
+ * switch_case does).  Only the selected branch runs.  Built as nested
+ * weft_cond()s (so the same rules apply); `name` prefixes the nodes made
+ * (NULL: "case"). */
+WEFT_API WEFT_MUST_USE weft_status* weft_case(
+    weft_graph* graph, const char* name, weft_output index,
+    int32_t num_branches, weft_case_branch_fn branch_fn, void* user,
+    int32_t num_outputs, weft_output* outputs);
+
 /* Builds the loop condition from the current loop variables: writes a bool
  * scalar to *out_pred. */
 typedef weft_status* (*weft_loop_cond_fn)(weft_graph* graph, void* user,

@@ -172,6 +172,70 @@ weft_status* Cond(weft_graph* g, const char* name, weft_output pred,
   return nullptr;
 }
 
+// Case k of n as cond(index == k, branch k, case k+1 of n); the last
+// branch also takes every index no earlier one matched.
+struct CaseState {
+  weft_output index;
+  int32_t num_branches;
+  weft_case_branch_fn fn;
+  void* user;
+  std::string prefix;
+  int32_t branch;  // the branch this level decides
+};
+
+weft_status* CaseFrom(weft_graph* g, CaseState* c, weft_output* outputs,
+                      int32_t n);
+
+weft_status* CaseTaken(weft_graph* g, void* user, weft_output* out,
+                       int32_t n) {
+  auto* c = static_cast<CaseState*>(user);
+  return c->fn(g, c->user, c->branch, out, n);
+}
+
+weft_status* CaseRest(weft_graph* g, void* user, weft_output* out,
+                      int32_t n) {
+  CaseState next = *static_cast<CaseState*>(user);
+  next.branch++;
+  return CaseFrom(g, &next, out, n);
+}
+
+weft_status* CaseFrom(weft_graph* g, CaseState* c, weft_output* outputs,
+                      int32_t n) {
+  if (c->branch == c->num_branches - 1)
+    return c->fn(g, c->user, c->branch, outputs, n);
+  weft_tensor* t = nullptr;
+  int32_t k = c->branch;
+  WEFT_RETURN_IF_ERROR(
+      weft_tensor_create_copy(WEFT_INT32, nullptr, 0, &k, sizeof k, &t));
+  weft_output value;
+  weft_status* st = weft_graph_constant(g, nullptr, t, &value);
+  weft_tensor_destroy(t);
+  WEFT_RETURN_IF_ERROR(st);
+  weft_node* equal = nullptr;
+  WEFT_RETURN_IF_ERROR(Make(g, "Equal", "", {c->index, value}, &equal));
+  std::string name = c->prefix + "/branch_" + std::to_string(k);
+  return Cond(g, name.c_str(), Out(equal), CaseTaken, CaseRest, c, n,
+              outputs);
+}
+
+weft_status* Case(weft_graph* g, const char* name, weft_output index,
+                  int32_t num_branches, weft_case_branch_fn fn, void* user,
+                  int32_t n, weft_output* outputs) {
+  if (g == nullptr || fn == nullptr || num_branches < 1 || n < 0 ||
+      (n > 0 && outputs == nullptr))
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "weft_case: graph, at least one branch, branch_fn and "
+                 "outputs for num_outputs >= 0 values must be given");
+  if (index.node == nullptr || weft_output_dtype(index) != WEFT_INT32)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "weft_case: the branch index must be an int32 scalar, got "
+                  "%s", index.node ? weft_dtype_name(weft_output_dtype(index))
+                                   : "NULL");
+  CaseState c{index, num_branches, fn, user, UniquePrefix(g, name, "case"),
+              0};
+  return CaseFrom(g, &c, outputs, n);
+}
+
 weft_status* ScalarConst(weft_graph* g, const std::string& name, int32_t v,
                          weft_output* out) {
   weft_tensor* t = nullptr;
@@ -361,6 +425,16 @@ weft_status* weft_cond(weft_graph* graph, const char* name, weft_output pred,
   return weft::Guard([&]() -> weft_status* {
     return weft::Cond(graph, name, pred, then_fn, else_fn, user, num_outputs,
                       outputs);
+  });
+}
+
+weft_status* weft_case(weft_graph* graph, const char* name, weft_output index,
+                       int32_t num_branches, weft_case_branch_fn branch_fn,
+                       void* user, int32_t num_outputs,
+                       weft_output* outputs) {
+  return weft::Guard([&]() -> weft_status* {
+    return weft::Case(graph, name, index, num_branches, branch_fn, user,
+                      num_outputs, outputs);
   });
 }
 
