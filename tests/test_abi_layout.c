@@ -49,6 +49,11 @@ struct pin {
   F(weft_shape, rank, 0)   \
   F(weft_shape, dims, 8)
 
+#define TENSOR_ARRAY_LAYOUT(S, F)    \
+  S(weft_tensor_array, 24)           \
+  F(weft_tensor_array, name, 0)      \
+  F(weft_tensor_array, flow, 8)
+
 #define SESSION_OPTIONS_LAYOUT(S, F)                  \
   S(weft_session_options, 48)                         \
   F(weft_session_options, struct_size, 0)             \
@@ -205,6 +210,7 @@ struct pin {
   OUTPUT_LAYOUT(S, F)                \
   WHILE_OPTIONS_LAYOUT(S, F)         \
   SHAPE_LAYOUT(S, F)                 \
+  TENSOR_ARRAY_LAYOUT(S, F)          \
   SESSION_OPTIONS_LAYOUT(S, F)       \
   DEVICE_DESCRIPTION_LAYOUT(S, F)    \
   PLUGIN_DESCRIPTION_LAYOUT(S, F)    \
@@ -235,6 +241,7 @@ static void check_table(const struct pin* pins, size_t count) {
 LAYOUT_TEST(weft_output, OUTPUT_LAYOUT)
 LAYOUT_TEST(weft_while_options, WHILE_OPTIONS_LAYOUT)
 LAYOUT_TEST(weft_shape, SHAPE_LAYOUT)
+LAYOUT_TEST(weft_tensor_array, TENSOR_ARRAY_LAYOUT)
 LAYOUT_TEST(weft_session_options, SESSION_OPTIONS_LAYOUT)
 LAYOUT_TEST(weft_device_description, DEVICE_DESCRIPTION_LAYOUT)
 LAYOUT_TEST(weft_plugin_description, PLUGIN_DESCRIPTION_LAYOUT)

@@ -119,6 +119,54 @@ WEFT_API WEFT_MUST_USE weft_status* weft_while_loop(
     void* user, const weft_output* loop_vars, int32_t num_vars,
     const weft_while_options* options, weft_output* out_vars);
 
+/* TensorArrays: lists of tensors of one dtype, written and read by index
+ * inside one Session run — the sequences a loop consumes and produces
+ * (TensorFlow's TensorArray).  An array exists once per run, and once per
+ * iteration of the loops around the node that made it.  Its `flow` orders
+ * its operations: each write returns a new flow (the functions below update
+ * `array->flow`), reads and stacks see the writes before the flow they are
+ * given.  Inside a loop body, carry the flow as a loop variable and rebuild
+ * the array there: {array.name, vars[k]}.
+ *
+ * Rules: each element is written once (a second write fails the run);
+ * reading an element never written fails the run; an index outside the
+ * size fails the run unless the array is dynamic_size, which grows; a stack
+ * needs every element written, all of one shape.  weft_gradients works
+ * through every operation (each array gets a gradient array: an element
+ * read twice gets the sum of both gradients; an element no gradient
+ * reached gets zeros).  Elements stay referenced, not copied, until the
+ * run ends; unstack makes views of its value. */
+typedef struct weft_tensor_array {
+  const char* name;  /* the TensorArray node's name, owned by the graph */
+  weft_output flow;  /* a float32 scalar that carries the order */
+} weft_tensor_array;
+
+/* A new array of `size` (an int32 scalar) elements of `dtype`.
+ * `element_shape` (NULL: any) is checked on every write and gives reads
+ * their static shape.  `name` (NULL: "TensorArray") is made unique. */
+WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_create(
+    weft_graph* graph, const char* name, weft_dtype dtype, weft_output size,
+    const weft_shape* element_shape, int32_t dynamic_size,
+    weft_tensor_array* out);
+/* Element `index` (an int32 scalar) := value; updates array->flow. */
+WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_write(
+    weft_graph* graph, weft_tensor_array* array, weft_output index,
+    weft_output value);
+/* Element `index` (no copy). */
+WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_read(
+    weft_graph* graph, weft_tensor_array array, weft_output index,
+    weft_output* out);
+/* Every element stacked along a new first dimension. */
+WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_stack(
+    weft_graph* graph, weft_tensor_array array, weft_output* out);
+/* Element i := value[i] for every i along value's first dimension (views,
+ * no copies); updates array->flow. */
+WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_unstack(
+    weft_graph* graph, weft_tensor_array* array, weft_output value);
+/* The array's size, an int32 scalar. */
+WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_size(
+    weft_graph* graph, weft_tensor_array array, weft_output* out);
+
 #ifdef __cplusplus
 }
 #endif

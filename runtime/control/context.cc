@@ -19,6 +19,13 @@ ControlContext* ControlContext::Current(const Graph* graph) {
   return nullptr;
 }
 
+int32_t ControlContext::LoopDepth(const Graph* graph) {
+  int32_t n = 0;
+  for (size_t i = 0; i < open_contexts.size(); ++i)
+    if (open_graphs[i] == graph && open_contexts[i]->is_loop()) ++n;
+  return n;
+}
+
 void ControlContext::Open() {
   open_contexts.push_back(this);
   open_graphs.push_back(graph_->impl.get());

@@ -23,6 +23,10 @@ class ControlContext {
 
   // The innermost context of `graph` on this thread, or null.
   static ControlContext* Current(const Graph* graph);
+  // How many loop contexts of `graph` are open on this thread: the loop
+  // depth of a node added now.
+  static int32_t LoopDepth(const Graph* graph);
+  virtual bool is_loop() const { return false; }
 
   // Before `n` is added: brings outside inputs in, and gives a node with no
   // inputs a control input from the pivot.

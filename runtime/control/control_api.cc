@@ -77,6 +77,7 @@ class LoopContext : public ControlContext {
   LoopContext(weft_graph* g, std::string frame, int32_t parallel)
       : ControlContext(g, "while loop '" + frame + "'"),
         frame_(std::move(frame)), parallel_(parallel) {}
+  bool is_loop() const override { return true; }
 
   weft_status* Enter(weft_output v, bool invariant, weft_output* out) {
     weft_node* e = nullptr;

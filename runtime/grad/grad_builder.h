@@ -112,6 +112,21 @@ class GradBuilder {
     return out;
   }
 
+  // An int32 vector constant (a shape).
+  weft_output Int32s(const std::vector<int32_t>& v) {
+    if (status_ != nullptr) return weft_output{nullptr, 0};
+    int64_t n = static_cast<int64_t>(v.size());
+    weft_tensor* value = nullptr;
+    status_ = weft_tensor_create_copy(WEFT_INT32, &n, 1, v.data(),
+                                      v.size() * sizeof(int32_t), &value);
+    if (status_ != nullptr) return weft_output{nullptr, 0};
+    std::string name = ctx_->scope + "/Const_" + std::to_string(count_++);
+    weft_output out{nullptr, 0};
+    status_ = weft_graph_constant(ctx_->graph, name.c_str(), value, &out);
+    weft_tensor_destroy(value);
+    return out;
+  }
+
   // g (of a broadcast result) summed back to the shape of `like`; g itself
   // when the static shapes show no broadcasting happened.
   weft_output SumTo(weft_output g, weft_output like) {

@@ -106,6 +106,24 @@ weft_status* NewScope(weft_graph* g, std::string* scope) {
   }
 }
 
+// The scope of the outermost weft_gradients call running on this thread
+// (a loop's gradient differentiates its body by a nested call).
+thread_local std::string outermost_scope;
+
+class OutermostScope {
+ public:
+  explicit OutermostScope(const std::string& scope)
+      : set_(outermost_scope.empty()) {
+    if (set_) outermost_scope = scope;
+  }
+  ~OutermostScope() {
+    if (set_) outermost_scope.clear();
+  }
+
+ private:
+  bool set_;
+};
+
 class Backprop {
  public:
   Backprop(weft_graph* g) : g_(g) {}
@@ -236,6 +254,7 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
 
   std::string scope;
   WEFT_RETURN_IF_ERROR(NewScope(g_, &scope));
+  OutermostScope outermost(scope);
   for (int32_t i = 0; i < ny; ++i) {
     if (!from_x.count(ys[i].node)) continue;
     weft_output seed;
@@ -322,6 +341,9 @@ weft_status* Backprop::Run(const weft_output* ys, int32_t ny,
 }
 
 }  // namespace
+
+const std::string& OutermostGradientScope() { return outermost_scope; }
+
 }  // namespace weft
 
 using weft::Error;

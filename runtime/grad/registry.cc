@@ -30,6 +30,7 @@ void EnsureLibrary() {
     RegisterLinalgGradients();
     RegisterStateGradients();
     RegisterControlFlowGradients();
+    RegisterTensorArrayGradients();
   });
 }
 

@@ -50,6 +50,13 @@ void RegisterArrayGradients();
 void RegisterReduceGradients();
 void RegisterNnGradients();
 void RegisterLinalgGradients();
+// The name scope of the outermost weft_gradients call running on the
+// calling thread ("" when none): what gradient functions that must agree
+// across a loop's nested gradient calls (a TensorArray's gradient array)
+// name things by.
+const std::string& OutermostGradientScope();
+
+void RegisterTensorArrayGradients();
 void RegisterControlFlowGradients();  // cond; loops say they have none yet
 void RegisterStateGradients();  // state, random and other non-differentiable
 

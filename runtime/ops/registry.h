@@ -133,6 +133,7 @@ void RegisterNnOps(OpRegistry* r);
 void RegisterTrainOps(OpRegistry* r);  // optimizers (ApplyAdam, ...)
 void RegisterControlFlowOps(OpRegistry* r);  // Switch, Merge, Enter, ...
 void RegisterAccumulatorOps(OpRegistry* r);  // loop gradients' saved values
+void RegisterTensorArrayOps(OpRegistry* r);  // TensorArray, ...Read, ...
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
 void RegisterElementwiseArrayGradientOps(OpRegistry* r);
 void RegisterReduceNnGradientOps(OpRegistry* r);

@@ -96,6 +96,17 @@ class RuntimeOpContext {
   // A new value on device() holding `bytes` bytes copied from host memory.
   virtual weft_status* FromHost(weft_dtype dtype, const Dims& dims,
                                 const void* data, TensorValue* out) = 0;
+  // `v` itself when device() can read it where it is, else a copy on
+  // device().
+  virtual weft_status* Localize(const TensorValue& v, TensorValue* out) = 0;
+  // Runs the kernel device() has for `helper` (a node made by the op, not
+  // in any graph: its op_type, attrs and output dtypes choose and check
+  // the kernel) on inputs device() can read.  How a TensorArray adds two
+  // gradients of one element.
+  virtual weft_status* RunKernel(const weft_node* helper,
+                                 const TensorValue* const* inputs,
+                                 int32_t num_inputs, TensorValue* outputs,
+                                 int32_t num_outputs) = 0;
 };
 
 using RuntimeOpFn = weft_status* (*)(RuntimeOpContext* ctx);

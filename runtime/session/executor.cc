@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "device/kernel_context.h"
+#include "device/registry.h"
 
 namespace weft {
 namespace {
@@ -837,6 +838,36 @@ class CfRuntimeContext : public RuntimeOpContext {
     }
     return d->api->copy_host_to_device(d->handle, nullptr, data,
                                        out->buffer->handle, 0, bytes);
+  }
+  weft_status* Localize(const TensorValue& v, TensorValue* out) override {
+    if (Accessible(v, p_.device)) {
+      *out = v;
+      return nullptr;
+    }
+    return run_->CopyInto(v, p_.device, run_->StreamFor(p_.device), out,
+                          false);
+  }
+  weft_status* RunKernel(const weft_node* helper,
+                         const TensorValue* const* inputs, int32_t num_inputs,
+                         TensorValue* outputs, int32_t num_outputs) override {
+    const KernelReg* kernel = Registry::Get().FindKernel(
+        helper->op_type, p_.device->type, helper->attrs);
+    if (kernel == nullptr)
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s' (%s) needs a %s kernel on %s, which has none",
+                    p_.node->name.c_str(), p_.node->op_type.c_str(),
+                    helper->op_type.c_str(), p_.device->name.c_str());
+    for (int32_t i = 0; i < num_inputs; ++i)
+      if (!Accessible(*inputs[i], p_.device))
+        return Errorf(WEFT_INTERNAL, "node '%s': helper input %d is not on "
+                      "%s", p_.node->name.c_str(), i,
+                      p_.device->name.c_str());
+    PlanNode h;
+    h.node = helper;
+    h.device = p_.device;
+    h.num_outputs = num_outputs;
+    return run_->RunKernel(h, helper, kernel, inputs, num_inputs, outputs,
+                           num_outputs);
   }
 
  private:

@@ -23,7 +23,9 @@ weft_status* Planner::AnalyzeFrames() {
   out_frame_.assign(n, 0);
   plan_->control_flow = false;
   for (const weft_node* node : order_)
-    if (IsControlFlow(node->def->exec)) plan_->control_flow = true;
+    // Runtime ops need the frame executor's per-run resources.
+    if (IsControlFlow(node->def->exec) || node->def->exec == ExecKind::kRuntime)
+      plan_->control_flow = true;
   if (!plan_->control_flow) return nullptr;
   plan_->frames.assign(1, PlanFrame{});
   std::map<std::pair<int32_t, std::string>, int32_t> by_name;
