@@ -1,0 +1,574 @@
+// The frame executor: plans with loop frames or runtime ops.  Each frame
+// instance (one per parent instance, parent iteration and frame) keeps its
+// live iterations in a ring of per-iteration state (slots, live/dead per
+// slot, dependency counts, Merge flags) recycled through per-frame free
+// lists; Switch, Merge, Enter, Exit and NextIteration move values between
+// them under cf_mu_, kernels run outside the lock.
+#include <algorithm>
+#include <cstring>
+
+#include "base/status.h"
+#include "device/registry.h"
+#include "session/run.h"
+
+namespace weft {
+namespace exec {
+
+std::string Run::FrameDescription(const Iteration* it) const {
+  std::string s;
+  for (const FrameInstance* f = it->frame; f != nullptr && f->frame != 0;
+       f = f->parent) {
+    std::string here = "frame '" + plan_.frames[f->frame].name +
+                       "' iteration " + std::to_string(it->number);
+    s = s.empty() ? here : here + " (in " + s + ")";
+    it = f->parent_iter;
+  }
+  return s;
+}
+
+// What a runtime op sees: its node's iteration of its frame.
+class CfRuntimeContext : public RuntimeOpContext {
+ public:
+  CfRuntimeContext(Run* run, const PlanNode& p, Iteration* it)
+      : run_(run), p_(p), it_(it) {
+    for (const Iteration* i = it; i != nullptr && i->frame->frame != 0;
+         i = i->frame->parent_iter)
+      path_.insert(path_.begin(), i->number);
+  }
+  const weft_node* node() const override { return p_.node; }
+  Device* device() const override { return p_.device; }
+  RunResources* resources() override { return &run_->resources_; }
+  int32_t frame_depth() const override {
+    return static_cast<int32_t>(path_.size());
+  }
+  int64_t iteration(int32_t level) const override { return path_[level]; }
+  std::string FrameDescription() const override {
+    return run_->FrameDescription(it_);
+  }
+  int32_t num_inputs() const override {
+    return static_cast<int32_t>(p_.input_slots.size());
+  }
+  const TensorValue& input(int32_t i) const override {
+    return it_->slots[p_.input_slots[i]];
+  }
+  int32_t num_outputs() const override { return p_.num_outputs; }
+  void set_output(int32_t i, TensorValue value) override {
+    it_->slots[p_.output_base + i] = std::move(value);
+  }
+  void set_dead() override { dead_ = true; }
+  bool dead() const { return dead_; }
+  weft_status* Allocate(weft_dtype dtype, const Dims& dims,
+                        TensorValue* out) override {
+    out->dtype = dtype;
+    out->dims = dims;
+    out->offset = 0;
+    return p_.device->Allocate(out->byte_size(), &out->buffer);
+  }
+  weft_status* Copy(const TensorValue& src, uint64_t src_offset,
+                    TensorValue* dst, uint64_t dst_offset,
+                    uint64_t bytes) override {
+    Device* d = p_.device;
+    if (bytes == 0) return nullptr;
+    if (src.device() == d)
+      return d->api->copy_device_to_device(
+          d->handle, nullptr, src.buffer->handle, src.offset + src_offset,
+          dst->buffer->handle, dst->offset + dst_offset, bytes);
+    const void* host = src.host_data();
+    if (host == nullptr)
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s': copying between two devices' memories",
+                    p_.node->name.c_str());
+    const char* from = static_cast<const char*>(host) + src_offset;
+    if (d->host_memory()) {
+      std::memcpy(static_cast<char*>(dst->buffer->handle) + dst->offset +
+                      dst_offset, from, bytes);
+      return nullptr;
+    }
+    return d->api->copy_host_to_device(d->handle, nullptr, from,
+                                       dst->buffer->handle,
+                                       dst->offset + dst_offset, bytes);
+  }
+  weft_status* ReadToHost(const TensorValue& src, void* dst,
+                          uint64_t bytes) override {
+    if (const void* host = src.host_data()) {
+      std::memcpy(dst, host, bytes);
+      return nullptr;
+    }
+    Device* d = src.device();
+    WEFT_RETURN_IF_ERROR(run_->DrainStream(d));
+    return d->api->copy_device_to_host(d->handle, nullptr, src.buffer->handle,
+                                       src.offset, dst, bytes);
+  }
+  weft_status* FromHost(weft_dtype dtype, const Dims& dims, const void* data,
+                        TensorValue* out) override {
+    WEFT_RETURN_IF_ERROR(Allocate(dtype, dims, out));
+    Device* d = p_.device;
+    size_t bytes = out->byte_size();
+    if (bytes == 0) return nullptr;
+    if (d->host_memory()) {
+      std::memcpy(out->buffer->handle, data, bytes);
+      return nullptr;
+    }
+    return d->api->copy_host_to_device(d->handle, nullptr, data,
+                                       out->buffer->handle, 0, bytes);
+  }
+  weft_status* Localize(const TensorValue& v, TensorValue* out) override {
+    if (Accessible(v, p_.device)) {
+      *out = v;
+      return nullptr;
+    }
+    return run_->CopyInto(v, p_.device, run_->StreamFor(p_.device), out,
+                          false);
+  }
+  weft_status* RunKernel(const weft_node* helper,
+                         const TensorValue* const* inputs, int32_t num_inputs,
+                         TensorValue* outputs, int32_t num_outputs) override {
+    const KernelReg* kernel = Registry::Get().FindKernel(
+        helper->op_type, p_.device->type, helper->attrs);
+    if (kernel == nullptr)
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s' (%s) needs a %s kernel on %s, which has none",
+                    p_.node->name.c_str(), p_.node->op_type.c_str(),
+                    helper->op_type.c_str(), p_.device->name.c_str());
+    for (int32_t i = 0; i < num_inputs; ++i)
+      if (!Accessible(*inputs[i], p_.device))
+        return Errorf(WEFT_INTERNAL, "node '%s': helper input %d is not on "
+                      "%s", p_.node->name.c_str(), i,
+                      p_.device->name.c_str());
+    PlanNode h;
+    h.node = helper;
+    h.device = p_.device;
+    h.num_outputs = num_outputs;
+    return run_->RunKernel(h, helper, kernel, inputs, num_inputs, outputs,
+                           num_outputs);
+  }
+
+ private:
+  Run* run_;
+  const PlanNode& p_;
+  Iteration* it_;
+  std::vector<int64_t> path_;
+  bool dead_ = false;
+};
+
+weft_status* Run::RunRuntimeOp(const PlanNode& p, Iteration* it,
+                               bool* dead) {
+  CfRuntimeContext ctx(this, p, it);
+  weft_status* st = p.node->def->runtime(&ctx);
+  *dead = ctx.dead();
+  if (st != nullptr && std::string(weft_status_message(st))
+                               .find(p.node->name) == std::string::npos)
+    st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type + ")");
+  return st;
+}
+
+weft_status* Run::ReadPred(const PlanNode& p, const TensorValue& v,
+                           bool* pred) {
+  if (v.dtype != WEFT_BOOL || v.elements() != 1)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "node '%s' (%s): the predicate must be one bool, got %s %s",
+                  p.node->name.c_str(), p.node->op_type.c_str(),
+                  weft_dtype_name(v.dtype), v.dims.ToString().c_str());
+  uint8_t b = 0;
+  if (const void* host = v.host_data()) {
+    std::memcpy(&b, host, 1);
+  } else {
+    Device* src = v.device();
+    WEFT_RETURN_IF_ERROR(DrainStream(src));
+    WEFT_RETURN_IF_ERROR(src->api->copy_device_to_host(
+        src->handle, nullptr, v.buffer->handle, v.offset, &b, 1));
+  }
+  *pred = b != 0;
+  return nullptr;
+}
+
+Iteration* Run::CfNewIteration(FrameInstance* f, int64_t number) {
+  const PlanFrame& pf = plan_.frames[f->frame];
+  std::vector<Iteration*>& free_list = cf_free_[f->frame];
+  Iteration* it;
+  if (!free_list.empty()) {
+    it = free_list.back();
+    free_list.pop_back();
+  } else {
+    it = new Iteration;
+    it->slots.resize(pf.num_slots);
+    it->state.resize(pf.num_slots);
+    it->pending.resize(pf.num_nodes);
+    it->dead_in.resize(pf.num_nodes);
+    it->fired.resize(pf.num_nodes);
+  }
+  it->number = number;
+  it->frame = f;
+  it->outstanding = 0;
+  std::fill(it->state.begin(), it->state.end(), kAbsent);
+  std::fill(it->dead_in.begin(), it->dead_in.end(), 0);
+  std::fill(it->fired.begin(), it->fired.end(), 0);
+  for (const PlanNode& p : plan_.nodes)
+    if (p.frame == f->frame)
+      it->pending[p.local] = number == 0 ? p.pending : p.pending_next;
+  if (f->count == static_cast<int64_t>(f->ring.size())) {
+    // Grow the ring, keeping iterations at number % size.
+    std::vector<Iteration*> bigger(std::max<size_t>(4, f->ring.size() * 2));
+    for (int64_t k = 0; k < f->count; ++k) {
+      int64_t n = f->base + k;
+      bigger[static_cast<size_t>(n % static_cast<int64_t>(bigger.size()))] =
+          f->At(n);
+    }
+    f->ring.swap(bigger);
+  }
+  f->ring[static_cast<size_t>(number % static_cast<int64_t>(f->ring.size()))] =
+      it;
+  f->count++;
+  cf_iterations_[f->frame]++;
+  cf_max_in_flight_[f->frame] = std::max(
+      cf_max_in_flight_[f->frame], static_cast<int32_t>(f->count));
+  return it;
+}
+
+FrameInstance* Run::CfEnterFrame(Iteration* parent, int32_t frame) {
+  auto key = std::make_tuple(static_cast<const FrameInstance*>(parent->frame),
+                             parent->number, frame);
+  auto found = cf_frames_.find(key);
+  if (found != cf_frames_.end()) return found->second;
+  auto* f = new FrameInstance;
+  f->frame = frame;
+  f->parent = parent->frame;
+  f->parent_iter = parent;
+  f->parent_number = parent->number;
+  const PlanFrame& pf = plan_.frames[frame];
+  f->pending_enters = pf.num_enters;
+  f->exit_values.resize(pf.exits.size());
+  f->exit_live.assign(pf.exits.size(), 0);
+  cf_frames_.emplace(key, f);
+  parent->outstanding++;  // the parent iteration waits for the frame's exits
+  CfNewIteration(f, 0);
+  return f;
+}
+
+void Run::CfReady(Iteration* it, int32_t node, bool dead, int32_t merge_input) {
+  it->outstanding++;
+  CfItem item;
+  item.node = node;
+  item.iter = it;
+  item.dead = dead;
+  item.merge_input = merge_input;
+  cf_queue_.push_back(item);
+}
+
+// One edge into `node` in `it` has delivered.
+void Run::CfArrive(Iteration* it, int32_t node) {
+  const PlanNode& q = plan_.nodes[node];
+  if (q.kind == ExecKind::kMerge) {
+    if (it->fired[q.local]) return;
+    --it->pending[q.local];
+    for (size_t k = 0; k < q.input_slots.size(); ++k)
+      if (it->state[q.input_slots[k]] == kLive) {
+        it->fired[q.local] = 1;
+        CfReady(it, node, false, static_cast<int32_t>(k));
+        return;
+      }
+    if (it->pending[q.local] == 0) {
+      it->fired[q.local] = 1;
+      CfReady(it, node, true, -1);
+    }
+    return;
+  }
+  if (--it->pending[q.local] != 0) return;
+  bool dead = it->dead_in[q.local] > 0;
+  for (int32_t s : q.input_slots)
+    if (s >= 0 && it->state[s] == kDead) dead = true;
+  CfReady(it, node, dead, -1);
+}
+
+// Puts `p`'s outputs into `it` and tells its successors there.
+void Run::CfDeliver(Iteration* it, const PlanNode& p,
+                    const TensorValue* values, uint8_t state,
+                    int32_t dead_output, bool node_dead) {
+  for (int32_t o = 0; o < p.num_outputs; ++o) {
+    if (values != nullptr) it->slots[p.output_base + o] = values[o];
+    it->state[p.output_base + o] = o == dead_output ? static_cast<uint8_t>(kDead) : state;
+  }
+  for (int32_t succ : p.successors) {
+    if (node_dead) it->dead_in[plan_.nodes[succ].local]++;
+    CfArrive(it, succ);
+  }
+}
+
+void Run::CfGiveInvariants(FrameInstance* f, Iteration* it) {
+  for (size_t k = 0; k < f->invariants.size(); ++k) {
+    const PlanNode& e = plan_.nodes[f->invariants[k].first];
+    uint8_t st = f->invariant_dead[k] ? kDead : kLive;
+    CfDeliver(it, e, &f->invariants[k].second, st, -1, st == kDead);
+  }
+}
+
+// Under cf_mu_: the bookkeeping after `item` ran.  `carried` is the value
+// an Enter, Exit or NextIteration moves; `pred` a Switch's predicate.
+void Run::CfComplete(const CfItem& item, TensorValue* carried, bool pred) {
+  Iteration* it = item.iter;
+  FrameInstance* f = it->frame;
+  const PlanNode& p = plan_.nodes[item.node];
+  const bool dead = item.dead;
+  const uint8_t state = dead ? kDead : kLive;
+  switch (p.kind) {
+    case ExecKind::kEnter: {
+      FrameInstance* child = CfEnterFrame(it, p.out_frame);
+      bool invariant = FindAttr(p.node->attrs, "is_constant")->i != 0;
+      if (invariant) {
+        child->invariants.emplace_back(item.node, *carried);
+        child->invariant_dead.push_back(dead);
+        for (int64_t k = 0; k < child->count; ++k)
+          CfDeliver(child->At(child->base + k), p, carried, state, -1, dead);
+      } else if (Iteration* first = child->At(0)) {
+        CfDeliver(first, p, carried, state, -1, dead);
+      }
+      child->pending_enters--;
+      CfCheckDone(child);
+      break;
+    }
+    case ExecKind::kExit: {
+      if (!dead) {
+        const std::vector<int32_t>& exits = plan_.frames[f->frame].exits;
+        size_t k = std::find(exits.begin(), exits.end(), item.node) -
+                   exits.begin();
+        f->exit_values[k] = *carried;
+        f->exit_live[k] = 1;
+      }
+      break;
+    }
+    case ExecKind::kNextIteration: {
+      if (dead) break;  // the loop ends on this path
+      int64_t next = it->number + 1;
+      Iteration* target = f->At(next);
+      if (target == nullptr && next == f->base + f->count &&
+          f->count < plan_.frames[f->frame].parallel_iterations) {
+        target = CfNewIteration(f, next);
+        CfGiveInvariants(f, target);
+      }
+      if (target != nullptr)
+        CfDeliver(target, p, carried, kLive, -1, false);
+      else
+        f->deferred.push_back({item.node, std::move(*carried), next});
+      break;
+    }
+    case ExecKind::kSwitch:
+      CfDeliver(it, p, nullptr, state, dead ? -1 : (pred ? 0 : 1), dead);
+      break;
+    default:
+      CfDeliver(it, p, nullptr, state, -1, dead);
+      break;
+  }
+  it->outstanding--;
+  CfCheckDone(f);
+}
+
+// Retires finished iterations, oldest first, starts deferred ones, and
+// finishes the frame when nothing is left.
+void Run::CfCheckDone(FrameInstance* f) {
+  if (f->frame == 0) {
+    if (f->At(0)->outstanding == 0) cf_done_ = true;
+    return;
+  }
+  if (f->pending_enters > 0) return;
+  for (;;) {
+    while (f->count > 0 && f->At(f->base)->outstanding == 0) {
+      Iteration* old = f->At(f->base);
+      for (TensorValue& v : old->slots) Release(v);
+      cf_free_[f->frame].push_back(old);
+      f->base++;
+      f->count--;
+    }
+    // Values that waited for room go to their iterations in order.
+    bool started = false;
+    const int32_t limit = plan_.frames[f->frame].parallel_iterations;
+    for (size_t k = 0; k < f->deferred.size();) {
+      auto& d = f->deferred[k];
+      Iteration* target = f->At(d.number);
+      if (target == nullptr && d.number == f->base + f->count &&
+          f->count < limit) {
+        target = CfNewIteration(f, d.number);
+        CfGiveInvariants(f, target);
+      }
+      if (target == nullptr) {
+        ++k;
+        continue;
+      }
+      TensorValue v = std::move(d.value);
+      int32_t node = d.node;
+      f->deferred.erase(f->deferred.begin() + static_cast<long>(k));
+      CfDeliver(target, plan_.nodes[node], &v, kLive, -1, false);
+      started = true;
+    }
+    if (!started) break;
+  }
+  if (f->count == 0 && f->deferred.empty()) CfFinishFrame(f);
+}
+
+// The frame instance has finished: its Exits deliver to the parent.
+void Run::CfFinishFrame(FrameInstance* f) {
+  Iteration* parent = f->parent_iter;
+  const std::vector<int32_t>& exits = plan_.frames[f->frame].exits;
+  cf_frames_.erase(std::make_tuple(static_cast<const FrameInstance*>(
+                                       f->parent),
+                                   f->parent_number, f->frame));
+  for (size_t k = 0; k < exits.size(); ++k) {
+    uint8_t st = f->exit_live[k] ? kLive : kDead;
+    CfDeliver(parent, plan_.nodes[exits[k]], &f->exit_values[k], st, -1,
+              st == kDead);
+  }
+  delete f;
+  parent->outstanding--;
+  CfCheckDone(parent->frame);
+}
+
+void Run::CfDispatch() {
+  while (cf_tasks_ < cf_queue_.size()) {
+    cf_tasks_++;
+    session_->pool->Schedule([this] { CfRunQueued(); });
+  }
+}
+
+// A pool task: runs queued items until none is left for it.  Its last act
+// is to count itself out, under the lock, so the run outlives it.
+void Run::CfRunQueued() {
+  CfItem item;
+  bool have = false;
+  {
+    std::lock_guard<std::mutex> lock(cf_mu_);
+    if (!cf_queue_.empty()) {
+      item = cf_queue_.back();
+      cf_queue_.pop_back();
+      have = true;
+    }
+  }
+  if (have) CfProcess(item);
+  std::lock_guard<std::mutex> lock(cf_mu_);
+  if (--cf_tasks_ == 0) cf_cv_.notify_all();
+}
+
+void Run::CfProcess(CfItem item) {
+  for (;;) {
+    const PlanNode& p = plan_.nodes[item.node];
+    Iteration* it = item.iter;
+    TensorValue carried;
+    bool pred = false;
+    if (!item.dead && failed_.load(std::memory_order_acquire))
+      item.dead = true;  // after an error, everything left drains as dead
+    if (!item.dead) {
+      TensorValue* slots = it->slots.data();
+      weft_status* st = nullptr;
+      switch (p.kind) {
+        case ExecKind::kEnter:
+        case ExecKind::kExit:
+        case ExecKind::kNextIteration:
+          carried = slots[p.input_slots[0]];
+          break;
+        case ExecKind::kSwitch:
+          st = ReadPred(p, slots[p.input_slots[1]], &pred);
+          if (st == nullptr)
+            slots[p.output_base + (pred ? 1 : 0)] = slots[p.input_slots[0]];
+          break;
+        case ExecKind::kMerge:
+          slots[p.output_base] = slots[p.input_slots[item.merge_input]];
+          slots[p.output_base + 1] = p.merge_indices[item.merge_input];
+          break;
+        case ExecKind::kRuntime: {
+          bool dead = false;
+          st = RunRuntimeOp(p, it, &dead);
+          if (st == nullptr && dead) item.dead = true;
+          break;
+        }
+        default:
+          st = ExecuteNode(p, slots, slots + p.output_base);
+          break;
+      }
+      if (st != nullptr) {
+        std::string where = FrameDescription(it);
+        if (!where.empty())
+          st = Annotate(st, "node '" + p.node->name + "' (" +
+                                p.node->op_type + ") in " + where);
+        Fail(st);
+        item.dead = true;
+      }
+    }
+    bool more;
+    {
+      std::lock_guard<std::mutex> lock(cf_mu_);
+      CfComplete(item, &carried, pred);
+      if (cf_done_ || cf_queue_.empty()) {
+        more = false;
+      } else {
+        // Keep one ready item on this thread; hand the rest to the pool.
+        item = cf_queue_.back();
+        cf_queue_.pop_back();
+        more = true;
+        if (session_->pool) CfDispatch();
+      }
+      if (cf_done_ && cf_tasks_ == 0) cf_cv_.notify_all();
+    }
+    if (!more) return;
+  }
+}
+
+weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
+                                std::vector<TensorValue>* fetched) {
+  cf_free_.resize(plan_.frames.size());
+  cf_iterations_.assign(plan_.frames.size(), 0);
+  cf_max_in_flight_.assign(plan_.frames.size(), 0);
+  root_frame_ = new FrameInstance;
+  Iteration* root = CfNewIteration(root_frame_, 0);
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    root->slots[plan_.feed_slots[i]] = std::move(feeds[i]);
+    root->state[plan_.feed_slots[i]] = kLive;
+  }
+  {
+    std::lock_guard<std::mutex> lock(cf_mu_);
+    root->outstanding++;  // held until every root is queued
+    for (size_t i = plan_.roots.size(); i-- > 0;)
+      CfReady(root, plan_.roots[i], false, -1);
+    root->outstanding--;
+    CfCheckDone(root_frame_);
+  }
+  if (session_->pool) {
+    std::unique_lock<std::mutex> lock(cf_mu_);
+    CfDispatch();
+    cf_cv_.wait(lock, [this] {
+      return (cf_done_ || cf_queue_.empty()) && cf_tasks_ == 0;
+    });
+  } else {
+    for (;;) {
+      CfItem item;
+      {
+        std::lock_guard<std::mutex> lock(cf_mu_);
+        if (cf_queue_.empty()) break;
+        item = cf_queue_.back();
+        cf_queue_.pop_back();
+      }
+      CfProcess(item);
+    }
+  }
+  weft_status* sync = Finish();
+  if (error_ != nullptr) {
+    weft_status_destroy(sync);
+    return std::exchange(error_, nullptr);
+  }
+  if (sync) return sync;
+  if (!cf_done_)
+    return Errorf(WEFT_INTERNAL,
+                  "the run stopped with work left: a loop waits for a value "
+                  "that never comes");
+  fetched->resize(plan_.fetch_slots.size());
+  for (size_t i = 0; i < plan_.fetch_slots.size(); ++i) {
+    int32_t s = plan_.fetch_slots[i];
+    if (root->state[s] != kLive)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "fetch %zu is dead: its value comes from a branch that "
+                    "was not taken", i);
+    (*fetched)[i] = root->slots[s];
+  }
+  return nullptr;
+}
+
+
+}  // namespace exec
+}  // namespace weft

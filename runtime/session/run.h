@@ -1,0 +1,220 @@
+// The executor's run: one Session::Run of a plan.  Internal to
+// runtime/session: executor.cc runs plans without control flow (the flat
+// path: atomic dependency counts, one slot per value) and what every plan
+// shares (kernels, Send/Recv, variables, memory accounting);
+// frame_executor.cc runs plans with loop frames and runtime ops
+// (per-iteration state, deadness, parallel_iterations).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "session/executor.h"
+
+namespace weft {
+namespace exec {
+
+constexpr int kInlineInputs = 8;
+
+// Can a kernel on `d` read `v` where it is?
+inline bool Accessible(const TensorValue& v, const Device* d) {
+  if (!v.buffer) return true;
+  Device* src = v.device();
+  if (src == d) return true;
+  bool src_host = src == nullptr || src->host_memory();
+  return src_host && d->host_memory();
+}
+
+struct RunStream {
+  Device* device = nullptr;
+  weft_plugin_stream* stream = nullptr;
+  std::mutex mu;  // one host thread enqueues on a stream at a time
+};
+
+// Control flow.  A frame instance is one execution of a loop frame: one per
+// (parent frame instance, parent iteration, frame).  Each live iteration of
+// it has its own slots and dependency counts.  All of this is bookkeeping
+// done under Run::cf_mu_; kernels run outside the lock.
+enum SlotState : uint8_t { kAbsent = 0, kLive = 1, kDead = 2 };
+
+struct FrameInstance;
+
+struct Iteration {
+  int64_t number = 0;
+  FrameInstance* frame = nullptr;
+  std::vector<TensorValue> slots;
+  std::vector<uint8_t> state;      // per slot
+  std::vector<int32_t> pending;    // per node of the frame
+  std::vector<int32_t> dead_in;    // per node: dead predecessors seen
+  std::vector<uint8_t> fired;      // per Merge: fired in this iteration
+  int32_t outstanding = 0;  // nodes ready or running, child frames alive
+};
+
+struct FrameInstance {
+  int32_t frame = 0;  // index in Plan::frames
+  FrameInstance* parent = nullptr;
+  Iteration* parent_iter = nullptr;
+  int64_t parent_number = 0;
+  int32_t pending_enters = 0;
+  int64_t base = 0;  // number of the oldest live iteration
+  // Live iterations base, base+1, ...: a ring that only grows, so steady
+  // state allocates nothing.
+  std::vector<Iteration*> ring;
+  int64_t count = 0;
+  // Loop invariants (is_constant Enters): node and value, given to every
+  // iteration.
+  std::vector<std::pair<int32_t, TensorValue>> invariants;
+  std::vector<uint8_t> invariant_dead;
+  // NextIteration values waiting for parallel_iterations to allow their
+  // iteration: node, value, the iteration they go to.
+  struct Deferred {
+    int32_t node;
+    TensorValue value;
+    int64_t number;
+  };
+  std::vector<Deferred> deferred;
+  std::vector<TensorValue> exit_values;  // per Exit of the frame
+  std::vector<uint8_t> exit_live;
+
+  Iteration* At(int64_t number) const {
+    if (number < base || number >= base + count) return nullptr;
+    return ring[static_cast<size_t>(number % static_cast<int64_t>(ring.size()))];
+  }
+};
+
+// A node ready to run in an iteration.
+struct CfItem {
+  int32_t node = 0;
+  Iteration* iter = nullptr;
+  bool dead = false;
+  int32_t merge_input = -1;  // kMerge: the live input it fires with
+};
+
+class Run {
+ public:
+  Run(weft_session* s, const Plan& p)
+      : session_(s),
+        plan_(p),
+        slots_(p.num_slots),
+        pending_(new std::atomic<int32_t>[p.nodes.size()]),
+        uses_(new std::atomic<int32_t>[p.num_slots]),
+        remaining_(static_cast<int32_t>(p.nodes.size())),
+        streams_(new RunStream[p.async_devices.size()]),
+        events_(p.transfers.size(), nullptr),
+        slot_bytes_(new std::atomic<int64_t>[p.num_slots]),
+        live_(new std::atomic<int64_t>[p.devices.size()]),
+        peak_(new std::atomic<int64_t>[p.devices.size()]) {
+    for (int32_t i = 0; i < p.num_slots; ++i)
+      slot_bytes_[i].store(0, std::memory_order_relaxed);
+    for (size_t i = 0; i < p.devices.size(); ++i) {
+      live_[i].store(0, std::memory_order_relaxed);
+      peak_[i].store(0, std::memory_order_relaxed);
+    }
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      pending_[i].store(p.nodes[i].pending, std::memory_order_relaxed);
+    for (int32_t i = 0; i < p.num_slots; ++i)
+      uses_[i].store(p.slot_uses[i], std::memory_order_relaxed);
+  }
+
+  weft_status* Execute(std::vector<TensorValue>& feeds,
+                       std::vector<TensorValue>* fetched, RunStats* stats);
+  ~Run();
+
+ private:
+  // Control flow (plans with frames).
+  weft_status* ExecuteFrames(std::vector<TensorValue>& feeds,
+                             std::vector<TensorValue>* fetched);
+  void CfProcess(CfItem item);
+  // Under cf_mu_: schedules pool tasks for queued items no task will take.
+  void CfDispatch();
+  void CfRunQueued();
+  // Under cf_mu_:
+  void CfReady(Iteration* it, int32_t node, bool dead, int32_t merge_input);
+  void CfArrive(Iteration* it, int32_t node);
+  // Every output gets `state`, except `dead_output` (a Switch's untaken
+  // side; -1 for none), which is dead.
+  void CfDeliver(Iteration* it, const PlanNode& p, const TensorValue* values,
+                 uint8_t state, int32_t dead_output, bool node_dead);
+  void CfComplete(const CfItem& item, TensorValue* carried, bool pred);
+  Iteration* CfNewIteration(FrameInstance* f, int64_t number);
+  FrameInstance* CfEnterFrame(Iteration* parent, int32_t frame);
+  void CfCheckDone(FrameInstance* f);
+  void CfFinishFrame(FrameInstance* f);
+  void CfGiveInvariants(FrameInstance* f, Iteration* it);
+  std::string FrameDescription(const Iteration* it) const;
+  weft_status* RunRuntimeOp(const PlanNode& p, Iteration* it, bool* dead);
+  friend class CfRuntimeContext;
+  weft_status* ReadPred(const PlanNode& p, const TensorValue& v, bool* pred);
+  void Process(int32_t id);
+  void Dispatch(int32_t id);
+  // `in`: the slots the node's input_slots index; `out`: its outputs.
+  weft_status* ExecuteNode(const PlanNode& p, TensorValue* in,
+                           TensorValue* out);
+  weft_status* RunKernel(const PlanNode& p, const weft_node* node,
+                         const KernelReg* kernel,
+                         const TensorValue* const* inputs, int32_t n_in,
+                         TensorValue* outputs, int32_t n_out);
+  weft_status* Send(const PlanNode& p, TensorValue* in, TensorValue* out);
+  weft_status* Update(const PlanNode& p, TensorValue* in, TensorValue* out);
+  weft_status* Recv(const PlanNode& p, TensorValue* in, TensorValue* out);
+  // Counts the outputs of `p` that are new run memory on its device.
+  void Account(const PlanNode& p);
+  weft_status* CopyInto(const TensorValue& v, Device* d, RunStream* rs,
+                        TensorValue* out, bool mark_state);
+  weft_status* CheckOutputs(const PlanNode& p, const weft_node* n,
+                            const KernelReg* kernel,
+                            const TensorValue* outputs);
+  RunStream* StreamFor(Device* d);
+  void Fail(weft_status* st);
+  void Release(TensorValue& v);
+  // Waits for the work this run queued on `d` (no-op on synchronous
+  // devices).  Used before state becomes visible to other runs.
+  weft_status* DrainStream(Device* d);
+  void ReleaseSlot(int32_t s);
+  weft_status* Finish();
+
+  weft_session* session_;
+  const Plan& plan_;
+  std::vector<TensorValue> slots_;
+  std::unique_ptr<std::atomic<int32_t>[]> pending_;
+  std::unique_ptr<std::atomic<int32_t>[]> uses_;
+  std::atomic<int32_t> remaining_;
+  std::unique_ptr<RunStream[]> streams_;
+  std::vector<weft_plugin_event*> events_;  // per transfer, on its sender
+  // Run memory: bytes each slot's value counts for, live and peak bytes
+  // per device of the plan.
+  std::unique_ptr<std::atomic<int64_t>[]> slot_bytes_;
+  std::unique_ptr<std::atomic<int64_t>[]> live_;
+  std::unique_ptr<std::atomic<int64_t>[]> peak_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;
+  std::atomic<bool> failed_{false};
+  weft_status* error_ = nullptr;
+  std::vector<BufferRef> deferred_;  // async-device buffers freed at the end
+  std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
+
+  // Control flow.
+  std::mutex cf_mu_;
+  FrameInstance* root_frame_ = nullptr;
+  std::map<std::tuple<const FrameInstance*, int64_t, int32_t>, FrameInstance*>
+      cf_frames_;
+  std::vector<std::vector<Iteration*>> cf_free_;  // per frame, for reuse
+  std::vector<CfItem> cf_queue_;  // ready items waiting for a thread
+  size_t cf_tasks_ = 0;  // pool tasks scheduled and not yet finished
+  std::condition_variable cf_cv_;  // cf_done_ with no task left
+  bool cf_done_ = false;
+  RunResources resources_;  // runtime ops' state for this run
+  std::vector<int64_t> cf_iterations_;     // per frame, for RunStats
+  std::vector<int32_t> cf_max_in_flight_;  // per frame, for RunStats
+};
+
+}  // namespace exec
+}  // namespace weft
