@@ -661,6 +661,19 @@ Test(control_flow, ill_formed_graphs_are_refused_when_planned) {
   /* Fetching a value that exists once per iteration. */
   WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &inside, 1, NULL, 0, &t),
                   WEFT_INVALID_ARGUMENT, "inside", "Exit");
+  /* A frame entered with a value computed from its own Exit: the frame
+   * cannot finish before all its Enters have run, so this could never
+   * run. */
+  weft_node* k1 = op1(g, "Enter", "k_first", c, "k", 1);
+  weft_output ky = wt_apply2(g, "Mul", "k_square", (weft_output){k1, 0},
+                             (weft_output){k1, 0});
+  weft_node* kx = op1(g, "Exit", "k_exit", ky, NULL, 0);
+  weft_node* k2 = op1(g, "Enter", "k_again", (weft_output){kx, 0}, "k", 1);
+  weft_output kz = wt_apply2(g, "Add", "k_sum", (weft_output){k2, 0}, ky);
+  weft_node* kout = op1(g, "Exit", "k_out", kz, NULL, 0);
+  o = (weft_output){kout, 0};
+  WT_EXPECT_ERROR(weft_session_run(s, NULL, NULL, 0, &o, 1, NULL, 0, &t),
+                  WEFT_INVALID_ARGUMENT, "k_again", "frame 'k'", "k_exit");
   /* A back edge naming something that is not a Merge. */
   weft_op_builder* b = weft_op_begin(g, "NextIteration", "bad_next");
   weft_op_add_input(b, c);

@@ -84,7 +84,44 @@ weft_status* Planner::AnalyzeFrames() {
       plan_->frames[f].exits.push_back(i);
     }
   }
+  WEFT_RETURN_IF_ERROR(CheckEntersAfterExits());
   return CheckFrameEdges();
+}
+
+// A frame instance finishes (and its Exits deliver) only once all its
+// Enters have run, so an Enter whose input is computed from an Exit of its
+// own frame could never run: refused here rather than found stuck at run
+// time.  One forward pass per frame with Exits, in topological order.
+weft_status* Planner::CheckEntersAfterExits() {
+  const std::vector<PlanFrame>& frames = plan_->frames;
+  std::vector<int32_t> via(order_.size());  // the Exit reaching it, or -1
+  for (size_t f = 1; f < frames.size(); ++f) {
+    if (frames[f].exits.empty()) continue;
+    std::fill(via.begin(), via.end(), -1);
+    for (int32_t e : frames[f].exits) via[e] = e;
+    for (int32_t i : topo_) {
+      const weft_node* node = order_[i];
+      int32_t from = via[i];
+      for (size_t k = 0; from < 0 && k < node->inputs.size(); ++k) {
+        const weft_output& in = node->inputs[k];
+        if (IsRefInput(node, k) || IsFed(in.node, in.index)) continue;
+        from = via[index_.at(Rep(in.node))];
+      }
+      for (const weft_node* c : node->control_inputs)
+        if (from < 0) from = via[index_.at(Rep(c))];
+      via[i] = from;
+      if (from >= 0 && node->def->exec == ExecKind::kEnter &&
+          out_frame_[i] == static_cast<int32_t>(f))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "Enter '%s' into %s reads a value computed from that "
+                      "frame's Exit '%s': a frame ends only after all its "
+                      "Enters have run, so this Enter could never run",
+                      node->name.c_str(),
+                      FrameName(static_cast<int32_t>(f)).c_str(),
+                      order_[from]->name.c_str());
+    }
+  }
+  return nullptr;
 }
 
 // What frames alone do not say: a back edge stays in its loop's frame, a

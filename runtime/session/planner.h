@@ -77,6 +77,7 @@ class Planner {
   void Prune();
   void TopologicalOrder();
   weft_status* AnalyzeFrames();
+  weft_status* CheckEntersAfterExits();
   weft_status* CheckFrameEdges();
   weft_status* LocalizeFrames();
   std::string FrameName(int32_t f) const;
