@@ -4,7 +4,8 @@
 # run from 8 threads, sessions created and destroyed concurrently, graphs
 # built in parallel and grown while running, a variable read while
 # AssignAdd runs from several threads and sessions, a branching graph on
-# 4 inter-op threads).  Any TSan report fails it (TSAN_OPTIONS in
+# 4 inter-op threads, a while loop with a cond and a TensorArray inside
+# and overlapping iterations run from 4 threads).  Any TSan report fails it (TSAN_OPTIONS in
 # tests/meson.build).  The Criterion programs are not run: Criterion
 # aborts at start under TSan (Snaipe/Criterion#274).  Opt-in, not part of
 # test.sh.  Ends with the `N passed, M failed` line of tally.py.

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/control.h"
 #include "weft/weft.h"
 
 enum { THREADS = 8, RUNS = 200, ROUNDS = 20, N = 8 };
@@ -457,6 +458,162 @@ static void branches_with_inter_op_threads(void) {
   weft_graph_destroy(w.graph);
 }
 
+/* ---- loops: a while loop with a cond and a TensorArray inside, its
+ * iterations overlapping (parallel_iterations 8) on 4 inter-op threads,
+ * run from 4 threads with different trip counts ---------------------- */
+
+struct looped {
+  weft_graph* graph;
+  weft_session* session;
+  weft_output x, n, y, s;
+  const char* array;
+};
+
+static weft_output int_const(weft_graph* g, int32_t v) {
+  weft_output out = {NULL, -1};
+  weft_tensor* t = NULL;
+  if (ok(weft_tensor_create_copy(WEFT_INT32, NULL, 0, &v, sizeof v, &t),
+         "int tensor"))
+    ok(weft_graph_constant(g, NULL, t, &out), "int constant");
+  weft_tensor_destroy(t);
+  return out;
+}
+
+static weft_status* loop_cond(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)n;
+  struct looped* L = user;
+  *pred = apply(g, "Less", NULL, v[0], L->n);
+  return NULL;
+}
+
+struct step {
+  weft_output s, xi;
+};
+
+static weft_status* add_after(weft_graph* g, void* user, weft_output* out,
+                              int32_t n) {
+  (void)n;
+  struct step* S = user;
+  out[0] = apply(g, "Add", NULL, S->s, S->xi);
+  return NULL;
+}
+
+static weft_status* add_before(weft_graph* g, void* user, weft_output* out,
+                               int32_t n) {
+  (void)n;
+  struct step* S = user;
+  out[0] = apply(g, "Add", NULL, S->xi, S->s);
+  return NULL;
+}
+
+static weft_status* loop_body(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)n;
+  struct looped* L = user;
+  weft_op_builder* b = weft_op_begin(g, "Cast", NULL);
+  weft_op_add_input(b, v[0]);
+  weft_op_set_attr_dtype(b, "DstT", WEFT_FLOAT32);
+  weft_node* cast = NULL;
+  weft_status* st = weft_op_finish(b, &cast);
+  if (st != NULL) return st;
+  /* s += x * i, through one branch or the other of a cond. */
+  struct step S = {v[1], apply(g, "Mul", NULL, L->x, (weft_output){cast, 0})};
+  weft_output pred = apply(g, "Less", NULL, v[0], int_const(g, 3));
+  weft_output s_next;
+  st = weft_cond(g, NULL, pred, add_after, add_before, &S, 1, &s_next);
+  if (st != NULL) return st;
+  weft_tensor_array ta = {L->array, v[2]};
+  st = weft_tensor_array_write(g, &ta, v[0], s_next);
+  if (st != NULL) return st;
+  next[0] = apply(g, "Add", NULL, v[0], int_const(g, 1));
+  next[1] = s_next;
+  next[2] = ta.flow;
+  return NULL;
+}
+
+static int build_looped(struct looped* L) {
+  memset(L, 0, sizeof *L);
+  if (!ok(weft_graph_create(&L->graph), "graph_create")) return 0;
+  weft_graph* g = L->graph;
+  int64_t dims[1] = {N};
+  ok(weft_graph_placeholder(g, "x", WEFT_FLOAT32, dims, 1, &L->x), "x");
+  ok(weft_graph_placeholder(g, "n", WEFT_INT32, NULL, 0, &L->n), "n");
+  weft_tensor_array ta;
+  if (!ok(weft_tensor_array_create(g, "sums", WEFT_FLOAT32, L->n, NULL, 0,
+                                   &ta),
+          "tensor_array_create"))
+    return 0;
+  L->array = ta.name;
+  weft_output zeros = apply(g, "ZerosLike", NULL, L->x, NONE);
+  weft_output init[3] = {int_const(g, 0), zeros, ta.flow}, out[3];
+  weft_while_options o = {sizeof o, "sums", 8, 0, NULL};
+  if (!ok(weft_while_loop(g, loop_cond, loop_body, L, init, 3, &o, out),
+          "while_loop"))
+    return 0;
+  weft_tensor_array done = {ta.name, out[2]};
+  weft_output stacked;
+  if (!ok(weft_tensor_array_stack(g, done, &stacked), "stack")) return 0;
+  weft_op_builder* b = weft_op_begin(g, "Sum", "y");
+  weft_op_add_input(b, stacked);
+  int64_t axis = 0;
+  weft_op_set_attr_int_list(b, "axes", &axis, 1);
+  weft_node* y = NULL;
+  if (!ok(weft_op_finish(b, &y), "sum")) return 0;
+  L->y = (weft_output){y, 0};
+  L->s = out[1];
+  return g_problem[0] == '\0';
+}
+
+static void* looped_runner(void* p) {
+  struct arg* arg = p;
+  struct looped* L = arg->shared;
+  pthread_barrier_wait(&g_start);
+  for (int i = 0; i < RUNS / 4; ++i) {
+    int32_t n = 1 + (arg->id * 7 + i * 3) % 20;
+    float values[N];
+    for (int k = 0; k < N; ++k) values[k] = (float)((arg->id + i + k) % 5) - 2;
+    weft_tensor* fed[2] = {f32_tensor(values, N), NULL};
+    ok(weft_tensor_create_copy(WEFT_INT32, NULL, 0, &n, sizeof n, &fed[1]),
+       "n tensor");
+    weft_output feeds[2] = {L->x, L->n}, fetches[2] = {L->y, L->s};
+    weft_tensor* out[2] = {NULL, NULL};
+    int good = fed[0] != NULL && fed[1] != NULL &&
+               ok(weft_session_run(L->session, feeds, fed, 2, fetches, 2, NULL,
+                                   0, out),
+                  "run");
+    weft_tensor_destroy(fed[0]);
+    weft_tensor_destroy(fed[1]);
+    /* After iteration k, s = x * k(k+1)/2; y sums those for k < n. */
+    for (int k = 0; good && k < N; ++k) {
+      float got_y = ((const float*)weft_tensor_data(out[0]))[k];
+      float got_s = ((const float*)weft_tensor_data(out[1]))[k];
+      float want_y = values[k] * (float)((n - 1) * n * (n + 1) / 6);
+      float want_s = values[k] * (float)(n * (n - 1) / 2);
+      if (got_y != want_y || got_s != want_s) {
+        fail("thread %d run %d (n %d): element %d is %.9g / %.9g, expected "
+             "%.9g / %.9g", arg->id, i, n, k, (double)got_y, (double)got_s,
+             (double)want_y, (double)want_s);
+        good = 0;
+      }
+    }
+    weft_tensor_destroy(out[0]);
+    weft_tensor_destroy(out[1]);
+    if (!good) return NULL;
+  }
+  return NULL;
+}
+
+static void loops_with_overlapping_iterations(void) {
+  struct looped L;
+  if (build_looped(&L)) {
+    L.session = new_session(L.graph, 4);
+    if (L.session != NULL) run_threads(looped_runner, &L, 4);
+  }
+  weft_session_destroy(L.session);
+  weft_graph_destroy(L.graph);
+}
+
 /* ------------------------------------------------------------------------ */
 
 static const struct {
@@ -472,6 +629,7 @@ static const struct {
      variable_read_while_assign_add_runs},
     {"several_sessions_over_one_graph", several_sessions_over_one_graph},
     {"branches_with_inter_op_threads", branches_with_inter_op_threads},
+    {"loops_with_overlapping_iterations", loops_with_overlapping_iterations},
 };
 
 int main(void) {
