@@ -1312,6 +1312,229 @@ Test(opencl, gather_grad_index_out_of_range_is_an_error) {
   weft_graph_destroy(graph);
 }
 
+/* ---- Comparisons, Transpose, Concat, Split, Gather ----------------------- */
+
+static const char* const kComparisons[] = {"Less",         "LessEqual",
+                                           "Greater",      "GreaterEqual",
+                                           "Equal",        "NotEqual"};
+
+Test(opencl, comparisons_broadcasting) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {31};
+  for (size_t o = 0; o < sizeof kComparisons / sizeof *kComparisons; ++o) {
+    for (size_t k = 0; k < sizeof kBroadcastShapes / sizeof *kBroadcastShapes;
+         ++k) {
+      for (int integer = 0; integer < 2; ++integer) {
+        const shape_pair* sh = &kBroadcastShapes[k];
+        weft_graph* graph = wt_graph_new();
+        run_set set = {0};
+        /* Small ranges so that equal values occur; floats are halves. */
+        weft_tensor* xv = random_i32(&rng, sh->x, sh->x_rank, -3, 3);
+        weft_tensor* yv = random_i32(&rng, sh->y, sh->y_rank, -3, 3);
+        if (!integer) {
+          weft_tensor* ints[2] = {xv, yv};
+          for (int t = 0; t < 2; ++t) {
+            const int64_t n = weft_tensor_element_count(ints[t]);
+            const int32_t rank = weft_tensor_rank(ints[t]);
+            int64_t dims[4];
+            for (int32_t d = 0; d < rank; ++d) dims[d] = weft_tensor_dim(ints[t], d);
+            float* f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+            const int32_t* iv = weft_tensor_data(ints[t]);
+            for (int64_t e = 0; e < n; ++e) f[e] = (float)iv[e] / 2;
+            weft_tensor_destroy(ints[t]);
+            ints[t] = wt_tensor(WEFT_FLOAT32, dims, rank, f);
+            free(f);
+          }
+          xv = ints[0];
+          yv = ints[1];
+        }
+        weft_output x = feed(graph, &set, "x", xv);
+        weft_output y = feed(graph, &set, "y", yv);
+        set.fetches[0] = wt_apply2(graph, kComparisons[o], "z", x, y);
+        set.num_fetches = 1;
+        char what[96];
+        snprintf(what, sizeof what, "%s %s shapes %zu", kComparisons[o],
+                 integer ? "int32" : "float32", k);
+        compare(graph, &set, 0, 0, what);
+        release(&set);
+        weft_graph_destroy(graph);
+      }
+    }
+  }
+}
+
+Test(opencl, comparisons_with_nan) {
+  REQUIRE_OPENCL();
+  for (size_t o = 0; o < sizeof kComparisons / sizeof *kComparisons; ++o) {
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    const float xs[4] = {NAN, 1, NAN, 2}, ys[4] = {1, NAN, NAN, 2};
+    weft_output x = feed(graph, &set, "x", wt_tensor(WEFT_FLOAT32, WT_SHAPE(4), xs));
+    weft_output y = feed(graph, &set, "y", wt_tensor(WEFT_FLOAT32, WT_SHAPE(4), ys));
+    set.fetches[0] = wt_apply2(graph, kComparisons[o], "z", x, y);
+    set.num_fetches = 1;
+    compare(graph, &set, 0, 0, kComparisons[o]);
+    /* By hand: only NotEqual holds where NaN is involved. */
+    weft_tensor* out = NULL;
+    WT_OK(run_on(graph, OCL, &set, &out));
+    const uint8_t* z = weft_tensor_data(out);
+    const int ne = strcmp(kComparisons[o], "NotEqual") == 0;
+    for (int k = 0; k < 3; ++k)
+      cr_expect_eq(z[k], ne, "%s element %d", kComparisons[o], k);
+    weft_tensor_destroy(out);
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
+static weft_output transpose(weft_graph* graph, weft_output x,
+                             const int64_t* perm, int32_t n) {
+  weft_op_builder* b = weft_op_begin(graph, "Transpose", "t");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int_list(b, "perm", perm, n);
+  return finish(b, 0);
+}
+
+Test(opencl, transpose) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {32};
+  static const int64_t perms[][4] = {{2, 0, 1}, {1, 0, 2}, {0, 1, 2},
+                                     {2, 1, 0}};
+  for (size_t k = 0; k < 4; ++k) {
+    for (int integer = 0; integer < 2; ++integer) {
+      weft_graph* graph = wt_graph_new();
+      run_set set = {0};
+      weft_output x = feed(graph, &set, "x",
+                           integer ? random_i32(&rng, WT_SHAPE(3, 4, 5), -99, 99)
+                                   : random_f32(&rng, WT_SHAPE(3, 4, 5), -1, 1));
+      set.fetches[0] = transpose(graph, x, perms[k], 3);
+      set.num_fetches = 1;
+      compare(graph, &set, 0, 0, "Transpose [3,4,5]");
+      release(&set);
+      weft_graph_destroy(graph);
+    }
+  }
+  /* Size-1 dims, rank 4, and by hand: [1,2,1,3] -> perm (3,1,0,2). */
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  const float v[6] = {0, 1, 2, 3, 4, 5};
+  weft_output x = feed(graph, &set, "x", wt_tensor(WEFT_FLOAT32, WT_SHAPE(1, 2, 1, 3), v));
+  set.fetches[0] = transpose(graph, x, (int64_t[]){3, 1, 0, 2}, 4);
+  set.num_fetches = 1;
+  weft_tensor* out = NULL;
+  WT_OK(run_on(graph, OCL, &set, &out));
+  wt_expect_shape(out, WEFT_FLOAT32, WT_DIMS(3, 2, 1, 1), 4);
+  const double want[6] = {0, 3, 1, 4, 2, 5};
+  wt_expect_f32(out, want, 6, 0, 0);
+  weft_tensor_destroy(out);
+  release(&set);
+  weft_graph_destroy(graph);
+}
+
+static void concat_split_case(const int64_t (*dims)[3], int32_t count,
+                              int64_t axis, int64_t pieces, wt_rng* rng) {
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  weft_output parts[4];
+  for (int32_t k = 0; k < count; ++k) {
+    char name[8];
+    snprintf(name, sizeof name, "v%d", k);
+    parts[k] = feed(graph, &set, name, random_f32(rng, dims[k], 3, -1, 1));
+  }
+  weft_op_builder* b = weft_op_begin(graph, "Concat", "joined");
+  weft_op_add_input_list(b, parts, count);
+  weft_op_set_attr_int(b, "axis", axis);
+  weft_output joined = finish(b, 0);
+  b = weft_op_begin(graph, "Split", "cut");
+  weft_op_add_input(b, joined);
+  weft_op_set_attr_int(b, "axis", axis);
+  weft_op_set_attr_int(b, "num_split", pieces);
+  weft_node* cut = NULL;
+  WT_OK(weft_op_finish(b, &cut));
+  set.fetches[0] = joined;
+  for (int64_t k = 0; k < pieces; ++k)
+    set.fetches[1 + k] = (weft_output){cut, (int32_t)k};
+  set.num_fetches = 1 + (int32_t)pieces;
+  char what[64];
+  snprintf(what, sizeof what, "Concat/Split axis %lld", (long long)axis);
+  compare(graph, &set, 0, 0, what);
+  release(&set);
+  weft_graph_destroy(graph);
+}
+
+Test(opencl, concat_and_split) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {33};
+  const int64_t middle[3][3] = {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}};
+  concat_split_case(middle, 3, 1, 3, &rng);   /* [2,6,4] in 3 */
+  concat_split_case(middle, 3, -2, 2, &rng);  /* negative axis */
+  const int64_t first[2][3] = {{1, 3, 2}, {3, 3, 2}};
+  concat_split_case(first, 2, 0, 2, &rng);
+  const int64_t last[2][3] = {{2, 3, 1}, {2, 3, 5}};
+  concat_split_case(last, 2, 2, 3, &rng);
+  const int64_t empty[2][3] = {{2, 0, 3}, {2, 4, 3}};
+  concat_split_case(empty, 2, 1, 2, &rng);
+}
+
+static void gather_case(const int64_t* idx_dims, int32_t idx_rank,
+                        weft_dtype index_type, int64_t axis, wt_rng* rng) {
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  const int64_t params_dims[3] = {5, 4, 3};
+  const int64_t limit = params_dims[axis];
+  const int64_t n = count_of(idx_dims, idx_rank);
+  int64_t i64[16];
+  int32_t i32[16];
+  for (int64_t j = 0; j < n; ++j) {
+    i64[j] = (int64_t)(wt_rng_next(rng) % (uint64_t)limit);
+    i32[j] = (int32_t)i64[j];
+  }
+  weft_output params = feed(graph, &set, "params",
+                            random_f32(rng, params_dims, 3, -1, 1));
+  weft_output idx = feed(graph, &set, "indices",
+                         wt_tensor(index_type, idx_dims, idx_rank,
+                                   index_type == WEFT_INT64 ? (void*)i64
+                                                            : (void*)i32));
+  weft_op_builder* b = weft_op_begin(graph, "Gather", "gathered");
+  weft_op_add_input(b, params);
+  weft_op_add_input(b, idx);
+  weft_op_set_attr_int(b, "axis", axis);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  compare(graph, &set, 0, 0, "Gather");
+  release(&set);
+  weft_graph_destroy(graph);
+}
+
+Test(opencl, gather) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {34};
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    gather_case(WT_SHAPE(7), WEFT_INT32, axis, &rng);
+    gather_case(WT_SHAPE(2, 3), WEFT_INT64, axis, &rng);
+    gather_case(NULL, 0, WEFT_INT32, axis, &rng); /* a scalar index */
+  }
+}
+
+Test(opencl, gather_index_out_of_range_is_an_error) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {35};
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  const int32_t bad[3] = {0, 9, 1};
+  weft_output params = feed(graph, &set, "params",
+                            random_f32(&rng, WT_SHAPE(4, 2), -1, 1));
+  weft_output idx = feed(graph, &set, "indices",
+                         wt_tensor(WEFT_INT32, WT_SHAPE(3), bad));
+  set.fetches[0] = wt_apply2(graph, "Gather", "gathered", params, idx);
+  set.num_fetches = 1;
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(run_on(graph, OCL, &set, &out), WEFT_INVALID_ARGUMENT,
+                  "gathered", "indices[1] = 9", "[0, 4)");
+  release(&set);
+  weft_graph_destroy(graph);
+}
+
 /* ---- Optimizer updates: three steps of one update op on each device ----- */
 
 #define UPDATE_STEPS 3

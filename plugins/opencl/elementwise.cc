@@ -109,13 +109,24 @@ struct BinaryOp {
   const char* op;
   const char* kernel;  // kernel name before the dtype suffix
   bool float_only;     // RealDiv
+  bool compare;        // a bool result (IEEE: NaN compares false, != true)
 };
 
 const BinaryOp kBinaryOps[] = {
-    {"Add", "add", false},         {"Sub", "sub", false},
-    {"Mul", "mul", false},         {"Div", "div", false},
-    {"RealDiv", "div", true},      {"Pow", "pow", false},
-    {"Maximum", "maximum", false}, {"Minimum", "minimum", false},
+    {"Add", "add", false, false},
+    {"Sub", "sub", false, false},
+    {"Mul", "mul", false, false},
+    {"Div", "div", false, false},
+    {"RealDiv", "div", true, false},
+    {"Pow", "pow", false, false},
+    {"Maximum", "maximum", false, false},
+    {"Minimum", "minimum", false, false},
+    {"Less", "less", false, true},
+    {"LessEqual", "less_equal", false, true},
+    {"Greater", "greater", false, true},
+    {"GreaterEqual", "greater_equal", false, true},
+    {"Equal", "equal", false, true},
+    {"NotEqual", "not_equal", false, true},
 };
 
 weft_status* BinaryKernel(void* arg, weft_kernel_context* ctx) {
@@ -139,7 +150,8 @@ weft_status* BinaryKernel(void* arg, weft_kernel_context* ctx) {
     int64_t dims[WEFT_MAX_RANK];
     int32_t rank = 0;
     if (weft_status* s = BroadcastShape(call, x, y, dims, &rank)) return s;
-    if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, rank, &z)) {
+    if (weft_status* s = call.AllocateOutput(
+            0, op.compare ? WEFT_BOOL : x.dtype, dims, rank, &z)) {
       return s;
     }
     if (z.element_count == 0) return nullptr;

@@ -94,6 +94,7 @@ weft_status* RegisterNnKernels(weft_kernel_registrar* registrar, bool fp64);
 // Views that move no bytes: Reshape, ExpandDims, Squeeze, ReshapeLike.
 weft_status* RegisterShapeKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterGradKernels(weft_kernel_registrar* registrar, bool fp64);
+weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterTrainKernels(weft_kernel_registrar* registrar,
                                   bool fp64);
 

@@ -11,6 +11,7 @@ const char* SourceOf(Program program) {
     case Program::kNn: return kNnSource;
     case Program::kGrad: return kGradSource;
     case Program::kTrain: return kTrainSource;
+    case Program::kArray: return kArraySource;
     default: return "";
   }
 }
@@ -23,6 +24,7 @@ const char* NameOf(Program program) {
     case Program::kNn: return "nn";
     case Program::kGrad: return "gradient";
     case Program::kTrain: return "optimizer";
+    case Program::kArray: return "array";
     default: return "?";
   }
 }

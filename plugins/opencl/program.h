@@ -24,6 +24,7 @@ enum class Program {
   kNn,
   kGrad,
   kTrain,
+  kArray,
   kCount
 };
 
@@ -36,6 +37,7 @@ extern const char* const kReductionSource;
 extern const char* const kNnSource;
 extern const char* const kGradSource;
 extern const char* const kTrainSource;
+extern const char* const kArraySource;
 
 class ProgramCache {
  public:

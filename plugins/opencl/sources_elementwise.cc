@@ -108,8 +108,36 @@ __kernel void NAME(__global const T* x, long x_off, __global const T* y,   \
 WEFT_FLOAT_BINARY(float, f32)
 WEFT_INT_BINARY(int, uint, i32)
 WEFT_INT_BINARY(long, ulong, i64)
+
+/* Comparisons: the broadcasting walk of WEFT_BINARY with a bool (uchar)
+ * result.  IEEE as on the CPU: NaN compares false, except !=. */
+#define WEFT_COMPARE(NAME, T, OP)                                          \
+__kernel void NAME(__global const T* x, long x_off, __global const T* y,   \
+                   long y_off, __global uchar* z, long z_off, long n,      \
+                   int rank, long8 dims, long8 xs, long8 ys,               \
+                   __global int* err, int launch) {                        \
+  long i = get_global_id(0);                                               \
+  if (i >= n) return;                                                      \
+  long xi = i, yi = i;                                                     \
+  if (rank > 0) {                                                          \
+    xi = weft_offset(i, rank, dims, xs);                                   \
+    yi = weft_offset(i, rank, dims, ys);                                   \
+  }                                                                        \
+  z[z_off + i] = (x[x_off + xi] OP y[y_off + yi]) ? 1 : 0;                 \
+}
+#define WEFT_COMPARISONS(T, S)                                             \
+  WEFT_COMPARE(less_##S, T, <)                                             \
+  WEFT_COMPARE(less_equal_##S, T, <=)                                      \
+  WEFT_COMPARE(greater_##S, T, >)                                          \
+  WEFT_COMPARE(greater_equal_##S, T, >=)                                   \
+  WEFT_COMPARE(equal_##S, T, ==)                                           \
+  WEFT_COMPARE(not_equal_##S, T, !=)
+WEFT_COMPARISONS(float, f32)
+WEFT_COMPARISONS(int, i32)
+WEFT_COMPARISONS(long, i64)
 #ifdef WEFT_FP64
 WEFT_FLOAT_BINARY(double, f64)
+WEFT_COMPARISONS(double, f64)
 #endif
 
 /* ---- Unary ops ---- */

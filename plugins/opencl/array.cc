@@ -1,0 +1,303 @@
+// Array kernels that move elements without arithmetic: Transpose, Concat,
+// Split and Gather, for every dtype of 1, 2, 4 or 8 bytes (the kernels go
+// by element size).  Semantics follow the CPU plugin: axes may be negative,
+// Gather's indices are int32 or int64 and an index outside the axis is an
+// error found on the device.
+#include <cstdint>
+#include <cstdio>
+
+#include "kernel_call.h"
+
+namespace weft_opencl {
+namespace {
+
+weft_status* NormalizeAxis(const KernelCall& call, int64_t value,
+                           int32_t rank, int64_t* out) {
+  const int64_t axis = value < 0 ? value + rank : value;
+  if (axis < 0 || axis >= rank) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "axis = %lld is out of range for rank %d",
+                      static_cast<long long>(value), rank);
+  }
+  *out = axis;
+  return nullptr;
+}
+
+// "<name>_<b1|b2|b4|b8>" for `dtype`, or an error.
+weft_status* MoveKernel(const KernelCall& call, const char* name,
+                        int32_t dtype, char* out, size_t size) {
+  const char* suffix = SizeSuffix(weft_dtype_size_of(dtype));
+  if (suffix == nullptr) return call.UnsupportedDtype(dtype);
+  std::snprintf(out, size, "%s_%s", name, suffix);
+  return nullptr;
+}
+
+// Copies `rows` rows of `cols` elements from x (rows of x_row, starting at
+// column x_col) to z (rows of z_row, at column z_col).
+weft_status* CopyRows(KernelCall& call, const char* kernel,
+                      const weft_kernel_tensor& x,
+                      const weft_kernel_tensor& z, int64_t rows, int64_t cols,
+                      int64_t x_row, int64_t x_col, int64_t z_row,
+                      int64_t z_col) {
+  const int64_t n = rows * cols;
+  if (n == 0) return nullptr;
+  return call.Launch(Program::kArray, kernel, Linear(n), Buffer(x), Buffer(z),
+                     static_cast<cl_long>(n), static_cast<cl_long>(cols),
+                     static_cast<cl_long>(x_row), static_cast<cl_long>(x_col),
+                     static_cast<cl_long>(z_row),
+                     static_cast<cl_long>(z_col));
+}
+
+weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, z;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    bool present = false;
+    const int64_t* perm = nullptr;
+    int32_t n = 0;
+    if (weft_status* s = call.AttrIntList("perm", &present, &perm, &n)) {
+      return s;
+    }
+    bool ok = present && n == x.rank;
+    bool seen[WEFT_MAX_RANK] = {};
+    for (int32_t i = 0; ok && i < n; ++i) {
+      ok = perm[i] >= 0 && perm[i] < n && !seen[perm[i]];
+      if (ok) seen[perm[i]] = true;
+    }
+    if (!ok) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "perm (%d values) is not a permutation of the %d "
+                        "axes of x", n, x.rank);
+    }
+    char name[32];
+    if (weft_status* s = MoveKernel(call, "permute", x.dtype, name,
+                                    sizeof name)) {
+      return s;
+    }
+    int64_t dims[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
+    int64_t stride = 1;
+    for (int32_t i = x.rank - 1; i >= 0; --i) {
+      strides[i] = stride;
+      stride *= x.dims[i];
+    }
+    for (int32_t i = 0; i < n; ++i) dims[i] = x.dims[perm[i]];
+    if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, n, &z)) {
+      return s;
+    }
+    if (z.element_count == 0) return nullptr;
+    // z's dims with x's strides along them; size-1 dims say nothing.
+    cl_long kd[kMaxKernelRank] = {}, ks[kMaxKernelRank] = {};
+    int rank = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      if (dims[i] == 1) continue;
+      if (rank == kMaxKernelRank) {
+        return call.Error(WEFT_UNIMPLEMENTED, "more than %d dims larger "
+                          "than 1", kMaxKernelRank);
+      }
+      kd[rank] = dims[i];
+      ks[rank] = strides[perm[i]];
+      ++rank;
+    }
+    if (rank == 0) {
+      kd[0] = 1;
+      rank = 1;
+    }
+    return call.Launch(Program::kArray, name, Linear(z.element_count),
+                       Buffer(x), Buffer(z),
+                       static_cast<cl_long>(z.element_count),
+                       static_cast<cl_int>(rank), Long8(kd), Long8(ks));
+  });
+}
+
+// The dims before and after `axis`, as a product each.
+void OuterInner(const weft_kernel_tensor& t, int64_t axis, int64_t* outer,
+                int64_t* inner) {
+  *outer = *inner = 1;
+  for (int64_t i = 0; i < axis; ++i) *outer *= t.dims[i];
+  for (int64_t i = axis + 1; i < t.rank; ++i) *inner *= t.dims[i];
+}
+
+weft_status* ConcatKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    const int32_t count = g_host->kernel_num_inputs(ctx);
+    weft_kernel_tensor first, z;
+    if (weft_status* s = call.Input(0, &first)) return s;
+    if (first.rank == 0) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "cannot concatenate scalars");
+    }
+    int64_t value = 0, axis = 0;
+    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
+    if (weft_status* s = NormalizeAxis(call, value, first.rank, &axis)) {
+      return s;
+    }
+    char name[32];
+    if (weft_status* s = MoveKernel(call, "copy_rows", first.dtype, name,
+                                    sizeof name)) {
+      return s;
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    for (int32_t i = 0; i < first.rank; ++i) dims[i] = first.dims[i];
+    dims[axis] = 0;
+    for (int32_t k = 0; k < count; ++k) {
+      weft_kernel_tensor v;
+      if (weft_status* s = call.Input(k, &v)) return s;
+      bool ok = v.dtype == first.dtype && v.rank == first.rank;
+      for (int32_t i = 0; ok && i < v.rank; ++i) {
+        ok = i == axis || v.dims[i] == first.dims[i];
+      }
+      if (!ok) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "input %d does not match input 0 in dtype, rank or "
+                          "the dims off axis %lld", k,
+                          static_cast<long long>(axis));
+      }
+      dims[axis] += v.dims[axis];
+    }
+    if (weft_status* s =
+            call.AllocateOutput(0, first.dtype, dims, first.rank, &z)) {
+      return s;
+    }
+    if (z.element_count == 0) return nullptr;
+    int64_t outer = 1, inner = 1;
+    OuterInner(z, axis, &outer, &inner);
+    const int64_t z_row = dims[axis] * inner;
+    int64_t column = 0;
+    for (int32_t k = 0; k < count; ++k) {
+      weft_kernel_tensor v;
+      if (weft_status* s = call.Input(k, &v)) return s;
+      const int64_t cols = v.dims[axis] * inner;
+      if (weft_status* s = CopyRows(call, name, v, z, outer, cols, cols, 0,
+                                    z_row, column)) {
+        return s;
+      }
+      column += cols;
+    }
+    return nullptr;
+  });
+}
+
+weft_status* SplitKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (x.rank == 0) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "cannot split a scalar");
+    }
+    int64_t value = 0, axis = 0, pieces = 0;
+    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
+    if (weft_status* s = call.AttrInt("num_split", 1, &pieces)) return s;
+    if (weft_status* s = NormalizeAxis(call, value, x.rank, &axis)) return s;
+    if (pieces < 1 || pieces != g_host->kernel_num_outputs(ctx) ||
+        x.dims[axis] % pieces != 0) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "dim %lld of x (%lld) does not split into %lld "
+                        "pieces", static_cast<long long>(axis),
+                        static_cast<long long>(x.dims[axis]),
+                        static_cast<long long>(pieces));
+    }
+    char name[32];
+    if (weft_status* s = MoveKernel(call, "copy_rows", x.dtype, name,
+                                    sizeof name)) {
+      return s;
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    for (int32_t i = 0; i < x.rank; ++i) dims[i] = x.dims[i];
+    dims[axis] = x.dims[axis] / pieces;
+    int64_t outer = 1, inner = 1;
+    OuterInner(x, axis, &outer, &inner);
+    const int64_t x_row = x.dims[axis] * inner, cols = dims[axis] * inner;
+    for (int32_t k = 0; k < pieces; ++k) {
+      weft_kernel_tensor z;
+      if (weft_status* s = call.AllocateOutput(k, x.dtype, dims, x.rank, &z)) {
+        return s;
+      }
+      if (weft_status* s = CopyRows(call, name, x, z, outer, cols, x_row,
+                                    k * cols, cols, 0)) {
+        return s;
+      }
+    }
+    return nullptr;
+  });
+}
+
+weft_status* GatherKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor params, idx, z;
+    if (weft_status* s = call.Input(0, &params)) return s;
+    if (weft_status* s = call.Input(1, &idx)) return s;
+    if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
+      return call.UnsupportedDtype(idx.dtype);
+    }
+    if (params.rank == 0) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "params must have rank >= 1");
+    }
+    int64_t value = 0, axis = 0;
+    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
+    if (weft_status* s = NormalizeAxis(call, value, params.rank, &axis)) {
+      return s;
+    }
+    const int32_t rank = params.rank - 1 + idx.rank;
+    if (rank > WEFT_MAX_RANK) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "the output would have rank "
+                        "%d", rank);
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    int32_t r = 0;
+    for (int64_t i = 0; i < axis; ++i) dims[r++] = params.dims[i];
+    for (int32_t i = 0; i < idx.rank; ++i) dims[r++] = idx.dims[i];
+    for (int64_t i = axis + 1; i < params.rank; ++i) dims[r++] = params.dims[i];
+    char size[32];
+    if (weft_status* s = MoveKernel(call, "gather", params.dtype, size,
+                                    sizeof size)) {
+      return s;
+    }
+    if (weft_status* s = call.AllocateOutput(0, params.dtype, dims, rank, &z)) {
+      return s;
+    }
+    if (z.element_count == 0) return nullptr;
+    int64_t outer = 1, inner = 1;
+    OuterInner(params, axis, &outer, &inner);
+    const int64_t limit = params.dims[axis];
+    char name[48];
+    std::snprintf(name, sizeof name, "%s_%s", size, KernelSuffix(idx.dtype));
+    const ErrorArg errors =
+        call.Checked(DeviceError::kIndexOutOfRange, idx.dtype, limit);
+    return call.Launch(Program::kArray, name, Linear(z.element_count),
+                       Buffer(params), Buffer(idx), Buffer(z),
+                       static_cast<cl_long>(z.element_count),
+                       static_cast<cl_long>(idx.element_count),
+                       static_cast<cl_long>(limit),
+                       static_cast<cl_long>(inner), errors);
+  });
+}
+
+}  // namespace
+
+weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar) {
+  // Every dtype of 1, 2, 4 or 8 bytes.
+  const int32_t movable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
+                             WEFT_INT32,   WEFT_INT64,   WEFT_UINT8,
+                             WEFT_BOOL,    WEFT_FLOAT64};
+  weft_status* s = nullptr;
+  if ((s = RegisterKernel(registrar, "Transpose", "T", movable, 8,
+                          TransposeKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Concat", "T", movable, 8, ConcatKernel,
+                          nullptr)) ||
+      (s = RegisterKernel(registrar, "Split", "T", movable, 8, SplitKernel,
+                          nullptr)) ||
+      (s = RegisterKernel(registrar, "Gather", "T", movable, 8, GatherKernel,
+                          nullptr))) {
+    return s;
+  }
+  return nullptr;
+}
+
+}  // namespace weft_opencl
