@@ -742,15 +742,6 @@ Test(control_flow, a_million_iterations_without_memory_growth,
 
 /* ---- a loop across devices -------------------------------------------------- */
 
-static const char* no_opencl(void) {
-  for (int32_t i = 0; i < weft_device_count(); ++i) {
-    weft_device_description d = {.struct_size = sizeof d};
-    WT_OK(weft_device_describe(i, &d));
-    if (d.name != NULL && strcmp(d.name, "/device:OPENCL:0") == 0) return NULL;
-  }
-  return "no OpenCL device (the weft-opencl plugin found none here)";
-}
-
 static weft_output on(weft_graph* g, const char* op, const char* device,
                       weft_output a, weft_output b) {
   weft_op_builder* bl = weft_op_begin(g, op, NULL);
@@ -784,7 +775,7 @@ static weft_status* squares(weft_graph* g, void* user, const weft_output* v,
 
 Test(control_flow, a_loop_split_between_opencl_and_the_cpu) {
   WT_OK(weft_plugins_discover());
-  const char* why = no_opencl();
+  const char* why = wt_no_opencl();
   if (why != NULL) WT_SKIP(why);
   weft_graph* g = wt_graph_new();
   weft_output init[2] = {const_f32(g, "i0", 0), const_f32(g, "s0", 0)};

@@ -175,6 +175,15 @@ Test(lstm, padding_leaves_the_output_unchanged) {
   weft_graph_destroy(g);
 }
 
+static const float rf[B * U] = {0.7f, -1.2f, 0.4f, 0.9f, 0.3f, -0.5f};
+
+/* sum(h * rf): every output element counts, each differently. */
+static weft_output weighted_loss(weft_graph* g, weft_output h) {
+  return wt_apply1(
+      g, "Sum", "loss",
+      wt_apply2(g, "Mul", NULL, h, wt_const_f32(g, "r", WT_DIMS(B, U), 2, rf)));
+}
+
 /* loss = sum(h * r): d loss / d x at sequence 0's padded steps is zero, and
  * at its real steps matches central differences of the reference. */
 Test(lstm, gradient_ignores_padded_steps) {
@@ -182,10 +191,7 @@ Test(lstm, gradient_ignores_padded_steps) {
   weft_graph* g = wt_graph_new();
   lstm L;
   weft_output h = build(g, &L);
-  const float rf[B * U] = {0.7f, -1.2f, 0.4f, 0.9f, 0.3f, -0.5f};
-  weft_output loss = wt_apply1(
-      g, "Sum", "loss",
-      wt_apply2(g, "Mul", NULL, h, wt_const_f32(g, "r", WT_DIMS(B, U), 2, rf)));
+  weft_output loss = weighted_loss(g, h);
   weft_output dx;
   WT_OK(weft_gradients(g, &loss, 1, &L.x, 1, NULL, &dx));
   cr_assert(dx.node != NULL, "no gradient path from x to the loss");
@@ -222,5 +228,47 @@ Test(lstm, gradient_ignores_padded_steps) {
   }
   weft_tensor_destroy(grad);
   weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* The whole LSTM, its loop and its gradient's loop on OpenCL alone: the
+ * same output and gradient as on the CPU. */
+Test(lstm, runs_on_opencl_alone_as_on_the_cpu) {
+  WT_OK(weft_plugins_discover());
+  const char* why = wt_no_opencl();
+  if (why != NULL) WT_SKIP(why);
+  init_weights();
+  weft_graph* g = wt_graph_new();
+  lstm L;
+  weft_output h = build(g, &L);
+  weft_output loss = weighted_loss(g, h);
+  weft_output dx;
+  WT_OK(weft_gradients(g, &loss, 1, &L.x, 1, NULL, &dx));
+  double xd[T * B * IN];
+  float xf[T * B * IN];
+  make_input(xd, xf, 2.0f);
+  weft_tensor* got[2][2];
+  const char* devices[2] = {"OPENCL", "/device:CPU:0"};
+  for (int d = 0; d < 2; ++d) {
+    weft_session_options o;
+    weft_session_options_init(&o);
+    o.devices = devices[d];
+    o.placement = WEFT_PLACEMENT_STRICT;
+    weft_session* s = NULL;
+    WT_OK(weft_session_create(g, &o, &s));
+    got[d][0] = run_h(s, &L, h, xf);
+    got[d][1] = run_h(s, &L, dx, xf);
+    weft_session_destroy(s);
+  }
+  for (int k = 0; k < 2; ++k) {
+    const int64_t n = weft_tensor_element_count(got[1][k]);
+    const float* cpu = weft_tensor_data(got[1][k]);
+    double* ref = malloc((size_t)n * sizeof *ref);
+    for (int64_t e = 0; e < n; ++e) ref[e] = cpu[e];
+    wt_expect_f32(got[0][k], ref, n, 1e-5, 1e-4);
+    free(ref);
+    weft_tensor_destroy(got[0][k]);
+    weft_tensor_destroy(got[1][k]);
+  }
   weft_graph_destroy(g);
 }

@@ -1476,6 +1476,43 @@ Test(opencl, concat_and_split) {
   concat_split_case(empty, 2, 1, 2, &rng);
 }
 
+Test(opencl, select_broadcasting) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {36};
+  /* condition, t and e shapes: equal; all three broadcast; scalars. */
+  static const int64_t shapes[3][3][3] = {
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
+      {{3, 1, 5}, {1, 4, 1}, {1, 1, 5}},
+      {{1, 1, 1}, {2, 1, 3}, {1, 1, 1}}};
+  for (int k = 0; k < 3; ++k) {
+    for (int integer = 0; integer < 2; ++integer) {
+      weft_graph* graph = wt_graph_new();
+      run_set set = {0};
+      const int64_t n = count_of(shapes[k][0], 3);
+      uint8_t* bits = malloc((size_t)n);
+      for (int64_t e = 0; e < n; ++e) bits[e] = (uint8_t)(wt_rng_next(&rng) % 2);
+      weft_output c = feed(graph, &set, "c",
+                           wt_tensor(WEFT_BOOL, shapes[k][0], 3, bits));
+      free(bits);
+      weft_output t = feed(graph, &set, "t",
+                           integer ? random_i32(&rng, shapes[k][1], 3, -9, 9)
+                                   : random_f32(&rng, shapes[k][1], 3, -1, 1));
+      weft_output e = feed(graph, &set, "e",
+                           integer ? random_i32(&rng, shapes[k][2], 3, -9, 9)
+                                   : random_f32(&rng, shapes[k][2], 3, -1, 1));
+      weft_op_builder* b = weft_op_begin(graph, "Select", "picked");
+      weft_op_add_input(b, c);
+      weft_op_add_input(b, t);
+      weft_op_add_input(b, e);
+      set.fetches[0] = finish(b, 0);
+      set.num_fetches = 1;
+      compare(graph, &set, 0, 0, "Select");
+      release(&set);
+      weft_graph_destroy(graph);
+    }
+  }
+}
+
 static void gather_case(const int64_t* idx_dims, int32_t idx_rank,
                         weft_dtype index_type, int64_t axis, wt_rng* rng) {
   weft_graph* graph = wt_graph_new();

@@ -231,3 +231,12 @@ float wt_rng_uniform(wt_rng* rng, float lo, float hi) {
 void wt_rng_fill(wt_rng* rng, float* out, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) out[i] = wt_rng_uniform(rng, lo, hi);
 }
+
+const char* wt_no_opencl(void) {
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    if (d.name != NULL && strcmp(d.name, "/device:OPENCL:0") == 0) return NULL;
+  }
+  return "no OpenCL device (the weft-opencl plugin found none here)";
+}

@@ -100,6 +100,9 @@ void wt_expect_shape(const weft_tensor* tensor, weft_dtype dtype,
 void wt_expect_f32(const weft_tensor* tensor, const double* ref, int64_t n,
                    double abs_tol, double rel_tol);
 
+/* NULL when /device:OPENCL:0 exists, else why not (for WT_SKIP). */
+const char* wt_no_opencl(void);
+
 /* A small deterministic generator (splitmix64) so inputs are the same on
  * every machine and libc. */
 typedef struct wt_rng {

@@ -1,5 +1,5 @@
 // Array kernels that move elements without arithmetic: Transpose, Concat,
-// Split and Gather, for every dtype of 1, 2, 4 or 8 bytes (the kernels go
+// Split, Gather and Select, for every dtype of 1, 2, 4 or 8 bytes (the kernels go
 // by element size).  Semantics follow the CPU plugin: axes may be negative,
 // Gather's indices are int32 or int64 and an index outside the axis is an
 // error found on the device.
@@ -279,6 +279,81 @@ weft_status* GatherKernel(void*, weft_kernel_context* ctx) {
   });
 }
 
+weft_status* SelectKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor in[3], z;
+    for (int32_t k = 0; k < 3; ++k) {
+      if (weft_status* s = call.Input(k, &in[k])) return s;
+    }
+    if (in[0].dtype != WEFT_BOOL || in[1].dtype != in[2].dtype) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "condition must be bool and t and e of one dtype, "
+                        "got %s, %s, %s", weft_dtype_name_of(in[0].dtype),
+                        weft_dtype_name_of(in[1].dtype),
+                        weft_dtype_name_of(in[2].dtype));
+    }
+    char name[32];
+    if (weft_status* s = MoveKernel(call, "select", in[1].dtype, name,
+                                    sizeof name)) {
+      return s;
+    }
+    // The broadcast shape of all three.
+    int32_t rank = 0;
+    for (const weft_kernel_tensor& t : in) rank = t.rank > rank ? t.rank : rank;
+    int64_t dims[WEFT_MAX_RANK];
+    for (int32_t i = 0; i < rank; ++i) {
+      dims[i] = 1;
+      for (const weft_kernel_tensor& t : in) {
+        const int32_t ti = i - (rank - t.rank);
+        const int64_t d = ti >= 0 ? t.dims[ti] : 1;
+        if (d != 1 && dims[i] != 1 && d != dims[i]) {
+          return call.Error(WEFT_INVALID_ARGUMENT,
+                            "condition, t and e cannot be broadcast: dim %d "
+                            "is %lld against %lld", i,
+                            static_cast<long long>(d),
+                            static_cast<long long>(dims[i]));
+        }
+        if (d != 1) dims[i] = d;
+      }
+    }
+    if (weft_status* s = call.AllocateOutput(0, in[1].dtype, dims, rank, &z)) {
+      return s;
+    }
+    if (z.element_count == 0) return nullptr;
+    // z's dims larger than 1, with each operand's stride there.
+    cl_long kd[kMaxKernelRank] = {1}, ks[3][kMaxKernelRank] = {};
+    int kr = 0;
+    int64_t stride[3] = {1, 1, 1};
+    cl_long rev_d[WEFT_MAX_RANK], rev_s[3][WEFT_MAX_RANK];
+    for (int32_t i = rank - 1; i >= 0; --i) {
+      if (dims[i] == 1) continue;
+      rev_d[kr] = dims[i];
+      for (int k = 0; k < 3; ++k) {
+        const int32_t ti = i - (rank - in[k].rank);
+        const int64_t d = ti >= 0 ? in[k].dims[ti] : 1;
+        rev_s[k][kr] = d == 1 ? 0 : stride[k];
+        stride[k] *= d;
+      }
+      ++kr;
+    }
+    if (kr > kMaxKernelRank) {
+      return call.Error(WEFT_UNIMPLEMENTED, "more than %d dims larger than 1",
+                        kMaxKernelRank);
+    }
+    for (int i = 0; i < kr; ++i) {
+      kd[i] = rev_d[kr - 1 - i];
+      for (int k = 0; k < 3; ++k) ks[k][i] = rev_s[k][kr - 1 - i];
+    }
+    return call.Launch(Program::kArray, name, Linear(z.element_count),
+                       Buffer(in[0]), Buffer(in[1]), Buffer(in[2]), Buffer(z),
+                       static_cast<cl_long>(z.element_count),
+                       static_cast<cl_int>(kr > 0 ? kr : 1), Long8(kd),
+                       Long8(ks[0]), Long8(ks[1]), Long8(ks[2]));
+  });
+}
+
 }  // namespace
 
 weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar) {
@@ -294,6 +369,8 @@ weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar) {
       (s = RegisterKernel(registrar, "Split", "T", movable, 8, SplitKernel,
                           nullptr)) ||
       (s = RegisterKernel(registrar, "Gather", "T", movable, 8, GatherKernel,
+                          nullptr)) ||
+      (s = RegisterKernel(registrar, "Select", "T", movable, 8, SelectKernel,
                           nullptr))) {
     return s;
   }

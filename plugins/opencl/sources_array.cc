@@ -33,6 +33,25 @@ WEFT_MOVE(ushort, b2)
 WEFT_MOVE(uint, b4)
 WEFT_MOVE(ulong, b8)
 
+/* select: z = c ? t : e over z's dims, each operand at its own strides (0
+ * where it broadcasts); a condition byte is true when non-zero. */
+#define WEFT_SELECT(T, S)                                                   \
+__kernel void select_##S(__global const uchar* c, long c_off,              \
+                         __global const T* t, long t_off,                  \
+                         __global const T* e, long e_off, __global T* z,   \
+                         long z_off, long n, int rank, long8 dims,         \
+                         long8 cs, long8 ts, long8 es) {                   \
+  const long i = get_global_id(0);                                          \
+  if (i >= n) return;                                                       \
+  z[z_off + i] = c[c_off + weft_offset(i, rank, dims, cs)] != 0             \
+                     ? t[t_off + weft_offset(i, rank, dims, ts)]            \
+                     : e[e_off + weft_offset(i, rank, dims, es)];           \
+}
+WEFT_SELECT(uchar, b1)
+WEFT_SELECT(ushort, b2)
+WEFT_SELECT(uint, b4)
+WEFT_SELECT(ulong, b8)
+
 /* gather: params seen as [outer, limit, inner], z as [outer, n, inner];
  * an index outside [0, limit) is reported (and its slice left zero). */
 #define WEFT_GATHER(T, S, I, IS)                                            \
