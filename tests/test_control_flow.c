@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+
 #include <criterion/criterion.h>
 
 #include "test_support.h"
@@ -826,6 +828,91 @@ static void frame_stats(weft_session* s, weft_output fetch, const char* want,
   WT_EXPECT_CODE(weft_run_metadata_frame(md, 99, NULL, NULL, NULL, NULL, NULL),
                  WEFT_OUT_OF_RANGE);
   weft_run_metadata_destroy(md);
+}
+
+/* v = v * 0.5 + 1 over 1 MiB vectors, 400 times on OpenCL: each
+ * iteration's values are freed once the device's stream has passed them
+ * (the run used to keep every one until it ended: 800 MiB here).  The
+ * loop condition runs on OpenCL, or on the CPU with the predicate sent to
+ * OpenCL for the value's Switch; either way the predicate is read back
+ * each iteration, a sync after which what the stream passed is freed. */
+static weft_status* below_400(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)n;
+  const char* counter_device = user;
+  weft_output limit = const_i32(g, NULL, 400);
+  *pred = counter_device ? on(g, "Less", counter_device, v[0], limit)
+                         : wt_apply2(g, "Less", NULL, v[0], limit);
+  return NULL;
+}
+
+static weft_status* halve_and_add(weft_graph* g, void* user,
+                                  const weft_output* v, int32_t n,
+                                  weft_output* next) {
+  (void)n;
+  const char* counter_device = user;
+  weft_output one = const_i32(g, NULL, 1);
+  next[0] = counter_device ? on(g, "Add", counter_device, v[0], one)
+                           : wt_apply2(g, "Add", NULL, v[0], one);
+  next[1] = on(g, "Add", "OPENCL",
+               on(g, "Mul", "OPENCL", v[1], const_f32(g, NULL, 0.5f)),
+               const_f32(g, NULL, 1));
+  return NULL;
+}
+
+static long peak_kib(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_maxrss : -1;
+}
+
+static void long_opencl_loop(const char* counter_device) {
+  enum { N = 1 << 18 };
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(N), 1);
+  weft_output init[2] = {const_i32(g, "i0", 0), x}, out[2];
+  WT_OK(weft_while_loop(g, below_400, halve_and_add, (void*)counter_device,
+                        init, 2, NULL, out));
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.devices = counter_device ? "OPENCL,CPU" : "OPENCL";
+  o.placement = WEFT_PLACEMENT_STRICT;
+  weft_session* s = NULL;
+  WT_OK(weft_session_create(g, &o, &s));
+  float* xv = malloc(N * sizeof *xv);
+  for (int k = 0; k < N; ++k) xv[k] = (float)(k % 7);
+  weft_tensor* v = wt_tensor(WEFT_FLOAT32, WT_DIMS(N), 1, xv);
+  long before = peak_kib();
+  weft_tensor* t = wt_run1(s, &x, &v, 1, out[1]);
+  long after = peak_kib();
+  /* v converges to 2: after 400 halvings only rounding is left. */
+  const float* r = weft_tensor_data(t);
+  cr_expect_float_eq(r[0], 2.0f, 1e-6);
+  cr_expect_float_eq(r[N - 1], 2.0f, 1e-6);
+  if (before > 0 && after > 0)
+    cr_expect_lt(after - before, 256 * 1024,
+                 "counter on %s: peak resident memory grew by %ld KiB over "
+                 "400 iterations of 1 MiB values",
+                 counter_device ? counter_device : "OPENCL", after - before);
+  free(xv);
+  weft_tensor_destroy(t);
+  weft_tensor_destroy(v);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+Test(control_flow, a_long_loop_on_opencl_frees_as_it_goes, .timeout = 240) {
+  WT_OK(weft_plugins_discover());
+  const char* why = wt_no_opencl();
+  if (why != NULL) WT_SKIP(why);
+  long_opencl_loop(NULL);
+}
+
+Test(control_flow, a_long_loop_with_its_condition_on_the_cpu_frees_too,
+     .timeout = 240) {
+  WT_OK(weft_plugins_discover());
+  const char* why = wt_no_opencl();
+  if (why != NULL) WT_SKIP(why);
+  long_opencl_loop("CPU");
 }
 
 Test(control_flow, run_metadata_counts_iterations_within_parallel_iterations) {

@@ -44,8 +44,34 @@ RunStream* Run::StreamFor(Device* d) {
 weft_status* Run::DrainStream(Device* d) {
   RunStream* rs = StreamFor(d);
   if (rs == nullptr) return nullptr;
-  std::lock_guard<std::mutex> lock(rs->mu);
-  return d->api->stream_synchronize(d->handle, rs->stream);
+  // Buffers deferred for this stream before the sync starts: everything
+  // that reads them is queued already, so the sync makes them free.
+  std::vector<Deferred> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto keep = std::partition(
+        deferred_.begin(), deferred_.end(),
+        [d](const Deferred& x) { return x.stream_device != d; });
+    for (auto it = keep; it != deferred_.end(); ++it) {
+      deferred_bytes_ -= it->buffer->bytes;
+      done.push_back(std::move(*it));
+    }
+    deferred_.erase(keep, deferred_.end());
+  }
+  weft_status* st;
+  {
+    std::lock_guard<std::mutex> lock(rs->mu);
+    st = d->api->stream_synchronize(d->handle, rs->stream);
+  }
+  if (st != nullptr) {
+    // Not known to be done: keep them until the end of the run.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Deferred& x : done) {
+      deferred_bytes_ += x.buffer->bytes;
+      deferred_.push_back(std::move(x));
+    }
+  }
+  return st;
 }
 
 void Run::ReleaseSlot(int32_t s) {
@@ -96,10 +122,31 @@ void Run::Release(TensorValue& v) {
     // Work enqueued on a stream may still read it: free after the sync.
     // Dropped now, it would go to the device's buffer cache, and the next
     // allocation could overwrite it before that work has run.
-    std::lock_guard<std::mutex> lock(mu_);
-    deferred_.push_back(std::move(v.buffer));
+    Defer(d, std::move(v.buffer));
   }
   v.buffer.reset();
+}
+
+void Run::Defer(Device* stream_device, BufferRef buffer) {
+  if (!buffer) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  deferred_bytes_ += buffer->bytes;
+  deferred_.push_back(Deferred{stream_device, std::move(buffer)});
+  if (deferred_bytes_ > kDeferredLimit)
+    drain_wanted_.store(true, std::memory_order_relaxed);
+}
+
+weft_status* Run::DrainDeferred() {
+  std::vector<Device*> devices;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Deferred& d : deferred_)
+      if (std::find(devices.begin(), devices.end(), d.stream_device) ==
+          devices.end())
+        devices.push_back(d.stream_device);
+  }
+  for (Device* d : devices) WEFT_RETURN_IF_ERROR(DrainStream(d));
+  return nullptr;
 }
 
 void Run::Dispatch(int32_t id) {
@@ -505,10 +552,10 @@ weft_status* Run::Recv(const PlanNode& p, TensorValue* in, TensorValue* out) {
       WEFT_RETURN_IF_ERROR(dst->api->copy_host_to_device(
           dst->handle, rs ? rs->stream : nullptr, host_src,
           into->buffer->handle, 0, bytes));
+      // The copy reads host memory until the stream passes it.
       if (rs) {
-        // The copy reads host memory until the stream passes it.
-        std::lock_guard<std::mutex> dlock(mu_);
-        deferred_.push_back(std::move(keep));
+        lock.unlock();
+        Defer(dst, std::move(keep));
       }
     }
   }
@@ -538,6 +585,7 @@ weft_status* Run::Finish() {
       events_[i] = nullptr;
     }
   deferred_.clear();
+  deferred_bytes_ = 0;
   return first;
 }
 

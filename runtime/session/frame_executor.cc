@@ -482,6 +482,10 @@ void Run::CfProcess(CfItem item) {
           st = ExecuteNode(p, slots, slots + p.output_base);
           break;
       }
+      // A long loop on an async device: free what its stream is done with.
+      if (st == nullptr && drain_wanted_.load(std::memory_order_relaxed) &&
+          drain_wanted_.exchange(false))
+        st = DrainDeferred();
       if (st != nullptr) {
         std::string where = FrameDescription(it);
         if (!where.empty())

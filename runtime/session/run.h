@@ -198,7 +198,24 @@ class Run {
   bool finished_ = false;
   std::atomic<bool> failed_{false};
   weft_status* error_ = nullptr;
-  std::vector<BufferRef> deferred_;  // async-device buffers freed at the end
+  // Buffers that work queued on an async device's stream may still read:
+  // freed once that stream has been synchronized after they were deferred
+  // (DrainStream: a loop reads its predicate back each iteration, so a
+  // long loop frees as it goes), or at the end.  As a backstop for work
+  // that never syncs, a run holding more than kDeferredLimit bytes asks
+  // the frame executor to drain.
+  struct Deferred {
+    Device* stream_device;
+    BufferRef buffer;
+  };
+  static constexpr size_t kDeferredLimit = size_t{64} << 20;
+  void Defer(Device* stream_device, BufferRef buffer);
+  // Synchronizes every async stream that has deferred buffers, freeing
+  // them.
+  weft_status* DrainDeferred();
+  std::vector<Deferred> deferred_;  // under mu_
+  size_t deferred_bytes_ = 0;       // under mu_
+  std::atomic<bool> drain_wanted_{false};
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
 
   // Control flow.
