@@ -888,11 +888,18 @@ static void long_opencl_loop(const char* counter_device) {
   const float* r = weft_tensor_data(t);
   cr_expect_float_eq(r[0], 2.0f, 1e-6);
   cr_expect_float_eq(r[N - 1], 2.0f, 1e-6);
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan keeps freed memory in quarantine (256 MiB): resident memory says
+   * nothing about what the run freed.  The ordinary build checks it. */
+  (void)before;
+  (void)after;
+#else
   if (before > 0 && after > 0)
     cr_expect_lt(after - before, 256 * 1024,
                  "counter on %s: peak resident memory grew by %ld KiB over "
                  "400 iterations of 1 MiB values",
                  counter_device ? counter_device : "OPENCL", after - before);
+#endif
   free(xv);
   weft_tensor_destroy(t);
   weft_tensor_destroy(v);
