@@ -35,6 +35,8 @@ typedef struct nn_attrs {
   int has_eps;
   double eps;
   int scale;
+  const char* sizes_name;  /* input_sizes, filter_sizes: `sizes` */
+  list sizes;
 } nn_attrs;
 
 static int64_t count_of(const operand* x) {
@@ -74,6 +76,7 @@ static weft_status* try_nn(const char* op, const char* name, const operand* in,
       weft_op_set_attr_string(b, "data_format", a->data_format);
     if (a->has_eps) weft_op_set_attr_float(b, "variance_epsilon", a->eps);
     if (a->scale) weft_op_set_attr_bool(b, "scale_after_normalization", 1);
+    if (a->sizes_name) set_list(b, a->sizes_name, &a->sizes);
   }
   weft_status* status =
       wt_finish_and_run(graph, b, feeds, values, n, threads, num_outs, outs);
@@ -240,6 +243,67 @@ Test(ops_nn, conv2d_matches_direct_convolution) {
   for (size_t i = 0; i < sizeof kConvCases / sizeof kConvCases[0]; ++i)
     for (int t = 0; t < 2; ++t)
       check_conv(&kConvCases[i], kFloatTypes[t], 10 + i, 0);
+}
+
+/* The window gradients in float32 (oneDNN's backward primitives where the
+ * plugin has them) against the same ops in float64 (im2col and loops), on
+ * every conv and pool case: they must agree to float32 rounding.  Pool
+ * inputs are quarter steps in [-1, 1], so windows hold ties, which both go
+ * to the first maximum. */
+static void both_dtypes(const char* op, const operand* in64, int n,
+                        const nn_attrs* a, double tol, const char* what) {
+  operand in32[2];
+  void* held[2] = {NULL, NULL};
+  for (int i = 0; i < n; ++i) {
+    in32[i] = in64[i];
+    in32[i].dtype = WEFT_FLOAT32;
+    held[i] = as_dtype(in64[i].data, count_of(&in64[i]), WEFT_FLOAT32);
+    in32[i].data = held[i];
+  }
+  weft_tensor* ref = run_nn(op, in64, n, a);
+  weft_tensor* got = run_nn(op, in32, n, a);
+  const int64_t count = weft_tensor_element_count(ref);
+  cr_assert_eq(weft_tensor_element_count(got), count, "%s", what);
+  const double* r = weft_tensor_data(ref);
+  const float* g = weft_tensor_data(got);
+  for (int64_t i = 0; i < count; ++i)
+    cr_assert(fabs(g[i] - r[i]) <= tol + tol * fabs(r[i]),
+              "%s: element %lld is %.8g in float32, %.10g in float64", what,
+              (long long)i, (double)g[i], r[i]);
+  weft_tensor_destroy(ref);
+  weft_tensor_destroy(got);
+  free(held[0]), free(held[1]);
+}
+
+Test(ops_nn, window_gradients_float32_agree_with_float64) {
+  for (size_t i = 0; i < sizeof kConvCases / sizeof kConvCases[0]; ++i) {
+    const conv_case* k = &kConvCases[i];
+    const int64_t oh = out_size(k->h, k->kh, k->sh, k->dh, k->same);
+    const int64_t ow = out_size(k->w, k->kw, k->sw, k->dw, k->same);
+    const int64_t nx = k->n * k->h * k->w * k->c;
+    const int64_t nf = k->kh * k->kw * k->c * k->co;
+    const int64_t ny = k->n * oh * ow * k->co;
+    if (ny == 0) continue;
+    double* x = random_values(300 + i, nx, -1, 1);
+    double* f = random_values(400 + i, nf, -1, 1);
+    double* dy = random_values(500 + i, ny, -1, 1);
+    nn_attrs a = conv_attrs(k);
+    char what[64];
+    a.sizes_name = "input_sizes";
+    a.sizes = L4(k->n, k->h, k->w, k->c);
+    operand data[2] = {{WEFT_FLOAT64, 4, {k->kh, k->kw, k->c, k->co}, f},
+                       {WEFT_FLOAT64, 4, {k->n, oh, ow, k->co}, dy}};
+    snprintf(what, sizeof what, "Conv2DBackpropInput, conv case %zu", i);
+    both_dtypes("Conv2DBackpropInput", data, 2, &a, 1e-4, what);
+    a.sizes_name = "filter_sizes";
+    a.sizes = L4(k->kh, k->kw, k->c, k->co);
+    operand filter[2] = {{WEFT_FLOAT64, 4, {k->n, k->h, k->w, k->c}, x},
+                         {WEFT_FLOAT64, 4, {k->n, oh, ow, k->co}, dy}};
+    snprintf(what, sizeof what, "Conv2DBackpropFilter, conv case %zu", i);
+    /* Sums over every output pixel of a batch: a looser bound. */
+    both_dtypes("Conv2DBackpropFilter", filter, 2, &a, 5e-4, what);
+    free(x), free(f), free(dy);
+  }
 }
 
 /* The thread count is the session's; results must not depend on it. */
@@ -497,6 +561,33 @@ static const pool_case kPoolCases[] = {
     {2, 4, 4, 16, 1, 1, 2, 2, 1}, /* 1x1 window subsamples */
     {2, 10, 11, 17, 4, 3, 3, 2, 1},
 };
+
+Test(ops_nn, pool_gradients_float32_agree_with_float64) {
+  for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i) {
+    const pool_case* k = &kPoolCases[i];
+    const int64_t oh = out_size(k->h, k->kh, k->sh, 1, k->same);
+    const int64_t ow = out_size(k->w, k->kw, k->sw, 1, k->same);
+    const int64_t nx = k->n * k->h * k->w * k->c;
+    const int64_t ny = k->n * oh * ow * k->c;
+    double* x = random_values(600 + i, nx, -1, 1);
+    for (int64_t e = 0; e < nx; ++e) x[e] = round(x[e] * 4) / 4;
+    double* dy = random_values(700 + i, ny, -1, 1);
+    nn_attrs a = {.ksize = L4(1, k->kh, k->kw, 1),
+                  .strides = L4(1, k->sh, k->sw, 1),
+                  .padding = k->same ? "SAME" : "VALID"};
+    char what[64];
+    operand max_in[2] = {{WEFT_FLOAT64, 4, {k->n, k->h, k->w, k->c}, x},
+                         {WEFT_FLOAT64, 4, {k->n, oh, ow, k->c}, dy}};
+    snprintf(what, sizeof what, "MaxPoolGrad, pool case %zu", i);
+    both_dtypes("MaxPoolGrad", max_in, 2, &a, 1e-6, what);
+    a.sizes_name = "input_sizes";
+    a.sizes = L4(k->n, k->h, k->w, k->c);
+    operand avg_in = {WEFT_FLOAT64, 4, {k->n, oh, ow, k->c}, dy};
+    snprintf(what, sizeof what, "AvgPoolGrad, pool case %zu", i);
+    both_dtypes("AvgPoolGrad", &avg_in, 1, &a, 1e-6, what);
+    free(x), free(dy);
+  }
+}
 
 Test(ops_nn, pooling_matches_explicit_windows) {
   for (size_t i = 0; i < sizeof kPoolCases / sizeof kPoolCases[0]; ++i)

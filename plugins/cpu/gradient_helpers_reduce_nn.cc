@@ -19,6 +19,9 @@
 #include "nan_order.h"
 #include "nn_common.h"
 #include "nn_kernels.h"
+#if WEFT_CPU_HAVE_ONEDNN
+#include "onednn_nn_backward.h"
+#endif
 
 namespace weft_cpu {
 namespace {
@@ -334,6 +337,14 @@ weft_status* Conv2DBackpropInputKernel(weft_kernel_context* ctx) {
   const int threads = g_host->kernel_intra_op_threads(ctx);
   switch (dy.dtype) {
     case WEFT_FLOAT32:
+#if WEFT_CPU_HAVE_ONEDNN
+      if (dy.count != 0 && filter.count != 0) {
+        OnednnConv2DBackpropInput(w, filter.dims[3], filter.data<float>(),
+                                  dy.data<float>(), out.data<float>(),
+                                  threads);
+        return nullptr;
+      }
+#endif
       ConvBackpropInput(ctx, w, filter.dims[3], filter.data<float>(),
                         dy.data<float>(), out.data<float>(), threads);
       return nullptr;
@@ -375,6 +386,14 @@ weft_status* Conv2DBackpropFilterKernel(weft_kernel_context* ctx) {
   const int threads = g_host->kernel_intra_op_threads(ctx);
   switch (in.dtype) {
     case WEFT_FLOAT32:
+#if WEFT_CPU_HAVE_ONEDNN
+      if (dy.count != 0 && in.count != 0) {
+        OnednnConv2DBackpropFilter(w, sizes[3], in.data<float>(),
+                                   dy.data<float>(), out.data<float>(),
+                                   threads);
+        return nullptr;
+      }
+#endif
       ConvBackpropFilter(ctx, w, sizes[3], in.data<float>(), dy.data<float>(),
                          out.data<float>(), threads);
       return nullptr;
@@ -494,6 +513,16 @@ weft_status* PoolGradKernel(weft_kernel_context* ctx) {
   if (out.count == 0) return nullptr;
   switch (dy.dtype) {
     case WEFT_FLOAT32:
+#if WEFT_CPU_HAVE_ONEDNN
+      // oneDNN decides a window holding NaN its own way: those inputs keep
+      // the loops (where NaN is the maximum, as in the forward MaxPool).
+      if (dy.count != 0 && (!kMax || !AnyNaN(ctx, in.data<float>(), in.count))) {
+        OnednnPool2DBackward(w, kMax, kMax ? in.data<float>() : nullptr,
+                             dy.data<float>(), out.data<float>(),
+                             g_host->kernel_intra_op_threads(ctx));
+        return nullptr;
+      }
+#endif
       PoolGrad(ctx, w, kMax, in.data<float>(), dy.data<float>(),
                out.data<float>());
       return nullptr;

@@ -69,22 +69,71 @@ struct PackedFilter {
   AlignedBlock packed;
 };
 
-struct Conv {
-  // Packed filters kept per primitive: one per filter buffer seen lately.
-  // Layers of one shape share the primitive but not the weights, and deep
-  // networks repeat a shape a few dozen times; memory is only taken by
-  // slots in use.
+// How a primitive that reads a filter (the forward convolution, and the
+// backward one to the data) wants it: HWIO reordered into `weights`, with
+// the packed filters kept per primitive, one per filter buffer seen lately.
+// Layers of one shape share the primitive but not the weights, and deep
+// networks repeat a shape a few dozen times; memory is only taken by slots
+// in use.
+struct FilterPacking {
   static constexpr int kFilterSlots = 32;
 
-  dnnl::convolution_forward primitive;
-  memory::desc src, dst, user_weights, weights, scratchpad;
+  memory::desc user_weights, weights;
   dnnl::reorder weights_reorder;  // empty when oneDNN takes HWIO as is
   size_t hwio_bytes = 0;
-  size_t scratchpad_bytes = 0;
 
   mutable std::mutex filters_mutex;
   mutable std::shared_ptr<const PackedFilter> filters[kFilterSlots];
   mutable int next_slot = 0;
+
+  // Sets weights to `chosen`, and the reorder when it is not HWIO.
+  void Choose(const memory::desc& chosen) {
+    weights = chosen;
+    if (weights != user_weights) {
+      hwio_bytes = user_weights.get_size();
+      const dnnl::engine& engine = OnednnEngine();
+      weights_reorder = dnnl::reorder(
+          dnnl::reorder::primitive_desc(engine, user_weights, engine,
+                                        weights));
+    }
+  }
+};
+
+// The filter [Cout, Cin, KH, KW] in oneDNN's names, laid out HWIO.
+inline memory::desc HwioFilter(const Window2D& w, int64_t out_channels,
+                               Tag tag = Tag::hwio) {
+  return memory::desc({out_channels, w.channels, w.k_h, w.k_w},
+                      memory::data_type::f32, tag);
+}
+
+// The forward convolution's description (oneDNN counts dilation from 0,
+// no gap; TensorFlow from 1).
+inline dnnl::convolution_forward::desc ForwardDesc(const Window2D& w,
+                                                   int64_t out_channels,
+                                                   dnnl::prop_kind kind) {
+  return dnnl::convolution_forward::desc(
+      kind, dnnl::algorithm::convolution_direct,
+      Nhwc(w.batch, w.in_h, w.in_w, w.channels),
+      HwioFilter(w, out_channels, Tag::any),
+      Nhwc(w.batch, w.out_h, w.out_w, out_channels), {w.stride_h, w.stride_w},
+      {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left},
+      {w.pad_bottom, w.pad_right});
+}
+
+// A user scratchpad makes execution safe from several threads at once (the
+// library's own is shared per primitive) and lives in our per-thread
+// scratch, so steady-state runs allocate nothing.
+inline dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+struct Conv {
+  dnnl::convolution_forward primitive;
+  memory::desc src, dst, scratchpad;
+  size_t scratchpad_bytes = 0;
+  FilterPacking filter;
 };
 
 struct Pool {
@@ -95,37 +144,17 @@ struct Pool {
 
 inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
                                             int64_t out_channels) {
-  const dnnl::engine& engine = OnednnEngine();
   auto conv = std::make_shared<Conv>();
   conv->src = Nhwc(w.batch, w.in_h, w.in_w, w.channels);
   conv->dst = Nhwc(w.batch, w.out_h, w.out_w, out_channels);
-  const memory::dims weight_dims = {out_channels, w.channels, w.k_h, w.k_w};
-  conv->user_weights =
-      memory::desc(weight_dims, memory::data_type::f32, Tag::hwio);
-  const memory::desc any_weights(weight_dims, memory::data_type::f32,
-                                 Tag::any);
-  // oneDNN counts dilation from 0 (no gap); TensorFlow from 1.
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-      conv->src, any_weights, conv->dst, {w.stride_h, w.stride_w},
-      {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left},
-      {w.pad_bottom, w.pad_right});
-  // A user scratchpad makes execution safe from several threads at once
-  // (the library's own is shared per primitive) and lives in our per-thread
-  // scratch, so steady-state runs allocate nothing.
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
-  conv->weights = pd.weights_desc();
+  conv->filter.user_weights = HwioFilter(w, out_channels);
+  dnnl::convolution_forward::primitive_desc pd(
+      ForwardDesc(w, out_channels, dnnl::prop_kind::forward_inference),
+      UserScratchpad(), OnednnEngine());
   conv->primitive = dnnl::convolution_forward(pd);
   conv->scratchpad = pd.scratchpad_desc();
   conv->scratchpad_bytes = conv->scratchpad.get_size();
-  if (conv->weights != conv->user_weights) {
-    conv->hwio_bytes = conv->user_weights.get_size();
-    conv->weights_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(engine, conv->user_weights, engine,
-                                      conv->weights));
-  }
+  conv->filter.Choose(pd.weights_desc());
   return conv;
 }
 
@@ -141,9 +170,8 @@ inline std::shared_ptr<const Pool> MakePool(const Window2D& w, bool max) {
           : dnnl::algorithm::pooling_avg_exclude_padding,
       pool->src, pool->dst, {w.stride_h, w.stride_w}, {w.k_h, w.k_w},
       {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::pooling_forward::primitive_desc pd(desc, attr, OnednnEngine());
+  dnnl::pooling_forward::primitive_desc pd(desc, UserScratchpad(),
+                                           OnednnEngine());
   pool->primitive = dnnl::pooling_forward(pd);
   pool->scratchpad = pd.scratchpad_desc();
   pool->scratchpad_bytes = pool->scratchpad.get_size();
@@ -191,9 +219,8 @@ inline void Execute(const dnnl::primitive& p, dnnl::stream& stream,
 
 // The packed form of `filter` for `conv`: a kept one whose HWIO bytes match,
 // or a fresh reorder, kept in place of the least recently added.
-inline std::shared_ptr<const PackedFilter> PackFilter(const Conv& conv,
-                                                      const float* filter,
-                                                      dnnl::stream& stream) {
+inline std::shared_ptr<const PackedFilter> PackFilter(
+    const FilterPacking& conv, const float* filter, dnnl::stream& stream) {
   std::shared_ptr<const PackedFilter> kept;
   {
     std::lock_guard<std::mutex> lock(conv.filters_mutex);
@@ -213,11 +240,11 @@ inline std::shared_ptr<const PackedFilter> PackFilter(const Conv& conv,
   Execute(conv.weights_reorder, stream, args, 2);
   std::lock_guard<std::mutex> lock(conv.filters_mutex);
   int slot = -1;
-  for (int i = 0; i < Conv::kFilterSlots; ++i)
+  for (int i = 0; i < FilterPacking::kFilterSlots; ++i)
     if (conv.filters[i] && conv.filters[i]->source == filter) slot = i;
   if (slot < 0) {
     slot = conv.next_slot;
-    conv.next_slot = (conv.next_slot + 1) % Conv::kFilterSlots;
+    conv.next_slot = (conv.next_slot + 1) % FilterPacking::kFilterSlots;
   }
   conv.filters[slot] = fresh;
   return fresh;
@@ -240,14 +267,14 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
   const dnnl::engine& engine = OnednnEngine();
   std::shared_ptr<const d::PackedFilter> packed;
   void* weights_data = const_cast<float*>(filter);
-  if (conv.hwio_bytes != 0) {
-    packed = d::PackFilter(conv, filter, stream);
+  if (conv.filter.hwio_bytes != 0) {
+    packed = d::PackFilter(conv.filter, filter, stream);
     weights_data = packed->packed.data;
   }
   Scratch scratch(conv.scratchpad_bytes);
   d::memory src(conv.src, engine, const_cast<float*>(input));
   d::memory dst(conv.dst, engine, output);
-  d::memory weights(conv.weights, engine, weights_data);
+  d::memory weights(conv.filter.weights, engine, weights_data);
   d::memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
                                   {DNNL_ARG_WEIGHTS, weights.get()},
