@@ -250,6 +250,16 @@ inline std::shared_ptr<const PackedFilter> PackFilter(
   return fresh;
 }
 
+// The filter as `packing` wants it: the caller's HWIO buffer itself, or a
+// kept packed copy (which *keep holds while the primitive runs).
+inline void* FilterData(const FilterPacking& packing, const float* filter,
+                        dnnl::stream& stream,
+                        std::shared_ptr<const PackedFilter>* keep) {
+  if (packing.hwio_bytes == 0) return const_cast<float*>(filter);
+  *keep = PackFilter(packing, filter, stream);
+  return (*keep)->packed.data;
+}
+
 }  // namespace onednn_nn_detail
 
 // output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
@@ -266,11 +276,7 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
   const d::Conv& conv = *entry->conv;
   const dnnl::engine& engine = OnednnEngine();
   std::shared_ptr<const d::PackedFilter> packed;
-  void* weights_data = const_cast<float*>(filter);
-  if (conv.filter.hwio_bytes != 0) {
-    packed = d::PackFilter(conv.filter, filter, stream);
-    weights_data = packed->packed.data;
-  }
+  void* weights_data = d::FilterData(conv.filter, filter, stream, &packed);
   Scratch scratch(conv.scratchpad_bytes);
   d::memory src(conv.src, engine, const_cast<float*>(input));
   d::memory dst(conv.dst, engine, output);

@@ -198,11 +198,7 @@ inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
   const d::ConvData& conv = *entry->data;
   const dnnl::engine& engine = OnednnEngine();
   std::shared_ptr<const d::PackedFilter> packed;
-  void* weights_data = const_cast<float*>(filter);
-  if (conv.filter.hwio_bytes != 0) {
-    packed = d::PackFilter(conv.filter, filter, stream);
-    weights_data = packed->packed.data;
-  }
+  void* weights_data = d::FilterData(conv.filter, filter, stream, &packed);
   Scratch scratch(conv.scratchpad_bytes);
   d::memory diff_dst(conv.diff_dst, engine, const_cast<float*>(dy));
   d::memory diff_src(conv.diff_src, engine, din);
