@@ -57,6 +57,41 @@ static inline void bench_die(const char* what, weft_status* status) {
     }                                            \
   } while (0)
 
+/* Runs `step(arg)` `warmup` times, then 10 timed blocks of steps / 10, and
+ * prints "<label>, N thread(s): X steps/s (CPU Y ms/step), median of 10
+ * blocks of B steps" (the line scripts/bench_peers.sh reads). */
+static inline void bench_steps(const char* label, int threads, int steps,
+                               int warmup, void (*step)(void*), void* arg) {
+  for (int i = 0; i < warmup; ++i) step(arg);
+  int block = steps / 10 > 0 ? steps / 10 : 1;
+  double rates[10], cpu[10];
+  for (int r = 0; r < 10; ++r) {
+    double w0 = bench_now_seconds(), c0 = bench_process_cpu_seconds();
+    for (int i = 0; i < block; ++i) step(arg);
+    double w1 = bench_now_seconds(), c1 = bench_process_cpu_seconds();
+    rates[r] = block / (w1 - w0);
+    cpu[r] = (c1 - c0) / block * 1e3;
+  }
+  printf("%s, %d thread(s): %.1f steps/s (CPU %.2f ms/step), median of 10 "
+         "blocks of %d steps\n", label, threads, bench_median(rates, 10),
+         bench_median(cpu, 10), block);
+}
+
+/* One training step of a Weft session: feeds and the training target. */
+typedef struct bench_session_step {
+  weft_session* session;
+  const weft_output* feeds;
+  weft_tensor* const* values;
+  int32_t num_feeds;
+  weft_node* target;
+} bench_session_step;
+
+static inline void bench_run_session_step(void* arg) {
+  const bench_session_step* s = (const bench_session_step*)arg;
+  BENCH_CHECK(weft_session_run(s->session, s->feeds, s->values, s->num_feeds,
+                               NULL, 0, &s->target, 1, NULL));
+}
+
 /* Parses "--name=value" style integer flags; returns 1 when `arg` was one. */
 static inline int bench_int_flag(const char* arg, const char* name,
                                  int* out) {

@@ -38,19 +38,8 @@ int main(int argc, char** argv) {
     loss.backward();
     opt.step();
   };
-  for (int i = 0; i < 5; ++i) train_step();
-  int block = steps / 10 > 0 ? steps / 10 : 1;
-  std::vector<double> rates, cpu;
-  for (int r = 0; r < 10; ++r) {
-    double w0 = bench_now_seconds(), c0 = bench_process_cpu_seconds();
-    for (int i = 0; i < block; ++i) train_step();
-    double w1 = bench_now_seconds(), c1 = bench_process_cpu_seconds();
-    rates.push_back(block / (w1 - w0));
-    cpu.push_back((c1 - c0) / block * 1e3);
-  }
-  std::printf("LibTorch CNN training, %d thread(s): %.1f steps/s (CPU %.2f "
-              "ms/step), median of 10 blocks of %d steps\n", threads,
-              bench_median(rates.data(), 10), bench_median(cpu.data(), 10),
-              block);
+  bench_steps("LibTorch CNN training", threads, steps, 5,
+              [](void* f) { (*static_cast<decltype(train_step)*>(f))(); },
+              &train_step);
   return 0;
 }

@@ -160,23 +160,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < B; ++i) lp[i] = (int32_t)(uniform() * C) % C;
   weft_output feeds[2] = {x, labels};
   weft_tensor* values[2] = {xv, lv};
-  for (int i = 0; i < 10; ++i)
-    ok(weft_session_run(s, feeds, values, 2, NULL, 0, &train, 1, NULL),
-       "warm-up");
-  int block = steps / 10 > 0 ? steps / 10 : 1;
-  double rates[10], cpu[10];
-  for (int r = 0; r < 10; ++r) {
-    double w0 = bench_now_seconds(), c0 = bench_process_cpu_seconds();
-    for (int i = 0; i < block; ++i)
-      ok(weft_session_run(s, feeds, values, 2, NULL, 0, &train, 1, NULL),
-         "step");
-    double w1 = bench_now_seconds(), c1 = bench_process_cpu_seconds();
-    rates[r] = block / (w1 - w0);
-    cpu[r] = (c1 - c0) / block * 1e3;
-  }
-  printf("Weft LSTM training, %d thread(s): %.1f steps/s (CPU %.2f ms/step), "
-         "median of 10 blocks of %d steps\n", threads, bench_median(rates, 10),
-         bench_median(cpu, 10), block);
+  bench_session_step step = {s, feeds, values, 2, train};
+  bench_steps("Weft LSTM training", threads, steps, 10,
+              bench_run_session_step, &step);
   weft_tensor_destroy(xv);
   weft_tensor_destroy(lv);
   weft_session_destroy(s);

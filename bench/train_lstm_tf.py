@@ -4,13 +4,12 @@ dense to 10, softmax cross-entropy, plain SGD; prints training steps per
 second (median of timed blocks) and CPU time per step.  Usage:
 train_lstm_tf.py [threads] [steps]"""
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tf_timing import time_steps  # noqa: E402
 
 B, T, D, H, C = 64, 28, 28, 128, 10
 
@@ -53,21 +52,8 @@ def main():
             labels: rng.integers(0, C, B).astype(np.int32)}
     with tf.compat.v1.Session(graph=g, config=config) as s:
         s.run(init)
-        for _ in range(10):
-            s.run(train, feed)
-        block = max(steps // 10, 1)
-        rates, cpus = [], []
-        for _ in range(10):
-            w0, c0 = time.perf_counter(), time.process_time()
-            for _ in range(block):
-                s.run(train, feed)
-            w1, c1 = time.perf_counter(), time.process_time()
-            rates.append(block / (w1 - w0))
-            cpus.append((c1 - c0) / block * 1e3)
-    print("TensorFlow %s LSTM training, %d thread(s): %.1f steps/s "
-          "(CPU %.2f ms/step), median of 10 blocks of %d steps" %
-          (tf.__version__, threads, statistics.median(rates),
-           statistics.median(cpus), block))
+        time_steps("TensorFlow %s LSTM training" % tf.__version__, threads,
+                   steps, 10, lambda: s.run(train, feed))
 
 
 if __name__ == "__main__":
