@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -507,4 +508,29 @@ Test(plugin_loader, concurrent_loads_of_one_file_load_it_once) {
   }
   cr_expect_eq(weft_plugin_count(), plugins + 1);
   cr_expect_null(refusal_reason(WEFT_TEST_PLUGIN_NO_DEVICE));
+}
+
+/* Loading plugins sets OMP_WAIT_POLICY=passive for the OpenMP runtime the
+ * CPU plugin brings (registry.cc says why), unless the program chose a
+ * policy.  Each case runs in a fresh child: the policy is set once, before
+ * the first plugin is opened. */
+static int policy_after_discovery(const char* preset, const char* want) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (preset) setenv("OMP_WAIT_POLICY", preset, 1);
+    else unsetenv("OMP_WAIT_POLICY");
+    weft_status* st = weft_plugins_discover();
+    const char* got = getenv("OMP_WAIT_POLICY");
+    _exit(st == NULL && got != NULL && strcmp(got, want) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+}
+
+Test(plugin_loader, openmp_waits_passively_unless_the_program_chose) {
+  cr_expect_eq(policy_after_discovery(NULL, "passive"), 0,
+               "an unset policy should become passive");
+  cr_expect_eq(policy_after_discovery("active", "active"), 0,
+               "a policy the program set must stay");
 }

@@ -15,6 +15,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
+#include <mutex>
 
 #include "base/status.h"
 #include "ops/registry.h"
@@ -280,6 +282,33 @@ std::string PluginText(const char* s) {
   return std::string(s, strnlen(s, WEFT_PLUGIN_MAX_STRING - 1));
 }
 
+namespace {
+
+// Plugins run their parallel regions on OpenMP (the CPU plugin's oneDNN
+// links libgomp), whose workers spin after each region by default.  With
+// more threads than free cores (another process busy on one core of two)
+// the spinning workers take the time the region's stragglers need: the
+// CNN step at 2 threads fell from 16.4 (1 thread) to 11.4 steps/s; with
+// passive waiting it stays at 15.6, and idle machines lose nothing (30.6
+// steps/s at 2 threads either way; bench/train_cnn, 2-core AMD EPYC).  The
+// policy is read once, when libgomp is loaded, which is when the first
+// plugin linking it is opened: so it is set here, before any dlopen, and
+// only when the program has neither chosen a policy nor loaded libgomp
+// itself.  Set OMP_WAIT_POLICY=active to keep spinning.
+void PreferPassiveOpenMpWaiting() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+    if (void* gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+      dlclose(gomp);  // already running with the program's policy
+      return;
+    }
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+  });
+}
+
+}  // namespace
+
 weft_status* Registry::Load(const std::string& path) {
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr)
@@ -301,6 +330,7 @@ weft_status* Registry::Load(const std::string& path) {
   std::unique_ptr<void, decltype(done)> mark_done(this, done);
 
   if (weft_status* why = NotARegularFile(real)) return Refuse(real, why);
+  PreferPassiveOpenMpWaiting();
   void* dl = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (dl == nullptr) {
     const char* why = dlerror();
