@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/spin_lock.h"
 #include "tensor/buffer.h"
 #include "weft/device.h"
 #include "weft/plugin.h"
@@ -55,7 +56,7 @@ class Device {
   // The size `bytes` is rounded to, and its cache list.
   size_t RoundedSize(size_t bytes) const;
   std::vector<Buffer*>* CacheList(size_t rounded);
-  std::mutex cache_mu_;
+  SpinLock cache_mu_;
   std::vector<Buffer*> small_cache_[kSmallClasses];
   std::unordered_map<size_t, std::vector<Buffer*>> large_cache_;
   size_t cached_bytes_ = 0;

@@ -179,11 +179,12 @@ int32_t HostNumOutputs(const weft_kernel_context* c) {
 void Describe(const TensorValue& v, weft_kernel_tensor* out) {
   size_t size = out->struct_size;
   if (size >= sizeof(weft_kernel_tensor)) {  // the common case: no copy
+    const int64_t count = v.elements();
     out->dtype = v.dtype;
     out->rank = v.dims.rank();
     out->dims = v.dims.data();
-    out->element_count = v.elements();
-    out->byte_size = v.byte_size();
+    out->element_count = count;
+    out->byte_size = static_cast<size_t>(count) * weft_dtype_size_of(v.dtype);
     out->data = v.buffer ? v.buffer->handle : nullptr;
     out->offset = v.offset;
     return;
@@ -220,9 +221,10 @@ weft_status* HostAllocateOutput(weft_kernel_context* c, int32_t index,
     return Errorf(WEFT_OUT_OF_RANGE, "node '%s': output %d of %d",
                   c->node->name.c_str(), index, c->num_outputs);
   size_t bytes = 0;
-  WEFT_RETURN_IF_ERROR(Annotate(
-      CheckedByteSize(static_cast<weft_dtype>(dtype), dims, rank, &bytes),
-      "node '" + c->node->name + "'"));
+  // The node's name is added only on failure: no string work per call.
+  if (weft_status* st =
+          CheckedByteSize(static_cast<weft_dtype>(dtype), dims, rank, &bytes))
+    return Annotate(st, "node '" + c->node->name + "'");
   TensorValue& v = c->outputs[index];
   v.dtype = static_cast<weft_dtype>(dtype);
   v.dims.assign(dims, rank);

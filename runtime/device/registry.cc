@@ -562,22 +562,22 @@ std::vector<const KernelReg*> Registry::KernelsFor(const std::string& op) {
   return out;
 }
 
+// The smallest class c with 64 << c >= bytes (bytes >= 1).
+static int SmallClass(size_t bytes) {
+  if (bytes <= 64) return 0;
+  return 64 - __builtin_clzll(static_cast<unsigned long long>(bytes - 1)) - 6;
+}
+
 size_t Device::RoundedSize(size_t bytes) const {
-  if (bytes <= (size_t{64} << (kSmallClasses - 1))) {
-    size_t cap = 64;
-    while (cap < bytes) cap <<= 1;
-    return cap;
-  }
+  if (bytes <= (size_t{64} << (kSmallClasses - 1)))
+    return size_t{64} << SmallClass(bytes);
   if (bytes > kLargestCached) return bytes;  // not cached: no rounding
   return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
 std::vector<Buffer*>* Device::CacheList(size_t rounded) {
-  if (rounded <= (size_t{64} << (kSmallClasses - 1))) {
-    int c = 0;
-    while ((size_t{64} << c) < rounded) ++c;
-    return &small_cache_[c];
-  }
+  if (rounded <= (size_t{64} << (kSmallClasses - 1)))
+    return &small_cache_[SmallClass(rounded)];
   if (rounded > kLargestCached) return nullptr;
   return &large_cache_[rounded];
 }
@@ -587,7 +587,7 @@ weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   if (bytes == 0) return nullptr;
   size_t rounded = RoundedSize(bytes);
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    std::lock_guard<SpinLock> lock(cache_mu_);
     std::vector<Buffer*>* list = CacheList(rounded);
     if (list != nullptr && !list->empty()) {
       Buffer* b = list->back();
@@ -627,7 +627,7 @@ weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
 void Device::Recycle(Buffer* b) {
   size_t rounded = RoundedSize(b->bytes);
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    std::lock_guard<SpinLock> lock(cache_mu_);
     std::vector<Buffer*>* list = CacheList(rounded);
     if (list != nullptr && list->size() < kMaxPerClass &&
         cached_bytes_ + rounded <= kMaxCachedBytes) {

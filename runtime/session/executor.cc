@@ -161,7 +161,7 @@ void Run::Process(int32_t id) {
       if (weft_status* st =
               ExecuteNode(p, slots_.data(), slots_.data() + p.output_base))
         Fail(st);
-      else Account(p);
+      else if (accounting_) Account(p);
     }
     for (int32_t s : p.input_slots)
       if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
@@ -592,6 +592,7 @@ weft_status* Run::Finish() {
 weft_status* Run::Execute(std::vector<TensorValue>& feeds,
                           std::vector<TensorValue>* fetched,
                           RunStats* stats) {
+  accounting_ = stats != nullptr;
   for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
     streams_[i].device = plan_.async_devices[i];
     weft_status* st = session_->StreamsFor(streams_[i].device)

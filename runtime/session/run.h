@@ -216,6 +216,9 @@ class Run {
   std::vector<Deferred> deferred_;  // under mu_
   size_t deferred_bytes_ = 0;       // under mu_
   std::atomic<bool> drain_wanted_{false};
+  // Per-node memory accounting (live and peak bytes per device) is kept
+  // only when the caller asked for run metadata.
+  bool accounting_ = false;
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
 
   // Control flow.

@@ -59,11 +59,6 @@ BufferRef AllocateHostBuffer(size_t bytes) {
   return BufferRef(b);
 }
 
-Device* TensorValue::device() const {
-  return buffer && buffer->kind == Buffer::Kind::kDevice ? buffer->device
-                                                          : nullptr;
-}
-
 void* TensorValue::host_data() const {
   if (!buffer || buffer->handle == nullptr) return nullptr;
   if (buffer->kind == Buffer::Kind::kDevice && !buffer->device->host_memory())
@@ -73,7 +68,7 @@ void* TensorValue::host_data() const {
 
 weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
                              int32_t rank, size_t* out_bytes) {
-  size_t elem = weft_dtype_size(dtype);
+  size_t elem = weft_dtype_size_of(dtype);
   if (elem == 0)
     return Errorf(WEFT_INVALID_ARGUMENT, "invalid dtype %d",
                   static_cast<int>(dtype));

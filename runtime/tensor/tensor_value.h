@@ -17,10 +17,14 @@ struct TensorValue {
 
   int64_t elements() const { return dims.elements(); }
   size_t byte_size() const {
-    return static_cast<size_t>(elements()) * weft_dtype_size(dtype);
+    return static_cast<size_t>(elements()) * weft_dtype_size_of(dtype);
   }
-  // Where the value is: nullptr means host memory.
-  Device* device() const;
+  // Where the value is: nullptr means host memory.  Inline: the executor
+  // asks for every input of every node.
+  Device* device() const {
+    return buffer && buffer->kind == Buffer::Kind::kDevice ? buffer->device
+                                                           : nullptr;
+  }
   // The first element in host memory, or nullptr when the value lives on a
   // device whose memory the host cannot address (or is empty).
   void* host_data() const;
