@@ -1398,9 +1398,10 @@ static weft_output transpose(weft_graph* graph, weft_output x,
 Test(opencl, transpose) {
   REQUIRE_OPENCL();
   wt_rng rng = {32};
-  static const int64_t perms[][4] = {{2, 0, 1}, {1, 0, 2}, {0, 1, 2},
-                                     {2, 1, 0}};
-  for (size_t k = 0; k < 4; ++k) {
+  /* Negative entries count from the end, as on the CPU. */
+  static const int64_t perms[][4] = {{2, 0, 1}, {1, 0, 2},   {0, 1, 2},
+                                     {2, 1, 0}, {-1, 0, -2}, {1, -1, 0}};
+  for (size_t k = 0; k < sizeof perms / sizeof *perms; ++k) {
     for (int integer = 0; integer < 2; ++integer) {
       weft_graph* graph = wt_graph_new();
       run_set set = {0};

@@ -60,11 +60,14 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.AttrIntList("perm", &present, &perm, &n)) {
       return s;
     }
+    // An entry may count from the end (-1 is the last axis), as on the CPU.
     bool ok = present && n == x.rank;
     bool seen[WEFT_MAX_RANK] = {};
+    int64_t axes[WEFT_MAX_RANK];
     for (int32_t i = 0; ok && i < n; ++i) {
-      ok = perm[i] >= 0 && perm[i] < n && !seen[perm[i]];
-      if (ok) seen[perm[i]] = true;
+      axes[i] = perm[i] < 0 ? perm[i] + n : perm[i];
+      ok = axes[i] >= 0 && axes[i] < n && !seen[axes[i]];
+      if (ok) seen[axes[i]] = true;
     }
     if (!ok) {
       return call.Error(WEFT_INVALID_ARGUMENT,
@@ -82,7 +85,7 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
       strides[i] = stride;
       stride *= x.dims[i];
     }
-    for (int32_t i = 0; i < n; ++i) dims[i] = x.dims[perm[i]];
+    for (int32_t i = 0; i < n; ++i) dims[i] = x.dims[axes[i]];
     if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, n, &z)) {
       return s;
     }
@@ -97,7 +100,7 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
                           "than 1", kMaxKernelRank);
       }
       kd[rank] = dims[i];
-      ks[rank] = strides[perm[i]];
+      ks[rank] = strides[axes[i]];
       ++rank;
     }
     if (rank == 0) {
