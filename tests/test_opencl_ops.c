@@ -212,6 +212,23 @@ static weft_tensor* random_i32(wt_rng* rng, const int64_t* dims,
   return t;
 }
 
+/* A tensor of `dtype` whose every byte is drawn from `alphabet` (any byte
+ * when it is NULL): inputs for kernels that compare or move bytes. */
+static weft_tensor* random_bytes(wt_rng* rng, weft_dtype dtype,
+                                 const int64_t* dims, int32_t rank,
+                                 const uint8_t* alphabet, int alphabet_size) {
+  const size_t bytes = (size_t)count_of(dims, rank) * wt_dtype_bytes(dtype);
+  uint8_t* data = malloc(bytes > 0 ? bytes : 1);
+  for (size_t k = 0; k < bytes; ++k) {
+    const uint64_t r = wt_rng_next(rng);
+    data[k] = alphabet != NULL ? alphabet[r % (uint64_t)alphabet_size]
+                               : (uint8_t)r;
+  }
+  weft_tensor* t = wt_tensor(dtype, dims, rank, data);
+  free(data);
+  return t;
+}
+
 /* ---- Devices ------------------------------------------------------------ */
 
 Test(opencl, device_properties) {
@@ -1381,6 +1398,61 @@ Test(opencl, comparisons_with_nan) {
     const int ne = strcmp(kComparisons[o], "NotEqual") == 0;
     for (int k = 0; k < 3; ++k)
       cr_expect_eq(z[k], ne, "%s element %d", kComparisons[o], k);
+    weft_tensor_destroy(out);
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
+/* uint8 takes every comparison and bool takes Equal and NotEqual, as on
+ * the CPU; a bool byte other than 0 or 1 reads as true. */
+Test(opencl, comparisons_uint8_and_bool) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {37};
+  /* Ties, and bytes above 127 that a signed compare would get wrong. */
+  static const uint8_t u8_values[] = {0, 1, 2, 127, 128, 200, 255};
+  static const uint8_t bool_values[] = {0, 1, 2};
+  for (size_t o = 0; o < sizeof kComparisons / sizeof *kComparisons; ++o) {
+    const int equality = strcmp(kComparisons[o], "Equal") == 0 ||
+                         strcmp(kComparisons[o], "NotEqual") == 0;
+    for (size_t k = 0; k < sizeof kBroadcastShapes / sizeof *kBroadcastShapes;
+         ++k) {
+      for (int is_bool = 0; is_bool <= equality; ++is_bool) {
+        const shape_pair* sh = &kBroadcastShapes[k];
+        const weft_dtype dtype = is_bool ? WEFT_BOOL : WEFT_UINT8;
+        const uint8_t* values = is_bool ? bool_values : u8_values;
+        const int count = is_bool ? 3 : 7;
+        weft_graph* graph = wt_graph_new();
+        run_set set = {0};
+        weft_output x = feed(graph, &set, "x", random_bytes(&rng, dtype, sh->x, sh->x_rank, values, count));
+        weft_output y = feed(graph, &set, "y", random_bytes(&rng, dtype, sh->y, sh->y_rank, values, count));
+        set.fetches[0] = wt_apply2(graph, kComparisons[o], "z", x, y);
+        set.num_fetches = 1;
+        char what[96];
+        snprintf(what, sizeof what, "%s %s shapes %zu", kComparisons[o],
+                 weft_dtype_name(dtype), k);
+        compare(graph, &set, 0, 0, what);
+        release(&set);
+        weft_graph_destroy(graph);
+      }
+    }
+  }
+  /* By hand: 2 is true, so it equals 1. */
+  for (int ne = 0; ne < 2; ++ne) {
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    const uint8_t xs[4] = {2, 1, 0, 2}, ys[4] = {1, 2, 0, 0};
+    weft_output x = feed(graph, &set, "x", wt_tensor(WEFT_BOOL, WT_SHAPE(4), xs));
+    weft_output y = feed(graph, &set, "y", wt_tensor(WEFT_BOOL, WT_SHAPE(4), ys));
+    set.fetches[0] = wt_apply2(graph, ne ? "NotEqual" : "Equal", "z", x, y);
+    set.num_fetches = 1;
+    weft_tensor* out = NULL;
+    WT_OK(run_on(graph, OCL, &set, &out));
+    const uint8_t* z = weft_tensor_data(out);
+    const uint8_t equal[4] = {1, 1, 1, 0};
+    for (int k = 0; k < 4; ++k)
+      cr_expect_eq(z[k], equal[k] ^ ne, "%s element %d is %d",
+                   ne ? "NotEqual" : "Equal", k, z[k]);
     weft_tensor_destroy(out);
     release(&set);
     weft_graph_destroy(graph);
