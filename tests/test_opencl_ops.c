@@ -1645,6 +1645,64 @@ Test(opencl, gather_index_out_of_range_is_an_error) {
   weft_graph_destroy(graph);
 }
 
+/* Transpose, Concat, Split, Gather and Select move bytes: every dtype runs
+ * on OpenCL and matches the CPU bit for bit. */
+Test(opencl, data_movement_of_every_dtype) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {39};
+  static const weft_dtype dtypes[] = {
+      WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,  WEFT_INT64,    WEFT_UINT8,
+      WEFT_BOOL,    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_INT8,   WEFT_INT16,
+      WEFT_UINT16,  WEFT_UINT32,  WEFT_UINT64};
+  static const uint8_t bool_values[] = {0, 1};
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d) {
+    const weft_dtype dtype = dtypes[d];
+    /* Any bytes (NaN payloads included) except in bool, which is 0 or 1. */
+    const uint8_t* values = dtype == WEFT_BOOL ? bool_values : NULL;
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    weft_output x = feed(graph, &set, "x", random_bytes(&rng, dtype, WT_SHAPE(3, 4, 5), values, 2));
+    weft_output w = feed(graph, &set, "w", random_bytes(&rng, dtype, WT_SHAPE(3, 2, 5), values, 2));
+    weft_output e = feed(graph, &set, "e", random_bytes(&rng, dtype, WT_SHAPE(3, 4, 5), values, 2));
+    weft_output t = transpose(graph, x, (int64_t[]){2, 0, 1}, 3);
+    weft_op_builder* b = weft_op_begin(graph, "Concat", "joined");
+    weft_output parts[2] = {w, x};
+    weft_op_add_input_list(b, parts, 2);
+    weft_op_set_attr_int(b, "axis", 1);
+    weft_output joined = finish(b, 0);
+    b = weft_op_begin(graph, "Split", "cut");
+    weft_op_add_input(b, joined);
+    weft_op_set_attr_int(b, "axis", 1);
+    weft_op_set_attr_int(b, "num_split", 3);
+    weft_output piece = finish(b, 1); /* x's first two columns */
+    const int32_t picks[4] = {4, 0, 4, 2};
+    weft_output idx = wt_const(graph, "picks", wt_tensor(WEFT_INT32, WT_SHAPE(4), picks));
+    b = weft_op_begin(graph, "Gather", "gathered");
+    weft_op_add_input(b, x);
+    weft_op_add_input(b, idx);
+    weft_op_set_attr_int(b, "axis", -1);
+    weft_output gathered = finish(b, 0);
+    weft_output c = wt_const(graph, "c", random_bytes(&rng, WEFT_BOOL, WT_SHAPE(4, 1), bool_values, 2));
+    b = weft_op_begin(graph, "Select", "picked");
+    weft_op_add_input(b, c);
+    weft_op_add_input(b, x);
+    weft_op_add_input(b, e);
+    weft_output picked = finish(b, 0);
+    const weft_output fetches[2][4] = {{t, joined, piece, gathered},
+                                       {picked}};
+    for (int f = 0; f < 2; ++f) {
+      set.num_fetches = f == 0 ? 4 : 1;
+      memcpy(set.fetches, fetches[f], sizeof set.fetches);
+      char what[64];
+      snprintf(what, sizeof what, "data movement of %s",
+               weft_dtype_name(dtype));
+      compare(graph, &set, 0, 0, what);
+    }
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
 /* ---- Optimizer updates: three steps of one update op on each device ----- */
 
 #define UPDATE_STEPS 3

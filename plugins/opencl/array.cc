@@ -360,21 +360,24 @@ weft_status* SelectKernel(void*, weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar) {
-  // Every dtype of 1, 2, 4 or 8 bytes.
-  const int32_t movable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
-                             WEFT_INT32,   WEFT_INT64,   WEFT_UINT8,
-                             WEFT_BOOL,    WEFT_FLOAT64};
+  // Every dtype (all are 1, 2, 4 or 8 bytes), as on the CPU.
+  const int32_t movable[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
+                             WEFT_INT64,   WEFT_UINT8,   WEFT_BOOL,
+                             WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_INT8,
+                             WEFT_INT16,   WEFT_UINT16,  WEFT_UINT32,
+                             WEFT_UINT64};
+  const int32_t count = sizeof movable / sizeof *movable;
   weft_status* s = nullptr;
-  if ((s = RegisterKernel(registrar, "Transpose", "T", movable, 8,
+  if ((s = RegisterKernel(registrar, "Transpose", "T", movable, count,
                           TransposeKernel, nullptr)) ||
-      (s = RegisterKernel(registrar, "Concat", "T", movable, 8, ConcatKernel,
-                          nullptr)) ||
-      (s = RegisterKernel(registrar, "Split", "T", movable, 8, SplitKernel,
-                          nullptr)) ||
-      (s = RegisterKernel(registrar, "Gather", "T", movable, 8, GatherKernel,
-                          nullptr)) ||
-      (s = RegisterKernel(registrar, "Select", "T", movable, 8, SelectKernel,
-                          nullptr))) {
+      (s = RegisterKernel(registrar, "Concat", "T", movable, count,
+                          ConcatKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Split", "T", movable, count,
+                          SplitKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Gather", "T", movable, count,
+                          GatherKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Select", "T", movable, count,
+                          SelectKernel, nullptr))) {
     return s;
   }
   return nullptr;
