@@ -1703,6 +1703,104 @@ Test(opencl, data_movement_of_every_dtype) {
   }
 }
 
+/* A placeholder of unknown rank fed with `value`: the graph cannot check
+ * the attributes of what consumes it, so the kernel must. */
+static weft_output feed_unknown_rank(weft_graph* graph, run_set* set,
+                                     const char* name, weft_tensor* value) {
+  weft_output out =
+      wt_placeholder(graph, name, weft_tensor_dtype(value), NULL, -1);
+  set->feeds[set->num_feeds] = out;
+  set->values[set->num_feeds++] = value;
+  return out;
+}
+
+/* Runs `set` on OpenCL and on the CPU: both must fail with
+ * INVALID_ARGUMENT, OpenCL's message naming `node` and `detail`. */
+static void expect_both_reject(weft_graph* graph, run_set* set,
+                               const char* node, const char* detail) {
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(run_on(graph, OCL, set, &out), WEFT_INVALID_ARGUMENT, node,
+                  detail);
+  WT_EXPECT_CODE(run_on(graph, "CPU", set, &out), WEFT_INVALID_ARGUMENT);
+  release(set);
+  weft_graph_destroy(graph);
+}
+
+/* Split of a [5, 3] matrix fed with unknown rank along `axis` in `pieces`,
+ * which its shape does not allow. */
+static void split_rejected(wt_rng* rng, int64_t axis, int64_t pieces,
+                           const char* detail) {
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  weft_output x = feed_unknown_rank(graph, &set, "x", random_f32(rng, WT_SHAPE(5, 3), -1, 1));
+  weft_op_builder* b = weft_op_begin(graph, "Split", "cut");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int(b, "axis", axis);
+  weft_op_set_attr_int(b, "num_split", pieces);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "cut", detail);
+}
+
+Test(opencl, array_attributes_that_do_not_fit_the_input_are_errors) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {40};
+  /* perm has 2 entries, x 3 axes. */
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  weft_output x = feed_unknown_rank(graph, &set, "x", random_f32(&rng, WT_SHAPE(2, 3, 4), -1, 1));
+  set.fetches[0] = transpose(graph, x, (int64_t[]){1, 0}, 2);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "t", "perm");
+
+  /* Concat along axis 2 of matrices. */
+  graph = wt_graph_new();
+  memset(&set, 0, sizeof set);
+  weft_output parts[2] = {
+      feed_unknown_rank(graph, &set, "a", random_f32(&rng, WT_SHAPE(2, 3), -1, 1)),
+      feed_unknown_rank(graph, &set, "b", random_f32(&rng, WT_SHAPE(2, 3), -1, 1))};
+  weft_op_builder* b = weft_op_begin(graph, "Concat", "joined");
+  weft_op_add_input_list(b, parts, 2);
+  weft_op_set_attr_int(b, "axis", 2);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "joined", "axis");
+
+  split_rejected(&rng, -3, 2, "axis");  /* axis -3 of a matrix */
+  split_rejected(&rng, 0, 2, "split");  /* 5 rows in 2 */
+
+  /* Gather along axis 2 of a matrix. */
+  graph = wt_graph_new();
+  memset(&set, 0, sizeof set);
+  const int32_t zero[1] = {0};
+  weft_output params = feed_unknown_rank(graph, &set, "params", random_f32(&rng, WT_SHAPE(4, 2), -1, 1));
+  weft_output idx = feed(graph, &set, "indices", wt_tensor(WEFT_INT32, WT_SHAPE(1), zero));
+  b = weft_op_begin(graph, "Gather", "gathered");
+  weft_op_add_input(b, params);
+  weft_op_add_input(b, idx);
+  weft_op_set_attr_int(b, "axis", 2);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "gathered", "axis");
+}
+
+Test(opencl, gather_negative_index_is_an_error) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {41};
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  const int64_t bad[4] = {1, 0, 2, -1};
+  weft_output params = feed(graph, &set, "params", random_f32(&rng, WT_SHAPE(2, 3), -1, 1));
+  weft_output idx = feed(graph, &set, "indices", wt_tensor(WEFT_INT64, WT_SHAPE(2, 2), bad));
+  weft_op_builder* b = weft_op_begin(graph, "Gather", "gathered");
+  weft_op_add_input(b, params);
+  weft_op_add_input(b, idx);
+  weft_op_set_attr_int(b, "axis", 1);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "gathered", "indices[3] = -1");
+}
+
 /* ---- Optimizer updates: three steps of one update op on each device ----- */
 
 #define UPDATE_STEPS 3
