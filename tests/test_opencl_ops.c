@@ -212,6 +212,23 @@ static weft_tensor* random_i32(wt_rng* rng, const int64_t* dims,
   return t;
 }
 
+/* A tensor of `dtype` whose every byte is drawn from `alphabet` (any byte
+ * when it is NULL): inputs for kernels that compare or move bytes. */
+static weft_tensor* random_bytes(wt_rng* rng, weft_dtype dtype,
+                                 const int64_t* dims, int32_t rank,
+                                 const uint8_t* alphabet, int alphabet_size) {
+  const size_t bytes = (size_t)count_of(dims, rank) * wt_dtype_bytes(dtype);
+  uint8_t* data = malloc(bytes > 0 ? bytes : 1);
+  for (size_t k = 0; k < bytes; ++k) {
+    const uint64_t r = wt_rng_next(rng);
+    data[k] = alphabet != NULL ? alphabet[r % (uint64_t)alphabet_size]
+                               : (uint8_t)r;
+  }
+  weft_tensor* t = wt_tensor(dtype, dims, rank, data);
+  free(data);
+  return t;
+}
+
 /* ---- Devices ------------------------------------------------------------ */
 
 Test(opencl, device_properties) {
@@ -1387,6 +1404,61 @@ Test(opencl, comparisons_with_nan) {
   }
 }
 
+/* uint8 takes every comparison and bool takes Equal and NotEqual, as on
+ * the CPU; a bool byte other than 0 or 1 reads as true. */
+Test(opencl, comparisons_uint8_and_bool) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {37};
+  /* Ties, and bytes above 127 that a signed compare would get wrong. */
+  static const uint8_t u8_values[] = {0, 1, 2, 127, 128, 200, 255};
+  static const uint8_t bool_values[] = {0, 1, 2};
+  for (size_t o = 0; o < sizeof kComparisons / sizeof *kComparisons; ++o) {
+    const int equality = strcmp(kComparisons[o], "Equal") == 0 ||
+                         strcmp(kComparisons[o], "NotEqual") == 0;
+    for (size_t k = 0; k < sizeof kBroadcastShapes / sizeof *kBroadcastShapes;
+         ++k) {
+      for (int is_bool = 0; is_bool <= equality; ++is_bool) {
+        const shape_pair* sh = &kBroadcastShapes[k];
+        const weft_dtype dtype = is_bool ? WEFT_BOOL : WEFT_UINT8;
+        const uint8_t* values = is_bool ? bool_values : u8_values;
+        const int count = is_bool ? 3 : 7;
+        weft_graph* graph = wt_graph_new();
+        run_set set = {0};
+        weft_output x = feed(graph, &set, "x", random_bytes(&rng, dtype, sh->x, sh->x_rank, values, count));
+        weft_output y = feed(graph, &set, "y", random_bytes(&rng, dtype, sh->y, sh->y_rank, values, count));
+        set.fetches[0] = wt_apply2(graph, kComparisons[o], "z", x, y);
+        set.num_fetches = 1;
+        char what[96];
+        snprintf(what, sizeof what, "%s %s shapes %zu", kComparisons[o],
+                 weft_dtype_name(dtype), k);
+        compare(graph, &set, 0, 0, what);
+        release(&set);
+        weft_graph_destroy(graph);
+      }
+    }
+  }
+  /* By hand: 2 is true, so it equals 1. */
+  for (int ne = 0; ne < 2; ++ne) {
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    const uint8_t xs[4] = {2, 1, 0, 2}, ys[4] = {1, 2, 0, 0};
+    weft_output x = feed(graph, &set, "x", wt_tensor(WEFT_BOOL, WT_SHAPE(4), xs));
+    weft_output y = feed(graph, &set, "y", wt_tensor(WEFT_BOOL, WT_SHAPE(4), ys));
+    set.fetches[0] = wt_apply2(graph, ne ? "NotEqual" : "Equal", "z", x, y);
+    set.num_fetches = 1;
+    weft_tensor* out = NULL;
+    WT_OK(run_on(graph, OCL, &set, &out));
+    const uint8_t* z = weft_tensor_data(out);
+    const uint8_t equal[4] = {1, 1, 1, 0};
+    for (int k = 0; k < 4; ++k)
+      cr_expect_eq(z[k], equal[k] ^ ne, "%s element %d is %d",
+                   ne ? "NotEqual" : "Equal", k, z[k]);
+    weft_tensor_destroy(out);
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
 static weft_output transpose(weft_graph* graph, weft_output x,
                              const int64_t* perm, int32_t n) {
   weft_op_builder* b = weft_op_begin(graph, "Transpose", "t");
@@ -1398,9 +1470,10 @@ static weft_output transpose(weft_graph* graph, weft_output x,
 Test(opencl, transpose) {
   REQUIRE_OPENCL();
   wt_rng rng = {32};
-  static const int64_t perms[][4] = {{2, 0, 1}, {1, 0, 2}, {0, 1, 2},
-                                     {2, 1, 0}};
-  for (size_t k = 0; k < 4; ++k) {
+  /* Negative entries count from the end, as on the CPU. */
+  static const int64_t perms[][4] = {{2, 0, 1}, {1, 0, 2},   {0, 1, 2},
+                                     {2, 1, 0}, {-1, 0, -2}, {1, -1, 0}};
+  for (size_t k = 0; k < sizeof perms / sizeof *perms; ++k) {
     for (int integer = 0; integer < 2; ++integer) {
       weft_graph* graph = wt_graph_new();
       run_set set = {0};
@@ -1570,6 +1643,162 @@ Test(opencl, gather_index_out_of_range_is_an_error) {
                   "gathered", "indices[1] = 9", "[0, 4)");
   release(&set);
   weft_graph_destroy(graph);
+}
+
+/* Transpose, Concat, Split, Gather and Select move bytes: every dtype runs
+ * on OpenCL and matches the CPU bit for bit. */
+Test(opencl, data_movement_of_every_dtype) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {39};
+  static const weft_dtype dtypes[] = {
+      WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,  WEFT_INT64,    WEFT_UINT8,
+      WEFT_BOOL,    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_INT8,   WEFT_INT16,
+      WEFT_UINT16,  WEFT_UINT32,  WEFT_UINT64};
+  static const uint8_t bool_values[] = {0, 1};
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d) {
+    const weft_dtype dtype = dtypes[d];
+    /* Any bytes (NaN payloads included) except in bool, which is 0 or 1. */
+    const uint8_t* values = dtype == WEFT_BOOL ? bool_values : NULL;
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    weft_output x = feed(graph, &set, "x", random_bytes(&rng, dtype, WT_SHAPE(3, 4, 5), values, 2));
+    weft_output w = feed(graph, &set, "w", random_bytes(&rng, dtype, WT_SHAPE(3, 2, 5), values, 2));
+    weft_output e = feed(graph, &set, "e", random_bytes(&rng, dtype, WT_SHAPE(3, 4, 5), values, 2));
+    weft_output t = transpose(graph, x, (int64_t[]){2, 0, 1}, 3);
+    weft_op_builder* b = weft_op_begin(graph, "Concat", "joined");
+    weft_output parts[2] = {w, x};
+    weft_op_add_input_list(b, parts, 2);
+    weft_op_set_attr_int(b, "axis", 1);
+    weft_output joined = finish(b, 0);
+    b = weft_op_begin(graph, "Split", "cut");
+    weft_op_add_input(b, joined);
+    weft_op_set_attr_int(b, "axis", 1);
+    weft_op_set_attr_int(b, "num_split", 3);
+    weft_output piece = finish(b, 1); /* x's first two columns */
+    const int32_t picks[4] = {4, 0, 4, 2};
+    weft_output idx = wt_const(graph, "picks", wt_tensor(WEFT_INT32, WT_SHAPE(4), picks));
+    b = weft_op_begin(graph, "Gather", "gathered");
+    weft_op_add_input(b, x);
+    weft_op_add_input(b, idx);
+    weft_op_set_attr_int(b, "axis", -1);
+    weft_output gathered = finish(b, 0);
+    weft_output c = wt_const(graph, "c", random_bytes(&rng, WEFT_BOOL, WT_SHAPE(4, 1), bool_values, 2));
+    b = weft_op_begin(graph, "Select", "picked");
+    weft_op_add_input(b, c);
+    weft_op_add_input(b, x);
+    weft_op_add_input(b, e);
+    weft_output picked = finish(b, 0);
+    const weft_output fetches[2][4] = {{t, joined, piece, gathered},
+                                       {picked}};
+    for (int f = 0; f < 2; ++f) {
+      set.num_fetches = f == 0 ? 4 : 1;
+      memcpy(set.fetches, fetches[f], sizeof set.fetches);
+      char what[64];
+      snprintf(what, sizeof what, "data movement of %s",
+               weft_dtype_name(dtype));
+      compare(graph, &set, 0, 0, what);
+    }
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
+/* A placeholder of unknown rank fed with `value`: the graph cannot check
+ * the attributes of what consumes it, so the kernel must. */
+static weft_output feed_unknown_rank(weft_graph* graph, run_set* set,
+                                     const char* name, weft_tensor* value) {
+  weft_output out =
+      wt_placeholder(graph, name, weft_tensor_dtype(value), NULL, -1);
+  set->feeds[set->num_feeds] = out;
+  set->values[set->num_feeds++] = value;
+  return out;
+}
+
+/* Runs `set` on OpenCL and on the CPU: both must fail with
+ * INVALID_ARGUMENT, OpenCL's message naming `node` and `detail`. */
+static void expect_both_reject(weft_graph* graph, run_set* set,
+                               const char* node, const char* detail) {
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(run_on(graph, OCL, set, &out), WEFT_INVALID_ARGUMENT, node,
+                  detail);
+  WT_EXPECT_CODE(run_on(graph, "CPU", set, &out), WEFT_INVALID_ARGUMENT);
+  release(set);
+  weft_graph_destroy(graph);
+}
+
+/* Split of a [5, 3] matrix fed with unknown rank along `axis` in `pieces`,
+ * which its shape does not allow. */
+static void split_rejected(wt_rng* rng, int64_t axis, int64_t pieces,
+                           const char* detail) {
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  weft_output x = feed_unknown_rank(graph, &set, "x", random_f32(rng, WT_SHAPE(5, 3), -1, 1));
+  weft_op_builder* b = weft_op_begin(graph, "Split", "cut");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int(b, "axis", axis);
+  weft_op_set_attr_int(b, "num_split", pieces);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "cut", detail);
+}
+
+Test(opencl, array_attributes_that_do_not_fit_the_input_are_errors) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {40};
+  /* perm has 2 entries, x 3 axes. */
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  weft_output x = feed_unknown_rank(graph, &set, "x", random_f32(&rng, WT_SHAPE(2, 3, 4), -1, 1));
+  set.fetches[0] = transpose(graph, x, (int64_t[]){1, 0}, 2);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "t", "perm");
+
+  /* Concat along axis 2 of matrices. */
+  graph = wt_graph_new();
+  memset(&set, 0, sizeof set);
+  weft_output parts[2] = {
+      feed_unknown_rank(graph, &set, "a", random_f32(&rng, WT_SHAPE(2, 3), -1, 1)),
+      feed_unknown_rank(graph, &set, "b", random_f32(&rng, WT_SHAPE(2, 3), -1, 1))};
+  weft_op_builder* b = weft_op_begin(graph, "Concat", "joined");
+  weft_op_add_input_list(b, parts, 2);
+  weft_op_set_attr_int(b, "axis", 2);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "joined", "axis");
+
+  split_rejected(&rng, -3, 2, "axis");  /* axis -3 of a matrix */
+  split_rejected(&rng, 0, 2, "split");  /* 5 rows in 2 */
+
+  /* Gather along axis 2 of a matrix. */
+  graph = wt_graph_new();
+  memset(&set, 0, sizeof set);
+  const int32_t zero[1] = {0};
+  weft_output params = feed_unknown_rank(graph, &set, "params", random_f32(&rng, WT_SHAPE(4, 2), -1, 1));
+  weft_output idx = feed(graph, &set, "indices", wt_tensor(WEFT_INT32, WT_SHAPE(1), zero));
+  b = weft_op_begin(graph, "Gather", "gathered");
+  weft_op_add_input(b, params);
+  weft_op_add_input(b, idx);
+  weft_op_set_attr_int(b, "axis", 2);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "gathered", "axis");
+}
+
+Test(opencl, gather_negative_index_is_an_error) {
+  REQUIRE_OPENCL();
+  wt_rng rng = {41};
+  weft_graph* graph = wt_graph_new();
+  run_set set = {0};
+  const int64_t bad[4] = {1, 0, 2, -1};
+  weft_output params = feed(graph, &set, "params", random_f32(&rng, WT_SHAPE(2, 3), -1, 1));
+  weft_output idx = feed(graph, &set, "indices", wt_tensor(WEFT_INT64, WT_SHAPE(2, 2), bad));
+  weft_op_builder* b = weft_op_begin(graph, "Gather", "gathered");
+  weft_op_add_input(b, params);
+  weft_op_add_input(b, idx);
+  weft_op_set_attr_int(b, "axis", 1);
+  set.fetches[0] = finish(b, 0);
+  set.num_fetches = 1;
+  expect_both_reject(graph, &set, "gathered", "indices[3] = -1");
 }
 
 /* ---- Optimizer updates: three steps of one update op on each device ----- */

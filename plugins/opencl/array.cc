@@ -60,11 +60,14 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.AttrIntList("perm", &present, &perm, &n)) {
       return s;
     }
+    // An entry may count from the end (-1 is the last axis), as on the CPU.
     bool ok = present && n == x.rank;
     bool seen[WEFT_MAX_RANK] = {};
+    int64_t axes[WEFT_MAX_RANK];
     for (int32_t i = 0; ok && i < n; ++i) {
-      ok = perm[i] >= 0 && perm[i] < n && !seen[perm[i]];
-      if (ok) seen[perm[i]] = true;
+      axes[i] = perm[i] < 0 ? perm[i] + n : perm[i];
+      ok = axes[i] >= 0 && axes[i] < n && !seen[axes[i]];
+      if (ok) seen[axes[i]] = true;
     }
     if (!ok) {
       return call.Error(WEFT_INVALID_ARGUMENT,
@@ -82,7 +85,7 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
       strides[i] = stride;
       stride *= x.dims[i];
     }
-    for (int32_t i = 0; i < n; ++i) dims[i] = x.dims[perm[i]];
+    for (int32_t i = 0; i < n; ++i) dims[i] = x.dims[axes[i]];
     if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, n, &z)) {
       return s;
     }
@@ -97,7 +100,7 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
                           "than 1", kMaxKernelRank);
       }
       kd[rank] = dims[i];
-      ks[rank] = strides[perm[i]];
+      ks[rank] = strides[axes[i]];
       ++rank;
     }
     if (rank == 0) {
@@ -357,21 +360,24 @@ weft_status* SelectKernel(void*, weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar) {
-  // Every dtype of 1, 2, 4 or 8 bytes.
-  const int32_t movable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
-                             WEFT_INT32,   WEFT_INT64,   WEFT_UINT8,
-                             WEFT_BOOL,    WEFT_FLOAT64};
+  // Every dtype (all are 1, 2, 4 or 8 bytes), as on the CPU.
+  const int32_t movable[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
+                             WEFT_INT64,   WEFT_UINT8,   WEFT_BOOL,
+                             WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_INT8,
+                             WEFT_INT16,   WEFT_UINT16,  WEFT_UINT32,
+                             WEFT_UINT64};
+  const int32_t count = sizeof movable / sizeof *movable;
   weft_status* s = nullptr;
-  if ((s = RegisterKernel(registrar, "Transpose", "T", movable, 8,
+  if ((s = RegisterKernel(registrar, "Transpose", "T", movable, count,
                           TransposeKernel, nullptr)) ||
-      (s = RegisterKernel(registrar, "Concat", "T", movable, 8, ConcatKernel,
-                          nullptr)) ||
-      (s = RegisterKernel(registrar, "Split", "T", movable, 8, SplitKernel,
-                          nullptr)) ||
-      (s = RegisterKernel(registrar, "Gather", "T", movable, 8, GatherKernel,
-                          nullptr)) ||
-      (s = RegisterKernel(registrar, "Select", "T", movable, 8, SelectKernel,
-                          nullptr))) {
+      (s = RegisterKernel(registrar, "Concat", "T", movable, count,
+                          ConcatKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Split", "T", movable, count,
+                          SplitKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Gather", "T", movable, count,
+                          GatherKernel, nullptr)) ||
+      (s = RegisterKernel(registrar, "Select", "T", movable, count,
+                          SelectKernel, nullptr))) {
     return s;
   }
   return nullptr;

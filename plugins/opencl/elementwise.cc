@@ -2,6 +2,7 @@
 // Identity, Fill, ZerosLike and OnesLike.  Semantics follow the CPU plugin
 // (runtime/ops/CONVENTIONS.md): integers wrap, integer division by zero and
 // integer Pow with a negative exponent are errors found on the device.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -105,29 +106,51 @@ bool g_fp64 = false;
 
 // ---- Binary ----
 
+// The dtypes a binary op takes, float64 last (left out on a device without
+// it).  Comparisons take the CPU plugin's sets: uint8 as well, and bool for
+// Equal and NotEqual.
+const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+const int32_t kArithmeticTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
+                                    WEFT_FLOAT64};
+const int32_t kOrderedTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
+                                 WEFT_UINT8, WEFT_FLOAT64};
+const int32_t kEquatableTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
+                                   WEFT_UINT8,   WEFT_BOOL,  WEFT_FLOAT64};
+
 struct BinaryOp {
   const char* op;
   const char* kernel;  // kernel name before the dtype suffix
-  bool float_only;     // RealDiv
+  const int32_t* dtypes;
+  int32_t num_dtypes;  // with float64
   bool compare;        // a bool result (IEEE: NaN compares false, != true)
+
+  int32_t DtypeCount() const { return g_fp64 ? num_dtypes : num_dtypes - 1; }
+  bool Takes(int32_t dtype) const {
+    return std::find(dtypes, dtypes + DtypeCount(), dtype) !=
+           dtypes + DtypeCount();
+  }
 };
 
+#define WEFT_TYPES(list) list, sizeof list / sizeof *list
+
 const BinaryOp kBinaryOps[] = {
-    {"Add", "add", false, false},
-    {"Sub", "sub", false, false},
-    {"Mul", "mul", false, false},
-    {"Div", "div", false, false},
-    {"RealDiv", "div", true, false},
-    {"Pow", "pow", false, false},
-    {"Maximum", "maximum", false, false},
-    {"Minimum", "minimum", false, false},
-    {"Less", "less", false, true},
-    {"LessEqual", "less_equal", false, true},
-    {"Greater", "greater", false, true},
-    {"GreaterEqual", "greater_equal", false, true},
-    {"Equal", "equal", false, true},
-    {"NotEqual", "not_equal", false, true},
+    {"Add", "add", WEFT_TYPES(kArithmeticTypes), false},
+    {"Sub", "sub", WEFT_TYPES(kArithmeticTypes), false},
+    {"Mul", "mul", WEFT_TYPES(kArithmeticTypes), false},
+    {"Div", "div", WEFT_TYPES(kArithmeticTypes), false},
+    {"RealDiv", "div", WEFT_TYPES(kFloatTypes), false},
+    {"Pow", "pow", WEFT_TYPES(kArithmeticTypes), false},
+    {"Maximum", "maximum", WEFT_TYPES(kArithmeticTypes), false},
+    {"Minimum", "minimum", WEFT_TYPES(kArithmeticTypes), false},
+    {"Less", "less", WEFT_TYPES(kOrderedTypes), true},
+    {"LessEqual", "less_equal", WEFT_TYPES(kOrderedTypes), true},
+    {"Greater", "greater", WEFT_TYPES(kOrderedTypes), true},
+    {"GreaterEqual", "greater_equal", WEFT_TYPES(kOrderedTypes), true},
+    {"Equal", "equal", WEFT_TYPES(kEquatableTypes), true},
+    {"NotEqual", "not_equal", WEFT_TYPES(kEquatableTypes), true},
 };
+
+#undef WEFT_TYPES
 
 weft_status* BinaryKernel(void* arg, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
@@ -144,9 +167,7 @@ weft_status* BinaryKernel(void* arg, weft_kernel_context* ctx) {
                         weft_dtype_name_of(y.dtype));
     }
     const bool is_float = x.dtype == WEFT_FLOAT32 || x.dtype == WEFT_FLOAT64;
-    if (!IsNumeric(x.dtype, g_fp64) || (op.float_only && !is_float)) {
-      return call.UnsupportedDtype(x.dtype);
-    }
+    if (!op.Takes(x.dtype)) return call.UnsupportedDtype(x.dtype);
     int64_t dims[WEFT_MAX_RANK];
     int32_t rank = 0;
     if (weft_status* s = BroadcastShape(call, x, y, dims, &rank)) return s;
@@ -234,9 +255,16 @@ weft_status* IdentityKernel(void*, weft_kernel_context* ctx) {
 
 // ---- Cast ----
 
+// The dtypes Cast converts between (cast_<from>_<to> exists for every
+// pair), float64 last.
+const int32_t kCastTypes[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
+                              WEFT_INT32,   WEFT_INT64,   WEFT_FLOAT64};
+
+int32_t CastTypeCount() { return g_fp64 ? 6 : 5; }
+
 bool Castable(int32_t dtype) {
-  return KernelSuffix(dtype) != nullptr &&
-         (dtype != WEFT_FLOAT64 || g_fp64);
+  return std::find(kCastTypes, kCastTypes + CastTypeCount(), dtype) !=
+         kCastTypes + CastTypeCount();
 }
 
 weft_status* CastKernel(void*, weft_kernel_context* ctx) {
@@ -395,22 +423,19 @@ weft_status* FillValueKernel(void*, weft_kernel_context* ctx) {
 weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
                                         bool fp64) {
   g_fp64 = fp64;
-  const int32_t numeric[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
-                             WEFT_FLOAT64};
-  const int32_t floats[] = {WEFT_FLOAT32, WEFT_FLOAT64};
   const int32_t numeric_count = fp64 ? 4 : 3;
   const int32_t float_count = fp64 ? 2 : 1;
   for (const BinaryOp& op : kBinaryOps) {
     if (weft_status* s = RegisterKernel(
-            registrar, op.op, "T", op.float_only ? floats : numeric,
-            op.float_only ? float_count : numeric_count, BinaryKernel,
+            registrar, op.op, "T", op.dtypes, op.DtypeCount(), BinaryKernel,
             const_cast<BinaryOp*>(&op))) {
       return s;
     }
   }
   for (const UnaryOp& op : kUnaryOps) {
     if (weft_status* s = RegisterKernel(
-            registrar, op.op, "T", op.takes_integers ? numeric : floats,
+            registrar, op.op, "T",
+            op.takes_integers ? kArithmeticTypes : kFloatTypes,
             op.takes_integers ? numeric_count : float_count, UnaryKernel,
             const_cast<UnaryOp*>(&op))) {
       return s;
@@ -421,14 +446,12 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
                                       0, IdentityKernel, nullptr)) {
     return s;
   }
-  const int32_t castable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
-                              WEFT_INT32,   WEFT_INT64,   WEFT_FLOAT64};
   // Both ends are constrained (what Castable admits), so a Cast to a dtype
   // the device has no conversion for finds no kernel here at plan time.
-  const weft_kernel_type_constraint cast_dst = {"DstT", castable,
-                                                fp64 ? 6 : 5};
-  if (weft_status* s = RegisterKernel(registrar, "Cast", "SrcT", castable,
-                                      fp64 ? 6 : 5, CastKernel, nullptr,
+  const weft_kernel_type_constraint cast_dst = {"DstT", kCastTypes,
+                                                CastTypeCount()};
+  if (weft_status* s = RegisterKernel(registrar, "Cast", "SrcT", kCastTypes,
+                                      CastTypeCount(), CastKernel, nullptr,
                                       &cast_dst, 1)) {
     return s;
   }

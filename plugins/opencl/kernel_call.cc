@@ -116,6 +116,8 @@ const char* KernelSuffix(int32_t dtype) {
     case WEFT_INT64: return "i64";
     case WEFT_FLOAT16: return "f16";
     case WEFT_BFLOAT16: return "bf16";
+    case WEFT_UINT8: return "u8";
+    case WEFT_BOOL: return "bool";
     default: return nullptr;
   }
 }

@@ -110,8 +110,11 @@ WEFT_INT_BINARY(int, uint, i32)
 WEFT_INT_BINARY(long, ulong, i64)
 
 /* Comparisons: the broadcasting walk of WEFT_BINARY with a bool (uchar)
- * result.  IEEE as on the CPU: NaN compares false, except !=. */
-#define WEFT_COMPARE(NAME, T, OP)                                          \
+ * result, each operand read through READ (nothing, or WEFT_TRUTH for bool,
+ * which the CPU reads as "non-zero": a stray 2 equals 1).  IEEE as on the
+ * CPU: NaN compares false, except !=. */
+#define WEFT_TRUTH(v) ((v) != 0)
+#define WEFT_COMPARE(NAME, T, OP, READ)                                    \
 __kernel void NAME(__global const T* x, long x_off, __global const T* y,   \
                    long y_off, __global uchar* z, long z_off, long n,      \
                    int rank, long8 dims, long8 xs, long8 ys,               \
@@ -123,18 +126,21 @@ __kernel void NAME(__global const T* x, long x_off, __global const T* y,   \
     xi = weft_offset(i, rank, dims, xs);                                   \
     yi = weft_offset(i, rank, dims, ys);                                   \
   }                                                                        \
-  z[z_off + i] = (x[x_off + xi] OP y[y_off + yi]) ? 1 : 0;                 \
+  z[z_off + i] = (READ(x[x_off + xi]) OP READ(y[y_off + yi])) ? 1 : 0;     \
 }
 #define WEFT_COMPARISONS(T, S)                                             \
-  WEFT_COMPARE(less_##S, T, <)                                             \
-  WEFT_COMPARE(less_equal_##S, T, <=)                                      \
-  WEFT_COMPARE(greater_##S, T, >)                                          \
-  WEFT_COMPARE(greater_equal_##S, T, >=)                                   \
-  WEFT_COMPARE(equal_##S, T, ==)                                           \
-  WEFT_COMPARE(not_equal_##S, T, !=)
+  WEFT_COMPARE(less_##S, T, <, )                                           \
+  WEFT_COMPARE(less_equal_##S, T, <=, )                                    \
+  WEFT_COMPARE(greater_##S, T, >, )                                        \
+  WEFT_COMPARE(greater_equal_##S, T, >=, )                                 \
+  WEFT_COMPARE(equal_##S, T, ==, )                                         \
+  WEFT_COMPARE(not_equal_##S, T, !=, )
 WEFT_COMPARISONS(float, f32)
 WEFT_COMPARISONS(int, i32)
 WEFT_COMPARISONS(long, i64)
+WEFT_COMPARISONS(uchar, u8)
+WEFT_COMPARE(equal_bool, uchar, ==, WEFT_TRUTH)
+WEFT_COMPARE(not_equal_bool, uchar, !=, WEFT_TRUTH)
 #ifdef WEFT_FP64
 WEFT_FLOAT_BINARY(double, f64)
 WEFT_COMPARISONS(double, f64)
