@@ -97,6 +97,9 @@ typedef enum weft_transfer_precision WEFT_ENUM_BASE {
 /* Order work so that values live briefly: nodes run as late as their
  * consumers allow. */
 #define WEFT_OPTIMIZE_MEMORY_SCHEDULE 2u
+/* Fuse Conv2D -> BiasAdd -> Relu into one FusedConv2D where nothing else
+ * reads the first two (run metadata lists each fusion). */
+#define WEFT_OPTIMIZE_FUSION 4u
 #define WEFT_OPTIMIZE_ALL 0xffffffffu
 
 /* Fills `options` with defaults and sets struct_size. */
@@ -206,6 +209,14 @@ WEFT_API weft_status* weft_run_metadata_merged(const weft_run_metadata* m,
                                                int32_t i,
                                                const char** removed,
                                                const char** kept);
+
+/* Fusions (WEFT_OPTIMIZE_FUSION): the fused node (named as the Relu it
+ * ends with) and what it replaced ("Conv2D 'c' + BiasAdd 'b' + Relu
+ * 'r'"). */
+WEFT_API int32_t weft_run_metadata_num_fused(const weft_run_metadata* m);
+WEFT_API weft_status* weft_run_metadata_fused(const weft_run_metadata* m,
+                                              int32_t i, const char** node,
+                                              const char** what);
 
 /* Memory: the devices the run used, and the peak bytes of values the run
  * held on each at once (outputs and transfer buffers; variables and

@@ -1,6 +1,8 @@
-// Conv2D: oneDNN for float32 where the plugin was built with it; otherwise,
-// and for float64, patches gathered into a matrix (im2col) and multiplied by
-// the filter with the plugin's Eigen GEMM.
+// Conv2D and FusedConv2D (Conv2D, BiasAdd and Relu in one: oneDNN's bias
+// and ReLU post-op, or a pass over the output): oneDNN for float32 where
+// the plugin was built with it; otherwise, and for float64, patches
+// gathered into a matrix (im2col) and multiplied by the filter with the
+// plugin's Eigen GEMM.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -56,8 +58,27 @@ void ConvIm2col(const weft_kernel_context* ctx, const Window2D& w,
   }
 }
 
-weft_status* Conv2DKernel(weft_kernel_context* ctx) {
-  Tensor in, filter;
+// y += bias per channel, then ReLU (NaN stays NaN), in place.
+template <typename T>
+void BiasRelu(const weft_kernel_context* ctx, const T* bias, T* y,
+              int64_t pixels, int64_t channels) {
+  ParallelFor(ctx, pixels, channels, 2.0 * static_cast<double>(channels),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t p = begin; p < end; ++p) {
+                  T* row = y + p * channels;
+                  for (int64_t c = 0; c < channels; ++c) {
+                    const T v = row[c] + bias[c];
+                    row[c] = v < T(0) ? T(0) : v;
+                  }
+                }
+              });
+}
+
+// Conv2D(input, filter), and FusedConv2D(input, filter, bias) =
+// relu(Conv2D + bias) when `kFused`.
+template <bool kFused>
+weft_status* ConvKernel(weft_kernel_context* ctx) {
+  Tensor in, filter, bias;
   if (weft_status* s = ReadInput(ctx, 0, &in)) return s;
   if (weft_status* s = ReadInput(ctx, 1, &filter)) return s;
   if (in.dtype != filter.dtype) {
@@ -77,6 +98,18 @@ weft_status* Conv2DKernel(weft_kernel_context* ctx) {
                      FormatShape(filter.dims, 4, b, sizeof b),
                      static_cast<long long>(filter.dims[2]));
   }
+  const int64_t out_channels = filter.dims[3];
+  if (kFused) {
+    if (weft_status* s = ReadInput(ctx, 2, &bias)) return s;
+    if (bias.dtype != in.dtype) {
+      return DtypeMismatch(ctx, "bias", bias.dtype, in.dtype);
+    }
+    if (bias.rank != 1 || bias.dims[0] != out_channels) {
+      return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                       "bias must be [%lld], one per output channel",
+                       static_cast<long long>(out_channels));
+    }
+  }
   Window2D w;
   w.batch = in.dims[0];
   w.in_h = in.dims[1];
@@ -85,7 +118,6 @@ weft_status* Conv2DKernel(weft_kernel_context* ctx) {
   w.k_h = filter.dims[0];
   w.k_w = filter.dims[1];
   if (weft_status* s = ReadWindowAttrs(ctx, false, &w)) return s;
-  const int64_t out_channels = filter.dims[3];
   const int64_t dims[4] = {w.batch, w.out_h, w.out_w, out_channels};
   Tensor out;
   if (weft_status* s = AllocateOutput(ctx, 0, in.dtype, dims, 4, &out)) {
@@ -93,21 +125,31 @@ weft_status* Conv2DKernel(weft_kernel_context* ctx) {
   }
   if (out.count == 0) return nullptr;
   const int threads = g_host->kernel_intra_op_threads(ctx);
+  const int64_t pixels = w.batch * w.out_h * w.out_w;
   switch (in.dtype) {
     case WEFT_FLOAT32:
 #if WEFT_CPU_HAVE_ONEDNN
       if (in.count != 0) {
         OnednnConv2D(w, out_channels, in.data<float>(), filter.data<float>(),
-                     out.data<float>(), threads);
+                     out.data<float>(), threads,
+                     kFused ? bias.data<float>() : nullptr);
         return nullptr;
       }
 #endif
       ConvIm2col(ctx, w, out_channels, in.data<float>(), filter.data<float>(),
                  out.data<float>(), threads);
+      if (kFused) {
+        BiasRelu(ctx, bias.data<float>(), out.data<float>(), pixels,
+                 out_channels);
+      }
       return nullptr;
     case WEFT_FLOAT64:
       ConvIm2col(ctx, w, out_channels, in.data<double>(),
                  filter.data<double>(), out.data<double>(), threads);
+      if (kFused) {
+        BiasRelu(ctx, bias.data<double>(), out.data<double>(), pixels,
+                 out_channels);
+      }
       return nullptr;
     default:
       return UnsupportedDtype(ctx, in.dtype);
@@ -117,8 +159,12 @@ weft_status* Conv2DKernel(weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterConvKernels(const Registrar& registrar) {
-  return registrar.Add("Conv2D", {WEFT_FLOAT32, WEFT_FLOAT64},
-                       Guarded<Conv2DKernel>);
+  if (weft_status* s = registrar.Add("Conv2D", {WEFT_FLOAT32, WEFT_FLOAT64},
+                                     Guarded<ConvKernel<false>>)) {
+    return s;
+  }
+  return registrar.Add("FusedConv2D", {WEFT_FLOAT32, WEFT_FLOAT64},
+                       Guarded<ConvKernel<true>>);
 }
 
 }  // namespace weft_cpu

@@ -44,7 +44,7 @@ inline memory::desc Nhwc(int64_t n, int64_t h, int64_t w, int64_t c) {
 struct Key {
   Window2D window;
   int64_t out_channels;  // Cout for Conv2D; 0 for pooling
-  int64_t kind;          // 0 Conv2D, 1 MaxPool, 2 AvgPool
+  int64_t kind;          // 0 Conv2D, 1 MaxPool, 2 AvgPool, 3 FusedConv2D
   int64_t threads;
 };
 
@@ -132,6 +132,7 @@ inline dnnl::primitive_attr UserScratchpad() {
 struct Conv {
   dnnl::convolution_forward primitive;
   memory::desc src, dst, scratchpad;
+  memory::desc bias;  // FusedConv2D only
   size_t scratchpad_bytes = 0;
   FilterPacking filter;
 };
@@ -142,15 +143,32 @@ struct Pool {
   size_t scratchpad_bytes = 0;
 };
 
+// `fused`: with a bias [Cout] added and a ReLU applied in the same pass
+// (FusedConv2D), as a oneDNN post-op.
 inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
-                                            int64_t out_channels) {
+                                            int64_t out_channels,
+                                            bool fused = false) {
   auto conv = std::make_shared<Conv>();
   conv->src = Nhwc(w.batch, w.in_h, w.in_w, w.channels);
   conv->dst = Nhwc(w.batch, w.out_h, w.out_w, out_channels);
   conv->filter.user_weights = HwioFilter(w, out_channels);
-  dnnl::convolution_forward::primitive_desc pd(
-      ForwardDesc(w, out_channels, dnnl::prop_kind::forward_inference),
-      UserScratchpad(), OnednnEngine());
+  dnnl::primitive_attr attr = UserScratchpad();
+  dnnl::convolution_forward::desc desc =
+      ForwardDesc(w, out_channels, dnnl::prop_kind::forward_inference);
+  if (fused) {
+    conv->bias = memory::desc({out_channels}, memory::data_type::f32,
+                              Tag::x);
+    desc = dnnl::convolution_forward::desc(
+        dnnl::prop_kind::forward_inference,
+        dnnl::algorithm::convolution_direct, conv->src,
+        HwioFilter(w, out_channels, Tag::any), conv->bias, conv->dst,
+        {w.stride_h, w.stride_w}, {w.dilation_h - 1, w.dilation_w - 1},
+        {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, OnednnEngine());
   conv->primitive = dnnl::convolution_forward(pd);
   conv->scratchpad = pd.scratchpad_desc();
   conv->scratchpad_bytes = conv->scratchpad.get_size();
@@ -198,8 +216,8 @@ inline std::shared_ptr<const Primitive> Find(const Window2D& w,
   key.threads = threads;
   return Cache().Get(key, [&] {
     auto p = std::make_shared<Primitive>();
-    if (kind == 0) {
-      p->conv = MakeConv(w, out_channels);
+    if (kind == 0 || kind == 3) {
+      p->conv = MakeConv(w, out_channels, kind == 3);
     } else {
       p->pool = MakePool(w, kind == 1);
     }
@@ -264,15 +282,17 @@ inline void* FilterData(const FilterPacking& packing, const float* filter,
 
 // output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
 // Cout], all float32 and dense, with the geometry of `w` (from
-// ComputeWindow2D).  Every dim must be positive.  Runs on `threads` threads
-// of oneDNN's runtime.  Thread-safe.
+// ComputeWindow2D); with `bias` [Cout], relu(that + bias) (FusedConv2D).
+// Every dim must be positive.  Runs on `threads` threads of oneDNN's
+// runtime.  Thread-safe.
 inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
                          const float* input, const float* filter,
-                         float* output, int threads) {
+                         float* output, int threads,
+                         const float* bias = nullptr) {
   namespace d = onednn_nn_detail;
   threads = OnednnThreads(threads);
   dnnl::stream& stream = OnednnPrepareThread(threads);
-  const auto entry = d::Find(w, out_channels, 0, threads);
+  const auto entry = d::Find(w, out_channels, bias ? 3 : 0, threads);
   const d::Conv& conv = *entry->conv;
   const dnnl::engine& engine = OnednnEngine();
   std::shared_ptr<const d::PackedFilter> packed;
@@ -282,6 +302,16 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
   d::memory dst(conv.dst, engine, output);
   d::memory weights(conv.filter.weights, engine, weights_data);
   d::memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
+  if (bias != nullptr) {
+    d::memory b(conv.bias, engine, const_cast<float*>(bias));
+    const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
+                                    {DNNL_ARG_WEIGHTS, weights.get()},
+                                    {DNNL_ARG_BIAS, b.get()},
+                                    {DNNL_ARG_DST, dst.get()},
+                                    {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
+    d::Execute(conv.primitive, stream, args, 5);
+    return;
+  }
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
                                   {DNNL_ARG_WEIGHTS, weights.get()},
                                   {DNNL_ARG_DST, dst.get()},

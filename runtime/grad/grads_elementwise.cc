@@ -133,7 +133,12 @@ void RegisterElementwiseGradients() {
   RegisterGradientWith("Log", [](GradBuilder& g) {
     g.Set(0, g.Apply("RealDiv", {g.dy(), g.x(0)}));
   });
-  Unary("Relu", "ReluGrad", false);
+  // From Relu's output, not its input (y > 0 exactly where x > 0): the
+  // input is then read by Relu alone, so the planner can fuse the op that
+  // makes it (Conv2D + BiasAdd) with the Relu.
+  RegisterGradientWith("Relu", [](GradBuilder& g) {
+    g.Set(0, g.Apply("ReluGrad", {g.dy(), g.y()}));
+  });
   Unary("Sigmoid", "SigmoidGrad", true);
   Unary("Tanh", "TanhGrad", true);
   Unary("Sqrt", "SqrtGrad", true);

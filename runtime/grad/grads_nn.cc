@@ -103,6 +103,15 @@ void Conv2DGrad(GradBuilder& g) {
   if (g.wanted(1)) g.Set(1, BackpropFilter(g, g.x(0), g.dy(), g.x(1)));
 }
 
+// y = relu(conv(x, f) + b): dz = dy where y > 0 (y > 0 exactly where
+// conv(x, f) + b > 0), then the BiasAdd and Conv2D gradients of dz.
+void FusedConv2DGrad(GradBuilder& g) {
+  weft_output dz = g.Apply("ReluGrad", {g.dy(), g.y()});
+  if (g.wanted(0)) g.Set(0, BackpropInput(g, g.x(1), dz, g.x(0)));
+  if (g.wanted(1)) g.Set(1, BackpropFilter(g, g.x(0), dz, g.x(1)));
+  if (g.wanted(2)) g.Set(2, g.SumTo(dz, g.x(2)));
+}
+
 // BackpropInput(F, G) is linear in the filter F and in G.
 void Conv2DBackpropInputGrad(GradBuilder& g) {
   if (g.wanted(0)) g.Set(0, BackpropFilter(g, g.dy(), g.x(1), g.x(0)));
@@ -161,6 +170,7 @@ void BatchNormGrad(GradBuilder& g) {
 
 void RegisterNnGradients() {
   RegisterGradientWith("BiasAdd", BiasAddGrad);
+  RegisterGradientWith("FusedConv2D", FusedConv2DGrad);
   RegisterGradientWith("Softmax", SoftmaxGrad);
   RegisterGradientWith("LogSoftmax", LogSoftmaxGrad);
   RegisterGradientWith("SoftmaxCrossEntropyWithLogits", XentGrad);

@@ -182,6 +182,15 @@ weft_status* InferConv2D(InferenceContext& c) {
   return nullptr;
 }
 
+// Conv2D's and FusedConv2D's attributes.
+std::vector<AttrDef> ConvAttrs() {
+  return {Required("strides", AttrType::kIntList),
+          Required("padding", AttrType::kString),
+          AttrDef{"dilations", AttrType::kIntList, false,
+                  IntListValue({1, 1, 1, 1})},
+          DataFormatAttr()};
+}
+
 weft_status* InferPool(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
   WEFT_RETURN_IF_ERROR(CheckNhwc(c));
@@ -276,11 +285,36 @@ void RegisterNnOps(OpRegistry* r) {
   {
     OpDef d = TypedOp("Conv2D", {"input", "filter"}, kFloatTypes, InferConv2D,
                      "2-D convolution, NHWC input and HWIO filter.");
-    d.attrs = {Required("strides", AttrType::kIntList),
-               Required("padding", AttrType::kString),
-               AttrDef{"dilations", AttrType::kIntList, false,
-                       IntListValue({1, 1, 1, 1})},
-               DataFormatAttr()};
+    d.attrs = ConvAttrs();
+    r->Add(std::move(d));
+  }
+  {
+    // What the planner makes of Conv2D -> BiasAdd -> Relu when nothing else
+    // reads the first two (plan.cc's fusion pass); also usable directly.
+    OpDef d = TypedOp(
+        "FusedConv2D", {"input", "filter", "bias"}, kFloatTypes,
+        [](InferenceContext& c) -> weft_status* {
+          const ShapeInfo bias = c.input_shapes[2];
+          const weft_dtype bias_type = c.input_dtypes[2];
+          c.input_shapes.pop_back();
+          c.input_dtypes.pop_back();
+          WEFT_RETURN_IF_ERROR(InferConv2D(c));
+          if (bias_type != c.output_dtypes[0])
+            return c.Fail("bias is %s, the convolution %s",
+                          weft_dtype_name(bias_type),
+                          weft_dtype_name(c.output_dtypes[0]));
+          const ShapeInfo& out = c.output_shapes[0];
+          if (bias.known_rank() &&
+              (bias.rank != 1 || (bias.dims[0] >= 0 && out.known_rank() &&
+                                  out.dims[3] >= 0 &&
+                                  bias.dims[0] != out.dims[3])))
+            return c.Fail("bias %s is not [Cout] for output %s",
+                          bias.ToString().c_str(), out.ToString().c_str());
+          return nullptr;
+        },
+        "relu(conv2d(input, filter) + bias): Conv2D, BiasAdd and Relu in "
+        "one kernel.");
+    d.attrs = ConvAttrs();
     r->Add(std::move(d));
   }
   r->Add(PoolOp("MaxPool",

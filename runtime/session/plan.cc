@@ -1,6 +1,7 @@
 // From (feeds, fetches, targets) to a plan:
 //  1. prune to what is needed, stopping at feeds;
 //  2. merge common subexpressions, and prune again through the survivors;
+//     fuse Conv2D + BiasAdd + Relu chains (fuse.cc), and prune again;
 //  3. place: variables once per session, kernels by constraint, kernel
 //     availability and cost (argmin over devices of compute time plus the
 //     time to bring inputs over), state with its variable, constants and
@@ -36,6 +37,7 @@ weft_status* Planner::Build() {
     if (!cse_.replaced.empty()) Prune();
     plan_->merged = cse_.merges;
   }
+  if (opts_.optimizations & WEFT_OPTIMIZE_FUSION) Fuse();
   TopologicalOrder();
   WEFT_RETURN_IF_ERROR(AnalyzeFrames());
   WEFT_RETURN_IF_ERROR(Place());

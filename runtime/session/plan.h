@@ -86,6 +86,8 @@ struct Plan {
   std::vector<Device*> devices;        // every device the plan uses
   std::vector<Transfer> transfers;
   std::vector<std::pair<const weft_node*, const weft_node*>> merged;  // CSE
+  // Fusions: the fused node's name (the Relu's) and what it replaced.
+  std::vector<std::pair<std::string, std::string>> fused;
   int32_t schedule_edges = 0;  // edges added to delay nodes (memory)
   // Control flow: frames, when any node of the plan is a control-flow
   // primitive (then slots are per frame and the frame executor runs it).

@@ -67,14 +67,20 @@ class Planner {
   weft_status* Build();
 
  private:
+  // What stands for `n` in the plan: the node CSE kept in its place, or
+  // the fused node that took over its output.
   const weft_node* Rep(const weft_node* n) const {
     auto it = cse_.replaced.find(n);
-    return it == cse_.replaced.end() ? n : it->second;
+    if (it != cse_.replaced.end()) n = it->second;
+    if (fused_.empty()) return n;
+    auto f = fused_.find(n);
+    return f == fused_.end() ? n : f->second;
   }
   bool IsFed(const weft_node* n, int32_t i) const {
     return fed_.count(OutputKey{n, i}) != 0;
   }
   void Prune();
+  void Fuse();  // fuse.cc
   void TopologicalOrder();
   weft_status* AnalyzeFrames();
   weft_status* CheckEntersAfterExits();
@@ -116,6 +122,7 @@ class Planner {
 
   std::unordered_map<OutputKey, int32_t, OutputKeyHash> fed_;
   CseResult cse_;
+  std::unordered_map<const weft_node*, const weft_node*> fused_;
   std::unordered_map<const weft_node*, int32_t> index_;
   std::vector<const weft_node*> order_;  // pruned graph nodes
   std::vector<int32_t> topo_;            // indexes into order_

@@ -11,6 +11,7 @@ void weft_run_metadata::Clear() {
   transfers.clear();
   frames.clear();
   merged.clear();
+  fused.clear();
   devices.clear();
   peak_bytes.clear();
   schedule_edges = 0;
@@ -38,6 +39,7 @@ void weft_run_metadata::Describe(const weft::Plan& plan) {
                          t.dst->name, t.wire_dtype, t.bytes});
   for (const auto& m : plan.merged)
     merged.emplace_back(m.first->name, m.second->name);
+  fused = plan.fused;
   for (weft::Device* d : plan.devices) devices.push_back(d->name);
   peak_bytes.assign(devices.size(), 0);
   schedule_edges = plan.schedule_edges;
@@ -134,6 +136,20 @@ weft_status* weft_run_metadata_transfer(const weft_run_metadata* m, int32_t i,
   return nullptr;
 }
 
+int32_t weft_run_metadata_num_fused(const weft_run_metadata* m) {
+  return m ? static_cast<int32_t>(m->fused.size()) : 0;
+}
+
+weft_status* weft_run_metadata_fused(const weft_run_metadata* m, int32_t i,
+                                     const char** node, const char** what) {
+  if (m == nullptr || !InRange(m->fused, i))
+    return weft::Errorf(WEFT_OUT_OF_RANGE, "fusion %d of %d", i,
+                        weft_run_metadata_num_fused(m));
+  if (node) *node = m->fused[i].first.c_str();
+  if (what) *what = m->fused[i].second.c_str();
+  return nullptr;
+}
+
 int32_t weft_run_metadata_num_merged(const weft_run_metadata* m) {
   return m ? static_cast<int32_t>(m->merged.size()) : 0;
 }
@@ -221,6 +237,8 @@ const char* weft_run_metadata_to_string(const weft_run_metadata* m) {
        "\n";
   for (const auto& x : m->merged)
     t += "  " + x.first + " -> " + x.second + "\n";
+  t += "fused: " + std::to_string(m->fused.size()) + "\n";
+  for (const auto& x : m->fused) t += "  " + x.first + " <- " + x.second + "\n";
   t += "memory scheduling edges: " + std::to_string(m->schedule_edges) +
        "\n";
   t += "peak run memory:\n";

@@ -1,0 +1,197 @@
+/* The planner's Conv2D + BiasAdd + Relu fusion (runtime/session/fuse.cc):
+ * the fused plan gives the unfused result, forward and through the
+ * gradients; run metadata lists the fusion; chains whose intermediate
+ * values are read elsewhere are left alone; FusedConv2D used directly has a
+ * gradient that agrees with central differences. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "grad_check.h"
+#include "test_support.h"
+
+static weft_output conv_bias_relu(weft_graph* g, weft_output x,
+                                  weft_output f, weft_output b,
+                                  const char* prefix, int64_t stride,
+                                  const char* padding) {
+  char name[64];
+  snprintf(name, sizeof name, "%s_conv", prefix);
+  weft_op_builder* c = weft_op_begin(g, "Conv2D", name);
+  weft_op_add_input(c, x);
+  weft_op_add_input(c, f);
+  const int64_t strides[4] = {1, stride, stride, 1};
+  weft_op_set_attr_int_list(c, "strides", strides, 4);
+  weft_op_set_attr_string(c, "padding", padding);
+  weft_node* conv = NULL;
+  WT_OK(weft_op_finish(c, &conv));
+  snprintf(name, sizeof name, "%s_bias", prefix);
+  weft_output biased = wt_apply2(g, "BiasAdd", name, (weft_output){conv, 0}, b);
+  snprintf(name, sizeof name, "%s_relu", prefix);
+  return wt_apply1(g, "Relu", name, biased);
+}
+
+static weft_session* session_with(weft_graph* g, uint32_t optimizations) {
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.devices = "CPU";
+  o.optimizations = optimizations;
+  weft_session* s = NULL;
+  WT_OK(weft_session_create(g, &o, &s));
+  return s;
+}
+
+static weft_tensor* random_tensor(weft_dtype dtype, const int64_t* dims,
+                                  int32_t rank, uint64_t seed) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i) n *= dims[i];
+  wt_rng rng = {seed};
+  double* v = malloc((size_t)n * sizeof *v);
+  float* f = malloc((size_t)n * sizeof *f);
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = wt_rng_uniform(&rng, -1, 1);
+    f[i] = (float)v[i];
+  }
+  weft_tensor* t = wt_tensor(dtype, dims, rank, dtype == WEFT_FLOAT64
+                                                    ? (void*)v : (void*)f);
+  free(v);
+  free(f);
+  return t;
+}
+
+/* Runs fetches with and without fusion; expects `fusions` fusions with it
+ * and equal outputs (within tol). */
+static void compare(weft_graph* g, weft_output x, weft_tensor* xv,
+                    const weft_output* fetches, int32_t n, int32_t fusions,
+                    double tol) {
+  weft_tensor* got[2][4];
+  for (int k = 0; k < 2; ++k) {
+    weft_session* s = session_with(
+        g, k ? WEFT_OPTIMIZE_ALL : WEFT_OPTIMIZE_ALL & ~WEFT_OPTIMIZE_FUSION);
+    weft_run_metadata* m = weft_run_metadata_create();
+    WT_OK(weft_session_run_with_metadata(s, &x, &xv, 1, fetches, n, NULL, 0,
+                                         got[k], m));
+    cr_expect_eq(weft_run_metadata_num_fused(m), k ? fusions : 0,
+                 "fusions with fusion %s: %d",
+                 k ? "on" : "off", weft_run_metadata_num_fused(m));
+    if (k && fusions > 0) {
+      const char *node = NULL, *what = NULL;
+      WT_OK(weft_run_metadata_fused(m, 0, &node, &what));
+      cr_expect(strstr(what, "Conv2D") && strstr(what, "BiasAdd") &&
+                    strstr(what, "Relu"),
+                "fusion described as '%s'", what);
+      for (int32_t i = 0; i < weft_run_metadata_num_nodes(m); ++i)
+        if (strcmp(weft_run_metadata_node_name(m, i), node) == 0)
+          cr_expect_str_eq(weft_run_metadata_node_op(m, i), "FusedConv2D");
+    }
+    weft_run_metadata_destroy(m);
+    weft_session_destroy(s);
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const int64_t count = weft_tensor_element_count(got[0][i]);
+    cr_assert_eq(weft_tensor_element_count(got[1][i]), count);
+    const int f64 = weft_tensor_dtype(got[0][i]) == WEFT_FLOAT64;
+    for (int64_t e = 0; e < count; ++e) {
+      double a = f64 ? ((const double*)weft_tensor_data(got[0][i]))[e]
+                     : ((const float*)weft_tensor_data(got[0][i]))[e];
+      double b = f64 ? ((const double*)weft_tensor_data(got[1][i]))[e]
+                     : ((const float*)weft_tensor_data(got[1][i]))[e];
+      cr_assert(fabs(a - b) <= tol + tol * fabs(a),
+                "fetch %d element %lld: unfused %.9g, fused %.9g", i,
+                (long long)e, a, b);
+    }
+    weft_tensor_destroy(got[0][i]);
+    weft_tensor_destroy(got[1][i]);
+  }
+}
+
+Test(fusion, fused_convolution_gives_the_unfused_result) {
+  const weft_dtype types[2] = {WEFT_FLOAT32, WEFT_FLOAT64};
+  for (int t = 0; t < 2; ++t) {
+    weft_graph* g = wt_graph_new();
+    weft_output x = wt_placeholder(g, "x", types[t], WT_DIMS(2, 9, 9, 3), 4);
+    weft_output f = wt_const(g, "f", random_tensor(types[t],
+                                                   WT_DIMS(3, 3, 3, 4), 4, 2));
+    weft_output b = wt_const(g, "b", random_tensor(types[t], WT_DIMS(4), 1, 3));
+    weft_output f2 = wt_const(g, "f2", random_tensor(types[t],
+                                                     WT_DIMS(2, 2, 4, 5), 4, 4));
+    weft_output b2 = wt_const(g, "b2", random_tensor(types[t], WT_DIMS(5), 1, 5));
+    weft_output h = conv_bias_relu(g, x, f, b, "one", 1, "SAME");
+    weft_output y = conv_bias_relu(g, h, f2, b2, "two", 2, "VALID");
+    weft_tensor* xv = random_tensor(types[t], WT_DIMS(2, 9, 9, 3), 4, 1);
+    compare(g, x, xv, &y, 1, 2, types[t] == WEFT_FLOAT64 ? 1e-12 : 1e-5);
+    weft_tensor_destroy(xv);
+    weft_graph_destroy(g);
+  }
+}
+
+Test(fusion, values_read_elsewhere_stay_unfused) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(1, 5, 5, 2), 4);
+  weft_output f = wt_const(g, "f", random_tensor(WEFT_FLOAT32,
+                                                 WT_DIMS(3, 3, 2, 3), 4, 7));
+  weft_output b = wt_const(g, "b", random_tensor(WEFT_FLOAT32, WT_DIMS(3), 1, 8));
+  weft_output y = conv_bias_relu(g, x, f, b, "c", 1, "SAME");
+  weft_tensor* xv = random_tensor(WEFT_FLOAT32, WT_DIMS(1, 5, 5, 2), 4, 9);
+  /* The BiasAdd's output is fetched too: nothing is fused. */
+  weft_output biased = {weft_graph_node_by_name(g, "c_bias"), 0};
+  weft_output both[2] = {y, biased};
+  compare(g, x, xv, both, 2, 0, 1e-6);
+  /* The Conv2D's output read by another op: nothing is fused. */
+  weft_output conv = {weft_graph_node_by_name(g, "c_conv"), 0};
+  weft_output other = wt_apply2(g, "Add", "other", y, wt_apply1(g, "Neg", NULL, conv));
+  compare(g, x, xv, &other, 1, 0, 1e-6);
+  weft_tensor_destroy(xv);
+  weft_graph_destroy(g);
+}
+
+/* A training step's gradients with and without fusion: the backward pass
+ * reads the Relu's output and the Conv2D's inputs, never the fused
+ * values. */
+Test(fusion, gradients_are_the_same_fused_or_not) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(2, 8, 8, 3), 4);
+  weft_output f = wt_const(g, "f", random_tensor(WEFT_FLOAT32,
+                                                 WT_DIMS(3, 3, 3, 4), 4, 11));
+  weft_output b = wt_const(g, "b", random_tensor(WEFT_FLOAT32, WT_DIMS(4), 1, 12));
+  weft_output y = conv_bias_relu(g, x, f, b, "c", 1, "SAME");
+  weft_output r = wt_const(g, "r", random_tensor(WEFT_FLOAT32,
+                                                 WT_DIMS(2, 8, 8, 4), 4, 13));
+  weft_output loss = wt_apply1(g, "Sum", "loss", wt_apply2(g, "Mul", NULL, y, r));
+  weft_output wrt[3] = {x, f, b}, grads[3];
+  WT_OK(weft_gradients(g, &loss, 1, wrt, 3, NULL, grads));
+  weft_tensor* xv = random_tensor(WEFT_FLOAT32, WT_DIMS(2, 8, 8, 3), 4, 14);
+  compare(g, x, xv, grads, 3, 1, 1e-5);
+  weft_tensor_destroy(xv);
+  weft_graph_destroy(g);
+}
+
+/* FusedConv2D as an op of its own: its gradient against central
+ * differences (float64). */
+static weft_output build_fused(weft_graph* g, const weft_output* xs,
+                               int32_t n, void* arg) {
+  (void)n;
+  (void)arg;
+  weft_op_builder* c = weft_op_begin(g, "FusedConv2D", "y");
+  for (int i = 0; i < 3; ++i) weft_op_add_input(c, xs[i]);
+  const int64_t strides[4] = {1, 2, 1, 1};
+  weft_op_set_attr_int_list(c, "strides", strides, 4);
+  weft_op_set_attr_string(c, "padding", "SAME");
+  weft_node* node = NULL;
+  WT_OK(weft_op_finish(c, &node));
+  return (weft_output){node, 0};
+}
+
+Test(fusion, fused_conv2d_gradient_matches_central_differences) {
+  double x[2 * 5 * 4 * 2], f[3 * 2 * 2 * 3], b[3] = {0.3, -0.2, 0.05};
+  wt_rng rng = {21};
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; ++i)
+    x[i] = wt_rng_uniform(&rng, -1, 1);
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; ++i)
+    f[i] = wt_rng_uniform(&rng, -1, 1);
+  gc_input in[3] = {{WEFT_FLOAT64, WT_DIMS(2, 5, 4, 2), 4, x, 0},
+                    {WEFT_FLOAT64, WT_DIMS(3, 2, 2, 3), 4, f, 0},
+                    {WEFT_FLOAT64, WT_DIMS(3), 1, b, 0}};
+  gc_check_f64("FusedConv2D", build_fused, NULL, in, 3, 0);
+}
