@@ -2,9 +2,11 @@
 
 const PLACEMENTS = Dict(:soft => 0, :strict => 1)
 const TRANSFER_PRECISIONS = Dict(:exact => 0, :bfloat16 => 1, :float16 => 2)
-"""Bits of `optimizations`: merge identical ops (CSE); memory-aware order."""
+"""Bits of `optimizations`: merge identical ops (CSE); memory-aware order;
+fuse Conv2D + BiasAdd + Relu."""
 const OPTIMIZE_CSE = 0x00000001
 const OPTIMIZE_MEMORY_SCHEDULE = 0x00000002
+const OPTIMIZE_FUSION = 0x00000004
 const OPTIMIZE_ALL = 0xffffffff
 
 """

@@ -27,6 +27,8 @@ public final class SessionOptions {
   public static final int OPTIMIZE_CSE = 1;
   /** Run nodes as late as their consumers allow, so values live briefly. */
   public static final int OPTIMIZE_MEMORY_SCHEDULE = 2;
+  /** Fuse Conv2D, BiasAdd and Relu chains into FusedConv2D. */
+  public static final int OPTIMIZE_FUSION = 4;
   public static final int OPTIMIZE_ALL = 0xffffffff;
 
   private String devices;
