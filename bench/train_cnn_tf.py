@@ -9,7 +9,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tf_timing import time_steps  # noqa: E402
+from tf_timing import time_tf_session  # noqa: E402
 
 B, S, C = 64, 28, 10
 
@@ -43,14 +43,10 @@ def main():
         train = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
             loss)
         init = tf.compat.v1.global_variables_initializer()
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
-                                      inter_op_parallelism_threads=threads)
     feed = {x: rng.random((B, S, S, 1), np.float32),
             labels: rng.integers(0, C, B).astype(np.int32)}
-    with tf.compat.v1.Session(graph=g, config=config) as s:
-        s.run(init)
-        time_steps("TensorFlow %s CNN training" % tf.__version__, threads,
-                   steps, 5, lambda: s.run(train, feed))
+    time_tf_session("TensorFlow %s CNN training" % tf.__version__, threads,
+                    steps, 5, g, init, train, feed)
 
 
 if __name__ == "__main__":

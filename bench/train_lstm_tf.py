@@ -9,7 +9,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tf_timing import time_steps  # noqa: E402
+from tf_timing import time_tf_session  # noqa: E402
 
 B, T, D, H, C = 64, 28, 28, 128, 10
 
@@ -46,14 +46,10 @@ def main():
         train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
             loss)
         init = tf.compat.v1.global_variables_initializer()
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
-                                      inter_op_parallelism_threads=threads)
     feed = {x: rng.random((T, B, D), np.float32),
             labels: rng.integers(0, C, B).astype(np.int32)}
-    with tf.compat.v1.Session(graph=g, config=config) as s:
-        s.run(init)
-        time_steps("TensorFlow %s LSTM training" % tf.__version__, threads,
-                   steps, 10, lambda: s.run(train, feed))
+    time_tf_session("TensorFlow %s LSTM training" % tf.__version__, threads,
+                    steps, 10, g, init, train, feed)
 
 
 if __name__ == "__main__":
