@@ -114,10 +114,16 @@ class OutermostScope {
  public:
   explicit OutermostScope(const std::string& scope)
       : set_(outermost_scope.empty()) {
-    if (set_) outermost_scope = scope;
+    if (set_) {
+      outermost_scope = scope;
+      BuildingGradients() = true;
+    }
   }
   ~OutermostScope() {
-    if (set_) outermost_scope.clear();
+    if (set_) {
+      outermost_scope.clear();
+      BuildingGradients() = false;
+    }
   }
 
  private:

@@ -40,6 +40,11 @@ void FillDefaults(weft_node* n) {
 
 }  // namespace
 
+bool& BuildingGradients() {
+  thread_local bool building = false;
+  return building;
+}
+
 std::string Graph::UniqueName(const std::string& base) {
   for (;;) {
     int& k = name_counters_[base];
@@ -61,6 +66,7 @@ weft_status* Graph::AddNode(std::unique_ptr<weft_node> n, weft_node** out) {
     return Errorf(WEFT_NOT_FOUND, "node '%s': unknown op '%s'", name.c_str(),
                   n->op_type.c_str());
   n->def = def;
+  n->gradient = BuildingGradients();
   size_t arity = def->input_names.size();
   bool arity_ok = def->variadic ? n->inputs.size() >= arity
                                 : n->inputs.size() == arity;

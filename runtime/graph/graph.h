@@ -35,6 +35,10 @@ struct weft_node {
   weft::AttrMap attrs;
   std::vector<weft_dtype> output_dtypes;
   std::vector<weft::ShapeInfo> output_shapes;
+  // Made by weft_gradients (a backward pass), which the planner's
+  // recomputation uses to tell the values a gradient reads.  Set when the
+  // node is added (Graph::AddNode), never after.
+  bool gradient = false;
 };
 
 namespace weft {
@@ -55,6 +59,10 @@ struct WhileLoopInfo {
 // Adds `keep` to the keep_alive list of the node `b` will make (internal:
 // the public builder has no such edges).
 void OpBuilderKeepAlive(weft_op_builder* b, weft_node* keep);
+
+// True on this thread while weft_gradients builds a backward pass: nodes
+// added meanwhile are marked `gradient`.
+bool& BuildingGradients();
 
 class Graph {
  public:
