@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -65,10 +66,18 @@ double Flops(const weft_node* n) {
     return 2.0 * static_cast<double>(StaticElements(out)) *
            static_cast<double>(k);
   }
-  if (op == "Conv2D" && n->inputs.size() == 2) {
+  if ((op == "Conv2D" && n->inputs.size() == 2) ||
+      (op == "FusedConv2D" && n->inputs.size() == 3)) {
     const ShapeInfo& f = InputShape(n, 1);  // [kh, kw, in, out]
     return 2.0 * static_cast<double>(StaticElements(n->output_shapes[0])) *
            static_cast<double>(Dim(f, 0) * Dim(f, 1) * Dim(f, 2));
+  }
+  // LU-based: about n^3 per n x n matrix.
+  if ((op == "MatrixInverse" || op == "MatrixDeterminant") &&
+      n->inputs.size() == 1) {
+    const ShapeInfo& a = InputShape(n, 0);
+    return static_cast<double>(StaticElements(a)) *
+           static_cast<double>(Dim(a, -1));
   }
   // Everything else: a few operations per element in or out.
   int64_t elements = 0;
@@ -77,6 +86,17 @@ double Flops(const weft_node* n) {
     elements = std::max(elements, StaticElements(InputShape(n, i)));
   return static_cast<double>(elements);
 }
+
+}  // namespace
+
+double FlopsPerOutputElement(const weft_node* n) {
+  int64_t elements = 0;
+  for (const ShapeInfo& s : n->output_shapes) elements += StaticElements(s);
+  if (elements == 0) return std::numeric_limits<double>::infinity();
+  return Flops(n) / static_cast<double>(elements);
+}
+
+namespace {
 
 double BytesTouched(const weft_node* n) {
   double bytes = 0;

@@ -41,6 +41,12 @@ class CostModel {
   std::vector<std::pair<Device*, double>> overrides_;
 };
 
+// Floating-point operations per output element of one execution of `n`,
+// by the estimate ComputeUs uses (MatMul and convolutions by their shapes,
+// everything else a few per element in or out); infinite when the output
+// has no elements or unknown rank.
+double FlopsPerOutputElement(const weft_node* n);
+
 // Bytes of output `index` of `n` when its shape is known at build time (a
 // dim of unknown size counts as 1); 0 when the rank is unknown.
 uint64_t StaticBytes(const weft_node* n, int32_t index);
