@@ -72,6 +72,15 @@ typedef struct weft_session_options {
    * each plugin gives, else one measured once per device.  Borrowed for the
    * duration of weft_session_create(). */
   const char* device_gflops;
+
+  /* ---- Appended in 1.3. ---- */
+
+  /* Memory by recomputation (weft_recompute_policy): values the gradient
+   * reads are dropped after the forward pass and computed again in the
+   * backward pass, trading compute for peak memory.  Default
+   * WEFT_RECOMPUTE_OFF, or the WEFT_RECOMPUTE environment variable ("off",
+   * "cheap") when this is left at 0. */
+  int32_t recompute;
 } weft_session_options;
 
 typedef enum weft_placement_policy WEFT_ENUM_BASE {
@@ -90,6 +99,19 @@ typedef enum weft_transfer_precision WEFT_ENUM_BASE {
   /* ... as IEEE float16 (range +-65504: larger values become infinite). */
   WEFT_TRANSFER_FLOAT16 = 2
 } weft_transfer_precision;
+
+typedef enum weft_recompute_policy WEFT_ENUM_BASE {
+  WEFT_RECOMPUTE_OFF = 0,
+  /* Cheap ops only, chosen by the cost model (a few operations per output
+   * element: element-wise ops, BiasAdd, pooling, ...), whose output is
+   * large, is read by the forward pass and again by a gradient node that
+   * cannot run until much later, and whose inputs the backward pass keeps
+   * anyway (or are constants).  The copy runs just before the first such
+   * gradient node; the forward value dies after its forward readers.
+   * Never stateful (random) ops, nodes with control inputs, or graphs with
+   * control flow.  Run metadata lists what was recomputed. */
+  WEFT_RECOMPUTE_CHEAP = 1
+} weft_recompute_policy;
 
 /* Graph optimizations (bits of weft_session_options.optimizations). */
 /* Merge identical ops over identical inputs and attributes. */
@@ -217,6 +239,16 @@ WEFT_API int32_t weft_run_metadata_num_fused(const weft_run_metadata* m);
 WEFT_API weft_status* weft_run_metadata_fused(const weft_run_metadata* m,
                                               int32_t i, const char** node,
                                               const char** what);
+
+/* Recomputation (weft_session_options.recompute): the node that
+ * recomputes a value in the backward pass (named after the original, plus
+ * "/recomputed"), and what it stands for ("Sigmoid 's1', read by
+ * 'gradients/...'").  Out-of-range i: OUT_OF_RANGE. */
+WEFT_API int32_t weft_run_metadata_num_recomputed(const weft_run_metadata* m);
+WEFT_API weft_status* weft_run_metadata_recomputed(const weft_run_metadata* m,
+                                                   int32_t i,
+                                                   const char** node,
+                                                   const char** what);
 
 /* Memory: the devices the run used, and the peak bytes of values the run
  * held on each at once (outputs and transfer buffers; variables and

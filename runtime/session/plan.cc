@@ -2,6 +2,8 @@
 //  1. prune to what is needed, stopping at feeds;
 //  2. merge common subexpressions, and prune again through the survivors;
 //     fuse Conv2D + BiasAdd + Relu chains (fuse.cc), and prune again;
+//     when the session asks, recompute cheap values the gradient reads
+//     (recompute.cc), and prune again;
 //  3. place: variables once per session, kernels by constraint, kernel
 //     availability and cost (argmin over devices of compute time plus the
 //     time to bring inputs over), state with its variable, constants and
@@ -39,6 +41,10 @@ weft_status* Planner::Build() {
   }
   if (opts_.optimizations & WEFT_OPTIMIZE_FUSION) Fuse();
   TopologicalOrder();
+  if (opts_.recompute != WEFT_RECOMPUTE_OFF && Recompute()) {
+    Prune();
+    TopologicalOrder();
+  }
   WEFT_RETURN_IF_ERROR(AnalyzeFrames());
   WEFT_RETURN_IF_ERROR(Place());
   WEFT_RETURN_IF_ERROR(Partition());

@@ -88,12 +88,16 @@ struct Plan {
   std::vector<std::pair<const weft_node*, const weft_node*>> merged;  // CSE
   // Fusions: the fused node's name (the Relu's) and what it replaced.
   std::vector<std::pair<std::string, std::string>> fused;
+  // Recomputation: the node that recomputes a value in the backward pass,
+  // and what it stands for.
+  std::vector<std::pair<std::string, std::string>> recomputed;
   int32_t schedule_edges = 0;  // edges added to delay nodes (memory)
   // Control flow: frames, when any node of the plan is a control-flow
   // primitive (then slots are per frame and the frame executor runs it).
   bool control_flow = false;
   std::vector<PlanFrame> frames;
-  // Nodes made by the planner (the Casts of lossy transfers).
+  // Nodes made by the planner (the Casts of lossy transfers, fused and
+  // recomputing nodes).
   std::vector<std::unique_ptr<weft_node>> synthetic;
 };
 
@@ -101,6 +105,7 @@ struct PlanOptions {
   int32_t placement = 0;           // weft_placement_policy
   int32_t transfer_precision = 0;  // weft_transfer_precision
   uint32_t optimizations = ~0u;    // WEFT_OPTIMIZE_*
+  int32_t recompute = 0;           // weft_recompute_policy
 };
 
 struct PlanRequest {

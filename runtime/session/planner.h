@@ -5,6 +5,8 @@
 //                 per-frame numbering of the executor's state
 //   place.cc      devices for variables, kernels and the rest
 //   partition.cc  Send/Recv between memories, value slots, dependency edges
+//   fuse.cc       Conv2D -> BiasAdd -> Relu into FusedConv2D
+//   recompute.cc  values the gradient reads, computed again when it does
 //   schedule.cc   delays that keep large values from living long
 // Internal to runtime/session: BuildPlan (plan.h) is the interface.
 #pragma once
@@ -68,19 +70,27 @@ class Planner {
 
  private:
   // What stands for `n` in the plan: the node CSE kept in its place, or
-  // the fused node that took over its output.
+  // the fused node that took over its output, or the copy of a gradient
+  // node that reads recomputed values instead.
   const weft_node* Rep(const weft_node* n) const {
     auto it = cse_.replaced.find(n);
     if (it != cse_.replaced.end()) n = it->second;
-    if (fused_.empty()) return n;
-    auto f = fused_.find(n);
-    return f == fused_.end() ? n : f->second;
+    if (!fused_.empty()) {
+      auto f = fused_.find(n);
+      if (f != fused_.end()) n = f->second;
+    }
+    if (!rewired_.empty()) {
+      auto r = rewired_.find(n);
+      if (r != rewired_.end()) n = r->second;
+    }
+    return n;
   }
   bool IsFed(const weft_node* n, int32_t i) const {
     return fed_.count(OutputKey{n, i}) != 0;
   }
   void Prune();
   void Fuse();  // fuse.cc
+  bool Recompute();  // recompute.cc; true when it changed the graph
   void TopologicalOrder();
   weft_status* AnalyzeFrames();
   weft_status* CheckEntersAfterExits();
@@ -123,6 +133,7 @@ class Planner {
   std::unordered_map<OutputKey, int32_t, OutputKeyHash> fed_;
   CseResult cse_;
   std::unordered_map<const weft_node*, const weft_node*> fused_;
+  std::unordered_map<const weft_node*, const weft_node*> rewired_;
   std::unordered_map<const weft_node*, int32_t> index_;
   std::vector<const weft_node*> order_;  // pruned graph nodes
   std::vector<int32_t> topo_;            // indexes into order_

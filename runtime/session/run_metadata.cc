@@ -12,6 +12,7 @@ void weft_run_metadata::Clear() {
   frames.clear();
   merged.clear();
   fused.clear();
+  recomputed.clear();
   devices.clear();
   peak_bytes.clear();
   schedule_edges = 0;
@@ -40,6 +41,7 @@ void weft_run_metadata::Describe(const weft::Plan& plan) {
   for (const auto& m : plan.merged)
     merged.emplace_back(m.first->name, m.second->name);
   fused = plan.fused;
+  recomputed = plan.recomputed;
   for (weft::Device* d : plan.devices) devices.push_back(d->name);
   peak_bytes.assign(devices.size(), 0);
   schedule_edges = plan.schedule_edges;
@@ -150,6 +152,21 @@ weft_status* weft_run_metadata_fused(const weft_run_metadata* m, int32_t i,
   return nullptr;
 }
 
+int32_t weft_run_metadata_num_recomputed(const weft_run_metadata* m) {
+  return m ? static_cast<int32_t>(m->recomputed.size()) : 0;
+}
+
+weft_status* weft_run_metadata_recomputed(const weft_run_metadata* m,
+                                          int32_t i, const char** node,
+                                          const char** what) {
+  if (m == nullptr || !InRange(m->recomputed, i))
+    return weft::Errorf(WEFT_OUT_OF_RANGE, "recomputation %d of %d", i,
+                        weft_run_metadata_num_recomputed(m));
+  if (node) *node = m->recomputed[i].first.c_str();
+  if (what) *what = m->recomputed[i].second.c_str();
+  return nullptr;
+}
+
 int32_t weft_run_metadata_num_merged(const weft_run_metadata* m) {
   return m ? static_cast<int32_t>(m->merged.size()) : 0;
 }
@@ -239,6 +256,9 @@ const char* weft_run_metadata_to_string(const weft_run_metadata* m) {
     t += "  " + x.first + " -> " + x.second + "\n";
   t += "fused: " + std::to_string(m->fused.size()) + "\n";
   for (const auto& x : m->fused) t += "  " + x.first + " <- " + x.second + "\n";
+  t += "recomputed: " + std::to_string(m->recomputed.size()) + "\n";
+  for (const auto& x : m->recomputed)
+    t += "  " + x.first + " <- " + x.second + "\n";
   t += "memory scheduling edges: " + std::to_string(m->schedule_edges) +
        "\n";
   t += "peak run memory:\n";

@@ -29,6 +29,7 @@ struct weft_run_metadata {
   std::vector<Frame> frames;
   std::vector<std::pair<std::string, std::string>> merged;  // removed, kept
   std::vector<std::pair<std::string, std::string>> fused;  // node, what
+  std::vector<std::pair<std::string, std::string>> recomputed;  // node, what
   std::vector<std::string> devices;
   std::vector<uint64_t> peak_bytes;
   int32_t schedule_edges = 0;

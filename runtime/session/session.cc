@@ -161,6 +161,8 @@ weft_status* ReadPlanOptions(const weft_session_options& o, PlanOptions* out) {
       o.transfer_precision, "transfer_precision", "WEFT_TRANSFER_PRECISION",
       {"exact", "bfloat16", "float16"}, &out->transfer_precision));
   out->optimizations = o.optimizations;
+  WEFT_RETURN_IF_ERROR(EnumOption(o.recompute, "recompute", "WEFT_RECOMPUTE",
+                                  {"off", "cheap"}, &out->recompute));
   return nullptr;
 }
 
