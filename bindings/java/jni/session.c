@@ -10,7 +10,8 @@ JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
                                       jint intra_op, jint placement,
                                       jint transfer_precision,
                                       jint optimizations,
-                                      jstring device_gflops) {
+                                      jstring device_gflops,
+                                      jint recompute) {
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
   weft_jni_string d, g;
@@ -28,6 +29,7 @@ JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
   o.transfer_precision = transfer_precision;
   o.optimizations = (uint32_t)optimizations;
   o.device_gflops = g.utf;
+  o.recompute = recompute;
   weft_session* s = NULL;
   weft_status* st =
       weft_session_create(WEFT_JNI_PTR(weft_graph, graph), &o, &s);

@@ -159,6 +159,7 @@ struct SessionOptionsC
     transfer_precision::Int32
     optimizations::UInt32
     device_gflops::Ptr{UInt8}
+    recompute::Int32
 end
 
 # C: weft_optimizer_options

@@ -2,6 +2,7 @@
 
 const PLACEMENTS = Dict(:soft => 0, :strict => 1)
 const TRANSFER_PRECISIONS = Dict(:exact => 0, :bfloat16 => 1, :float16 => 2)
+const RECOMPUTES = Dict(:off => 0, :cheap => 1)
 """Bits of `optimizations`: merge identical ops (CSE); memory-aware order;
 fuse Conv2D + BiasAdd + Relu."""
 const OPTIMIZE_CSE = 0x00000001
@@ -12,7 +13,8 @@ const OPTIMIZE_ALL = 0xffffffff
 """
     Session(graph; devices = "", inter_op_threads = 0, intra_op_threads = 0,
             placement = :soft, transfer_precision = :exact,
-            optimizations = Weft.OPTIMIZE_ALL, device_gflops = "")
+            optimizations = Weft.OPTIMIZE_ALL, device_gflops = "",
+            recompute = :off)
 
 Opens a session on `graph`.  `devices`: names or patterns such as
 "/device:CPU:0", "CPU" or "/device:OPENCL:*", comma-separated ("" means the
@@ -20,7 +22,10 @@ WEFT_DEVICES environment variable, else every device).  Threads: 0 picks
 the core count.  `placement`: `:soft` or `:strict` for nodes constrained to
 a device without a kernel.  `transfer_precision`: `:exact`, `:bfloat16` or
 `:float16` for float32 values crossing devices.  `device_gflops`: compute
-estimates ("OPENCL=500,CPU=50").  `close(s)` releases it at once.
+estimates ("OPENCL=500,CPU=50").  `recompute`: `:off` (or the
+WEFT_RECOMPUTE environment variable) or `:cheap`, to compute cheap values
+the gradient reads again in the backward pass instead of keeping them.
+`close(s)` releases it at once.
 """
 mutable struct Session <: Handle
     ptr::Ptr{Cvoid}
@@ -29,12 +34,15 @@ mutable struct Session <: Handle
                      inter_op_threads::Integer = 0, intra_op_threads::Integer = 0,
                      placement::Symbol = :soft, transfer_precision::Symbol = :exact,
                      optimizations::Integer = OPTIMIZE_ALL,
-                     device_gflops::AbstractString = "")
+                     device_gflops::AbstractString = "",
+                     recompute::Symbol = :off)
         haskey(PLACEMENTS, placement) ||
             throw(ArgumentError("placement is :soft or :strict, not :$placement"))
         haskey(TRANSFER_PRECISIONS, transfer_precision) ||
             throw(ArgumentError("transfer_precision is :exact, :bfloat16 or " *
                                 ":float16, not :$transfer_precision"))
+        haskey(RECOMPUTES, recompute) ||
+            throw(ArgumentError("recompute is :off or :cheap, not :$recompute"))
         devices_c = String(devices)
         gflops_c = String(device_gflops)
         out = Ref{Ptr{Cvoid}}(C_NULL)
@@ -46,7 +54,8 @@ mutable struct Session <: Handle
                 Int32(PLACEMENTS[placement]),
                 Int32(TRANSFER_PRECISIONS[transfer_precision]),
                 UInt32(optimizations),
-                isempty(gflops_c) ? C_NULL : pointer(gflops_c)))
+                isempty(gflops_c) ? C_NULL : pointer(gflops_c),
+                Int32(RECOMPUTES[recompute])))
             check(@ccall libweft.weft_session_create(
                 g::Ptr{Cvoid}, options::Ptr{SessionOptionsC},
                 out::Ptr{Ptr{Cvoid}})::Ptr{Cvoid})

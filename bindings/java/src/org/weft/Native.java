@@ -154,7 +154,7 @@ final class Native {
   // ---- sessions ----
   static native long sessionCreate(long graph, String devices, int interOpThreads,
       int intraOpThreads, int placement, int transferPrecision, int optimizations,
-      String deviceGflops);
+      String deviceGflops, int recompute);
   static native void sessionDestroy(long session);
   /** The fetched tensors' handles. */
   static native long[] sessionRun(long session, long[] feedNodes, int[] feedIndices,

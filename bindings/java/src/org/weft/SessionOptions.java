@@ -23,6 +23,17 @@ public final class SessionOptions {
     FLOAT16
   }
 
+  /**
+   * Memory by recomputation: values the gradient reads are dropped after
+   * the forward pass and computed again in the backward pass.
+   */
+  public enum Recompute {
+    /** Off (unless WEFT_RECOMPUTE says otherwise). */
+    OFF,
+    /** Cheap ops (element-wise, BiasAdd, pooling), chosen by the cost model. */
+    CHEAP
+  }
+
   /** Merge identical ops over identical inputs. */
   public static final int OPTIMIZE_CSE = 1;
   /** Run nodes as late as their consumers allow, so values live briefly. */
@@ -38,6 +49,7 @@ public final class SessionOptions {
   private TransferPrecision transferPrecision = TransferPrecision.EXACT;
   private int optimizations = OPTIMIZE_ALL;
   private String deviceGflops;
+  private Recompute recompute = Recompute.OFF;
 
   /**
    * Devices the session may use: a comma-separated list of names or
@@ -87,8 +99,15 @@ public final class SessionOptions {
     return this;
   }
 
+  /** Which values to recompute in the backward pass instead of keeping. */
+  public SessionOptions recompute(Recompute value) {
+    recompute = value;
+    return this;
+  }
+
   long create(long graph) {
     return Native.sessionCreate(graph, devices, interOpThreads, intraOpThreads,
-        placement.ordinal(), transferPrecision.ordinal(), optimizations, deviceGflops);
+        placement.ordinal(), transferPrecision.ordinal(), optimizations, deviceGflops,
+        recompute.ordinal());
   }
 }
