@@ -92,6 +92,28 @@ static inline void bench_run_session_step(void* arg) {
                                NULL, 0, &s->target, 1, NULL));
 }
 
+/* Runs one more step with run metadata and prints "<label>: peak run
+ * memory X MiB, N values recomputed (WEFT_RECOMPUTE=...)": the bytes of
+ * values the step held at once on its device (variables and constants
+ * aside), and what recomputation (weft_session_options.recompute, here
+ * from the environment) did. */
+static inline void bench_report_memory(const char* label,
+                                       const bench_session_step* s) {
+  weft_run_metadata* m = weft_run_metadata_create();
+  if (m == NULL) return;
+  BENCH_CHECK(weft_session_run_with_metadata(s->session, s->feeds, s->values,
+                                             s->num_feeds, NULL, 0,
+                                             &s->target, 1, NULL, m));
+  uint64_t peak = 0;
+  for (int32_t i = 0; i < weft_run_metadata_num_devices(m); ++i)
+    peak += weft_run_metadata_peak_bytes(m, i);
+  const char* env = getenv("WEFT_RECOMPUTE");
+  printf("%s: peak run memory %.2f MiB, %d values recomputed "
+         "(WEFT_RECOMPUTE=%s)\n", label, (double)peak / (1 << 20),
+         weft_run_metadata_num_recomputed(m), env ? env : "");
+  weft_run_metadata_destroy(m);
+}
+
 /* Parses "--name=value" style integer flags; returns 1 when `arg` was one. */
 static inline int bench_int_flag(const char* arg, const char* name,
                                  int* out) {

@@ -3,7 +3,9 @@
  * 3136->10, softmax cross-entropy, plain SGD, batch 64, NHWC.
  * bench/train_cnn_tf.py and train_cnn_torch.cc are the same model in
  * TensorFlow and LibTorch.  Prints the median steps/s of timed blocks and
- * the CPU time per step.  Usage: train_cnn [threads] [steps] */
+ * the CPU time per step, then the peak run memory of one step
+ * (WEFT_RECOMPUTE=cheap turns recomputation on).  Usage: train_cnn
+ * [threads] [steps] */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   bench_session_step step = {s, feeds, values, 2, train};
   bench_steps("Weft CNN training", threads, steps, 5,
               bench_run_session_step, &step);
+  bench_report_memory("Weft CNN training", &step);
   weft_tensor_destroy(xv);
   weft_tensor_destroy(lv);
   weft_session_destroy(s);

@@ -7,7 +7,8 @@
  *
  *   train_mlp [THREADS]
  * prints "weft mlp training: T threads: S steps/s (median of R x N steps),
- * peak RSS M MiB". */
+ * peak RSS M MiB", then the peak run memory of one step (WEFT_RECOMPUTE=cheap
+ * turns recomputation on). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <sys/resource.h>
@@ -112,6 +113,8 @@ int main(int argc, char** argv) {
         bench_die("step", st);
     if (rep >= 0) samples[rep] = n / (bench_now_seconds() - t0);
   }
+  bench_session_step step = {s, feeds, values, 2, train};
+  bench_report_memory("weft mlp training", &step);
   weft_tensor* lt;
   if ((st = weft_session_run(s, feeds, values, 2, &loss, 1, NULL, 0, &lt)))
     bench_die("loss", st);
