@@ -19,9 +19,10 @@ extern "C" {
 /* Version of the user API these headers describe.  Changes, one line per
  * minor version:
  *  1.1  weft_session_options: the fields after intra_op_threads.
- *  1.2  weft_kernel_description: type_constraints. */
+ *  1.2  weft_kernel_description: type_constraints.
+ *  1.3  weft_host_api (plugins): kernel_forward_input_or_allocate. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 2
+#define WEFT_ABI_VERSION_MINOR 3
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

@@ -159,7 +159,8 @@ class Run {
   weft_status* RunKernel(const PlanNode& p, const weft_node* node,
                          const KernelReg* kernel,
                          const TensorValue* const* inputs, int32_t n_in,
-                         TensorValue* outputs, int32_t n_out);
+                         TensorValue* outputs, int32_t n_out,
+                         uint32_t writable_inputs = 0);
   weft_status* Send(const PlanNode& p, TensorValue* in, TensorValue* out);
   weft_status* Update(const PlanNode& p, TensorValue* in, TensorValue* out);
   weft_status* Recv(const PlanNode& p, TensorValue* in, TensorValue* out);
@@ -219,6 +220,8 @@ class Run {
   // Per-node memory accounting (live and peak bytes per device) is kept
   // only when the caller asked for run metadata.
   bool accounting_ = false;
+  // With accounting: the updates written in place (RunStats::in_place).
+  std::vector<std::pair<const weft_node*, const weft_node*>> in_place_;
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
 
   // Control flow.
