@@ -177,7 +177,9 @@ int32_t HostNumOutputs(const weft_kernel_context* c) {
   return c ? c->num_outputs : 0;
 }
 
-void Describe(const TensorValue& v, weft_kernel_tensor* out) {
+// Inline: every input and output of every kernel goes through here.
+inline __attribute__((always_inline)) void Describe(const TensorValue& v,
+                                                    weft_kernel_tensor* out) {
   size_t size = out->struct_size;
   if (size >= sizeof(weft_kernel_tensor)) {  // the common case: no copy
     const int64_t count = v.elements();

@@ -14,7 +14,41 @@
 namespace weft {
 namespace exec {
 
+std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
+  if (p.arenas) {
+    std::lock_guard<std::mutex> lock(p.arenas->mu);
+    if (!p.arenas->free.empty()) {
+      std::unique_ptr<RunArena> a = std::move(p.arenas->free.back());
+      p.arenas->free.pop_back();
+      return a;
+    }
+  }
+  auto a = std::make_unique<RunArena>();
+  a->slots.resize(p.num_slots);
+  a->pending.reset(new std::atomic<int32_t>[p.nodes.size()]);
+  a->uses.reset(new std::atomic<int32_t>[p.num_slots]);
+  a->slot_bytes.reset(new std::atomic<int64_t>[p.num_slots]);
+  for (int32_t i = 0; i < p.num_slots; ++i)
+    a->slot_bytes[i].store(0, std::memory_order_relaxed);
+  return a;
+}
+
+// Empties the slots (fetched values, outputs nothing read, what an error
+// left behind) and zeroes the memory counts, then hands the arena back.
+void Run::ReturnArena() {
+  for (TensorValue& v : slots_)
+    if (v.buffer) v.buffer.reset();
+  if (accounting_)
+    for (int32_t i = 0; i < plan_.num_slots; ++i)
+      slot_bytes_[i].store(0, std::memory_order_relaxed);
+  if (!plan_.arenas) return;
+  std::lock_guard<std::mutex> lock(plan_.arenas->mu);
+  if (plan_.arenas->free.size() < RunArenaPool::kMaxKept)
+    plan_.arenas->free.push_back(std::move(arena_));
+}
+
 Run::~Run() {
+  ReturnArena();
   for (auto& list : cf_free_)
     for (Iteration* it : list) delete it;
   for (auto& kv : cf_frames_) {
