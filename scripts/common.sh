@@ -69,7 +69,8 @@ WEFT_SANITIZE_DIR=${WEFT_SANITIZE_DIR:-build-sanitize}
 # weft_test_sanitized for the tests it runs.  The CUDA plugin is left out
 # (without a GPU the sanitizers would only see it report zero devices, at
 # the cost of another nvcc build), and so are the benchmarks, which the
-# tests never run.  WEFT_SANITIZE_ONEDNN=disabled builds the CPU plugin
+# tests never run, and the CPU plugin's x86-64-v3 build (the same sources
+# as the baseline one, which the sanitized tests then use).  WEFT_SANITIZE_ONEDNN=disabled builds the CPU plugin
 # with its Eigen kernels only.
 #
 # -O1 -g1 (line tables only) rather than -O2 -g: instrumented Eigen
@@ -77,7 +78,7 @@ WEFT_SANITIZE_DIR=${WEFT_SANITIZE_DIR:-build-sanitize}
 # takes 29 s of CPU instead of 76 s this way; the reports keep file and
 # line, and -O1 is what the sanitizers' documentation recommends.
 weft_configure_sanitized() {
-  local options=(-Dcuda=disabled -Dbenchmarks=disabled
+  local options=(-Dcuda=disabled -Dbenchmarks=disabled -Dcpu_isa_variants=false
                  -Donednn=${WEFT_SANITIZE_ONEDNN:-auto}
                  -Db_sanitize=address,undefined -Db_lundef=false
                  -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1)

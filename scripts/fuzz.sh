@@ -80,7 +80,8 @@ plugin_dir=$PWD/build/plugins/cpu
 build_c_api() {
   build_runtime_archive
   [ -d build ] || meson setup build
-  ninja -C build plugins/cpu/weft-cpu.so
+  ninja -C build plugins/cpu/weft-cpu.so \
+    $(ninja -C build -t targets all 2>/dev/null | grep -o "^plugins/cpu/weft-cpu-isa/[^:]*\.so" || true)
   "$cxx" -std=c++17 "${flags[@]}" -Iabi tests/fuzz/c_api.cc \
     "$out/libweft_fuzz.a" -ldl -pthread -o "$out/c_api"
 }

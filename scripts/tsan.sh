@@ -23,7 +23,7 @@ dir=${WEFT_TSAN_DIR:-build-tsan}
 options=(-Db_sanitize=thread -Db_lundef=false
          -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1
          -Dcuda=disabled -Dopencl=disabled -Donednn=disabled -Djava=disabled
-         -Dbenchmarks=disabled)
+         -Dbenchmarks=disabled -Dcpu_isa_variants=false)
 weft_install_packages
 if [ -f "$dir/meson-private/coredata.dat" ]; then
   meson setup --reconfigure "${options[@]}" "$dir"

@@ -135,7 +135,7 @@ struct pin {
   F(weft_kernel_type_constraint, num_dtypes, 16)
 
 #define HOST_API_LAYOUT(S, F)                          \
-  S(weft_host_api, 208)                                \
+  S(weft_host_api, 216)                                \
   F(weft_host_api, struct_size, 0)                     \
   F(weft_host_api, status_create, 8)                   \
   F(weft_host_api, log, 16)                            \
@@ -161,7 +161,8 @@ struct pin {
   F(weft_host_api, status_code, 176)                   \
   F(weft_host_api, kernel_run_counter, 184)            \
   F(weft_host_api, register_gradient, 192)             \
-  F(weft_host_api, graph, 200)
+  F(weft_host_api, graph, 200)                         \
+  F(weft_host_api, kernel_forward_input_or_allocate, 208)
 
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 48)                    \

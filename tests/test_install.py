@@ -69,6 +69,19 @@ def installed_weft_finds_the_installed_cpu_plugin():
     plugin_dir = os.path.join(installed(libdir), 'weft', 'plugins')
     assert os.path.realpath(os.path.dirname(paths[cpu['plugin']])) == \
         os.path.realpath(plugin_dir), (paths, plugin_dir)
+    # Where the x86-64-v3 build is installed and the CPU runs it, the
+    # installed plugin finds it beside itself.
+    variant = os.path.join(plugin_dir, 'weft-cpu-isa', 'weft-cpu-x86-64-v3.so')
+    flags = ''
+    with open('/proc/cpuinfo') as info:
+        for line in info:
+            if line.startswith('flags'):
+                flags = line.split()
+                break
+    if os.path.exists(variant) and all(f in flags for f in
+                                       ('avx2', 'fma', 'bmi2', 'movbe')):
+        versions = {p['name']: p['version'] for p in document['plugins']}
+        assert '(x86-64-v3)' in versions[cpu['plugin']], versions
 
 
 @tap.case

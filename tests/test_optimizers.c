@@ -212,6 +212,118 @@ Test(apply_ops, adam) {
   for (int d = 0; d < 2; ++d) adam_steps(kDtypes[d]);
 }
 
+/* The in-place updates the run metadata lists, as (update, variable). */
+static int32_t in_place_count(weft_session* s, const weft_output* fetch,
+                              weft_tensor** out, weft_node* target,
+                              const char* want_update,
+                              const char* want_variable) {
+  weft_run_metadata* md = weft_run_metadata_create();
+  WT_OK(weft_session_run_with_metadata(s, NULL, NULL, 0, fetch, fetch ? 1 : 0,
+                                       &target, 1, out, md));
+  int32_t n = weft_run_metadata_num_in_place(md);
+  for (int32_t i = 0; i < n; ++i) {
+    const char *update = NULL, *variable = NULL;
+    WT_OK(weft_run_metadata_in_place(md, i, &update, &variable));
+    if (want_update) cr_expect_str_eq(update, want_update);
+    if (want_variable) cr_expect_str_eq(variable, want_variable);
+  }
+  weft_status* st = weft_run_metadata_in_place(md, n, NULL, NULL);
+  cr_expect_eq(weft_status_code(st), WEFT_OUT_OF_RANGE);
+  weft_status_destroy(st);
+  weft_run_metadata_destroy(md);
+  return n;
+}
+
+/* An update writes over its variable when nothing else holds the old value,
+ * and never while a value read from it is still held: a read fetched in the
+ * same run keeps the old values. */
+Test(apply_ops, update_in_place_only_when_unshared) {
+  for (int d = 0; d < 2; ++d) {
+    weft_dtype dtype = kDtypes[d];
+    weft_graph* g = wt_graph_new();
+    double var[N] = {1, -2, 3.5, 0.25};
+    const double delta[N] = {0.5, -1, 2, 4}, alpha = 0.5;
+    weft_node* init;
+    weft_output v = variable(g, "v", dtype, WT_DIMS(N), 1, var, &init);
+    weft_output in[] = {v, scalar_const(g, "alpha", dtype, alpha),
+                        typed_const(g, "delta", dtype, WT_DIMS(N), 1, delta)};
+    weft_node* step;
+    WT_OK(build_op(g, "ApplyGradientDescent", "step", in, 3, -1, &step));
+    /* A read of v that the second update must wait for. */
+    weft_node* read;
+    weft_op_builder* b = weft_op_begin(g, "Identity", "read");
+    weft_op_add_input(b, v);
+    WT_OK(weft_op_finish(b, &read));
+    weft_node* step_after_read;
+    b = weft_op_begin(g, "ApplyGradientDescent", "step_after_read");
+    weft_op_add_input_list(b, in, 3);
+    weft_op_add_control_input(b, read);
+    WT_OK(weft_op_finish(b, &step_after_read));
+
+    weft_session* s = wt_session_new(g, NULL);
+    wt_run_targets(s, &init, 1);
+    /* Nothing holds v's value between runs: in place. */
+    cr_expect_eq(in_place_count(s, NULL, NULL, step, "step", "v"), 1,
+                 "%s", weft_dtype_name(dtype));
+    for (int i = 0; i < N; ++i) var[i] -= alpha * delta[i];
+    expect_values(s, v, dtype, var, N, "var", 1);
+
+    /* The read is fetched, so its value lives to the end of the run: the
+     * update must write a new buffer and the fetched read the old values. */
+    weft_output fetch = {read, 0};
+    weft_tensor* got = NULL;
+    cr_expect_eq(in_place_count(s, &fetch, &got, step_after_read,
+                                "step_after_read", "v"), 0,
+                 "%s", weft_dtype_name(dtype));
+    cr_assert_not_null(got);
+    for (int i = 0; i < N; ++i) {
+      double x = dtype == WEFT_FLOAT32
+                     ? ((const float*)weft_tensor_data(got))[i]
+                     : ((const double*)weft_tensor_data(got))[i];
+      cr_expect(fabs(x - var[i]) <= 1e-6 * (1 + fabs(var[i])),
+                "read %d: %g, the value before the update %g", i, x, var[i]);
+    }
+    weft_tensor_destroy(got);
+    for (int i = 0; i < N; ++i) var[i] -= alpha * delta[i];
+    expect_values(s, v, dtype, var, N, "var", 2);
+    /* And once the read is gone, in place again. */
+    cr_expect_eq(in_place_count(s, NULL, NULL, step, "step", "v"), 1);
+    for (int i = 0; i < N; ++i) var[i] -= alpha * delta[i];
+    expect_values(s, v, dtype, var, N, "var", 3);
+    weft_session_destroy(s);
+    weft_graph_destroy(g);
+  }
+}
+
+/* Adam writes all three of its variables in place, with the same values as
+ * the reference (adam_steps checks the values step by step). */
+Test(apply_ops, adam_in_place) {
+  weft_graph* g = wt_graph_new();
+  double zeros[N] = {0}, var[N] = {1, -2, 3.5, 0.25};
+  weft_node* inits[3];
+  weft_output vars[3] = {
+      variable(g, "var", WEFT_FLOAT32, WT_DIMS(N), 1, var, &inits[0]),
+      variable(g, "m", WEFT_FLOAT32, WT_DIMS(N), 1, zeros, &inits[1]),
+      variable(g, "v", WEFT_FLOAT32, WT_DIMS(N), 1, zeros, &inits[2])};
+  const double grad[N] = {0.5, -1, 2, 4};
+  weft_output in[] = {vars[0], vars[1], vars[2],
+                      scalar_const(g, "b1p", WEFT_FLOAT32, 0.9),
+                      scalar_const(g, "b2p", WEFT_FLOAT32, 0.999),
+                      scalar_const(g, "lr", WEFT_FLOAT32, 0.01),
+                      scalar_const(g, "beta1", WEFT_FLOAT32, 0.9),
+                      scalar_const(g, "beta2", WEFT_FLOAT32, 0.999),
+                      scalar_const(g, "epsilon", WEFT_FLOAT32, 1e-8),
+                      typed_const(g, "grad", WEFT_FLOAT32, WT_DIMS(N), 1,
+                                  grad)};
+  weft_node* step;
+  WT_OK(build_op(g, "ApplyAdam", "step", in, 10, -1, &step));
+  weft_session* s = wt_session_new(g, NULL);
+  wt_run_targets(s, inits, 3);
+  cr_expect_eq(in_place_count(s, NULL, NULL, step, "step", NULL), 3);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
 Test(apply_ops, build_errors) {
   weft_graph* g = wt_graph_new();
   const double ones[N] = {1, 1, 1, 1};
@@ -401,6 +513,21 @@ static void minimize_descent(weft_dtype dtype) {
 
 Test(minimize, gradient_descent_steps) {
   for (int d = 0; d < 2; ++d) minimize_descent(kDtypes[d]);
+}
+
+/* A training step from weft_minimize writes the weights in place: the
+ * forward pass's reads of w are done with before the update runs. */
+Test(minimize, training_step_updates_in_place) {
+  struct linear f = make_linear(WEFT_FLOAT32);
+  weft_node* train;
+  weft_session* s = start_training(
+      f.graph, f.loss, WEFT_OPTIMIZER_GRADIENT_DESCENT, 0.1, 0, NULL, &train);
+  cr_expect_eq(in_place_count(s, NULL, NULL, train, NULL, "w"), 1);
+  double w[3];
+  for (int i = 0; i < 3; ++i) w[i] = kW0[i] - 0.1 * kC[i];
+  expect_values(s, f.w, WEFT_FLOAT32, w, 3, "w", 1);
+  weft_session_destroy(s);
+  weft_graph_destroy(f.graph);
 }
 
 /* Adam through weft_minimize: the slots, the beta powers kept as variables

@@ -5,6 +5,7 @@
  * reach the test by path only. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,4 +534,68 @@ Test(plugin_loader, openmp_waits_passively_unless_the_program_chose) {
                "an unset policy should become passive");
   cr_expect_eq(policy_after_discovery("active", "active"), 0,
                "a policy the program set must stay");
+}
+
+/* The CPU plugin's build for this machine: WEFT_CPU_ISA=baseline keeps the
+ * baseline x86-64 code; otherwise a CPU with AVX2, FMA and BMI2 gets the
+ * x86-64-v3 build where one was built (WEFT_TEST_CPU_ISA_VARIANTS).  The
+ * plugin's version string says which.  In a fresh child: the choice is made
+ * once, when the plugin is loaded. */
+static int cpu_build_after_discovery(const char* isa, const char* want) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (isa) setenv("WEFT_CPU_ISA", isa, 1);
+    else unsetenv("WEFT_CPU_ISA");
+    if (weft_plugins_discover() != NULL) _exit(3);
+    for (int32_t i = 0; i < weft_plugin_count(); ++i) {
+      weft_plugin_description d = {.struct_size = sizeof d};
+      if (weft_plugin_describe(i, &d) != NULL) _exit(3);
+      if (strcmp(d.device_type, "CPU") != 0) continue;
+      if (strstr(d.version, want) == NULL) {
+        fprintf(stderr, "CPU plugin version '%s', expected '%s'\n", d.version,
+                want);
+        _exit(1);
+      }
+      /* And it computes: the runtime works over whichever build loaded. */
+      weft_graph* g = wt_graph_new();
+      weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(9), 1);
+      weft_output y = wt_apply1(g, "Tanh", "y", x);
+      weft_session* s = wt_session_new(g, NULL);
+      float in[9];
+      for (int k = 0; k < 9; ++k) in[k] = (float)(k - 4) * 0.75f;
+      weft_tensor* t = wt_tensor(WEFT_FLOAT32, WT_DIMS(9), 1, in);
+      weft_tensor* out = wt_run1(s, &x, &t, 1, y);
+      const float* v = weft_tensor_data(out);
+      for (int k = 0; k < 9; ++k)
+        if (fabsf(v[k] - tanhf(in[k])) > 1e-6f) _exit(4);
+      weft_tensor_destroy(out);
+      weft_tensor_destroy(t);
+      weft_session_destroy(s);
+      weft_graph_destroy(g);
+      _exit(0);
+    }
+    _exit(2);  /* no CPU plugin */
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 5;
+}
+
+Test(plugin_loader, cpu_plugin_build_chosen_by_cpu_and_environment) {
+  cr_expect_eq(cpu_build_after_discovery("baseline", "(baseline)"), 0);
+#if defined(__x86_64__) && defined(WEFT_TEST_CPU_ISA_VARIANTS)
+  __builtin_cpu_init();
+  const char* want = __builtin_cpu_supports("avx2") &&
+                             __builtin_cpu_supports("fma") &&
+                             __builtin_cpu_supports("bmi2")
+                         ? "(x86-64-v3)"
+                         : "(baseline)";
+#else
+  const char* want = "(baseline)";
+#endif
+  cr_expect_eq(cpu_build_after_discovery(NULL, want), 0, "expected %s", want);
+  cr_expect_eq(cpu_build_after_discovery("x86-64-v3", want), 0,
+               "asking for x86-64-v3 still depends on the CPU: %s", want);
+  /* An unknown value warns and chooses by the CPU. */
+  cr_expect_eq(cpu_build_after_discovery("avx9000", want), 0);
 }

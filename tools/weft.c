@@ -71,7 +71,9 @@ static void print_usage(FILE* out) {
           "  WEFT_PLACEMENT    soft (default) or strict: what a constraint "
           "without a kernel does\n"
           "  WEFT_TRANSFER_PRECISION  exact (default), bfloat16 or float16 "
-          "for float32 crossing devices\n");
+          "for float32 crossing devices\n"
+          "  WEFT_CPU_ISA      baseline or x86-64-v3: the CPU plugin's build "
+          "(default: the widest this CPU runs)\n");
 }
 
 static void print_command_usage(FILE* out, const command* cmd) {

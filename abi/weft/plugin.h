@@ -30,6 +30,8 @@
  *  1.2  weft_kernel_def: type_constraints, so a kernel constrains several
  *       type attributes (Cast's SrcT and DstT) and the host refuses at plan
  *       time what it cannot run.
+ *  1.3  weft_host_api: kernel_forward_input_or_allocate, so an update
+ *       kernel writes a variable in place when nothing else holds its value.
  *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
@@ -247,6 +249,23 @@ typedef struct weft_host_api {
   /* The graph-building and gradient-context functions of the user API
    * (abi/weft/graph.h, abi/weft/train.h), for gradient functions. */
   const struct weft_graph_api* graph;
+
+  /* ---- Appended in 1.3: writing over an input.  NULL (an older host):
+   * the plugin allocates with kernel_allocate_output. ---- */
+
+  /* Output `output_index` takes over input `input_index`'s memory when the
+   * host lets the kernel write over that input, else is allocated as by
+   * kernel_allocate_output; *forwarded (may be NULL) says which.  The host
+   * lets it only where no one else can see the input's bytes (today: an
+   * update op's variable whose value nothing else holds, while the update
+   * holds the variable's lock), and only with the input's dtype and shape.
+   * A kernel that writes over an input must not fail after it starts
+   * writing: the input is then lost.  Each input is handed over at most
+   * once. */
+  weft_status* (*kernel_forward_input_or_allocate)(
+      weft_kernel_context* ctx, int32_t input_index, int32_t output_index,
+      int32_t dtype, const int64_t* dims, int32_t rank,
+      weft_kernel_tensor* out, int32_t* forwarded);
 } weft_host_api;
 
 /* The user API's graph building, as a table for plugins (host 1.1).  Each

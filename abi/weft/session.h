@@ -250,6 +250,15 @@ WEFT_API weft_status* weft_run_metadata_recomputed(const weft_run_metadata* m,
                                                    const char** node,
                                                    const char** what);
 
+/* Update ops (optimizers) that wrote a variable's new value over its old
+ * buffer instead of a new one, which they do when nothing else holds the
+ * old value: the update node and the variable, in the order they ran. */
+WEFT_API int32_t weft_run_metadata_num_in_place(const weft_run_metadata* m);
+WEFT_API weft_status* weft_run_metadata_in_place(const weft_run_metadata* m,
+                                                 int32_t i,
+                                                 const char** update,
+                                                 const char** variable);
+
 /* Memory: the devices the run used, and the peak bytes of values the run
  * held on each at once (outputs and transfer buffers; variables and
  * constants, which outlive runs, are not counted). */

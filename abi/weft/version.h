@@ -20,8 +20,9 @@ extern "C" {
  * minor version:
  *  1.1  weft_session_options: the fields after intra_op_threads.
  *  1.2  weft_kernel_description: type_constraints.
- *  1.3  weft_session_options.recompute; weft_run_metadata_num_recomputed
- *       and weft_run_metadata_recomputed. */
+ *  1.3  weft_session_options.recompute; weft_run_metadata_num_recomputed,
+ *       _recomputed, _num_in_place, _in_place, _intra_op_threads; for
+ *       plugins, weft_host_api.kernel_forward_input_or_allocate. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 3
 

@@ -25,6 +25,22 @@ constexpr size_t kMessageSize = 1024;
 
 }  // namespace
 
+weft_status* AllocateOutputOver(weft_kernel_context* ctx, int32_t input,
+                                int32_t output, int32_t dtype,
+                                const int64_t* dims, int32_t rank,
+                                Tensor* out) {
+  if (!WEFT_CPU_HOST_HAS(kernel_forward_input_or_allocate))
+    return AllocateOutput(ctx, output, dtype, dims, rank, out);
+  weft_kernel_tensor t;
+  t.struct_size = sizeof t;
+  if (weft_status* s = g_host->kernel_forward_input_or_allocate(
+          ctx, input, output, dtype, dims, rank, &t, nullptr)) {
+    return s;
+  }
+  FromKernelTensor(t, out);
+  return nullptr;
+}
+
 weft_status* MakeStatus(int32_t code, const char* format, ...) {
   char message[kMessageSize];
   va_list args;

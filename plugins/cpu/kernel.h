@@ -85,6 +85,15 @@ inline weft_status* ReadInput(const weft_kernel_context* ctx, int32_t index,
   return nullptr;
 }
 
+// Output `output` over input `input`'s memory where the host allows it
+// (host 1.3: an update's unshared variable), else a fresh allocation.  The
+// caller must compute each element of the output from the same element of
+// the inputs, and must not fail once it writes.
+weft_status* AllocateOutputOver(weft_kernel_context* ctx, int32_t input,
+                                int32_t output, int32_t dtype,
+                                const int64_t* dims, int32_t rank,
+                                Tensor* out);
+
 inline weft_status* AllocateOutput(weft_kernel_context* ctx, int32_t index,
                                    int32_t dtype, const int64_t* dims,
                                    int32_t rank, Tensor* out) {

@@ -1,6 +1,16 @@
 // The entry point: version negotiation, kernel registration and the
-// plugin's table.
+// plugin's table; and, in the baseline build, the choice of the build for
+// this machine's vector instructions.
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#if defined(__x86_64__) && !defined(WEFT_CPU_ISA_VARIANT)
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <unistd.h>
+#endif
 
 #include "cpu_device.h"
 #include "kernel.h"
@@ -24,7 +34,11 @@ constexpr weft_plugin_api MakeApi() {
   weft_plugin_api api{};
   api.struct_size = sizeof api;
   api.name = "weft-cpu";
-  api.version = "0.1.0";
+#ifdef WEFT_CPU_ISA_VARIANT
+  api.version = "0.1.0 (" WEFT_CPU_ISA_VARIANT ")";
+#else
+  api.version = "0.1.0 (baseline)";
+#endif
   api.device_type = "CPU";
   api.device_count = DeviceCount;
   api.device_open = DeviceOpen;
@@ -96,6 +110,78 @@ weft_status* Enter(weft_plugin_init_args* args) {
   return nullptr;
 }
 
+#if defined(__x86_64__) && !defined(WEFT_CPU_ISA_VARIANT)
+// Whether this CPU, and the OS's saving of vector registers, allow
+// x86-64-v3 code: AVX, AVX2, FMA, F16C, BMI1/2, LZCNT and MOVBE, with XMM
+// and YMM state enabled in XCR0.
+bool HasX86_64V3() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool fma = c & (1u << 12), movbe = c & (1u << 22),
+             osxsave = c & (1u << 27), avx = c & (1u << 28),
+             f16c = c & (1u << 29);
+  if (!(fma && movbe && osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6u) != 0x6u) return false;  // XMM and YMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool bmi1 = b & (1u << 3), avx2 = b & (1u << 5),
+             bmi2 = b & (1u << 8);
+  if (!(bmi1 && avx2 && bmi2)) return false;
+  if (!__get_cpuid(0x80000001u, &a, &b, &c, &d)) return false;
+  return (c & (1u << 5)) != 0;  // LZCNT (ABM)
+}
+
+// The x86-64-v3 build's entry point, loaded from weft-cpu-isa/ beside this
+// file, when the machine runs it and WEFT_CPU_ISA does not say "baseline";
+// NULL to stay with this build.  A missing or broken variant is logged and
+// this build serves.  The variant stays loaded for the process's life, as
+// plugins do.
+weft_plugin_entry_fn VariantEntry(const weft_host_api* host) {
+  const char* want = std::getenv("WEFT_CPU_ISA");
+  if (want != nullptr && std::strcmp(want, "baseline") == 0) return nullptr;
+  if (want != nullptr && *want != '\0' &&
+      std::strcmp(want, "x86-64-v3") != 0 && host != nullptr) {
+    host->log(WEFT_LOG_WARNING,
+              "weft-cpu: WEFT_CPU_ISA must be 'baseline' or 'x86-64-v3'; "
+              "choosing by the CPU");
+  }
+  if (!HasX86_64V3()) return nullptr;
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&VariantEntry), &self) == 0 ||
+      self.dli_fname == nullptr) {
+    return nullptr;
+  }
+  std::string path = self.dli_fname;
+  size_t slash = path.rfind('/');
+  path = (slash == std::string::npos ? std::string(".")
+                                      : path.substr(0, slash)) +
+         "/weft-cpu-isa/weft-cpu-x86-64-v3.so";
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    // Not installed is normal (a build without variants); say it at debug
+    // level only, but a variant that exists and fails to load is a warning.
+    const char* why = dlerror();
+    if (host != nullptr) {
+      std::string msg = "weft-cpu: staying with baseline code: " +
+                        std::string(why ? why : path.c_str());
+      host->log(access(path.c_str(), F_OK) == 0 ? WEFT_LOG_WARNING
+                                                : WEFT_LOG_DEBUG,
+                msg.c_str());
+    }
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<weft_plugin_entry_fn>(
+      dlsym(handle, WEFT_PLUGIN_ENTRY_NAME));
+  if (entry == nullptr && host != nullptr) {
+    host->log(WEFT_LOG_WARNING,
+              ("weft-cpu: " + path + " has no " WEFT_PLUGIN_ENTRY_NAME
+               "; staying with baseline code").c_str());
+  }
+  return entry;
+}
+#endif
+
 }  // namespace
 }  // namespace weft_cpu
 
@@ -103,6 +189,12 @@ extern "C" WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(
     weft_plugin_init_args* args) {
   if (args == nullptr) return nullptr;
   try {
+#if defined(__x86_64__) && !defined(WEFT_CPU_ISA_VARIANT)
+    const weft_host_api* host =
+        WEFT_CPU_ARGS_HAVE(args, host) ? args->host : nullptr;
+    if (weft_plugin_entry_fn variant = weft_cpu::VariantEntry(host))
+      return variant(args);
+#endif
     return weft_cpu::Enter(args);
   } catch (...) {
     // Registration copies nothing itself, but stay safe at the boundary.

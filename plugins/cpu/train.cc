@@ -1,7 +1,10 @@
 // Optimizer kernels: ApplyGradientDescent, ApplyMomentum, ApplyAdam.
 // The host hands them the variables' current values as their leading inputs
-// and publishes their outputs as the new values, so each is a pure function:
-// it reads its inputs and writes fresh outputs, never an input.
+// and publishes their outputs as the new values.  Where the host allows it
+// (a variable whose buffer nothing else holds) a new value is written over
+// the old one: every element is computed from the same element of the
+// inputs, so reading and writing one buffer is safe, and nothing can fail
+// once writing starts.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -39,7 +42,8 @@ bool SameShape(const Tensor& a, const Tensor& b) {
 
 // Reads the inputs: `num_refs` variable values, then data inputs of which
 // those flagged in `scalar_mask` (bit i for input i) are scalars and the
-// others have the variables' shape.  Allocates one output per variable.
+// others have the variables' shape.  Allocates one output per variable,
+// over the variable's own buffer where the host allows.
 weft_status* Prepare(weft_kernel_context* ctx, int32_t num_inputs,
                      int32_t num_refs, unsigned scalar_mask, Update* u) {
   for (int32_t i = 0; i < num_inputs; ++i) {
@@ -61,7 +65,8 @@ weft_status* Prepare(weft_kernel_context* ctx, int32_t num_inputs,
   const Tensor& var = u->in[0];
   for (int32_t r = 0; r < num_refs; ++r) {
     if (weft_status* s =
-            AllocateOutput(ctx, r, var.dtype, var.dims, var.rank, &u->out[r])) {
+            AllocateOutputOver(ctx, r, r, var.dtype, var.dims, var.rank,
+                               &u->out[r])) {
       return s;
     }
   }

@@ -1,6 +1,7 @@
 // The service table the host hands to plugins.  Every function here is
 // called from plugin code, so none may throw and each validates what it is
 // given: a plugin bug must become a status, not a host crash.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -176,7 +177,9 @@ int32_t HostNumOutputs(const weft_kernel_context* c) {
   return c ? c->num_outputs : 0;
 }
 
-void Describe(const TensorValue& v, weft_kernel_tensor* out) {
+// Inline: every input and output of every kernel goes through here.
+inline __attribute__((always_inline)) void Describe(const TensorValue& v,
+                                                    weft_kernel_tensor* out) {
   size_t size = out->struct_size;
   if (size >= sizeof(weft_kernel_tensor)) {  // the common case: no copy
     const int64_t count = v.elements();
@@ -254,6 +257,36 @@ weft_status* HostForwardInput(weft_kernel_context* c, int32_t in, int32_t o,
   dst.buffer = src.buffer;
   dst.offset = src.offset;
   return nullptr;
+}
+
+// Hands input `in`'s buffer to output `o` where the executor marked the
+// input writable (kernel_context.h) and dtype and shape agree; otherwise
+// allocates.  The mark is cleared: an input is handed over once.
+weft_status* HostForwardInputOrAllocate(weft_kernel_context* c, int32_t in,
+                                        int32_t o, int32_t dtype,
+                                        const int64_t* dims, int32_t rank,
+                                        weft_kernel_tensor* out,
+                                        int32_t* forwarded) {
+  if (forwarded != nullptr) *forwarded = 0;
+  if (c == nullptr || out == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel_forward_input_or_allocate: NULL argument");
+  if (in < 0 || in >= c->num_inputs || o < 0 || o >= c->num_outputs)
+    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': bad input or output index",
+                  c->node->name.c_str());
+  const uint32_t bit = in < 32 ? 1u << in : 0u;
+  const TensorValue& src = *c->inputs[in];
+  if ((c->writable_inputs & bit) != 0 && src.dtype == dtype &&
+      rank == src.dims.rank() && dims != nullptr &&
+      std::equal(dims, dims + rank, src.dims.data())) {
+    c->writable_inputs &= ~bit;
+    TensorValue& dst = c->outputs[o];
+    dst = src;
+    Describe(dst, out);
+    if (forwarded != nullptr) *forwarded = 1;
+    return nullptr;
+  }
+  return HostAllocateOutput(c, o, dtype, dims, rank, out);
 }
 
 template <typename Check>
@@ -381,6 +414,7 @@ const weft_host_api* HostApi() {
     a.kernel_run_counter = HostRunCounter;
     a.register_gradient = HostRegisterGradient;
     a.graph = GraphApi();
+    a.kernel_forward_input_or_allocate = HostForwardInputOrAllocate;
     return a;
   }();
   return &api;

@@ -563,7 +563,7 @@ std::vector<const KernelReg*> Registry::KernelsFor(const std::string& op) {
 }
 
 // The smallest class c with 64 << c >= bytes (bytes >= 1).
-static int SmallClass(size_t bytes) {
+static inline int SmallClass(size_t bytes) {
   if (bytes <= 64) return 0;
   return 64 - __builtin_clzll(static_cast<unsigned long long>(bytes - 1)) - 6;
 }
@@ -575,7 +575,7 @@ size_t Device::RoundedSize(size_t bytes) const {
   return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
-std::vector<Buffer*>* Device::CacheList(size_t rounded) {
+inline std::vector<Buffer*>* Device::CacheList(size_t rounded) {
   if (rounded <= (size_t{64} << (kSmallClasses - 1)))
     return &small_cache_[SmallClass(rounded)];
   if (rounded > kLargestCached) return nullptr;

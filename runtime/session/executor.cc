@@ -14,7 +14,41 @@
 namespace weft {
 namespace exec {
 
+std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
+  if (p.arenas) {
+    std::lock_guard<std::mutex> lock(p.arenas->mu);
+    if (!p.arenas->free.empty()) {
+      std::unique_ptr<RunArena> a = std::move(p.arenas->free.back());
+      p.arenas->free.pop_back();
+      return a;
+    }
+  }
+  auto a = std::make_unique<RunArena>();
+  a->slots.resize(p.num_slots);
+  a->pending.reset(new std::atomic<int32_t>[p.nodes.size()]);
+  a->uses.reset(new std::atomic<int32_t>[p.num_slots]);
+  a->slot_bytes.reset(new std::atomic<int64_t>[p.num_slots]);
+  for (int32_t i = 0; i < p.num_slots; ++i)
+    a->slot_bytes[i].store(0, std::memory_order_relaxed);
+  return a;
+}
+
+// Empties the slots (fetched values, outputs nothing read, what an error
+// left behind) and zeroes the memory counts, then hands the arena back.
+void Run::ReturnArena() {
+  for (TensorValue& v : slots_)
+    if (v.buffer) v.buffer.reset();
+  if (accounting_)
+    for (int32_t i = 0; i < plan_.num_slots; ++i)
+      slot_bytes_[i].store(0, std::memory_order_relaxed);
+  if (!plan_.arenas) return;
+  std::lock_guard<std::mutex> lock(plan_.arenas->mu);
+  if (plan_.arenas->free.size() < RunArenaPool::kMaxKept)
+    plan_.arenas->free.push_back(std::move(arena_));
+}
+
 Run::~Run() {
+  ReturnArena();
   for (auto& list : cf_free_)
     for (Iteration* it : list) delete it;
   for (auto& kv : cf_frames_) {
@@ -259,8 +293,10 @@ weft_status* Run::CheckOutputs(const PlanNode& p, const weft_node* n,
 weft_status* Run::RunKernel(const PlanNode& p, const weft_node* node,
                             const KernelReg* kernel,
                             const TensorValue* const* inputs, int32_t n_in,
-                            TensorValue* outputs, int32_t n_out) {
+                            TensorValue* outputs, int32_t n_out,
+                            uint32_t writable_inputs) {
   weft_kernel_context ctx;
+  ctx.writable_inputs = writable_inputs;
   ctx.node = node;
   ctx.device = p.device;
   ctx.intra_op_threads = session_->intra_op_threads;
@@ -450,6 +486,7 @@ weft_status* Run::Update(const PlanNode& p, TensorValue* in,
     many.resize(n_in);
     inputs = many.data();
   }
+  uint32_t writable = 0;
   for (int32_t i = 0; i < n_in; ++i) {
     if (i < refs) {
       VariableState* v = p.ref_variables[i];
@@ -459,13 +496,24 @@ weft_status* Run::Update(const PlanNode& p, TensorValue* in,
                       p.node->name.c_str(), p.node->op_type.c_str(),
                       p.node->inputs[i].node->name.c_str());
       inputs[i] = &v->value;
+      // The kernel may write the new value over the old one when nothing
+      // but the variable references its buffer: no read of it is pending
+      // (a pending read holds a reference, deferred until its stream
+      // syncs), no fetch or feed shares it, the variable is named once, and
+      // the lock we hold keeps others out.  Caller-wrapped memory is never
+      // written: the caller may still look at it.
+      const BufferRef& b = v->value.buffer;
+      if (i < 32 && b && b->kind != Buffer::Kind::kHostWrapped &&
+          b.use_count() == 1 &&
+          std::count(p.ref_variables.begin(), p.ref_variables.end(), v) == 1)
+        writable |= 1u << i;
     } else {
       inputs[i] = &in[p.input_slots[i]];
     }
   }
   weft_status* st =
       RunKernel(p, p.node, p.kernel, inputs, n_in, outputs,
-                p.num_outputs);
+                p.num_outputs, writable);
   // Published only once written: other runs read from their own streams.
   if (st == nullptr) st = DrainStream(p.device);
   if (st != nullptr) return st;
@@ -481,6 +529,10 @@ weft_status* Run::Update(const PlanNode& p, TensorValue* in,
                     out.dims.ToString().c_str(),
                     v->value.dims.ToString().c_str());
     if (out.buffer) out.buffer->is_state = true;
+    if (accounting_ && out.buffer && out.buffer.get() == v->value.buffer.get()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_place_.emplace_back(p.node, p.node->inputs[r].node);
+    }
     Release(v->value);  // queued work of this run may still read it
     v->value = out;
   }
@@ -608,6 +660,7 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
       stats->peak_bytes.assign(plan_.devices.size(), 0);
       stats->frame_iterations = cf_iterations_;
       stats->frame_max_in_flight = cf_max_in_flight_;
+      stats->in_place = in_place_;
     }
     return st;
   }
@@ -636,6 +689,7 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     for (size_t i = 0; i < plan_.devices.size(); ++i)
       stats->peak_bytes[i] =
           static_cast<uint64_t>(peak_[i].load(std::memory_order_relaxed));
+  stats->in_place = in_place_;
   }
   if (error_ != nullptr) {
     weft_status_destroy(sync);

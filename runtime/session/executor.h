@@ -2,6 +2,7 @@
 // inter-op pool, and asynchronous device work through plugin streams.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "session/plan.h"
@@ -18,6 +19,9 @@ struct RunStats {
   // over the run, and the most alive at once in one frame instance.
   std::vector<int64_t> frame_iterations;
   std::vector<int32_t> frame_max_in_flight;
+  // Update ops that wrote a variable's new value over its old buffer:
+  // (update node, variable node), in the order they ran.
+  std::vector<std::pair<const weft_node*, const weft_node*>> in_place;
 };
 
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is

@@ -3,7 +3,9 @@
 // that a run does no graph work at all.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,24 @@ struct Plan {
   // Nodes made by the planner (the Casts of lossy transfers, fused and
   // recomputing nodes).
   std::vector<std::unique_ptr<weft_node>> synthetic;
+  // The per-run arrays of finished runs, kept for the next run of the plan
+  // (executor.cc): a run then allocates and zeroes nothing per node.
+  std::shared_ptr<struct RunArenaPool> arenas;
+};
+
+// A run's per-slot and per-node state, sized for one plan.  Between runs
+// every slot is empty.
+struct RunArena {
+  std::vector<TensorValue> slots;
+  std::unique_ptr<std::atomic<int32_t>[]> pending;  // per node
+  std::unique_ptr<std::atomic<int32_t>[]> uses;     // per slot
+  std::unique_ptr<std::atomic<int64_t>[]> slot_bytes;
+};
+
+struct RunArenaPool {
+  static constexpr size_t kMaxKept = 4;  // concurrent runs beyond: fresh ones
+  std::mutex mu;
+  std::vector<std::unique_ptr<RunArena>> free;
 };
 
 struct PlanOptions {

@@ -101,25 +101,26 @@ class Run {
   Run(weft_session* s, const Plan& p)
       : session_(s),
         plan_(p),
-        slots_(p.num_slots),
-        pending_(new std::atomic<int32_t>[p.nodes.size()]),
-        uses_(new std::atomic<int32_t>[p.num_slots]),
+        arena_(TakeArena(p)),
+        slots_(arena_->slots),
+        pending_(arena_->pending.get()),
+        uses_(arena_->uses.get()),
         remaining_(static_cast<int32_t>(p.nodes.size())),
         streams_(new RunStream[p.async_devices.size()]),
         events_(p.transfers.size(), nullptr),
-        slot_bytes_(new std::atomic<int64_t>[p.num_slots]),
+        slot_bytes_(arena_->slot_bytes.get()),
         live_(new std::atomic<int64_t>[p.devices.size()]),
         peak_(new std::atomic<int64_t>[p.devices.size()]) {
-    for (int32_t i = 0; i < p.num_slots; ++i)
-      slot_bytes_[i].store(0, std::memory_order_relaxed);
     for (size_t i = 0; i < p.devices.size(); ++i) {
       live_[i].store(0, std::memory_order_relaxed);
       peak_[i].store(0, std::memory_order_relaxed);
     }
+    const PlanNode* nodes = p.nodes.data();
     for (size_t i = 0; i < p.nodes.size(); ++i)
-      pending_[i].store(p.nodes[i].pending, std::memory_order_relaxed);
+      pending_[i].store(nodes[i].pending, std::memory_order_relaxed);
+    const int32_t* slot_uses = p.slot_uses.data();
     for (int32_t i = 0; i < p.num_slots; ++i)
-      uses_[i].store(p.slot_uses[i], std::memory_order_relaxed);
+      uses_[i].store(slot_uses[i], std::memory_order_relaxed);
   }
 
   weft_status* Execute(std::vector<TensorValue>& feeds,
@@ -159,7 +160,8 @@ class Run {
   weft_status* RunKernel(const PlanNode& p, const weft_node* node,
                          const KernelReg* kernel,
                          const TensorValue* const* inputs, int32_t n_in,
-                         TensorValue* outputs, int32_t n_out);
+                         TensorValue* outputs, int32_t n_out,
+                         uint32_t writable_inputs = 0);
   weft_status* Send(const PlanNode& p, TensorValue* in, TensorValue* out);
   weft_status* Update(const PlanNode& p, TensorValue* in, TensorValue* out);
   weft_status* Recv(const PlanNode& p, TensorValue* in, TensorValue* out);
@@ -179,17 +181,23 @@ class Run {
   void ReleaseSlot(int32_t s);
   weft_status* Finish();
 
+  // An arena of the plan's pool, or a new one; given back (emptied) by
+  // the destructor.
+  static std::unique_ptr<RunArena> TakeArena(const Plan& p);
+  void ReturnArena();
+
   weft_session* session_;
   const Plan& plan_;
-  std::vector<TensorValue> slots_;
-  std::unique_ptr<std::atomic<int32_t>[]> pending_;
-  std::unique_ptr<std::atomic<int32_t>[]> uses_;
+  std::unique_ptr<RunArena> arena_;
+  std::vector<TensorValue>& slots_;
+  std::atomic<int32_t>* pending_;
+  std::atomic<int32_t>* uses_;
   std::atomic<int32_t> remaining_;
   std::unique_ptr<RunStream[]> streams_;
   std::vector<weft_plugin_event*> events_;  // per transfer, on its sender
   // Run memory: bytes each slot's value counts for, live and peak bytes
   // per device of the plan.
-  std::unique_ptr<std::atomic<int64_t>[]> slot_bytes_;
+  std::atomic<int64_t>* slot_bytes_;  // in arena_; zero between runs
   std::unique_ptr<std::atomic<int64_t>[]> live_;
   std::unique_ptr<std::atomic<int64_t>[]> peak_;
 
@@ -219,6 +227,8 @@ class Run {
   // Per-node memory accounting (live and peak bytes per device) is kept
   // only when the caller asked for run metadata.
   bool accounting_ = false;
+  // With accounting: the updates written in place (RunStats::in_place).
+  std::vector<std::pair<const weft_node*, const weft_node*>> in_place_;
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
 
   // Control flow.

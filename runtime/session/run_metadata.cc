@@ -13,6 +13,7 @@ void weft_run_metadata::Clear() {
   merged.clear();
   fused.clear();
   recomputed.clear();
+  in_place.clear();
   devices.clear();
   peak_bytes.clear();
   schedule_edges = 0;
@@ -52,6 +53,9 @@ void weft_run_metadata::SetPeaks(const weft::Plan& plan,
   for (size_t i = 0; i < plan.devices.size() && i < stats.peak_bytes.size();
        ++i)
     peak_bytes[i] = stats.peak_bytes[i];
+  in_place.clear();
+  for (const auto& x : stats.in_place)
+    in_place.emplace_back(x.first->name, x.second->name);
   for (size_t f = 0; f < frames.size(); ++f) {
     if (f + 1 < stats.frame_iterations.size())
       frames[f].iterations = stats.frame_iterations[f + 1];
@@ -167,6 +171,21 @@ weft_status* weft_run_metadata_recomputed(const weft_run_metadata* m,
   return nullptr;
 }
 
+int32_t weft_run_metadata_num_in_place(const weft_run_metadata* m) {
+  return m ? static_cast<int32_t>(m->in_place.size()) : 0;
+}
+
+weft_status* weft_run_metadata_in_place(const weft_run_metadata* m, int32_t i,
+                                        const char** update,
+                                        const char** variable) {
+  if (m == nullptr || !InRange(m->in_place, i))
+    return weft::Errorf(WEFT_OUT_OF_RANGE, "in-place update %d of %d", i,
+                        weft_run_metadata_num_in_place(m));
+  if (update) *update = m->in_place[i].first.c_str();
+  if (variable) *variable = m->in_place[i].second.c_str();
+  return nullptr;
+}
+
 int32_t weft_run_metadata_num_merged(const weft_run_metadata* m) {
   return m ? static_cast<int32_t>(m->merged.size()) : 0;
 }
@@ -259,6 +278,10 @@ const char* weft_run_metadata_to_string(const weft_run_metadata* m) {
   t += "recomputed: " + std::to_string(m->recomputed.size()) + "\n";
   for (const auto& x : m->recomputed)
     t += "  " + x.first + " <- " + x.second + "\n";
+  t += "updates written in place: " + std::to_string(m->in_place.size()) +
+       "\n";
+  for (const auto& x : m->in_place)
+    t += "  " + x.first + " -> " + x.second + "\n";
   t += "memory scheduling edges: " + std::to_string(m->schedule_edges) +
        "\n";
   t += "peak run memory:\n";

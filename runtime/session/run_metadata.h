@@ -30,6 +30,8 @@ struct weft_run_metadata {
   std::vector<std::pair<std::string, std::string>> merged;  // removed, kept
   std::vector<std::pair<std::string, std::string>> fused;  // node, what
   std::vector<std::pair<std::string, std::string>> recomputed;  // node, what
+  // Updates that wrote over their variable: update node, variable.
+  std::vector<std::pair<std::string, std::string>> in_place;
   std::vector<std::string> devices;
   std::vector<uint64_t> peak_bytes;
   int32_t schedule_edges = 0;

@@ -66,8 +66,8 @@ void* TensorValue::host_data() const {
   return static_cast<char*>(buffer->handle) + offset;
 }
 
-weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
-                             int32_t rank, size_t* out_bytes) {
+weft_status* CheckedByteSizeSlow(weft_dtype dtype, const int64_t* dims,
+                                 int32_t rank, size_t* out_bytes) {
   size_t elem = weft_dtype_size_of(dtype);
   if (elem == 0)
     return Errorf(WEFT_INVALID_ARGUMENT, "invalid dtype %d",

@@ -31,8 +31,29 @@ struct TensorValue {
 };
 
 // Checks dtype and dims and computes the byte size, refusing overflow.
-weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
-                             int32_t rank, size_t* out_bytes);
+weft_status* CheckedByteSizeSlow(weft_dtype dtype, const int64_t* dims,
+                                 int32_t rank, size_t* out_bytes);
+// The same, inline for the shapes kernels allocate nearly always (rank <= 4,
+// every dim below 2^14: no product can overflow); the rest, and every
+// error, take the full check.
+inline weft_status* CheckedByteSize(weft_dtype dtype, const int64_t* dims,
+                                    int32_t rank, size_t* out_bytes) {
+  const size_t elem = weft_dtype_size_of(dtype);
+  if (elem != 0 && static_cast<uint32_t>(rank) <= 4 &&
+      (rank == 0 || dims != nullptr)) {
+    uint64_t count = 1, all = 0;
+    for (int32_t i = 0; i < rank; ++i) {
+      const uint64_t d = static_cast<uint64_t>(dims[i]);
+      all |= d;
+      count *= d;
+    }
+    if (all < (uint64_t{1} << 14)) {
+      *out_bytes = static_cast<size_t>(count) * elem;
+      return nullptr;
+    }
+  }
+  return CheckedByteSizeSlow(dtype, dims, rank, out_bytes);
+}
 
 // A host copy of `value` (which must be host-addressable).
 weft_status* CopyToNewHostValue(const TensorValue& value, TensorValue* out);
