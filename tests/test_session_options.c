@@ -1,5 +1,6 @@
 /* Session options: defaults, validation and the struct_size rule on an
  * input struct (the library reads only what the caller's size covers). */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,4 +234,78 @@ Test(session_options, thread_creation_failure_is_an_error) {
   cr_expect_eq(WEXITSTATUS(wstatus), 0,
                "the child failed its checks (exit %d, see stderr)",
                WEXITSTATUS(wstatus));
+}
+
+/* The threads each of `runs` runs could use, from run metadata, over a
+ * MatMul big enough (256^3, a few hundred microseconds) for the runtime to
+ * time it.  Returns how many distinct counts were seen (in seen[0..]). */
+static int thread_counts_over_runs(int32_t intra_op_threads, int runs,
+                                   int32_t* seen, int max_seen) {
+  weft_graph* g = wt_graph_new();
+  const int64_t dims[2] = {256, 256};
+  static float p[256 * 256];
+  for (int i = 0; i < 256 * 256; ++i) p[i] = (float)(i % 7) * 0.125f;
+  weft_output x = wt_const_f32(g, "a", dims, 2, p);
+  weft_output y = wt_apply2(g, "MatMul", "y", x, x);
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.intra_op_threads = intra_op_threads;
+  weft_session* s = NULL;
+  WT_OK(weft_session_create(g, &o, &s));
+  /* Two products worked out here, for every run to match. */
+  double want[2] = {0, 0};
+  for (int k = 0; k < 256; ++k) {
+    want[0] += (double)p[k] * p[k * 256 + 1];
+    want[1] += (double)p[255 * 256 + k] * p[k * 256 + 255];
+  }
+  int distinct = 0;
+  weft_run_metadata* md = weft_run_metadata_create();
+  for (int r = 0; r < runs; ++r) {
+    weft_tensor* out = NULL;
+    WT_OK(weft_session_run_with_metadata(s, NULL, NULL, 0, &y, 1, NULL, 0,
+                                         &out, md));
+    /* Whatever the count, the product. */
+    const float* z = weft_tensor_data(out);
+    cr_expect(fabs(z[1] - want[0]) <= 1e-5 * fabs(want[0]) &&
+                  fabs(z[256 * 256 - 1] - want[1]) <= 1e-5 * fabs(want[1]),
+              "run %d: %g %g, expected %g %g", r, z[1], z[256 * 256 - 1],
+              want[0], want[1]);
+    weft_tensor_destroy(out);
+    int32_t t = weft_run_metadata_intra_op_threads(md);
+    int known = 0;
+    for (int i = 0; i < distinct; ++i) known |= seen[i] == t;
+    if (!known && distinct < max_seen) seen[distinct++] = t;
+  }
+  weft_run_metadata_destroy(md);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return distinct;
+}
+
+/* A count the session sets is what every run uses. */
+Test(session_options, a_set_intra_op_count_is_used_as_is) {
+  for (int32_t n = 1; n <= 2; ++n) {
+    int32_t seen[4];
+    cr_expect_eq(thread_counts_over_runs(n, 30, seen, 4), 1);
+    cr_expect_eq(seen[0], n);
+  }
+}
+
+/* Left to the runtime (0), the runs of a plan try the core count and half
+ * of it (after two warm-up runs, five each, alternating) and keep one. */
+Test(session_options, intra_op_threads_chosen_by_timing_runs) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int32_t seen[4];
+  int distinct = thread_counts_over_runs(0, 14, seen, 4);
+  if (cores < 2) {
+    cr_expect_eq(distinct, 1);
+    cr_expect_eq(seen[0], 1);
+    return;
+  }
+  cr_expect_eq(distinct, 2, "the probe tried %d count(s)", distinct);
+  for (int i = 0; i < distinct; ++i)
+    cr_expect(seen[i] >= 1 && seen[i] <= cores, "count %d", seen[i]);
+  if (distinct == 2)
+    cr_expect(seen[0] == 2 * seen[1] || seen[0] == 2 * seen[1] + 1,
+              "probed %d against %d: expected a halving", seen[0], seen[1]);
 }

@@ -49,8 +49,12 @@ typedef struct weft_session_options {
    * the system cannot start them, weft_session_create() returns
    * RESOURCE_EXHAUSTED (having stopped those it started). */
   int32_t inter_op_threads;
-  /* Threads a single kernel may use: 0 .. WEFT_SESSION_MAX_THREADS, 0 picks
-   * the core count. */
+  /* Threads a single kernel may use: 0 .. WEFT_SESSION_MAX_THREADS.  0
+   * (the default) lets the runtime choose, up to the core count, for each
+   * set of feeds, fetches and targets by timing its runs, and choose again
+   * as the machine's load changes (run metadata says what a run used); a
+   * count set here is used as it is, so results never depend on a choice
+   * made while running. */
   int32_t intra_op_threads;
 
   /* ---- Appended in 1.1.  A caller whose struct_size stops before a field
@@ -249,6 +253,12 @@ WEFT_API weft_status* weft_run_metadata_recomputed(const weft_run_metadata* m,
                                                    int32_t i,
                                                    const char** node,
                                                    const char** what);
+
+/* The threads a kernel of the run could use: the session's
+ * intra_op_threads where it set one, else what the runtime chose for this
+ * run by timing earlier runs of the same feeds, fetches and targets. */
+WEFT_API int32_t weft_run_metadata_intra_op_threads(
+    const weft_run_metadata* m);
 
 /* Update ops (optimizers) that wrote a variable's new value over its old
  * buffer instead of a new one, which they do when nothing else holds the

@@ -5,6 +5,7 @@
 #include "session/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "base/status.h"
@@ -299,7 +300,7 @@ weft_status* Run::RunKernel(const PlanNode& p, const weft_node* node,
   ctx.writable_inputs = writable_inputs;
   ctx.node = node;
   ctx.device = p.device;
-  ctx.intra_op_threads = session_->intra_op_threads;
+  ctx.intra_op_threads = intra_op_threads_;
   ctx.inputs = inputs;
   ctx.num_inputs = n_in;
   ctx.outputs = outputs;
@@ -707,8 +708,21 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
                      std::vector<TensorValue>* fetched, RunStats* stats) {
-  exec::Run run(session, plan);
-  return run.Execute(feeds, fetched, stats);
+  ThreadTuner* tuner = session->intra_op_auto ? plan.tuner.get() : nullptr;
+  const int32_t threads = tuner ? tuner->Choose(session->intra_op_threads)
+                                : session->intra_op_threads;
+  const auto start = std::chrono::steady_clock::now();
+  weft_status* st;
+  {
+    exec::Run run(session, plan, threads);
+    st = run.Execute(feeds, fetched, stats);
+  }
+  if (tuner != nullptr && st == nullptr)
+    tuner->Report(threads, std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+  if (stats != nullptr) stats->intra_op_threads = threads;
+  return st;
 }
 
 }  // namespace weft

@@ -22,6 +22,8 @@ struct RunStats {
   // Update ops that wrote a variable's new value over its old buffer:
   // (update node, variable node), in the order they ran.
   std::vector<std::pair<const weft_node*, const weft_node*>> in_place;
+  // The threads a kernel of the run could use.
+  int32_t intra_op_threads = 0;
 };
 
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is

@@ -70,6 +70,7 @@ weft_status* Planner::Build() {
 weft_status* BuildPlan(const PlanRequest& req, std::shared_ptr<Plan>* out) {
   auto plan = std::make_shared<Plan>();
   plan->arenas = std::make_shared<RunArenaPool>();
+  plan->tuner = std::make_shared<ThreadTuner>();
   planning::Planner planner(req, plan.get());
   WEFT_RETURN_IF_ERROR(planner.Build());
   *out = std::move(plan);

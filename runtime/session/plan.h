@@ -12,6 +12,7 @@
 #include "device/registry.h"
 #include "graph/graph.h"
 #include "session/cost_model.h"
+#include "session/thread_tuner.h"
 #include "session/variables.h"
 
 namespace weft {
@@ -104,6 +105,9 @@ struct Plan {
   // The per-run arrays of finished runs, kept for the next run of the plan
   // (executor.cc): a run then allocates and zeroes nothing per node.
   std::shared_ptr<struct RunArenaPool> arenas;
+  // Chooses the kernels' thread count per run when the session leaves it
+  // to the runtime (thread_tuner.h).
+  std::shared_ptr<ThreadTuner> tuner;
 };
 
 // A run's per-slot and per-node state, sized for one plan.  Between runs

@@ -98,9 +98,10 @@ struct CfItem {
 
 class Run {
  public:
-  Run(weft_session* s, const Plan& p)
+  Run(weft_session* s, const Plan& p, int32_t intra_op_threads)
       : session_(s),
         plan_(p),
+        intra_op_threads_(intra_op_threads),
         arena_(TakeArena(p)),
         slots_(arena_->slots),
         pending_(arena_->pending.get()),
@@ -188,6 +189,7 @@ class Run {
 
   weft_session* session_;
   const Plan& plan_;
+  int32_t intra_op_threads_;  // what kernels of this run may use
   std::unique_ptr<RunArena> arena_;
   std::vector<TensorValue>& slots_;
   std::atomic<int32_t>* pending_;

@@ -17,6 +17,7 @@ void weft_run_metadata::Clear() {
   devices.clear();
   peak_bytes.clear();
   schedule_edges = 0;
+  intra_op_threads = 0;
   text.clear();
 }
 
@@ -53,6 +54,7 @@ void weft_run_metadata::SetPeaks(const weft::Plan& plan,
   for (size_t i = 0; i < plan.devices.size() && i < stats.peak_bytes.size();
        ++i)
     peak_bytes[i] = stats.peak_bytes[i];
+  intra_op_threads = stats.intra_op_threads;
   in_place.clear();
   for (const auto& x : stats.in_place)
     in_place.emplace_back(x.first->name, x.second->name);
@@ -171,6 +173,10 @@ weft_status* weft_run_metadata_recomputed(const weft_run_metadata* m,
   return nullptr;
 }
 
+int32_t weft_run_metadata_intra_op_threads(const weft_run_metadata* m) {
+  return m ? m->intra_op_threads : 0;
+}
+
 int32_t weft_run_metadata_num_in_place(const weft_run_metadata* m) {
   return m ? static_cast<int32_t>(m->in_place.size()) : 0;
 }
@@ -278,6 +284,8 @@ const char* weft_run_metadata_to_string(const weft_run_metadata* m) {
   t += "recomputed: " + std::to_string(m->recomputed.size()) + "\n";
   for (const auto& x : m->recomputed)
     t += "  " + x.first + " <- " + x.second + "\n";
+  t += "threads a kernel could use: " + std::to_string(m->intra_op_threads) +
+       "\n";
   t += "updates written in place: " + std::to_string(m->in_place.size()) +
        "\n";
   for (const auto& x : m->in_place)

@@ -35,6 +35,7 @@ struct weft_run_metadata {
   std::vector<std::string> devices;
   std::vector<uint64_t> peak_bytes;
   int32_t schedule_edges = 0;
+  int32_t intra_op_threads = 0;
   mutable std::string text;
 
   void Clear();

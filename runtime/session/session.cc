@@ -229,6 +229,7 @@ weft_status* weft_session_create(weft_graph* graph,
     s->intra_op_threads = opts.intra_op_threads
                               ? opts.intra_op_threads
                               : weft::DefaultThreads();
+    s->intra_op_auto = opts.intra_op_threads == 0;
     // The calling thread always works too, so n inter-op threads means
     // n - 1 pool workers.
     if (s->inter_op_threads > 1)

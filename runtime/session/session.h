@@ -35,6 +35,9 @@ struct weft_session {
   std::vector<weft::Device*> devices;
   int32_t inter_op_threads = 1;
   int32_t intra_op_threads = 1;
+  // intra_op_threads was left to the runtime: each plan's runs choose up to
+  // intra_op_threads by timing (thread_tuner.h).
+  bool intra_op_auto = false;
   std::unique_ptr<weft::ThreadPool> pool;  // null when single-threaded
   weft::VariableStore variables;
   weft::PlanOptions plan_options;

@@ -1,0 +1,100 @@
+#include "session/thread_tuner.h"
+
+#include <algorithm>
+
+namespace weft {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int32_t ThreadTuner::Choose(int32_t max_threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (max_threads != max_) {  // first run, or a session with another cap
+    max_ = max_threads;
+    current_ = max_threads;
+    phase_ = Phase::kWarmUp;
+    warm_left_ = 2;
+    exploit_length_ = kMinExploit;
+  }
+  if (max_ <= 1 || phase_ != Phase::kProbe) return current_;
+  // Alternate, so that a change in the machine's load hits both alike.
+  return next_is_alternative_ ? alternative_ : current_;
+}
+
+void ThreadTuner::Report(int32_t threads, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (max_ <= 1) return;
+  switch (phase_) {
+    case Phase::kWarmUp:
+      if (--warm_left_ <= 0) StartProbe();
+      return;
+    case Phase::kExploit:
+      if (--exploit_left_ <= 0) StartProbe();
+      return;
+    case Phase::kProbe:
+      break;
+  }
+  if (seconds < kMinRunSeconds) {
+    // Too short for threads to matter: stay as we are for a while.
+    phase_ = Phase::kExploit;
+    exploit_left_ = kMaxExploit;
+    return;
+  }
+  // Runs of this plan may overlap; each reports the count it ran with.
+  if (threads == alternative_) {
+    if (alternative_times_.size() < kProbeRuns)
+      alternative_times_.push_back(seconds);
+  } else if (threads == current_) {
+    if (current_times_.size() < kProbeRuns) current_times_.push_back(seconds);
+  }
+  next_is_alternative_ =
+      alternative_times_.size() < current_times_.size() ? 1 : 0;
+  if (current_times_.size() >= kProbeRuns &&
+      alternative_times_.size() >= kProbeRuns)
+    Decide();
+}
+
+int32_t ThreadTuner::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+void ThreadTuner::StartProbe() {
+  // Half the current count, or twice it, in turn (only one way at the ends).
+  const int32_t down = std::max(1, current_ / 2);
+  const int32_t up = std::min(max_, current_ * 2);
+  if (down == current_) probe_down_ = false;
+  if (up == current_) probe_down_ = true;
+  alternative_ = probe_down_ ? down : up;
+  probe_down_ = !probe_down_;
+  if (alternative_ == current_) {  // max_ == 1: nothing to compare
+    phase_ = Phase::kExploit;
+    exploit_left_ = kMaxExploit;
+    return;
+  }
+  phase_ = Phase::kProbe;
+  current_times_.clear();
+  alternative_times_.clear();
+  next_is_alternative_ = 0;
+}
+
+void ThreadTuner::Decide() {
+  const double keep = Median(current_times_);
+  const double other = Median(alternative_times_);
+  if (other < keep * (1.0 - kSwitchMargin)) {
+    current_ = alternative_;
+    exploit_length_ = kMinExploit;  // a change: look again soon
+  } else {
+    exploit_length_ = std::min(kMaxExploit, exploit_length_ * 2);
+  }
+  phase_ = Phase::kExploit;
+  exploit_left_ = exploit_length_;
+}
+
+}  // namespace weft
