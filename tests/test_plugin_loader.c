@@ -369,6 +369,29 @@ Test(plugin_loader, bad_device_types_are_refused) {
   cr_expect(out[0] == 0 && out[1] == 2, "Relu gave %g %g", out[0], out[1]);
 }
 
+/* A kernel whose output disagrees with the graph's dtype or inferred shape
+ * is an error naming node, plugin and both sides, not a value passed on. */
+Test(plugin_loader, kernel_output_of_the_wrong_dtype_is_refused) {
+  discover();
+  load_hostile("wrong_output_dtype");
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE));
+  float out[2];
+  WT_EXPECT_ERROR(run_relu_on("/device:HOSTILE:0", out), WEFT_INTERNAL,
+                  "weft-test-hostile", "produced output 0 as int32, expected "
+                  "float32");
+  expect_runtime_still_works();
+}
+
+Test(plugin_loader, kernel_output_of_the_wrong_shape_is_refused) {
+  discover();
+  load_hostile("wrong_output_shape");
+  WT_OK(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE));
+  float out[2];
+  WT_EXPECT_ERROR(run_relu_on("/device:HOSTILE:0", out), WEFT_INTERNAL,
+                  "node 'y' (Relu)", "of shape [3] where [2] was inferred");
+  expect_runtime_still_works();
+}
+
 Test(plugin_loader, null_allocation_handle_is_the_plugins_error) {
   discover();
   load_hostile("null_alloc");

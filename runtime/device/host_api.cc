@@ -182,10 +182,13 @@ inline __attribute__((always_inline)) void Describe(const TensorValue& v,
                                                     weft_kernel_tensor* out) {
   size_t size = out->struct_size;
   if (size >= sizeof(weft_kernel_tensor)) {  // the common case: no copy
-    const int64_t count = v.elements();
+    const int32_t rank = v.dims.rank();
+    const int64_t* dims = v.dims.data();
+    int64_t count = 1;
+    for (int32_t i = 0; i < rank; ++i) count *= dims[i];
     out->dtype = v.dtype;
-    out->rank = v.dims.rank();
-    out->dims = v.dims.data();
+    out->rank = rank;
+    out->dims = dims;
     out->element_count = count;
     out->byte_size = static_cast<size_t>(count) * weft_dtype_size_of(v.dtype);
     out->data = v.buffer ? v.buffer->handle : nullptr;

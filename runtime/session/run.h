@@ -158,6 +158,9 @@ class Run {
   // `in`: the slots the node's input_slots index; `out`: its outputs.
   weft_status* ExecuteNode(const PlanNode& p, TensorValue* in,
                            TensorValue* out);
+  // The kKernel case of ExecuteNode, on its own (the hot path).
+  weft_status* ExecuteKernel(const PlanNode& p, TensorValue* in,
+                             TensorValue* out);
   weft_status* RunKernel(const PlanNode& p, const weft_node* node,
                          const KernelReg* kernel,
                          const TensorValue* const* inputs, int32_t n_in,

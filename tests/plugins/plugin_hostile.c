@@ -146,8 +146,17 @@ static weft_status* relu(void* kernel_arg, weft_kernel_context* ctx) {
   weft_status* st = host->kernel_input(ctx, 0, &in);
   if (st != NULL) return st;
   weft_kernel_tensor out = {.struct_size = sizeof out};
-  st = host->kernel_allocate_output(ctx, 0, WEFT_FLOAT32, in.dims, in.rank,
-                                    &out);
+  /* Outputs that disagree with the graph: another dtype of the same size,
+   * or one element more. */
+  const int64_t longer[1] = {in.element_count + 1};
+  if (is_mode("wrong_output_dtype"))
+    st = host->kernel_allocate_output(ctx, 0, WEFT_INT32, in.dims, in.rank,
+                                      &out);
+  else if (is_mode("wrong_output_shape"))
+    st = host->kernel_allocate_output(ctx, 0, WEFT_FLOAT32, longer, 1, &out);
+  else
+    st = host->kernel_allocate_output(ctx, 0, WEFT_FLOAT32, in.dims, in.rank,
+                                      &out);
   if (st != NULL) return st;
   float late_code = 0;
   if (is_mode("late_register")) {
