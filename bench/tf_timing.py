@@ -44,6 +44,21 @@ def time_per_unit(label, threads, calls, warmup, per_call, unit, step):
                                         per_call))
 
 
+def mlp_arguments(argv):
+    """train_mlp's command line, shared by its Python peers:
+    [threads [steps [sgd|adam|infer [batch]]]] -> (threads, steps, mode,
+    batch, label), label naming the workload as train_mlp.c does."""
+    threads = int(argv[1]) if len(argv) > 1 else 1
+    mode = argv[3] if len(argv) > 3 else "sgd"
+    infer = mode == "infer"
+    batch = int(argv[4]) if infer and len(argv) > 4 else (
+        256 if infer else 100)
+    steps = int(argv[2]) if len(argv) > 2 else (2000 if infer else 700)
+    label = ("MLP inference batch %d" % batch if infer else
+             "MLP %s training" % ("Adam" if mode == "adam" else "SGD"))
+    return threads, steps, mode, batch, label
+
+
 def tf_session_config(threads):
     """A session config with `threads` intra- and inter-op threads."""
     import tensorflow as tf
