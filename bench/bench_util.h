@@ -85,19 +85,17 @@ static inline void bench_steps(const char* label, int threads, int steps,
          bench_median(cpu, 10) * 1e3, block);
 }
 
-/* As bench_steps for a call that does `per_call` units of work (nodes of a
- * chain, ops): prints "<label>, N thread(s): X us/<unit> (CPU Y us/<unit>),
- * median of 10 blocks of B calls". */
-static inline void bench_per_unit(const char* label, int threads, int calls,
-                                  int warmup, int per_call, const char* unit,
-                                  void (*step)(void*), void* arg) {
-  int block = calls / 10 > 0 ? calls / 10 : 1;
-  double wall[10], cpu[10];
-  bench_time_blocks(step, arg, warmup, block, wall, cpu);
+/* The line for a call that does `per_call` units of work (nodes of a
+ * chain, ops), given the median wall-clock and CPU seconds per call over
+ * 10 blocks of `block` calls: "<label>, N thread(s): X us/<unit> (CPU Y
+ * us/<unit>), median of 10 blocks of B calls of P" (bench_peers.sh reads
+ * it; tf_timing.py's time_per_unit prints the same). */
+static inline void bench_print_per_unit(const char* label, int threads,
+                                        double wall, double cpu, int block,
+                                        int per_call, const char* unit) {
   printf("%s, %d thread(s): %.4f us/%s (CPU %.4f us/%s), median of 10 "
-         "blocks of %d calls of %d\n", label, threads,
-         bench_median(wall, 10) * 1e6 / per_call, unit,
-         bench_median(cpu, 10) * 1e6 / per_call, unit, block, per_call);
+         "blocks of %d calls of %d\n", label, threads, wall * 1e6 / per_call,
+         unit, cpu * 1e6 / per_call, unit, block, per_call);
 }
 
 /* One training step of a Weft session: feeds and the training target. */

@@ -138,11 +138,13 @@ int main(int argc, char** argv) {
   double per_node = long_us / nodes;
   double marginal = (long_us - short_us) / (nodes - 1);
   const double target = 0.25;
-  /* The line scripts/bench_peers.sh reads (bench_per_unit's form). */
-  printf("Weft executor per node (chain of %d Add), %d thread(s): %.4f "
-         "us/node (CPU %.4f us/node), median of 10 blocks of %d runs\n",
-         nodes, threads > 0 ? threads : 1, per_node, long_cpu_us / nodes,
-         runs / 10 > 0 ? runs / 10 : 1);
+  /* The line scripts/bench_peers.sh reads. */
+  char label[64];
+  snprintf(label, sizeof label, "Weft executor per node (chain of %d Add)",
+           nodes);
+  bench_print_per_unit(label, threads > 0 ? threads : 1, long_us * 1e-6,
+                       long_cpu_us * 1e-6, runs / 10 > 0 ? runs / 10 : 1,
+                       nodes, "node");
   printf("  run of the chain:     %10.2f µs (CPU %.2f µs)\n", long_us,
          long_cpu_us);
   printf("  run of one node:      %10.2f µs (fixed cost of run())\n",

@@ -1,8 +1,8 @@
 """Timing shared by the Python peers (TensorFlow and JAX): warm-up steps,
 then 10 timed blocks, wall-clock (time.perf_counter) and process CPU time
 (time.process_time) per call; prints the lines scripts/bench_peers.sh
-reads, in the form bench/bench_util.h's bench_steps and bench_per_unit
-print."""
+reads, in the form of bench/bench_util.h's bench_steps and
+bench_print_per_unit."""
 import statistics
 import time
 

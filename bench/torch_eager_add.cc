@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "bench_util.h"
 
@@ -97,12 +98,14 @@ int main(int argc, char** argv) {
     c10::InferenceMode guard;
     MedianOpUs(ops, runs, &inference_us, &inference_cpu);
   }
-  // The first line is the one scripts/bench_peers.sh reads (bench_per_unit's
-  // form): the default mode, what a C++ user gets.
-  std::printf("LibTorch %s executor per node (eager torch::add, chain of %d), "
-              "%d thread(s): %.4f us/node (CPU %.4f us/node), median of 10 "
-              "blocks of %d chains\n", TORCH_VERSION, ops, threads, plain_us,
-              plain_cpu, std::max(runs / 10, 1));
+  // The first line is the one scripts/bench_peers.sh reads: the default
+  // mode, what a C++ user gets.
+  const std::string label = std::string("LibTorch ") + TORCH_VERSION +
+                            " executor per node (eager torch::add, chain of " +
+                            std::to_string(ops) + ")";
+  bench_print_per_unit(label.c_str(), threads, plain_us * 1e-6 * ops,
+                       plain_cpu * 1e-6 * ops, std::max(runs / 10, 1), ops,
+                       "node");
   std::printf("  per op (default mode):        %10.3f µs\n", plain_us);
   std::printf("  per op (c10::InferenceMode):  %10.3f µs (CPU %.3f µs)\n",
               inference_us, inference_cpu);
