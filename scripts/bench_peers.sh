@@ -25,11 +25,14 @@
 # bench/<prog>_jax.py, each as "<prog> THREADS STEPS [MODE...]", each
 # printing one line "<System> [version] <what>, N thread(s): <value>
 # <unit> (CPU <value> <unit>), ..." (bench_util.h's bench_steps and
-# bench_per_unit, tf_timing.py's time_steps and time_per_unit).
+# bench_print_per_unit, tf_timing.py's time_steps and time_per_unit).
 #
 # Environment: WEFT_BENCH_ROUNDS (3) rounds of interleaved runs;
 # WEFT_BENCH_THREADS ("1 2") the thread counts; WEFT_BUILD_DIR as for
-# setup.sh.
+# setup.sh.  OMP_WAIT_POLICY reaches every program: unset, Weft and the
+# floor let OpenMP's idle workers sleep (passive) while LibTorch keeps
+# libgomp's default spinning, which on a loaded machine costs it most of
+# its 2-thread speed; OMP_WAIT_POLICY=passive gives every system the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -167,8 +170,13 @@ for round in $(seq "$rounds"); do
       [ -n "$jax_python" ] && [ -f "bench/${p}_jax.py" ] &&
         run "$w" "$threads" "$jax_python" "bench/${p}_jax.py" "${args[@]}"
     done
+    # OpenMP's workers sleep between parallel regions, as in Weft (its CPU
+    # plugin sets OMP_WAIT_POLICY=passive unless the program chose): with
+    # libgomp's default spinning, two threads on a machine where another
+    # process holds a core spend most of a small GEMM spinning.
     [ "$floor" = 1 ] &&
-      run floor "$threads" "$WEFT_BUILD_DIR/bench/onednn_floor" "$threads"
+      run floor "$threads" env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" \
+        "$WEFT_BUILD_DIR/bench/onednn_floor" "$threads"
   done
 done
 echo
