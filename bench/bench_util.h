@@ -57,24 +57,45 @@ static inline void bench_die(const char* what, weft_status* status) {
     }                                            \
   } while (0)
 
+/* Runs `step(arg)` `warmup` times, then 10 timed blocks of `block` calls,
+ * and writes each block's wall-clock and process CPU seconds per call. */
+static inline void bench_time_blocks(void (*step)(void*), void* arg,
+                                     int warmup, int block, double wall[10],
+                                     double cpu[10]) {
+  for (int i = 0; i < warmup; ++i) step(arg);
+  for (int r = 0; r < 10; ++r) {
+    double w0 = bench_now_seconds(), c0 = bench_process_cpu_seconds();
+    for (int i = 0; i < block; ++i) step(arg);
+    double w1 = bench_now_seconds(), c1 = bench_process_cpu_seconds();
+    wall[r] = (w1 - w0) / block;
+    cpu[r] = (c1 - c0) / block;
+  }
+}
+
 /* Runs `step(arg)` `warmup` times, then 10 timed blocks of steps / 10, and
  * prints "<label>, N thread(s): X steps/s (CPU Y ms/step), median of 10
  * blocks of B steps" (the line scripts/bench_peers.sh reads). */
 static inline void bench_steps(const char* label, int threads, int steps,
                                int warmup, void (*step)(void*), void* arg) {
-  for (int i = 0; i < warmup; ++i) step(arg);
   int block = steps / 10 > 0 ? steps / 10 : 1;
-  double rates[10], cpu[10];
-  for (int r = 0; r < 10; ++r) {
-    double w0 = bench_now_seconds(), c0 = bench_process_cpu_seconds();
-    for (int i = 0; i < block; ++i) step(arg);
-    double w1 = bench_now_seconds(), c1 = bench_process_cpu_seconds();
-    rates[r] = block / (w1 - w0);
-    cpu[r] = (c1 - c0) / block * 1e3;
-  }
-  printf("%s, %d thread(s): %.1f steps/s (CPU %.2f ms/step), median of 10 "
-         "blocks of %d steps\n", label, threads, bench_median(rates, 10),
-         bench_median(cpu, 10), block);
+  double wall[10], cpu[10];
+  bench_time_blocks(step, arg, warmup, block, wall, cpu);
+  printf("%s, %d thread(s): %.1f steps/s (CPU %.3f ms/step), median of 10 "
+         "blocks of %d steps\n", label, threads, 1.0 / bench_median(wall, 10),
+         bench_median(cpu, 10) * 1e3, block);
+}
+
+/* The line for a call that does `per_call` units of work (nodes of a
+ * chain, ops), given the median wall-clock and CPU seconds per call over
+ * 10 blocks of `block` calls: "<label>, N thread(s): X us/<unit> (CPU Y
+ * us/<unit>), median of 10 blocks of B calls of P" (bench_peers.sh reads
+ * it; tf_timing.py's time_per_unit prints the same). */
+static inline void bench_print_per_unit(const char* label, int threads,
+                                        double wall, double cpu, int block,
+                                        int per_call, const char* unit) {
+  printf("%s, %d thread(s): %.4f us/%s (CPU %.4f us/%s), median of 10 "
+         "blocks of %d calls of %d\n", label, threads, wall * 1e6 / per_call,
+         unit, cpu * 1e6 / per_call, unit, block, per_call);
 }
 
 /* One training step of a Weft session: feeds and the training target. */

@@ -33,6 +33,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench_util.h"
+#include "onednn_bench.h"
 #include "weft/weft.h"
 #if WEFT_BENCH_HAVE_LIBTORCH
 #include "libtorch_peer.h"
@@ -40,37 +41,11 @@
 
 namespace {
 
-// 64-byte aligned and never reallocated: every contender reads the same
-// buffers, so none gains from a luckier alignment, and the session's
-// zero-copy feeds may point into them.
-struct Buffer {
-  explicit Buffer(size_t count)
-      : data(static_cast<float*>(std::aligned_alloc(
-            64, (count * sizeof(float) + 63) / 64 * 64))),
-        size(count) {
-    if (data == nullptr) {
-      std::fprintf(stderr, "conv_matmul: out of memory\n");
-      std::exit(1);
-    }
-  }
-  ~Buffer() { std::free(data); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  float* data;
-  size_t size;
-};
-
-// Values in [-1, 1) from a fixed LCG: denormals and huge values would time
-// something other than the common case.
-void Fill(Buffer& b, uint32_t seed) {
-  uint32_t state = seed;
-  for (size_t i = 0; i < b.size; ++i) {
-    state = state * 1664525u + 1013904223u;
-    b.data[i] = static_cast<float>(state >> 8) /
-                    static_cast<float>(1u << 23) -
-                1.0f;
-  }
-}
+using bench_onednn::Buffer;
+using bench_onednn::Contender;
+using bench_onednn::Fill;
+using bench_onednn::OnednnMatMul;
+using bench_onednn::TimeTogether;
 
 // Largest difference relative to the reference's magnitude (at least 1):
 // the contenders sum in different orders, so bit equality is not expected.
@@ -99,37 +74,6 @@ void CheckAgreement(const char* what, const float* x, const float* reference,
 // runs, from the calling thread's OpenMP setting (Debian's oneDNN is built
 // for OpenMP), so every side sets it before either.
 void SetOpenmpThreads(int threads) { omp_set_num_threads(threads); }
-
-struct Contender {
-  std::string name;
-  std::string note;
-  std::function<void()> run;
-  std::vector<double> wall, cpu;
-  double wall_s = 0, cpu_s = 0;  // medians
-};
-
-void TimeTogether(std::vector<Contender>& contenders, int repetitions) {
-  const size_t count = contenders.size();
-  // Warm-up: plans, thread pools, primitive caches, first-touch pages.
-  for (int i = 0; i < 3; ++i)
-    for (Contender& c : contenders) c.run();
-  for (int r = 0; r < repetitions; ++r) {
-    // Rotate who goes first so no one always inherits the caches or the
-    // clock frequency another left behind.
-    for (size_t i = 0; i < count; ++i) {
-      Contender& c = contenders[(i + static_cast<size_t>(r)) % count];
-      const double start = bench_now_seconds();
-      const double cpu_start = bench_process_cpu_seconds();
-      c.run();
-      c.wall.push_back(bench_now_seconds() - start);
-      c.cpu.push_back(bench_process_cpu_seconds() - cpu_start);
-    }
-  }
-  for (Contender& c : contenders) {
-    c.wall_s = bench_median(c.wall.data(), repetitions);
-    c.cpu_s = bench_median(c.cpu.data(), repetitions);
-  }
-}
 
 // Prints the table; contenders[0] is the session, [1] oneDNN direct, the
 // rest LibTorch.  Ratios are of throughput: above 1 means the session is
@@ -191,11 +135,10 @@ struct ConvProblem {
   }
 };
 
-class OnednnConv {
+class OnednnConv : public bench_onednn::OnednnPrimitive {
  public:
   OnednnConv(const ConvProblem& p, const float* input, const float* filter,
-             float* output)
-      : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+             float* output) {
     using dnnl::memory;
     using Tag = memory::format_tag;
     const auto f32 = memory::data_type::f32;
@@ -221,18 +164,6 @@ class OnednnConv {
              {DNNL_ARG_WEIGHTS, weights},
              {DNNL_ARG_DST, memory(dst, engine_, output)}};
   }
-  void Run() {
-    primitive_.execute(stream_, args_);
-    stream_.wait();
-  }
-  const std::string& implementation() const { return implementation_; }
-
- private:
-  dnnl::engine engine_;
-  dnnl::stream stream_;
-  dnnl::primitive primitive_;
-  std::unordered_map<int, dnnl::memory> args_;
-  std::string implementation_;
 };
 
 void BenchConv(int threads, int repetitions) {
@@ -344,41 +275,6 @@ void BenchConv(int threads, int repetitions) {
 }
 
 // ---- MatMul -------------------------------------------------------------
-
-class OnednnMatMul {
- public:
-  OnednnMatMul(const float* a, const float* b, float* c, int64_t m, int64_t k,
-               int64_t n)
-      : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
-    using dnnl::memory;
-    const auto f32 = memory::data_type::f32;
-    const auto ab = memory::format_tag::ab;
-    // Plain row-major on every side: in a graph both operands are values
-    // computed at run time, so there is no constant to pre-pack.
-    const memory::desc a_desc({m, k}, f32, ab), b_desc({k, n}, f32, ab),
-        c_desc({m, n}, f32, ab);
-    const dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(a_desc, b_desc, c_desc), engine_);
-    implementation_ = pd.impl_info_str();
-    primitive_ = dnnl::matmul(pd);
-    args_ = {{DNNL_ARG_SRC, memory(a_desc, engine_, const_cast<float*>(a))},
-             {DNNL_ARG_WEIGHTS,
-              memory(b_desc, engine_, const_cast<float*>(b))},
-             {DNNL_ARG_DST, memory(c_desc, engine_, c)}};
-  }
-  void Run() {
-    primitive_.execute(stream_, args_);
-    stream_.wait();
-  }
-  const std::string& implementation() const { return implementation_; }
-
- private:
-  dnnl::engine engine_;
-  dnnl::stream stream_;
-  dnnl::primitive primitive_;
-  std::unordered_map<int, dnnl::memory> args_;
-  std::string implementation_;
-};
 
 void BenchMatMul(int size, int threads, int repetitions) {
   const int64_t n = size;

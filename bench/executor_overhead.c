@@ -7,9 +7,12 @@
  * depends on the previous one, so the figure is latency, not throughput.
  *
  * The plan is built by the first run and cached; the warm-up runs keep
- * that, and first-touch page faults, out of the timings.
+ * that, and first-touch page faults, out of the timings.  THREADS (or
+ * --inter-op-threads) is the session's inter-op thread count (0: the
+ * caller's thread); timing is bench_util.h's: 10 blocks of RUNS / 10 runs,
+ * wall-clock and process CPU time.
  *
- *   executor_overhead [--nodes=1000] [--runs=200] [--repetitions=9]
+ *   executor_overhead [THREADS [RUNS]] [--nodes=1000] [--runs=2000]
  *                     [--inter-op-threads=0]
  */
 /* clock_gettime(CLOCK_MONOTONIC) is POSIX, hidden by strict -std=c11. */
@@ -77,56 +80,55 @@ static void chain_destroy(chain* c) {
   weft_graph_destroy(c->graph);
 }
 
-/* Median microseconds per run over `repetitions` batches of `runs` runs. */
-static double median_run_us(const chain* c, int nodes, int runs,
-                            int repetitions) {
-  for (int i = 0; i < runs / 4 + 10; ++i) {
-    float value = chain_run(c);
-    if (value != (float)nodes) {
-      fprintf(stderr, "executor_overhead: chain of %d gave %g\n", nodes,
-              (double)value);
-      exit(1);
-    }
+static void chain_step(void* arg) { chain_run((const chain*)arg); }
+
+/* Median wall-clock and process CPU microseconds per run, over 10 blocks of
+ * `runs` / 10 runs after a warm-up that also checks the result. */
+static void median_run_us(const chain* c, int nodes, int runs, double* wall,
+                          double* cpu) {
+  float value = chain_run(c);
+  if (value != (float)nodes) {
+    fprintf(stderr, "executor_overhead: chain of %d gave %g\n", nodes,
+            (double)value);
+    exit(1);
   }
-  double* samples = malloc(sizeof(double) * (size_t)repetitions);
-  if (samples == NULL) exit(1);
-  for (int r = 0; r < repetitions; ++r) {
-    double start = bench_now_seconds();
-    for (int i = 0; i < runs; ++i) chain_run(c);
-    samples[r] = (bench_now_seconds() - start) * 1e6 / runs;
-  }
-  double median = bench_median(samples, repetitions);
-  free(samples);
-  return median;
+  double walls[10], cpus[10];
+  bench_time_blocks(chain_step, (void*)c, runs / 4 + 10,
+                    runs / 10 > 0 ? runs / 10 : 1, walls, cpus);
+  *wall = bench_median(walls, 10) * 1e6;
+  *cpu = bench_median(cpus, 10) * 1e6;
 }
 
 int main(int argc, char** argv) {
   int nodes = 1000;
-  int runs = 200;
-  int repetitions = 9;
-  int inter_op_threads = 0;
+  int runs = 2000;
+  int threads = 0;
+  int positional = 0;
   for (int i = 1; i < argc; ++i) {
     if (bench_int_flag(argv[i], "--nodes", &nodes) ||
         bench_int_flag(argv[i], "--runs", &runs) ||
-        bench_int_flag(argv[i], "--repetitions", &repetitions) ||
-        bench_int_flag(argv[i], "--inter-op-threads", &inter_op_threads)) {
+        bench_int_flag(argv[i], "--inter-op-threads", &threads)) {
+      continue;
+    }
+    if (argv[i][0] != '-' && positional < 2) {
+      *(positional++ == 0 ? &threads : &runs) = atoi(argv[i]);
       continue;
     }
     fprintf(stderr,
-            "usage: executor_overhead [--nodes=N] [--runs=N] "
-            "[--repetitions=N] [--inter-op-threads=N]\n");
+            "usage: executor_overhead [THREADS [RUNS]] [--nodes=N] "
+            "[--runs=N] [--inter-op-threads=N]\n");
     return 2;
   }
-  if (nodes < 2 || runs < 1 || repetitions < 1) {
-    fprintf(stderr, "executor_overhead: need nodes >= 2, runs and "
-                    "repetitions >= 1\n");
+  if (nodes < 2 || runs < 1) {
+    fprintf(stderr, "executor_overhead: need nodes >= 2, runs >= 1\n");
     return 2;
   }
 
-  chain long_chain = chain_create(nodes, inter_op_threads);
-  chain short_chain = chain_create(1, inter_op_threads);
-  double long_us = median_run_us(&long_chain, nodes, runs, repetitions);
-  double short_us = median_run_us(&short_chain, 1, runs, repetitions);
+  chain long_chain = chain_create(nodes, threads);
+  chain short_chain = chain_create(1, threads);
+  double long_us, long_cpu_us, short_us, short_cpu_us;
+  median_run_us(&long_chain, nodes, runs, &long_us, &long_cpu_us);
+  median_run_us(&short_chain, 1, runs, &short_us, &short_cpu_us);
   chain_destroy(&short_chain);
   chain_destroy(&long_chain);
 
@@ -136,10 +138,15 @@ int main(int argc, char** argv) {
   double per_node = long_us / nodes;
   double marginal = (long_us - short_us) / (nodes - 1);
   const double target = 0.25;
-  printf("executor overhead: chain of %d Add nodes on float32 scalars, "
-         "median of %d × %d runs\n",
-         nodes, repetitions, runs);
-  printf("  run of the chain:     %10.2f µs\n", long_us);
+  /* The line scripts/bench_peers.sh reads. */
+  char label[64];
+  snprintf(label, sizeof label, "Weft executor per node (chain of %d Add)",
+           nodes);
+  bench_print_per_unit(label, threads > 0 ? threads : 1, long_us * 1e-6,
+                       long_cpu_us * 1e-6, runs / 10 > 0 ? runs / 10 : 1,
+                       nodes, "node");
+  printf("  run of the chain:     %10.2f µs (CPU %.2f µs)\n", long_us,
+         long_cpu_us);
   printf("  run of one node:      %10.2f µs (fixed cost of run())\n",
          short_us);
   printf("  per node (run/%d):  %10.3f µs   target ≤ %.2f µs: %s\n", nodes,

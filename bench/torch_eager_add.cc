@@ -9,7 +9,10 @@
 // needs a gradient) and under c10::InferenceMode (LibTorch's fastest eager
 // path, which skips it).
 //
-//   torch_eager_add [--ops=1000] [--runs=200] [--repetitions=9]
+// Timing is bench_util.h's: 10 blocks of RUNS / 10 chains, wall-clock and
+// process CPU time.
+//
+//   torch_eager_add [THREADS [RUNS]] [--ops=1000] [--runs=2000]
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/types.h>
@@ -18,7 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
+#include <string>
 
 #include "bench_util.h"
 
@@ -31,63 +34,80 @@ float RunChain(const torch::Tensor& start, const torch::Tensor& one,
   return current.item<float>();
 }
 
-// Median microseconds per op over `repetitions` batches of `runs` chains.
-double MedianOpUs(int ops, int runs, int repetitions) {
-  const torch::Tensor start = torch::zeros({}, torch::kFloat32);
-  const torch::Tensor one = torch::ones({}, torch::kFloat32);
+struct Chain {
+  torch::Tensor start, one;
+  int ops;
+};
+
+void RunChainStep(void* arg) {
+  const Chain* c = static_cast<const Chain*>(arg);
+  RunChain(c->start, c->one, c->ops);
+}
+
+// Median wall-clock and process CPU microseconds per op, over 10 blocks of
+// runs / 10 chains (bench_util.h's timing).
+void MedianOpUs(int ops, int runs, double* wall, double* cpu) {
+  Chain chain = {torch::zeros({}, torch::kFloat32),
+                 torch::ones({}, torch::kFloat32), ops};
+  const float value = RunChain(chain.start, chain.one, ops);
+  if (value != static_cast<float>(ops)) {
+    std::fprintf(stderr, "torch_eager_add: chain of %d gave %g\n", ops,
+                 static_cast<double>(value));
+    std::exit(1);
+  }
+  double walls[10], cpus[10];
   // Warm-up: the dispatcher's caches and the allocator's free lists.
-  for (int i = 0; i < runs / 4 + 10; ++i) {
-    const float value = RunChain(start, one, ops);
-    if (value != static_cast<float>(ops)) {
-      std::fprintf(stderr, "torch_eager_add: chain of %d gave %g\n", ops,
-                   static_cast<double>(value));
-      std::exit(1);
-    }
-  }
-  std::vector<double> samples;
-  for (int r = 0; r < repetitions; ++r) {
-    const double begin = bench_now_seconds();
-    for (int i = 0; i < runs; ++i) RunChain(start, one, ops);
-    samples.push_back((bench_now_seconds() - begin) * 1e6 / runs / ops);
-  }
-  return bench_median(samples.data(), repetitions);
+  bench_time_blocks(RunChainStep, &chain, runs / 4 + 10,
+                    std::max(runs / 10, 1), walls, cpus);
+  *wall = bench_median(walls, 10) * 1e6 / ops;
+  *cpu = bench_median(cpus, 10) * 1e6 / ops;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int ops = 1000;
-  int runs = 200;
-  int repetitions = 9;
+  int runs = 2000;
+  int threads = 1;
+  int positional = 0;
   for (int i = 1; i < argc; ++i) {
     if (bench_int_flag(argv[i], "--ops", &ops) ||
-        bench_int_flag(argv[i], "--runs", &runs) ||
-        bench_int_flag(argv[i], "--repetitions", &repetitions)) {
+        bench_int_flag(argv[i], "--runs", &runs)) {
       continue;
     }
-    std::fprintf(stderr, "usage: torch_eager_add [--ops=N] [--runs=N] "
-                         "[--repetitions=N]\n");
+    if (argv[i][0] != '-' && positional < 2) {
+      *(positional++ == 0 ? &threads : &runs) = std::atoi(argv[i]);
+      continue;
+    }
+    std::fprintf(stderr, "usage: torch_eager_add [THREADS [RUNS]] "
+                         "[--ops=N] [--runs=N]\n");
     return 2;
   }
-  if (ops < 1 || runs < 1 || repetitions < 1) {
-    std::fprintf(stderr, "torch_eager_add: ops, runs and repetitions must "
-                         "be >= 1\n");
+  if (ops < 1 || runs < 1 || threads < 1) {
+    std::fprintf(stderr, "torch_eager_add: ops, runs and threads must be "
+                         ">= 1\n");
     return 2;
   }
-  // A scalar add never splits across threads; one thread also keeps
-  // OpenMP's idle workers from spinning beside the measurement.
-  torch::set_num_threads(1);
+  // A scalar add never splits across threads; the count is set as the
+  // other peers set theirs.
+  torch::set_num_threads(threads);
 
-  const double plain_us = MedianOpUs(ops, runs, repetitions);
-  double inference_us = 0.0;
+  double plain_us = 0, plain_cpu = 0, inference_us = 0, inference_cpu = 0;
+  MedianOpUs(ops, runs, &plain_us, &plain_cpu);
   {
     c10::InferenceMode guard;
-    inference_us = MedianOpUs(ops, runs, repetitions);
+    MedianOpUs(ops, runs, &inference_us, &inference_cpu);
   }
-  std::printf("LibTorch %s eager add: chain of %d torch::add on float32 "
-              "scalars, median of %d × %d chains\n",
-              TORCH_VERSION, ops, repetitions, runs);
+  // The first line is the one scripts/bench_peers.sh reads: the default
+  // mode, what a C++ user gets.
+  const std::string label = std::string("LibTorch ") + TORCH_VERSION +
+                            " executor per node (eager torch::add, chain of " +
+                            std::to_string(ops) + ")";
+  bench_print_per_unit(label.c_str(), threads, plain_us * 1e-6 * ops,
+                       plain_cpu * 1e-6 * ops, std::max(runs / 10, 1), ops,
+                       "node");
   std::printf("  per op (default mode):        %10.3f µs\n", plain_us);
-  std::printf("  per op (c10::InferenceMode):  %10.3f µs\n", inference_us);
+  std::printf("  per op (c10::InferenceMode):  %10.3f µs (CPU %.3f µs)\n",
+              inference_us, inference_cpu);
   return 0;
 }

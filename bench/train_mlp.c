@@ -1,22 +1,28 @@
-/* Training steps per second of the Fashion-MNIST MLP (784 -> 256 -> 10,
- * ReLU, sparse softmax cross-entropy, plain SGD at 0.1, batches of 100) in
- * a Weft session, with the inter- and intra-op thread counts given
- * (default 1).  The batch is fixed random data: the benchmark measures the
- * training step, not input handling.  Its twin train_mlp_torch.cc runs the
- * same model in LibTorch; bench.sh runs both and prints the ratio.
+/* The Fashion-MNIST MLP (784 -> 256 -> 10, ReLU, sparse softmax
+ * cross-entropy) in a Weft session, with the inter- and intra-op thread
+ * counts given (default 1), in one of three modes:
+ *   sgd    training steps/s, plain SGD at 0.1, batches of 100 (weft_minimize)
+ *   adam   training steps/s, Adam at 0.001 (beta 0.9 / 0.999, epsilon 1e-8:
+ *          one ApplyAdam per variable, bias-corrected), batches of 100
+ *   infer  inference steps/s: one run fetching the logits of a batch of
+ *          BATCH (default 256) rows
+ * The batch is fixed random data: the benchmark measures the step, not
+ * input handling.  Its twins train_mlp_tf.py, train_mlp_jax.py and
+ * train_mlp_torch.cc run the same math; scripts/bench_peers.sh runs them all.
  *
- *   train_mlp [THREADS]
- * prints "weft mlp training: T threads: S steps/s (median of R x N steps),
- * peak RSS M MiB", then the peak run memory of one step (WEFT_RECOMPUTE=cheap
- * turns recomputation on). */
+ *   train_mlp [THREADS [STEPS [sgd|adam|infer [BATCH]]]]
+ * prints "Weft <what>, T thread(s): S steps/s (CPU C ms/step), ..." (see
+ * bench_steps), then, when training, the peak run memory of one step
+ * (WEFT_RECOMPUTE=cheap turns recomputation on), the peak RSS and the final
+ * loss.  THREADS 0: the session's defaults (the runtime chooses). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <sys/resource.h>
 
 #include "bench_util.h"
 
-enum { BATCH = 100, PIXELS = 784, HIDDEN = 256, CLASSES = 10 };
-enum { WARMUP = 20, STEPS = 100, REPEATS = 7 };
+enum { TRAIN_BATCH = 100, PIXELS = 784, HIDDEN = 256, CLASSES = 10 };
+enum { WARMUP = 20 };
 
 static uint64_t rng = 42;
 
@@ -53,14 +59,39 @@ static weft_output op2(weft_graph* g, const char* op, weft_output a,
   return out;
 }
 
+/* One inference step: run the graph fetching the logits. */
+typedef struct infer_step {
+  weft_session* session;
+  weft_output feed, logits;
+  weft_tensor* value;
+} infer_step;
+
+static void run_infer_step(void* arg) {
+  const infer_step* s = arg;
+  weft_tensor* out = NULL;
+  BENCH_CHECK(weft_session_run(s->session, &s->feed, &s->value, 1,
+                               &s->logits, 1, NULL, 0, &out));
+  weft_tensor_destroy(out);
+}
+
 int main(int argc, char** argv) {
   /* 0: the session's defaults (the runtime chooses the kernels' threads). */
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   if (threads < 0) threads = 1;
+  const char* mode = argc > 3 ? argv[3] : "sgd";
+  const int infer = strcmp(mode, "infer") == 0;
+  const int adam = strcmp(mode, "adam") == 0;
+  if (!infer && !adam && strcmp(mode, "sgd") != 0) {
+    fprintf(stderr, "usage: train_mlp [THREADS [STEPS [sgd|adam|infer "
+                    "[BATCH]]]]\n");
+    return 2;
+  }
+  const int batch = infer ? (argc > 4 ? atoi(argv[4]) : 256) : TRAIN_BATCH;
+  int steps = argc > 2 ? atoi(argv[2]) : (infer ? 2000 : 700);
   weft_graph* g;
   weft_status* st = weft_graph_create(&g);
   if (st) bench_die("graph", st);
-  int64_t xd[2] = {BATCH, PIXELS}, yd[1] = {BATCH};
+  int64_t xd[2] = {batch, PIXELS}, yd[1] = {batch};
   weft_output x, y;
   if ((st = weft_graph_placeholder(g, "x", WEFT_FLOAT32, xd, 2, &x)) ||
       (st = weft_graph_placeholder(g, "y", WEFT_INT32, yd, 1, &y)))
@@ -72,16 +103,21 @@ int main(int argc, char** argv) {
   weft_output h = op2(g, "BiasAdd", op2(g, "MatMul", x, w1), b1), r, loss;
   if ((st = weft_graph_apply(g, "Relu", NULL, &h, 1, &r))) bench_die("relu", st);
   weft_output logits = op2(g, "BiasAdd", op2(g, "MatMul", r, w2), b2);
-  weft_output xent = op2(g, "SparseSoftmaxCrossEntropyWithLogits", logits, y);
-  if ((st = weft_graph_apply(g, "Mean", "loss", &xent, 1, &loss)))
-    bench_die("loss", st);
-  weft_optimizer_options opt;
-  weft_optimizer_options_init(&opt, WEFT_OPTIMIZER_GRADIENT_DESCENT);
-  opt.learning_rate = 0.1;
-  weft_node *train, *init;
-  if ((st = weft_minimize(g, loss, &opt, "train", &train)) ||
-      (st = weft_graph_initialize_all(g, "init", &init)))
-    bench_die("minimize", st);
+  weft_node *train = NULL, *init;
+  if (!infer) {
+    weft_output xent = op2(g, "SparseSoftmaxCrossEntropyWithLogits", logits,
+                           y);
+    if ((st = weft_graph_apply(g, "Mean", "loss", &xent, 1, &loss)))
+      bench_die("loss", st);
+    weft_optimizer_options opt;
+    weft_optimizer_options_init(
+        &opt, adam ? WEFT_OPTIMIZER_ADAM : WEFT_OPTIMIZER_GRADIENT_DESCENT);
+    opt.learning_rate = adam ? 0.001 : 0.1;  /* Adam: defaults otherwise */
+    if ((st = weft_minimize(g, loss, &opt, "train", &train)))
+      bench_die("minimize", st);
+  }
+  if ((st = weft_graph_initialize_all(g, "init", &init)))
+    bench_die("initialize", st);
 
   weft_session_options o;
   weft_session_options_init(&o);
@@ -99,33 +135,37 @@ int main(int argc, char** argv) {
     bench_die("batch", st);
   float* xp = weft_tensor_data(xt);
   int32_t* yp = weft_tensor_data(yt);
-  for (int i = 0; i < BATCH * PIXELS; ++i) xp[i] = next_uniform();
-  for (int i = 0; i < BATCH; ++i) yp[i] = i % CLASSES;
+  for (int i = 0; i < batch * PIXELS; ++i) xp[i] = next_uniform();
+  for (int i = 0; i < batch; ++i) yp[i] = i % CLASSES;
   weft_output feeds[2] = {x, y};
   weft_tensor* values[2] = {xt, yt};
 
-  double samples[REPEATS];
-  for (int rep = -1; rep < REPEATS; ++rep) {
-    int n = rep < 0 ? WARMUP : STEPS;
-    double t0 = bench_now_seconds();
-    for (int i = 0; i < n; ++i)
-      if ((st = weft_session_run(s, feeds, values, 2, NULL, 0, &train, 1,
-                                 NULL)))
-        bench_die("step", st);
-    if (rep >= 0) samples[rep] = n / (bench_now_seconds() - t0);
+  char label[64];
+  if (infer) {
+    snprintf(label, sizeof label, "Weft MLP inference batch %d", batch);
+    infer_step step = {s, x, logits, xt};
+    bench_steps(label, threads, steps, WARMUP, run_infer_step, &step);
+  } else {
+    snprintf(label, sizeof label, "Weft MLP %s training",
+             adam ? "Adam" : "SGD");
+    bench_session_step step = {s, feeds, values, 2, train};
+    bench_steps(label, threads, steps, WARMUP, bench_run_session_step, &step);
   }
-  bench_session_step step = {s, feeds, values, 2, train};
-  bench_report_memory("weft mlp training", &step);
-  weft_tensor* lt;
-  if ((st = weft_session_run(s, feeds, values, 2, &loss, 1, NULL, 0, &lt)))
-    bench_die("loss", st);
+  if (!infer) {
+    bench_session_step step = {s, feeds, values, 2, train};
+    bench_report_memory("weft mlp training", &step);
+  }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("weft mlp training: %d thread%s: %.1f steps/s (median of %d x %d "
-         "steps), peak RSS %.1f MiB, final loss %.4f\n", threads,
-         threads == 1 ? "" : "s", bench_median(samples, REPEATS), REPEATS,
-         STEPS, ru.ru_maxrss / 1024.0, *(float*)weft_tensor_data(lt));
-  weft_tensor_destroy(lt);
+  printf("  peak RSS %.1f MiB", ru.ru_maxrss / 1024.0);
+  if (!infer) {
+    weft_tensor* lt;
+    if ((st = weft_session_run(s, feeds, values, 2, &loss, 1, NULL, 0, &lt)))
+      bench_die("loss", st);
+    printf(", final loss %.4f", *(float*)weft_tensor_data(lt));
+    weft_tensor_destroy(lt);
+  }
+  printf("\n");
   weft_tensor_destroy(xt);
   weft_tensor_destroy(yt);
   weft_session_destroy(s);

@@ -1,21 +1,24 @@
 """TensorFlow 1.x graph mode peer of bench/train_mlp.c: 784 -> 256 -> 10,
-ReLU, sparse softmax cross-entropy, plain SGD at 0.1, batches of 100;
-prints training steps per second (median of timed blocks) and CPU time per
-step.  Usage: train_mlp_tf.py [threads] [steps]"""
+ReLU, sparse softmax cross-entropy; mode sgd (plain SGD at 0.1, batches of
+100), adam (tf.compat.v1.train.AdamOptimizer at 0.001, beta 0.9 / 0.999,
+epsilon 1e-8, batches of 100) or infer (session.run of the logits of a
+batch of BATCH rows, default 256); prints steps per second (median of
+timed blocks) and CPU time per step.
+Usage: train_mlp_tf.py [threads [steps [sgd|adam|infer [batch]]]]"""
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tf_timing import time_tf_session  # noqa: E402
+from tf_timing import mlp_arguments, time_tf_session  # noqa: E402
 
-B, P, H, C = 100, 784, 256, 10
+P, H, C = 784, 256, 10
 
 
 def main():
-    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 700
+    threads, steps, mode, B, what = mlp_arguments(sys.argv)
+    infer = mode == "infer"
     tf.compat.v1.disable_eager_execution()
     g = tf.Graph()
     rng = np.random.default_rng(1)
@@ -30,12 +33,17 @@ def main():
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
                                                            logits=logits))
-        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-            loss)
+        if mode == "adam":
+            optimizer = tf.compat.v1.train.AdamOptimizer(0.001, 0.9, 0.999,
+                                                         1e-8)
+        else:
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+        train = logits if infer else optimizer.minimize(loss)
         init = tf.compat.v1.global_variables_initializer()
-    feed = {x: rng.random((B, P), np.float32),
-            labels: (np.arange(B) % C).astype(np.int32)}
-    time_tf_session("TensorFlow %s MLP training" % tf.__version__, threads,
+    feed = {x: rng.random((B, P), np.float32)}
+    if not infer:
+        feed[labels] = (np.arange(B) % C).astype(np.int32)
+    time_tf_session("TensorFlow %s %s" % (tf.__version__, what), threads,
                     steps, 20, g, init, train, feed)
 
 

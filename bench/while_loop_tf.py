@@ -9,6 +9,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
+from tf_timing import tf_session_config  # noqa: E402
 
 ITERATIONS = 100000
 
@@ -22,10 +23,8 @@ def main():
         limit = tf.constant(ITERATIONS, tf.int32)
         out = tf.compat.v1.while_loop(lambda i: i < limit, lambda i: i + 1,
                                       [tf.constant(0, tf.int32)])
-    config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=max(threads, 1),
-        inter_op_parallelism_threads=max(threads, 1))
-    with tf.compat.v1.Session(graph=g, config=config) as s:
+    with tf.compat.v1.Session(graph=g,
+                              config=tf_session_config(max(threads, 1))) as s:
         wall, cpu = [], []
         for r in range(reps + 2):
             w0, c0 = time.perf_counter(), time.process_time()

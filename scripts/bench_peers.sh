@@ -1,34 +1,64 @@
 #!/usr/bin/env bash
 # Workloads measured against their peers in one run: Weft against
 # TensorFlow 1.x graph mode and JAX (tensorflow-cpu and jax[cpu] from PyPI,
-# installed into a venv under the build folder by this script only) and
-# LibTorch (Debian's libtorch-dev), interleaved, at 1 and 2 threads; prints
-# every run, then medians and ratios.
+# installed into a venv under the build folder by this script only: the
+# benchmarks' needs, never Weft's) and LibTorch (Debian's libtorch-dev),
+# interleaved, at 1 and 2 threads; plus the oneDNN floor of the workloads
+# that have one (bench/onednn_floor.cc).  Prints every run, then a markdown
+# table of medians (wall-clock and CPU time) and of ratios.
 #
 # Usage: scripts/bench_peers.sh [WORKLOAD...]  (default: all of them)
-#   while_loop   a while loop's cost per iteration (trivial body, 100,000
-#                iterations; issue 11)
-#   train_lstm   LSTM training steps/s (128 units, 28 steps; issue 11)
-#   train_cnn    CNN training steps/s (two 5x5 convolutions with ReLU and
-#                max-pooling, dense to 10, batch 64; issue 12)
-#   train_mlp    MLP training steps/s (784-256-10, batch 100, SGD)
-# Each workload is bench/<name>.c, bench/<name>_tf.py, bench/<name>_torch.cc
-# and, where it exists, bench/<name>_jax.py, printing one line "<who>
-# <what>, N thread(s): <value> <unit> ..." (train_mlp and its LibTorch twin
-# keep bench.sh's "weft mlp training: N threads: X steps/s" form).
+#   while_loop     a while loop's cost per iteration (trivial body, 100,000
+#                  iterations; issue 11)
+#   train_lstm     LSTM training steps/s (128 units, 28 steps; issue 11)
+#   train_cnn      CNN training steps/s (two 5x5 convolutions with ReLU and
+#                  max-pooling, dense to 10, batch 64, SGD; issue 12)
+#   train_mlp      MLP training steps/s (784-256-10, batch 100, SGD)
+#   train_mlp_adam the same MLP trained with Adam
+#   infer_mlp_1    MLP inference steps/s (the logits), batch 1
+#   infer_mlp_256  the same, batch 256
+#   executor       cost per node of a 1,000-Add chain (JAX: its dispatch of
+#                  a trivial jitted function per call instead, as XLA folds
+#                  the chain)
+# Each workload runs bench/<prog> (Weft), bench/<prog>_tf.py,
+# bench/<prog>_torch (or torch_eager_add) and, where it exists,
+# bench/<prog>_jax.py, each as "<prog> THREADS STEPS [MODE...]", each
+# printing one line "<System> [version] <what>, N thread(s): <value>
+# <unit> (CPU <value> <unit>), ..." (bench_util.h's bench_steps and
+# bench_print_per_unit, tf_timing.py's time_steps and time_per_unit).
 #
 # Environment: WEFT_BENCH_ROUNDS (3) rounds of interleaved runs;
-# WEFT_BUILD_DIR as for setup.sh.
+# WEFT_BENCH_THREADS ("1 2") the thread counts; WEFT_BUILD_DIR as for
+# setup.sh.  OMP_WAIT_POLICY reaches every program: unset, Weft and the
+# floor let OpenMP's idle workers sleep (passive) while LibTorch keeps
+# libgomp's default spinning, which on a loaded machine costs it most of
+# its 2-thread speed; OMP_WAIT_POLICY=passive gives every system the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 
 rounds=${WEFT_BENCH_ROUNDS:-3}
+read -r -a thread_counts <<<"${WEFT_BENCH_THREADS:-1 2}"
 workloads=("$@")
-[ ${#workloads[@]} -gt 0 ] || workloads=(while_loop train_lstm train_cnn train_mlp)
-declare -A arg=([while_loop]=21 [train_lstm]=200 [train_cnn]=100 [train_mlp]=700)
+[ ${#workloads[@]} -gt 0 ] || workloads=(while_loop train_lstm train_cnn
+  train_mlp train_mlp_adam infer_mlp_1 infer_mlp_256 executor)
+# The program each workload runs, its step (or run) count, and the mode
+# arguments after it.  The counts keep every run well under a minute on a
+# 2-core machine (the CNN, the longest, about 15 s for the slowest peer).
+declare -A prog=([while_loop]=while_loop [train_lstm]=train_lstm
+  [train_cnn]=train_cnn [train_mlp]=train_mlp [train_mlp_adam]=train_mlp
+  [infer_mlp_1]=train_mlp [infer_mlp_256]=train_mlp
+  [executor]=executor_overhead)
+declare -A arg=([while_loop]=21 [train_lstm]=200 [train_cnn]=100
+  [train_mlp]=700 [train_mlp_adam]=700 [infer_mlp_1]=20000
+  [infer_mlp_256]=1000 [executor]=2000)
+declare -A mode=([train_mlp]=sgd [train_mlp_adam]=adam
+  [infer_mlp_1]="infer 1" [infer_mlp_256]="infer 256")
+declare -A torch_prog=([executor]=torch_eager_add)
+floor=0
 for w in "${workloads[@]}"; do
   [ -n "${arg[$w]:-}" ] || { weft_log "unknown workload '$w'"; exit 2; }
+  case $w in train_mlp* | infer_mlp_* | train_cnn) floor=1 ;; esac
 done
 
 venv="$WEFT_BUILD_DIR/bench-venv"
@@ -57,71 +87,99 @@ install_peers() {
   weft_install_packages
 }
 install_peers || weft_log "could not install LibTorch; its peers are skipped"
-weft_build
+# Meson's and ninja's chatter only when the build fails: stdout is the
+# figures.
+build_log="$WEFT_BUILD_DIR/bench-build.log"
+mkdir -p "$WEFT_BUILD_DIR"
+weft_build >"$build_log.tmp" 2>&1 || {
+  cat "$build_log.tmp" >&2
+  exit 1
+}
+mv "$build_log.tmp" "$build_log"
+has_target() {
+  ninja -C "$WEFT_BUILD_DIR" -t targets all 2>/dev/null |
+    grep -q "^bench/$1:"
+}
+targets=()
 for w in "${workloads[@]}"; do
-  meson compile -C "$WEFT_BUILD_DIR" "bench/$w" >/dev/null
+  targets+=("bench/${prog[$w]}")
 done
 torch=0
-if ninja -C "$WEFT_BUILD_DIR" -t targets all 2>/dev/null |
-    grep -q '^bench/train_lstm_torch:'; then
+if has_target train_mlp_torch; then
   for w in "${workloads[@]}"; do
-    meson compile -C "$WEFT_BUILD_DIR" "bench/${w}_torch" >/dev/null
+    targets+=("bench/${torch_prog[$w]:-${prog[$w]}_torch}")
   done
   torch=1
 else
   weft_log "skipped: LibTorch peers (LibTorch not found at configure time)"
 fi
+if [ "$floor" = 1 ]; then
+  if has_target onednn_floor; then
+    targets+=(bench/onednn_floor)
+  else
+    floor=0
+    weft_log "skipped: the oneDNN floor (oneDNN or OpenMP not found)"
+  fi
+fi
+# Built one by one: several peers share a program (train_mlp).
+readarray -t targets < <(printf '%s\n' "${targets[@]}" | sort -u)
+meson compile -C "$WEFT_BUILD_DIR" ${WEFT_JOBS:+-j "$WEFT_JOBS"} \
+  "${targets[@]}" >/dev/null
 
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -n1)"
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit+=" plus uncommitted changes"
+fi
+machine="$(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "machine: $machine"
+echo "load: $load_start"
+echo "commit: $commit"
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+errors=$(mktemp)
+trap 'rm -f "$out" "$errors"' EXIT
+# Runs one program, prints its output and keeps it, each line tagged with
+# the workload and thread count, for the summary.  Its standard error (the
+# peers' start-up notices) is shown only when it fails; a failing program is
+# reported and skipped, not fatal.
+run() {
+  local key=$1 threads=$2 output
+  shift 2
+  if ! output=$("$@" 2>"$errors"); then
+    weft_log "failed: $*"
+    tail -n 5 "$errors" >&2
+    return 0
+  fi
+  printf '%s\n' "$output"
+  printf '%s\n' "$output" | sed "s/^/$key\t$threads\t/" >>"$out"
+}
 for round in $(seq "$rounds"); do
-  for threads in 1 2; do
+  for threads in "${thread_counts[@]}"; do
+    echo "--- round $round, $threads thread(s), load $(cut -d' ' -f1 /proc/loadavg)"
     for w in "${workloads[@]}"; do
-      weft_in_build_env "bench/$w" "$threads" "${arg[$w]}" | tee -a "$out"
+      p=${prog[$w]}
+      # Word splitting wanted: a mode is one or two arguments.
+      # shellcheck disable=SC2206
+      args=("$threads" "${arg[$w]}" ${mode[$w]:-})
+      run "$w" "$threads" weft_in_build_env "bench/$p" "${args[@]}"
       [ -n "$tf_python" ] &&
-        "$tf_python" "bench/${w}_tf.py" "$threads" "${arg[$w]}" |
-        tee -a "$out"
+        run "$w" "$threads" "$tf_python" "bench/${p}_tf.py" "${args[@]}"
       [ "$torch" = 1 ] &&
-        "$WEFT_BUILD_DIR/bench/${w}_torch" "$threads" "${arg[$w]}" |
-        tee -a "$out"
-      [ -n "$jax_python" ] && [ -f "bench/${w}_jax.py" ] &&
-        "$jax_python" "bench/${w}_jax.py" "$threads" "${arg[$w]}" |
-        tee -a "$out"
+        run "$w" "$threads" "$WEFT_BUILD_DIR/bench/${torch_prog[$w]:-${p}_torch}" \
+          "${args[@]}"
+      [ -n "$jax_python" ] && [ -f "bench/${p}_jax.py" ] &&
+        run "$w" "$threads" "$jax_python" "bench/${p}_jax.py" "${args[@]}"
     done
+    # OpenMP's workers sleep between parallel regions, as in Weft (its CPU
+    # plugin sets OMP_WAIT_POLICY=passive unless the program chose): with
+    # libgomp's default spinning, two threads on a machine where another
+    # process holds a core spend most of a small GEMM spinning.
+    [ "$floor" = 1 ] &&
+      run floor "$threads" env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" \
+        "$WEFT_BUILD_DIR/bench/onednn_floor" "$threads"
   done
 done
-echo "--- medians over $rounds rounds"
-python3 - "$out" <<'PY'
-import re, statistics, sys
-runs = {}
-names = {"weft": "Weft", "libtorch": "LibTorch"}
-for line in open(sys.argv[1]):
-    m = re.match(r"(Weft|TensorFlow|LibTorch|JAX)\S*(?: [\d.]+)? (.*?), (\d) "
-                 r"thread.*?: ([\d.]+) (us/iteration|steps/s)", line) or \
-        re.match(r"(weft|libtorch) (mlp training): (\d) threads?: ([\d.]+) "
-                 r"(steps/s)", line)
-    if not m:
-        continue
-    who, what, threads = m.group(1), m.group(2), int(m.group(3))
-    who = names.get(who, who)
-    what = "MLP training" if what == "mlp training" else what
-    what = "while loop" if what in ("while_loop", "loop") else what
-    runs.setdefault((what, threads, m.group(5)), {}).setdefault(
-        who, []).append(float(m.group(4)))
-for (what, threads, unit), by in sorted(runs.items()):
-    med = {w: statistics.median(v) for w, v in by.items()}
-    fmt = "%s %.1f %s" if unit == "steps/s" else "%s %.3f %s"
-    line = "%d thread(s): %s " % (threads, what) + ", ".join(
-        fmt % (w, v, unit) for w, v in sorted(med.items()))
-    if "Weft" in med:
-        for peer in ("TensorFlow", "JAX", "LibTorch"):
-            if peer in med:
-                # Ratios say how many times faster Weft is.
-                r = (med["Weft"] / med[peer] if unit == "steps/s"
-                     else med[peer] / med["Weft"])
-                line += "; Weft %.2fx %s" % (r, peer)
-    print(line)
-PY
+echo
+python3 bench/peers_table.py "$out" --rounds "$rounds" --machine "$machine" \
+  --load "$load_start" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  --commit "$commit" --order "${workloads[@]}"
