@@ -189,8 +189,72 @@ void Run::Dispatch(int32_t id) {
   else local_ready_.push_back(id);
 }
 
-void Run::Process(int32_t id) {
-  for (;;) {
+namespace {
+
+// Nodes that run no kernel: reading a constant or a variable, forwarding a
+// value.  Handing one to another thread costs far more than running it.
+bool RunsInline(ExecKind kind) {
+  switch (kind) {
+    case ExecKind::kConst:
+    case ExecKind::kVariable:
+    case ExecKind::kForward:
+    case ExecKind::kNoOp:
+    case ExecKind::kPlaceholder:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The ready nodes one Process call keeps for itself, as a stack: a few
+// inline, more on the heap (a node with many cheap successors).
+class LocalReady {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  void push(int32_t id) {
+    if (size_ == capacity_) Grow();
+    data_[size_++] = id;
+  }
+  int32_t pop() { return data_[--size_]; }
+  // Puts `id` at depth `pos` from the bottom, under what was pushed since.
+  void insert(size_t pos, int32_t id) {
+    push(id);
+    std::memmove(data_ + pos + 1, data_ + pos,
+                 (size_ - 1 - pos) * sizeof(int32_t));
+    data_[pos] = id;
+  }
+
+ private:
+  void Grow() {
+    std::unique_ptr<int32_t[]> bigger(new int32_t[capacity_ * 2]);
+    std::memcpy(bigger.get(), data_, size_ * sizeof(int32_t));
+    heap_ = std::move(bigger);
+    data_ = heap_.get();
+    capacity_ *= 2;
+  }
+  static constexpr size_t kInline = 16;
+  int32_t inline_[kInline];
+  int32_t* data_ = inline_;
+  size_t size_ = 0, capacity_ = kInline;
+  std::unique_ptr<int32_t[]> heap_;
+};
+
+}  // namespace
+
+void Run::Process(int32_t id) { Process(&id, 1); }
+
+// Runs `ids` and what they make ready.  Of the kernel nodes made ready, one
+// stays on this thread and the others go to the pool; nodes that run no
+// kernel stay here and run first (they are what the kept kernel and the
+// pool's work wait for).  A chain therefore runs without touching the
+// queue, and a graph of one chain (inference at batch 1) never wakes a
+// pool thread for its variable reads.
+void Run::Process(const int32_t* ids, size_t n) {
+  LocalReady ready;
+  for (size_t i = n; i-- > 0;) ready.push(ids[i]);
+  while (!ready.empty()) {
+    const int32_t id = ready.pop();
     const PlanNode& p = plan_.nodes[id];
     if (!failed_.load(std::memory_order_acquire)) {
       TensorValue* out = slots_.data() + p.output_base;
@@ -203,12 +267,12 @@ void Run::Process(int32_t id) {
     for (int32_t s : p.input_slots)
       if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
         ReleaseSlot(s);
-    // Keep one ready successor on this thread: a chain then runs without
-    // touching the queue at all.
-    int32_t next = -1;
+    int32_t kept = -1;
+    const size_t base = ready.size();
     for (int32_t succ : p.successors)
       if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        if (next < 0) next = succ;
+        if (RunsInline(plan_.nodes[succ].kind)) ready.push(succ);
+        else if (kept < 0) kept = succ;
         else Dispatch(succ);
       }
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -217,8 +281,7 @@ void Run::Process(int32_t id) {
       cv_.notify_all();  // under the lock: the waiter may destroy us next
       return;
     }
-    if (next < 0) return;
-    id = next;
+    if (kept >= 0) ready.insert(base, kept);  // under the cheap ones
   }
 }
 
@@ -704,8 +767,17 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
   if (!plan_.nodes.empty()) {
     const std::vector<int32_t>& roots = plan_.roots;
     if (session_->pool) {
-      for (size_t i = 1; i < roots.size(); ++i) Dispatch(roots[i]);
-      Process(roots[0]);
+      // As in Process: roots that run no kernel, and one that does, stay
+      // on this thread; the other kernels go to the pool.
+      std::vector<int32_t> mine;
+      int32_t kept = -1;
+      for (int32_t r : roots) {
+        if (RunsInline(plan_.nodes[r].kind)) mine.push_back(r);
+        else if (kept < 0) kept = r;
+        else Dispatch(r);
+      }
+      if (kept >= 0) mine.push_back(kept);  // runs after the cheap ones
+      Process(mine.data(), mine.size());
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return finished_; });
     } else {

@@ -154,6 +154,7 @@ class Run {
   friend class CfRuntimeContext;
   weft_status* ReadPred(const PlanNode& p, const TensorValue& v, bool* pred);
   void Process(int32_t id);
+  void Process(const int32_t* ids, size_t n);
   void Dispatch(int32_t id);
   // `in`: the slots the node's input_slots index; `out`: its outputs.
   weft_status* ExecuteNode(const PlanNode& p, TensorValue* in,
