@@ -421,11 +421,17 @@ inline Clip ClipWindow(const Window2D& w, int64_t oy, int64_t ox) {
               std::max<int64_t>(x0, 0), std::min(x0 + w.k_w, w.in_w)};
 }
 
-template <typename T>
+// Index: int32_t when an image's elements fit (the offsets then vectorise
+// alongside float values), else int64_t.
+template <typename T, typename Index>
 void MaxPoolGradImage(const Window2D& w, const T* in, const T* dy, T* din,
                       int64_t n) {
   const int64_t c = w.channels;
-  std::vector<int64_t> best(static_cast<size_t>(c));
+  // Per channel, the best value so far and where it is: comparing against
+  // the kept value reads the window's rows contiguously (no load through
+  // the index), so the channel loop vectorises.
+  std::vector<Index> best(static_cast<size_t>(c));
+  std::vector<T> best_value(static_cast<size_t>(c));
   const T* image = in + n * w.in_h * w.in_w * c;
   T* dimage = din + n * w.in_h * w.in_w * c;
   for (int64_t oy = 0; oy < w.out_h; ++oy) {
@@ -433,16 +439,29 @@ void MaxPoolGradImage(const Window2D& w, const T* in, const T* dy, T* din,
       const Clip r = ClipWindow(w, oy, ox);
       if (r.y_lo >= r.y_hi || r.x_lo >= r.x_hi) continue;
       const int64_t first = (r.y_lo * w.in_w + r.x_lo) * c;
-      for (int64_t k = 0; k < c; ++k) best[k] = first + k;
+      Index* bi = best.data();
+      T* bv = best_value.data();
+      for (int64_t k = 0; k < c; ++k) {
+        bi[k] = static_cast<Index>(first + k);
+        bv[k] = image[first + k];
+      }
       for (int64_t y = r.y_lo; y < r.y_hi; ++y) {
         for (int64_t x = r.x_lo; x < r.x_hi; ++x) {
           const int64_t at = (y * w.in_w + x) * c;
-          for (int64_t k = 0; k < c; ++k)
-            if (Beats<true>(image[at + k], image[best[k]])) best[k] = at + k;
+          const T* row = image + at;
+          const Index base = static_cast<Index>(at);
+          for (int64_t k = 0; k < c; ++k) {
+            // Beats<true>, written with & and | so that no branch stops
+            // the loop from vectorising.
+            const T v = row[k], b = bv[k];
+            const bool take = (b == b) & ((v != v) | (v > b));
+            bv[k] = take ? v : b;
+            bi[k] = take ? base + static_cast<Index>(k) : bi[k];
+          }
         }
       }
       const T* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * c;
-      for (int64_t k = 0; k < c; ++k) dimage[best[k]] += g[k];
+      for (int64_t k = 0; k < c; ++k) dimage[bi[k]] += g[k];
     }
   }
 }
@@ -475,7 +494,10 @@ void PoolGrad(const weft_kernel_context* ctx, const Window2D& w, bool max,
   const int64_t work = w.out_h * w.out_w * w.channels * w.k_h * w.k_w;
   ForImages(ctx, 0, w.batch, work, [&](int64_t n) {
     if (max) {
-      MaxPoolGradImage(w, in, dy, din, n);
+      if (w.in_h * w.in_w * w.channels <= INT32_MAX)
+        MaxPoolGradImage<T, int32_t>(w, in, dy, din, n);
+      else
+        MaxPoolGradImage<T, int64_t>(w, in, dy, din, n);
     } else {
       AvgPoolGradImage(w, dy, din, n);
     }
