@@ -252,7 +252,16 @@ void Run::Process(int32_t id) { Process(&id, 1); }
 // pool thread for its variable reads.
 void Run::Process(const int32_t* ids, size_t n) {
   LocalReady ready;
-  for (size_t i = n; i-- > 0;) ready.push(ids[i]);
+  int32_t kept = -1;
+  // Ready node `id`: onto this thread's stack, kept as its next kernel, or
+  // to the pool.
+  auto route = [&](int32_t id) {
+    if (RunsInline(plan_.nodes[id].kind)) ready.push(id);
+    else if (kept < 0) kept = id;
+    else Dispatch(id);
+  };
+  for (size_t i = 0; i < n; ++i) route(ids[i]);
+  if (kept >= 0) ready.insert(0, kept);  // under the cheap ones
   while (!ready.empty()) {
     const int32_t id = ready.pop();
     const PlanNode& p = plan_.nodes[id];
@@ -267,14 +276,11 @@ void Run::Process(const int32_t* ids, size_t n) {
     for (int32_t s : p.input_slots)
       if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
         ReleaseSlot(s);
-    int32_t kept = -1;
+    kept = -1;
     const size_t base = ready.size();
     for (int32_t succ : p.successors)
-      if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        if (RunsInline(plan_.nodes[succ].kind)) ready.push(succ);
-        else if (kept < 0) kept = succ;
-        else Dispatch(succ);
-      }
+      if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        route(succ);
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mu_);
       finished_ = true;
@@ -767,17 +773,8 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
   if (!plan_.nodes.empty()) {
     const std::vector<int32_t>& roots = plan_.roots;
     if (session_->pool) {
-      // As in Process: roots that run no kernel, and one that does, stay
-      // on this thread; the other kernels go to the pool.
-      std::vector<int32_t> mine;
-      int32_t kept = -1;
-      for (int32_t r : roots) {
-        if (RunsInline(plan_.nodes[r].kind)) mine.push_back(r);
-        else if (kept < 0) kept = r;
-        else Dispatch(r);
-      }
-      if (kept >= 0) mine.push_back(kept);  // runs after the cheap ones
-      Process(mine.data(), mine.size());
+      // Routed as Process routes what a node makes ready.
+      Process(roots.data(), roots.size());
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return finished_; });
     } else {
