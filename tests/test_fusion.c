@@ -1,6 +1,6 @@
-/* The planner's Conv2D + BiasAdd + Relu fusion (runtime/session/fuse.cc):
- * the fused plan gives the unfused result, forward and through the
- * gradients; run metadata lists the fusion; chains whose intermediate
+/* The planner's fusions (runtime/session/fuse.cc), Conv2D + BiasAdd + Relu
+ * and MaxPoolGrad + ReluGrad: the fused plan gives the unfused result,
+ * forward and through the gradients; run metadata lists the fusion; chains whose intermediate
  * values are read elsewhere are left alone; FusedConv2D used directly has a
  * gradient that agrees with central differences. */
 #include <math.h>
@@ -194,4 +194,97 @@ Test(fusion, fused_conv2d_gradient_matches_central_differences) {
                     {WEFT_FLOAT64, WT_DIMS(3, 2, 2, 3), 4, f, 0},
                     {WEFT_FLOAT64, WT_DIMS(3), 1, b, 0}};
   gc_check_f64("FusedConv2D", build_fused, NULL, in, 3, 0);
+}
+
+/* ReluGrad(MaxPoolGrad(h, g), h) from Relu -> MaxPool becomes one
+ * MaxPoolReluGrad: the gradient with respect to the Relu's input is the
+ * same, element for element (NaN where it was NaN), with the fusion on and
+ * off.  Inputs with ties (repeated values, the zeros Relu makes of
+ * negatives) and NaN; windows that tile the input (2x2 stride 2, with a
+ * VALID remainder row and column) and windows that overlap (3x3 stride 2,
+ * SAME). */
+static void pool_relu_grad_case(weft_dtype dtype, int64_t k, int64_t stride,
+                                const char* padding) {
+  weft_graph* g = wt_graph_new();
+  const int64_t* dims = WT_DIMS(2, 9, 7, 3);
+  weft_output x = wt_placeholder(g, "x", dtype, dims, 4);
+  weft_output h = wt_apply1(g, "Relu", "h", x);
+  weft_op_builder* b = weft_op_begin(g, "MaxPool", "pool");
+  weft_op_add_input(b, h);
+  const int64_t ksize[4] = {1, k, k, 1}, strides[4] = {1, stride, stride, 1};
+  weft_op_set_attr_int_list(b, "ksize", ksize, 4);
+  weft_op_set_attr_int_list(b, "strides", strides, 4);
+  weft_op_set_attr_string(b, "padding", padding);
+  weft_node* pool = NULL;
+  WT_OK(weft_op_finish(b, &pool));
+  weft_output p = {pool, 0};
+  weft_output loss = wt_apply1(g, "Sum", "loss", wt_apply2(g, "Mul", NULL, p, p));
+  weft_output dx;
+  WT_OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &dx));
+
+  const int64_t n = 2 * 9 * 7 * 3;
+  double v[2 * 9 * 7 * 3];
+  wt_rng rng = {31};
+  for (int64_t i = 0; i < n; ++i) {
+    /* Few distinct values, so windows hold ties; a quarter negative. */
+    v[i] = (double)((int64_t)(wt_rng_uniform(&rng, -1, 3))) * 0.5;
+    if (i % 37 == 5) v[i] = NAN;
+  }
+  float f[2 * 9 * 7 * 3];
+  for (int64_t i = 0; i < n; ++i) f[i] = (float)v[i];
+  weft_tensor* xv =
+      wt_tensor(dtype, dims, 4, dtype == WEFT_FLOAT64 ? (void*)v : (void*)f);
+  weft_tensor* got[2];
+  for (int on = 0; on < 2; ++on) {
+    weft_session* s = session_with(
+        g, on ? WEFT_OPTIMIZE_ALL : WEFT_OPTIMIZE_ALL & ~WEFT_OPTIMIZE_FUSION);
+    weft_run_metadata* m = weft_run_metadata_create();
+    WT_OK(weft_session_run_with_metadata(s, &x, &xv, 1, &dx, 1, NULL, 0,
+                                         &got[on], m));
+    cr_expect_eq(weft_run_metadata_num_fused(m), on ? 1 : 0, "fusions: %d",
+                 weft_run_metadata_num_fused(m));
+    if (on && weft_run_metadata_num_fused(m) == 1) {
+      const char *node = NULL, *what = NULL;
+      WT_OK(weft_run_metadata_fused(m, 0, &node, &what));
+      cr_expect(strstr(what, "MaxPoolGrad") && strstr(what, "ReluGrad"),
+                "fusion described as '%s'", what);
+      int found = 0;
+      for (int32_t i = 0; i < weft_run_metadata_num_nodes(m); ++i)
+        if (strcmp(weft_run_metadata_node_name(m, i), node) == 0) {
+          cr_expect_str_eq(weft_run_metadata_node_op(m, i), "MaxPoolReluGrad");
+          found = 1;
+        }
+      cr_expect(found, "fused node '%s' not in the run metadata", node);
+    }
+    weft_run_metadata_destroy(m);
+    weft_session_destroy(s);
+  }
+  int nonzero = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = dtype == WEFT_FLOAT64 ? ((const double*)weft_tensor_data(got[0]))[i]
+                                     : ((const float*)weft_tensor_data(got[0]))[i];
+    double c = dtype == WEFT_FLOAT64 ? ((const double*)weft_tensor_data(got[1]))[i]
+                                     : ((const float*)weft_tensor_data(got[1]))[i];
+    cr_assert(a == c || (isnan(a) && isnan(c)),
+              "%s k=%lld s=%lld %s element %lld: unfused %g, fused %g",
+              dtype == WEFT_FLOAT64 ? "float64" : "float32", (long long)k,
+              (long long)stride, padding, (long long)i, a, c);
+    nonzero += a != 0;
+  }
+  cr_expect(nonzero > 10, "only %d nonzero gradients: the case tests little",
+            nonzero);
+  weft_tensor_destroy(got[0]);
+  weft_tensor_destroy(got[1]);
+  weft_tensor_destroy(xv);
+  weft_graph_destroy(g);
+}
+
+Test(fusion, max_pool_relu_gradient_is_the_same_fused_or_not) {
+  const weft_dtype types[2] = {WEFT_FLOAT32, WEFT_FLOAT64};
+  for (int t = 0; t < 2; ++t) {
+    pool_relu_grad_case(types[t], 2, 2, "VALID");
+    pool_relu_grad_case(types[t], 2, 2, "SAME");
+    pool_relu_grad_case(types[t], 3, 2, "SAME");
+    pool_relu_grad_case(types[t], 3, 1, "VALID");
+  }
 }

@@ -422,8 +422,11 @@ inline Clip ClipWindow(const Window2D& w, int64_t oy, int64_t ox) {
 }
 
 // Index: int32_t when an image's elements fit (the offsets then vectorise
-// alongside float values), else int64_t.
-template <typename T, typename Index>
+// alongside float values), else int64_t.  kRelu (MaxPoolReluGrad): a
+// window's gradient goes to its maximum only where that maximum is > 0,
+// which is ReluGrad(MaxPoolGrad(x, g), x) in one pass (the mask depends on
+// the element the gradient lands on, never on the sum it lands in).
+template <typename T, typename Index, bool kRelu>
 void MaxPoolGradImage(const Window2D& w, const T* in, const T* dy, T* din,
                       int64_t n) {
   const int64_t c = w.channels;
@@ -461,7 +464,71 @@ void MaxPoolGradImage(const Window2D& w, const T* in, const T* dy, T* din,
         }
       }
       const T* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * c;
-      for (int64_t k = 0; k < c; ++k) dimage[bi[k]] += g[k];
+      if (kRelu) {
+        for (int64_t k = 0; k < c; ++k)
+          dimage[bi[k]] += bv[k] > T(0) ? g[k] : T(0);
+      } else {
+        for (int64_t k = 0; k < c; ++k) dimage[bi[k]] += g[k];
+      }
+    }
+  }
+}
+
+// Windows that tile the input (stride = window, so no element is in two
+// windows): each element's gradient is written once, with no clearing
+// pass and no scatter.  Per window and channel the maximum is found as
+// MaxPoolGradImage finds it, then a second pass over the (cached) window
+// hands the window's gradient to the first element equal to it (the first
+// NaN when it is NaN) and zero to the rest: `rest` holds what is still to
+// hand out, so a later equal element gets zero.  Elements no window
+// covers (VALID's remainder) are cleared first.
+template <typename T, bool kRelu>
+void MaxPoolGradTiled(const Window2D& w, const T* in, const T* dy, T* din,
+                      int64_t n) {
+  const int64_t c = w.channels;
+  std::vector<T> best_value(static_cast<size_t>(c)), rest(static_cast<size_t>(c));
+  const int64_t image_size = w.in_h * w.in_w * c;
+  const T* image = in + n * image_size;
+  T* dimage = din + n * image_size;
+  const Clip first = ClipWindow(w, 0, 0);
+  const Clip last = ClipWindow(w, w.out_h - 1, w.out_w - 1);
+  if (first.y_lo > 0 || first.x_lo > 0 || last.y_hi < w.in_h ||
+      last.x_hi < w.in_w)
+    std::fill(dimage, dimage + image_size, T(0));
+  T* bv = best_value.data();
+  T* r = rest.data();
+  for (int64_t oy = 0; oy < w.out_h; ++oy) {
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const Clip cl = ClipWindow(w, oy, ox);
+      if (cl.y_lo >= cl.y_hi || cl.x_lo >= cl.x_hi) continue;
+      const T* start = image + (cl.y_lo * w.in_w + cl.x_lo) * c;
+      for (int64_t k = 0; k < c; ++k) bv[k] = start[k];
+      for (int64_t y = cl.y_lo; y < cl.y_hi; ++y) {
+        for (int64_t x = cl.x_lo; x < cl.x_hi; ++x) {
+          const T* row = image + (y * w.in_w + x) * c;
+          for (int64_t k = 0; k < c; ++k) {
+            const T v = row[k], b = bv[k];
+            const bool take = (b == b) & ((v != v) | (v > b));
+            bv[k] = take ? v : b;
+          }
+        }
+      }
+      const T* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * c;
+      for (int64_t k = 0; k < c; ++k)
+        r[k] = !kRelu || bv[k] > T(0) ? g[k] : T(0);
+      for (int64_t y = cl.y_lo; y < cl.y_hi; ++y) {
+        for (int64_t x = cl.x_lo; x < cl.x_hi; ++x) {
+          const int64_t at = (y * w.in_w + x) * c;
+          const T* row = image + at;
+          T* drow = dimage + at;
+          for (int64_t k = 0; k < c; ++k) {
+            const T v = row[k], b = bv[k], give = r[k];
+            const bool here = (v == b) | ((v != v) & (b != b));
+            drow[k] = here ? give : T(0);
+            r[k] = here ? T(0) : give;
+          }
+        }
+      }
     }
   }
 }
@@ -487,32 +554,46 @@ void AvgPoolGradImage(const Window2D& w, const T* dy, T* din, int64_t n) {
   }
 }
 
-template <typename T>
-void PoolGrad(const weft_kernel_context* ctx, const Window2D& w, bool max,
-              const T* in, const T* dy, T* din) {
-  std::fill(din, din + w.batch * w.in_h * w.in_w * w.channels, T(0));
+enum class PoolGradOp { kMax, kMaxRelu, kAvg };
+
+// Each image's gradient is cleared just before its windows add into it
+// (on the thread that adds, while the image is in its cache) rather than
+// the whole output first in one pass; max-pool windows that tile the input
+// need no clearing (MaxPoolGradTiled).
+template <typename T, PoolGradOp op>
+void PoolGrad(const weft_kernel_context* ctx, const Window2D& w, const T* in,
+              const T* dy, T* din) {
+  constexpr bool kRelu = op == PoolGradOp::kMaxRelu;
+  const int64_t image = w.in_h * w.in_w * w.channels;
   const int64_t work = w.out_h * w.out_w * w.channels * w.k_h * w.k_w;
-  ForImages(ctx, 0, w.batch, work, [&](int64_t n) {
-    if (max) {
-      if (w.in_h * w.in_w * w.channels <= INT32_MAX)
-        MaxPoolGradImage<T, int32_t>(w, in, dy, din, n);
-      else
-        MaxPoolGradImage<T, int64_t>(w, in, dy, din, n);
-    } else {
-      AvgPoolGradImage(w, dy, din, n);
+  const bool tiled = op != PoolGradOp::kAvg && w.stride_h == w.k_h &&
+                     w.stride_w == w.k_w;
+  ForImages(ctx, 0, w.batch, work + image, [&](int64_t n) {
+    if (tiled) {
+      MaxPoolGradTiled<T, kRelu>(w, in, dy, din, n);
+      return;
     }
+    std::fill(din + n * image, din + (n + 1) * image, T(0));
+    if (op == PoolGradOp::kAvg)
+      AvgPoolGradImage(w, dy, din, n);
+    else if (image <= INT32_MAX)
+      MaxPoolGradImage<T, int32_t, kRelu>(w, in, dy, din, n);
+    else
+      MaxPoolGradImage<T, int64_t, kRelu>(w, in, dy, din, n);
   });
 }
 
-// MaxPoolGrad(orig_input, grad) and AvgPoolGrad(grad) attr input_sizes.
+// MaxPoolGrad(orig_input, grad), MaxPoolReluGrad(orig_input, grad) and
+// AvgPoolGrad(grad) attr input_sizes.
 // These loops, not oneDNN's pooling backward: on [64,28,28,32] NHWC, one
 // thread, oneDNN 2.6's backward (jit:avx2) took 1.5 / 1.5 / 5.5 ms for
 // AvgPoolGrad with 2x2/2, 3x3/2 and 3x3/1 windows against 0.54 / 0.82 /
 // 2.7 ms here, and MaxPoolGrad, which must first rerun the forward in
 // training mode for oneDNN's workspace, 9.5 / 9.3 / 36 ms against 2.7 /
 // 4.5 / 17 ms; the CNN step ran 8 % faster on these loops.
-template <bool kMax>
+template <PoolGradOp op>
 weft_status* PoolGradKernel(weft_kernel_context* ctx) {
+  constexpr bool kMax = op != PoolGradOp::kAvg;
   Tensor in, dy;
   if (kMax) {
     if (weft_status* s = ReadRank4Pair(ctx, "orig_input", "grad", &in, &dy)) {
@@ -541,12 +622,12 @@ weft_status* PoolGradKernel(weft_kernel_context* ctx) {
   if (out.count == 0) return nullptr;
   switch (dy.dtype) {
     case WEFT_FLOAT32:
-      PoolGrad(ctx, w, kMax, in.data<float>(), dy.data<float>(),
-               out.data<float>());
+      PoolGrad<float, op>(ctx, w, in.data<float>(), dy.data<float>(),
+                          out.data<float>());
       return nullptr;
     case WEFT_FLOAT64:
-      PoolGrad(ctx, w, kMax, in.data<double>(), dy.data<double>(),
-               out.data<double>());
+      PoolGrad<double, op>(ctx, w, in.data<double>(), dy.data<double>(),
+                           out.data<double>());
       return nullptr;
     default:
       return UnsupportedDtype(ctx, dy.dtype);
@@ -566,8 +647,9 @@ weft_status* RegisterGradKernelsB(const Registrar& registrar) {
       {"ProdGrad", Guarded<ReductionGradKernel<Spread::kProd>>},
       {"Conv2DBackpropInput", Guarded<Conv2DBackpropInputKernel>},
       {"Conv2DBackpropFilter", Guarded<Conv2DBackpropFilterKernel>},
-      {"MaxPoolGrad", Guarded<PoolGradKernel<true>>},
-      {"AvgPoolGrad", Guarded<PoolGradKernel<false>>},
+      {"MaxPoolGrad", Guarded<PoolGradKernel<PoolGradOp::kMax>>},
+      {"MaxPoolReluGrad", Guarded<PoolGradKernel<PoolGradOp::kMaxRelu>>},
+      {"AvgPoolGrad", Guarded<PoolGradKernel<PoolGradOp::kAvg>>},
   };
   for (const Entry& e : kKernels) {
     if (weft_status* s =

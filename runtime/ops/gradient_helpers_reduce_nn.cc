@@ -10,6 +10,7 @@
 //   Conv2D's strides, padding, dilations and data_format.
 // MaxPoolGrad(orig_input, grad), AvgPoolGrad(grad) attr input_sizes: the
 //   gradients of the pools, with their ksize, strides, padding, data_format.
+//   MaxPoolReluGrad(orig_input, grad): MaxPoolGrad and ReluGrad fused.
 //
 // Sizes are attributes, as every structural parameter is; the batch (dim 0)
 // and channel (dim 3) entries of input_sizes may be -1, taken at run time
@@ -247,6 +248,17 @@ void RegisterReduceNnGradientOps(OpRegistry* r) {
                      "Gradient of MaxPool: each window's gradient goes to "
                      "its maximum (the first in row-major order on ties, "
                      "the first NaN if it holds one).");
+    d.attrs = PoolAttrs();
+    r->Add(std::move(d));
+  }
+  {
+    // What the planner makes of ReluGrad(MaxPoolGrad(x, g), x) when
+    // nothing else reads the MaxPoolGrad (fuse.cc); also usable directly.
+    OpDef d = GradOp("MaxPoolReluGrad", {"orig_input", "grad"},
+                     InferMaxPoolGrad,
+                     "ReluGrad(MaxPoolGrad(orig_input, grad), orig_input) "
+                     "in one kernel: each window's gradient goes to its "
+                     "maximum (as MaxPoolGrad) where that maximum is > 0.");
     d.attrs = PoolAttrs();
     r->Add(std::move(d));
   }

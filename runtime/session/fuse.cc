@@ -7,10 +7,21 @@
 // are built on the graph, read the Relu's output (ReluGrad takes y) and
 // the Conv2D's inputs, never the values fused away.
 //
-// Only where every device that could run the Conv2D also has a FusedConv2D
-// kernel for its attributes, so placement never meets a fused node it
-// cannot run; nodes with control edges or device constraints that differ
-// are left alone.
+// And in the backward pass: ReluGrad(MaxPoolGrad(x, g), x), where nothing
+// else reads the MaxPoolGrad, becomes one MaxPoolReluGrad node (each
+// window's gradient lands on its maximum only where that is > 0: one pass
+// over the input gradient instead of two, and no intermediate buffer).
+// The pattern asks the ReluGrad's features to be the pool's own input, as
+// the gradients of Relu -> MaxPool (or FusedConv2D -> MaxPool) build it.
+//
+// Only where every device that could run the first node also has a kernel
+// for the fused op with its attributes, so placement never meets a fused
+// node it cannot run; nodes with control edges or device constraints that
+// differ are left alone.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "device/registry.h"
 #include "session/planner.h"
 
@@ -24,6 +35,33 @@ bool Is(const weft_node* n, const char* op) { return n->op_type == op; }
 bool Nhwc(const weft_node* n) {
   const AttrValue* f = FindAttr(n->attrs, "data_format");
   return f == nullptr || f->s.empty() || f->s == "NHWC";
+}
+
+// Whether `fused_op` has a kernel (for `attrs`) on every allowed device
+// that has one for `op`.
+bool Runnable(const std::vector<Device*>& allowed, const char* op,
+              const char* fused_op, const AttrMap& attrs) {
+  for (Device* d : allowed)
+    if (Registry::Get().FindKernel(op, d->type, attrs) &&
+        !Registry::Get().FindKernel(fused_op, d->type, attrs))
+      return false;
+  return true;
+}
+
+// A node that takes over `replaced`'s name, place and outputs.
+std::unique_ptr<weft_node> Replacement(const weft_node* replaced,
+                                       const char* op) {
+  auto fused = std::make_unique<weft_node>();
+  fused->graph = replaced->graph;
+  fused->id = replaced->id;
+  fused->name = replaced->name;
+  fused->op_type = op;
+  fused->device = replaced->device;
+  fused->def = OpRegistry::Global().Find(op);
+  fused->output_dtypes = replaced->output_dtypes;
+  fused->output_shapes = replaced->output_shapes;
+  fused->gradient = replaced->gradient;  // recompute.cc tells passes by it
+  return fused;
 }
 
 }  // namespace
@@ -41,8 +79,14 @@ void Planner::Fuse() {
   }
   for (const weft_output& f : *req_.fetches) readers[Rep(f.node)] += 2;
   for (const weft_node* t : *req_.targets) readers[Rep(t)] += 2;
-  const OpDef* fused_def = OpRegistry::Global().Find("FusedConv2D");
   bool fused_any = false;
+  auto add = [&](const weft_node* replaced, std::unique_ptr<weft_node> fused,
+                 std::string what) {
+    fused_[replaced] = fused.get();
+    plan_->fused.push_back({replaced->name, std::move(what)});
+    plan_->synthetic.push_back(std::move(fused));
+    fused_any = true;
+  };
   for (const weft_node* relu : order_) {
     if (!Is(relu, "Relu") || !relu->control_inputs.empty()) continue;
     const weft_output& r_in = relu->inputs[0];
@@ -61,30 +105,35 @@ void Planner::Fuse() {
       continue;
     if (conv->device != bias_add->device || conv->device != relu->device)
       continue;
-    // A FusedConv2D kernel wherever a Conv2D kernel could run.
-    bool runnable = true;
-    for (Device* d : allowed_)
-      if (Registry::Get().FindKernel("Conv2D", d->type, conv->attrs) &&
-          !Registry::Get().FindKernel("FusedConv2D", d->type, conv->attrs))
-        runnable = false;
-    if (!runnable) continue;
-    auto fused = std::make_unique<weft_node>();
-    fused->graph = relu->graph;
-    fused->id = relu->id;
-    fused->name = relu->name;
-    fused->op_type = "FusedConv2D";
-    fused->device = relu->device;
-    fused->def = fused_def;
+    if (!Runnable(allowed_, "Conv2D", "FusedConv2D", conv->attrs)) continue;
+    auto fused = Replacement(relu, "FusedConv2D");
     fused->inputs = {conv->inputs[0], conv->inputs[1], bias_add->inputs[1]};
     fused->attrs = conv->attrs;
-    fused->output_dtypes = relu->output_dtypes;
-    fused->output_shapes = relu->output_shapes;
-    fused_[relu] = fused.get();
-    plan_->fused.push_back(
-        {relu->name, "Conv2D '" + conv->name + "' + BiasAdd '" +
-                         bias_add->name + "' + Relu '" + relu->name + "'"});
-    plan_->synthetic.push_back(std::move(fused));
-    fused_any = true;
+    add(relu, std::move(fused),
+        "Conv2D '" + conv->name + "' + BiasAdd '" + bias_add->name +
+            "' + Relu '" + relu->name + "'");
+  }
+  for (const weft_node* grad : order_) {
+    if (!Is(grad, "ReluGrad") || !grad->control_inputs.empty()) continue;
+    const weft_output& g_in = grad->inputs[0];
+    const weft_output& features = grad->inputs[1];
+    if (IsFed(g_in.node, g_in.index)) continue;
+    const weft_node* pool = Rep(g_in.node);
+    if (!Is(pool, "MaxPoolGrad") || !Nhwc(pool) || readers[pool] != 1 ||
+        !pool->control_inputs.empty() || pool->device != grad->device)
+      continue;
+    // The same value: the pool's input and the ReluGrad's features.
+    const weft_output& x = pool->inputs[0];
+    if (x.index != features.index || Rep(x.node) != Rep(features.node) ||
+        IsFed(x.node, x.index) != IsFed(features.node, features.index))
+      continue;
+    if (!Runnable(allowed_, "MaxPoolGrad", "MaxPoolReluGrad", pool->attrs))
+      continue;
+    auto fused = Replacement(grad, "MaxPoolReluGrad");
+    fused->inputs = pool->inputs;
+    fused->attrs = pool->attrs;
+    add(grad, std::move(fused),
+        "MaxPoolGrad '" + pool->name + "' + ReluGrad '" + grad->name + "'");
   }
   if (fused_any) Prune();
 }
