@@ -196,19 +196,22 @@ Test(fusion, fused_conv2d_gradient_matches_central_differences) {
   gc_check_f64("FusedConv2D", build_fused, NULL, in, 3, 0);
 }
 
-/* ReluGrad(MaxPoolGrad(h, g), h) from Relu -> MaxPool becomes one
- * MaxPoolReluGrad: the gradient with respect to the Relu's input is the
- * same, element for element (NaN where it was NaN), with the fusion on and
- * off.  Inputs with ties (repeated values, the zeros Relu makes of
- * negatives) and NaN; windows that tile the input (2x2 stride 2, with a
- * VALID remainder row and column) and windows that overlap (3x3 stride 2,
- * SAME). */
-static void pool_relu_grad_case(weft_dtype dtype, int64_t k, int64_t stride,
-                                const char* padding) {
+/* The max-pool gradients: ReluGrad(MaxPoolGrad(h, g), h) from Relu ->
+ * MaxPool becomes one MaxPoolReluGrad, and a max-pool gradient whose
+ * forward MaxPool is in the plan reads the pool's window index
+ * (MaxPoolWithWindowIndex) instead of its input.  The pool's output and
+ * the gradient with respect to the Relu's input (or the pool's, without
+ * the Relu) are the same, element for element (NaN where it was NaN), with
+ * the fusions on and off.  Inputs with ties (repeated values, the zeros
+ * Relu makes of negatives) and NaN; windows that tile the input (2x2
+ * stride 2, with a VALID remainder row and column), that overlap (3x3
+ * stride 2 SAME, 3x3 stride 1) and that leave gaps (2x2 stride 3). */
+static void pool_grad_case(weft_dtype dtype, int relu, int64_t k,
+                           int64_t stride, const char* padding) {
   weft_graph* g = wt_graph_new();
   const int64_t* dims = WT_DIMS(2, 9, 7, 3);
   weft_output x = wt_placeholder(g, "x", dtype, dims, 4);
-  weft_output h = wt_apply1(g, "Relu", "h", x);
+  weft_output h = relu ? wt_apply1(g, "Relu", "h", x) : x;
   weft_op_builder* b = weft_op_begin(g, "MaxPool", "pool");
   weft_op_add_input(b, h);
   const int64_t ksize[4] = {1, k, k, 1}, strides[4] = {1, stride, stride, 1};
@@ -218,9 +221,20 @@ static void pool_relu_grad_case(weft_dtype dtype, int64_t k, int64_t stride,
   weft_node* pool = NULL;
   WT_OK(weft_op_finish(b, &pool));
   weft_output p = {pool, 0};
-  weft_output loss = wt_apply1(g, "Sum", "loss", wt_apply2(g, "Mul", NULL, p, p));
-  weft_output dx;
-  WT_OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &dx));
+  /* Sum(p * (p + 0.75)): the gradient 2p + 0.75 is nonzero where a
+   * window's maximum is 0 (the values are multiples of 0.5), which the
+   * Relu must then stop. */
+  double shift64 = 0.75;
+  float shift32 = 0.75f;
+  weft_output shift = wt_const(
+      g, "shift", wt_tensor(dtype, NULL, 0,
+                            dtype == WEFT_FLOAT64 ? (void*)&shift64
+                                                  : (void*)&shift32));
+  weft_output loss = wt_apply1(
+      g, "Sum", "loss",
+      wt_apply2(g, "Mul", NULL, p, wt_apply2(g, "Add", NULL, p, shift)));
+  weft_output fetches[2] = {p, {0}};
+  WT_OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &fetches[1]));
 
   const int64_t n = 2 * 9 * 7 * 3;
   double v[2 * 9 * 7 * 3];
@@ -234,57 +248,160 @@ static void pool_relu_grad_case(weft_dtype dtype, int64_t k, int64_t stride,
   for (int64_t i = 0; i < n; ++i) f[i] = (float)v[i];
   weft_tensor* xv =
       wt_tensor(dtype, dims, 4, dtype == WEFT_FLOAT64 ? (void*)v : (void*)f);
-  weft_tensor* got[2];
+  const char* want_ops[2] = {
+      "MaxPoolWithWindowIndex",
+      relu ? "MaxPoolReluGradFromWindowIndex" : "MaxPoolGradFromWindowIndex"};
+  weft_tensor* got[2][2];
   for (int on = 0; on < 2; ++on) {
     weft_session* s = session_with(
         g, on ? WEFT_OPTIMIZE_ALL : WEFT_OPTIMIZE_ALL & ~WEFT_OPTIMIZE_FUSION);
     weft_run_metadata* m = weft_run_metadata_create();
-    WT_OK(weft_session_run_with_metadata(s, &x, &xv, 1, &dx, 1, NULL, 0,
-                                         &got[on], m));
-    cr_expect_eq(weft_run_metadata_num_fused(m), on ? 1 : 0, "fusions: %d",
-                 weft_run_metadata_num_fused(m));
-    if (on && weft_run_metadata_num_fused(m) == 1) {
+    WT_OK(weft_session_run_with_metadata(s, &x, &xv, 1, fetches, 2, NULL, 0,
+                                         got[on], m));
+    const int32_t fused = weft_run_metadata_num_fused(m);
+    cr_expect_eq(fused, on ? 2 : 0, "fusions: %d", fused);
+    for (int32_t e = 0; on && e < fused; ++e) {
       const char *node = NULL, *what = NULL;
-      WT_OK(weft_run_metadata_fused(m, 0, &node, &what));
-      cr_expect(strstr(what, "MaxPoolGrad") && strstr(what, "ReluGrad"),
-                "fusion described as '%s'", what);
-      int found = 0;
+      WT_OK(weft_run_metadata_fused(m, e, &node, &what));
+      const char* op = NULL;
       for (int32_t i = 0; i < weft_run_metadata_num_nodes(m); ++i)
-        if (strcmp(weft_run_metadata_node_name(m, i), node) == 0) {
-          cr_expect_str_eq(weft_run_metadata_node_op(m, i), "MaxPoolReluGrad");
-          found = 1;
-        }
-      cr_expect(found, "fused node '%s' not in the run metadata", node);
+        if (strcmp(weft_run_metadata_node_name(m, i), node) == 0)
+          op = weft_run_metadata_node_op(m, i);
+      cr_assert(op != NULL, "fused node '%s' not in the run metadata", node);
+      cr_expect(strcmp(op, want_ops[0]) == 0 || strcmp(op, want_ops[1]) == 0,
+                "fused node '%s' runs %s", node, op);
+      if (strcmp(op, want_ops[1]) == 0)
+        cr_expect(strstr(what, "window index") &&
+                      (!relu || (strstr(what, "MaxPoolGrad") &&
+                                 strstr(what, "ReluGrad"))),
+                  "fusion described as '%s'", what);
     }
     weft_run_metadata_destroy(m);
     weft_session_destroy(s);
   }
   int nonzero = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double a = dtype == WEFT_FLOAT64 ? ((const double*)weft_tensor_data(got[0]))[i]
-                                     : ((const float*)weft_tensor_data(got[0]))[i];
-    double c = dtype == WEFT_FLOAT64 ? ((const double*)weft_tensor_data(got[1]))[i]
-                                     : ((const float*)weft_tensor_data(got[1]))[i];
-    cr_assert(a == c || (isnan(a) && isnan(c)),
-              "%s k=%lld s=%lld %s element %lld: unfused %g, fused %g",
-              dtype == WEFT_FLOAT64 ? "float64" : "float32", (long long)k,
-              (long long)stride, padding, (long long)i, a, c);
-    nonzero += a != 0;
+  for (int o = 0; o < 2; ++o) {
+    const int64_t count = weft_tensor_element_count(got[0][o]);
+    cr_assert_eq(weft_tensor_element_count(got[1][o]), count);
+    for (int64_t i = 0; i < count; ++i) {
+      double a = dtype == WEFT_FLOAT64
+                     ? ((const double*)weft_tensor_data(got[0][o]))[i]
+                     : ((const float*)weft_tensor_data(got[0][o]))[i];
+      double c = dtype == WEFT_FLOAT64
+                     ? ((const double*)weft_tensor_data(got[1][o]))[i]
+                     : ((const float*)weft_tensor_data(got[1][o]))[i];
+      cr_assert(a == c || (isnan(a) && isnan(c)),
+                "%s relu=%d k=%lld s=%lld %s %s element %lld: unfused %g, "
+                "fused %g", dtype == WEFT_FLOAT64 ? "float64" : "float32",
+                relu, (long long)k, (long long)stride, padding,
+                o ? "gradient" : "pool", (long long)i, a, c);
+      nonzero += o == 1 && a != 0;
+    }
+    weft_tensor_destroy(got[0][o]);
+    weft_tensor_destroy(got[1][o]);
   }
   cr_expect(nonzero > 10, "only %d nonzero gradients: the case tests little",
             nonzero);
-  weft_tensor_destroy(got[0]);
-  weft_tensor_destroy(got[1]);
   weft_tensor_destroy(xv);
   weft_graph_destroy(g);
 }
 
-Test(fusion, max_pool_relu_gradient_is_the_same_fused_or_not) {
+Test(fusion, max_pool_gradients_are_the_same_fused_or_not) {
   const weft_dtype types[2] = {WEFT_FLOAT32, WEFT_FLOAT64};
   for (int t = 0; t < 2; ++t) {
-    pool_relu_grad_case(types[t], 2, 2, "VALID");
-    pool_relu_grad_case(types[t], 2, 2, "SAME");
-    pool_relu_grad_case(types[t], 3, 2, "SAME");
-    pool_relu_grad_case(types[t], 3, 1, "VALID");
+    for (int relu = 0; relu < 2; ++relu) {
+      pool_grad_case(types[t], relu, 2, 2, "VALID");
+      pool_grad_case(types[t], relu, 2, 2, "SAME");
+      pool_grad_case(types[t], relu, 3, 2, "SAME");
+      pool_grad_case(types[t], relu, 3, 1, "VALID");
+      pool_grad_case(types[t], relu, 2, 3, "VALID");
+    }
   }
+}
+
+/* The window-index ops used directly: an index that names no element of
+ * its window (not made by MaxPoolWithWindowIndex with these attributes) is
+ * an error naming the node, never a write outside the output; a window of
+ * more than 256 elements, and an index that is not uint8, are refused when
+ * the graph is built. */
+/* A window-index op over `a` and `b` (b may be absent) with 2x2 windows
+ * (or ksize `k`), stride 2, VALID and input_sizes [1, 4, 4, 2]. */
+static weft_status* window_index_op(weft_graph* g, const char* op,
+                                    const char* name, weft_output a,
+                                    const weft_output* b, const int64_t* k,
+                                    weft_node** out) {
+  const int64_t two[4] = {1, 2, 2, 1}, sizes[4] = {1, 4, 4, 2};
+  weft_op_builder* o = weft_op_begin(g, op, name);
+  weft_op_add_input(o, a);
+  if (b != NULL) {
+    weft_op_add_input(o, *b);
+    weft_op_set_attr_int_list(o, "input_sizes", sizes, 4);
+  }
+  weft_op_set_attr_int_list(o, "ksize", k != NULL ? k : two, 4);
+  weft_op_set_attr_int_list(o, "strides", two, 4);
+  weft_op_set_attr_string(o, "padding", "VALID");
+  return weft_op_finish(o, out);
+}
+
+Test(fusion, window_index_ops_refuse_what_they_cannot_use) {
+  weft_graph* g = wt_graph_new();
+  weft_output idx =
+      wt_placeholder(g, "idx", WEFT_UINT8, WT_DIMS(1, 2, 2, 2), 4);
+  weft_output grad =
+      wt_placeholder(g, "grad", WEFT_FLOAT32, WT_DIMS(1, 2, 2, 2), 4);
+  const int64_t big[4] = {1, 17, 16, 1};
+  weft_node* back = NULL;
+  WT_OK(window_index_op(g, "MaxPoolGradFromWindowIndex", "back", idx, &grad,
+                        NULL, &back));
+  weft_session* s = session_with(g, WEFT_OPTIMIZE_ALL);
+  uint8_t good[8] = {0, 1, 2, 3, 3, 2, 1, 0}, bad[8] = {0, 1, 2, 3, 4, 0, 0, 0};
+  float gv[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  weft_tensor* vals[2] = {wt_tensor(WEFT_UINT8, WT_DIMS(1, 2, 2, 2), 4, good),
+                          wt_tensor(WEFT_FLOAT32, WT_DIMS(1, 2, 2, 2), 4, gv)};
+  weft_output feeds[2] = {idx, grad};
+  weft_output out = {back, 0};
+  weft_tensor* r = NULL;
+  WT_OK(weft_session_run(s, feeds, vals, 2, &out, 1, NULL, 0, &r));
+  /* Window (0,0), channel 0: position 0 = (0,0); channel 1: position 1 =
+   * (0,1).  Window (0,1) channel 0: position 2 = (1,2). */
+  const float* d = weft_tensor_data(r);
+  cr_expect_eq(d[(0 * 4 + 0) * 2 + 0], 1.0f);
+  cr_expect_eq(d[(0 * 4 + 1) * 2 + 1], 2.0f);
+  cr_expect_eq(d[(1 * 4 + 2) * 2 + 0], 3.0f);
+  float total = 0;
+  for (int i = 0; i < 32; ++i) total += d[i];
+  cr_expect_eq(total, 36.0f, "each gradient delivered once: total %g", total);
+  weft_tensor_destroy(r);
+  weft_tensor_destroy(vals[0]);
+  vals[0] = wt_tensor(WEFT_UINT8, WT_DIMS(1, 2, 2, 2), 4, bad);
+  r = NULL;
+  weft_status* st = weft_session_run(s, feeds, vals, 2, &out, 1, NULL, 0, &r);
+  cr_assert(st != NULL, "an index outside its window was accepted");
+  cr_expect_eq(weft_status_code(st), WEFT_INVALID_ARGUMENT);
+  cr_expect(strstr(weft_status_message(st), "back") &&
+                strstr(weft_status_message(st), "outside its window"),
+            "message: %s", weft_status_message(st));
+  weft_status_destroy(st);
+  weft_tensor_destroy(vals[0]);
+  weft_tensor_destroy(vals[1]);
+  weft_session_destroy(s);
+
+  weft_node* wide = NULL;
+  st = window_index_op(g, "MaxPoolWithWindowIndex", "wide",
+                       wt_placeholder(g, "img", WEFT_FLOAT32,
+                                      WT_DIMS(1, 20, 20, 1), 4),
+                       NULL, big, &wide);
+  cr_assert(st != NULL, "a 272-element window was accepted");
+  cr_expect(strstr(weft_status_message(st), "256"), "message: %s",
+            weft_status_message(st));
+  weft_status_destroy(st);
+
+  weft_node* fi = NULL;
+  st = window_index_op(g, "MaxPoolGradFromWindowIndex", "float_index", grad,
+                       &grad, NULL, &fi);
+  cr_assert(st != NULL, "a float window_index was accepted");
+  cr_expect(strstr(weft_status_message(st), "uint8"), "message: %s",
+            weft_status_message(st));
+  weft_status_destroy(st);
+  weft_graph_destroy(g);
 }

@@ -634,6 +634,162 @@ weft_status* PoolGradKernel(weft_kernel_context* ctx) {
   }
 }
 
+// ---- Max-pool gradients from the window index -----------------------------
+
+// Image n of MaxPoolGradFromWindowIndex (orig_output null) or
+// MaxPoolReluGradFromWindowIndex: each window's gradient (where its
+// maximum orig_output is > 0, for the latter) goes to the element its
+// window index names.  Windows that do not overlap (stride >= ksize) write
+// each element once, comparing the index with each position so the
+// channel loop vectorises; overlapping ones add into a cleared image.
+// `give` is scratch of one pixel's channels.
+// Returns false when an index names no element of its (clipped) window:
+// the index did not come from MaxPoolWithWindowIndex with these
+// attributes.
+template <typename T>
+bool PoolGradFromIndexImage(const Window2D& w, const uint8_t* index,
+                            const T* orig_output, const T* dy, T* din,
+                            int64_t n, T* give) {
+  const int64_t c = w.channels;
+  const int64_t image_size = w.in_h * w.in_w * c;
+  T* dimage = din + n * image_size;
+  const bool disjoint = w.stride_h >= w.k_h && w.stride_w >= w.k_w;
+  const Clip first = ClipWindow(w, 0, 0);
+  const Clip last = ClipWindow(w, w.out_h - 1, w.out_w - 1);
+  const bool covered = w.stride_h == w.k_h && w.stride_w == w.k_w &&
+                       first.y_lo == 0 && first.x_lo == 0 &&
+                       last.y_hi == w.in_h && last.x_hi == w.in_w;
+  if (!disjoint || !covered) std::fill(dimage, dimage + image_size, T(0));
+  const int64_t window = w.k_h * w.k_w;
+  for (int64_t oy = 0; oy < w.out_h; ++oy) {
+    const int64_t y0 = oy * w.stride_h - w.pad_top;
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const int64_t x0 = ox * w.stride_w - w.pad_left;
+      const Clip cl = ClipWindow(w, oy, ox);
+      const int64_t at = ((n * w.out_h + oy) * w.out_w + ox) * c;
+      const T* g = dy + at;
+      const uint8_t* ix = index + at;
+      // Every index must name an element of the clipped window: checked
+      // by its largest value where the window is whole, else one by one.
+      if (cl.y_hi - cl.y_lo == w.k_h && cl.x_hi - cl.x_lo == w.k_w) {
+        uint8_t top = 0;
+        for (int64_t k = 0; k < c; ++k) top = std::max(top, ix[k]);
+        if (top >= window) return false;
+      } else {
+        for (int64_t k = 0; k < c; ++k) {
+          const int64_t y = y0 + ix[k] / w.k_w, x = x0 + ix[k] % w.k_w;
+          if (ix[k] >= window || y < cl.y_lo || y >= cl.y_hi ||
+              x < cl.x_lo || x >= cl.x_hi)
+            return false;
+        }
+      }
+      // Loaded unconditionally, selected after: a conditional load
+      // becomes a masked load, slow on some machines.
+      for (int64_t k = 0; k < c; ++k) {
+        const T gk = g[k];
+        give[k] = orig_output == nullptr || orig_output[at + k] > T(0)
+                      ? gk : T(0);
+      }
+      if (!disjoint) {
+        for (int64_t k = 0; k < c; ++k) {
+          const int64_t y = y0 + ix[k] / w.k_w, x = x0 + ix[k] % w.k_w;
+          dimage[(y * w.in_w + x) * c + k] += give[k];
+        }
+        continue;
+      }
+      for (int64_t y = cl.y_lo; y < cl.y_hi; ++y) {
+        for (int64_t x = cl.x_lo; x < cl.x_hi; ++x) {
+          const int32_t pos = static_cast<int32_t>((y - y0) * w.k_w + (x - x0));
+          T* drow = dimage + (y * w.in_w + x) * c;
+          for (int64_t k = 0; k < c; ++k)
+            drow[k] = static_cast<int32_t>(ix[k]) == pos ? give[k] : T(0);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// MaxPoolGradFromWindowIndex(window_index, grad) and (kRelu)
+// MaxPoolReluGradFromWindowIndex(orig_output, window_index, grad), attr
+// input_sizes with the pool's attributes.
+template <bool kRelu>
+weft_status* PoolGradFromIndexKernel(weft_kernel_context* ctx) {
+  constexpr int32_t kIndex = kRelu ? 1 : 0;
+  Tensor orig_output, index, dy;
+  if (kRelu) {
+    if (weft_status* s = ReadInput(ctx, 0, &orig_output)) return s;
+  }
+  if (weft_status* s = ReadInput(ctx, kIndex, &index)) return s;
+  if (weft_status* s = ReadInput(ctx, kIndex + 1, &dy)) return s;
+  if (index.dtype != WEFT_UINT8) {
+    return DtypeMismatch(ctx, "window_index", index.dtype, WEFT_UINT8);
+  }
+  if (kRelu && orig_output.dtype != dy.dtype) {
+    return DtypeMismatch(ctx, "orig_output", orig_output.dtype, dy.dtype);
+  }
+  if (weft_status* s = CheckNhwcInput(ctx, "grad", dy)) return s;
+  const int64_t fallback[4] = {dy.dims[0], -1, -1, dy.dims[3]};
+  int64_t sizes[4];
+  if (weft_status* s = ReadSizes(ctx, "input_sizes", fallback, sizes)) {
+    return s;
+  }
+  Window2D w = NhwcWindow(sizes);
+  if (weft_status* s = ReadWindowAttrs(ctx, true, &w)) return s;
+  if (weft_status* s = CheckOutputGrad(ctx, w, w.channels, dy)) return s;
+  if (weft_status* s = CheckWindowIndexFits(ctx, w)) return s;
+  for (const Tensor* t : {&index, &orig_output}) {
+    if (t == &orig_output && !kRelu) continue;
+    if (!std::equal(t->dims, t->dims + t->rank, dy.dims, dy.dims + dy.rank)) {
+      char got[96], want[96];
+      return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                       "%s %s is not grad's shape %s",
+                       t == &index ? "window_index" : "orig_output",
+                       FormatShape(t->dims, t->rank, got, sizeof got),
+                       FormatShape(dy.dims, dy.rank, want, sizeof want));
+    }
+  }
+  Tensor out;
+  if (weft_status* s = AllocateOutput(ctx, 0, dy.dtype, sizes, 4, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  std::atomic<bool> bad{false};
+  auto run = [&](auto* din) {
+    using T = std::remove_pointer_t<decltype(din)>;
+    const int64_t image = w.in_h * w.in_w * w.channels;
+    const int64_t work = w.out_h * w.out_w * w.channels * w.k_h * w.k_w;
+    ParallelFor(ctx, w.batch, work + image, static_cast<double>(work + image),
+                [&](int64_t begin, int64_t end) {
+                  std::vector<T> give(static_cast<size_t>(w.channels));
+                  for (int64_t n = begin; n < end; ++n) {
+                    if (!PoolGradFromIndexImage<T>(
+                            w, index.data<uint8_t>(),
+                            kRelu ? orig_output.data<T>() : nullptr,
+                            dy.data<T>(), din, n, give.data()))
+                      bad.store(true, std::memory_order_relaxed);
+                  }
+                });
+  };
+  switch (dy.dtype) {
+    case WEFT_FLOAT32:
+      run(out.data<float>());
+      break;
+    case WEFT_FLOAT64:
+      run(out.data<double>());
+      break;
+    default:
+      return UnsupportedDtype(ctx, dy.dtype);
+  }
+  if (bad.load()) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "window_index names a position outside its window: "
+                     "it must come from MaxPoolWithWindowIndex with the same "
+                     "ksize, strides and padding");
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 weft_status* RegisterGradKernelsB(const Registrar& registrar) {
@@ -650,6 +806,9 @@ weft_status* RegisterGradKernelsB(const Registrar& registrar) {
       {"MaxPoolGrad", Guarded<PoolGradKernel<PoolGradOp::kMax>>},
       {"MaxPoolReluGrad", Guarded<PoolGradKernel<PoolGradOp::kMaxRelu>>},
       {"AvgPoolGrad", Guarded<PoolGradKernel<PoolGradOp::kAvg>>},
+      {"MaxPoolGradFromWindowIndex", Guarded<PoolGradFromIndexKernel<false>>},
+      {"MaxPoolReluGradFromWindowIndex",
+       Guarded<PoolGradFromIndexKernel<true>>},
   };
   for (const Entry& e : kKernels) {
     if (weft_status* s =

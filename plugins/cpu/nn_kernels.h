@@ -28,6 +28,15 @@ weft_status* ReadWindowAttrs(const weft_kernel_context* ctx, bool pooling,
 weft_status* CheckNhwcInput(const weft_kernel_context* ctx, const char* what,
                             const Tensor& t);
 
+// A pooling kernel's input 0 (NHWC) and its window over it.
+weft_status* ReadPoolInput(const weft_kernel_context* ctx, Tensor* in,
+                           Window2D* w);
+
+// The window-index ops hold a position in a window as uint8: at most 256
+// elements.
+weft_status* CheckWindowIndexFits(const weft_kernel_context* ctx,
+                                  const Window2D& w);
+
 }  // namespace weft_cpu
 
 #endif  // WEFT_PLUGINS_CPU_NN_KERNELS_H_

@@ -1,8 +1,11 @@
 // MaxPool and AvgPool: oneDNN for float32 where the plugin was built with
 // it; otherwise, and for float64, direct loops over each window.
+// MaxPoolWithWindowIndex: loops, for float32 and float64.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "kernel.h"
 #include "nan_order.h"
@@ -100,19 +103,102 @@ void OnednnMaxPoolPropagatingNaN(const weft_kernel_context* ctx,
 }
 #endif
 
+// MaxPoolWithWindowIndex, output rows [begin, end): the maximum as
+// PoolRows finds it, and where in its (unclipped) window it is.  The
+// position is kept per channel as int32 beside the value, so the channel
+// loop vectorises, and narrowed to uint8 once per window.
+template <typename T>
+void PoolRowsWithIndex(const Window2D& w, const T* in, T* out,
+                       uint8_t* index, int64_t begin, int64_t end) {
+  const int64_t c = w.channels;
+  const int64_t ahead = w.stride_h * w.in_w * c;
+  std::vector<int32_t> best(static_cast<size_t>(c));
+  int32_t* bi = best.data();
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t n = row / w.out_h;
+    const int64_t y0 = row % w.out_h * w.stride_h - w.pad_top;
+    const int64_t y_lo = std::max<int64_t>(y0, 0);
+    const int64_t y_hi = std::min(y0 + w.k_h, w.in_h);
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const int64_t x0 = ox * w.stride_w - w.pad_left;
+      const int64_t x_lo = std::max<int64_t>(x0, 0);
+      const int64_t x_hi = std::min(x0 + w.k_w, w.in_w);
+      T* o = out + (row * w.out_w + ox) * c;
+      uint8_t* ix = index + (row * w.out_w + ox) * c;
+      // Valid windows hold at least one input element (shape function).
+      const T* first = in + ((n * w.in_h + y_lo) * w.in_w + x_lo) * c;
+      const int32_t first_at =
+          static_cast<int32_t>((y_lo - y0) * w.k_w + (x_lo - x0));
+      for (int64_t k = 0; k < c; ++k) {
+        o[k] = first[k];
+        bi[k] = first_at;
+      }
+      for (int64_t y = y_lo; y < y_hi; ++y) {
+        for (int64_t x = x_lo; x < x_hi; ++x) {
+          const T* p = in + ((n * w.in_h + y) * w.in_w + x) * c;
+          const int32_t at = static_cast<int32_t>((y - y0) * w.k_w + (x - x0));
+          for (int64_t k = 0; k < c; k += 64 / sizeof(T))
+            __builtin_prefetch(p + ahead + k);
+          for (int64_t k = 0; k < c; ++k) {
+            // Beats<true>, branch-free.
+            const T v = p[k], b = o[k];
+            const bool take = (b == b) & ((v != v) | (v > b));
+            o[k] = take ? v : b;
+            bi[k] = take ? at : bi[k];
+          }
+        }
+      }
+      for (int64_t k = 0; k < c; ++k) ix[k] = static_cast<uint8_t>(bi[k]);
+    }
+  }
+}
+
+// MaxPoolWithWindowIndex(value) -> (output, window_index).  One pass over
+// the input (no NaN scan: the loop itself keeps the first NaN), at about
+// the cost of oneDNN's pooling and its NaN scan together, and the gradient
+// then reads the index instead of the input.
+weft_status* PoolWithIndexKernel(weft_kernel_context* ctx) {
+  Tensor in;
+  Window2D w;
+  if (weft_status* s = ReadPoolInput(ctx, &in, &w)) return s;
+  if (weft_status* s = CheckWindowIndexFits(ctx, w)) return s;
+  const int64_t dims[4] = {w.batch, w.out_h, w.out_w, w.channels};
+  Tensor out, index;
+  if (weft_status* s = AllocateOutput(ctx, 0, in.dtype, dims, 4, &out)) {
+    return s;
+  }
+  if (weft_status* s = AllocateOutput(ctx, 1, WEFT_UINT8, dims, 4, &index)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  const int64_t rows = w.batch * w.out_h;
+  const int64_t per_row = w.out_w * w.channels * w.k_h * w.k_w;
+  auto run = [&](auto* data) {
+    using T = std::remove_pointer_t<decltype(data)>;
+    const T* x = in.data<T>();
+    ParallelFor(ctx, rows, per_row, static_cast<double>(per_row),
+                [&](int64_t begin, int64_t end) {
+                  PoolRowsWithIndex<T>(w, x, data, index.data<uint8_t>(),
+                                       begin, end);
+                });
+  };
+  switch (in.dtype) {
+    case WEFT_FLOAT32:
+      run(out.data<float>());
+      return nullptr;
+    case WEFT_FLOAT64:
+      run(out.data<double>());
+      return nullptr;
+    default:
+      return UnsupportedDtype(ctx, in.dtype);
+  }
+}
+
 template <bool kMax>
 weft_status* PoolKernel(weft_kernel_context* ctx) {
   Tensor in;
-  if (weft_status* s = ReadInput(ctx, 0, &in)) return s;
-  if (weft_status* s = CheckNhwcInput(ctx, "value [N, H, W, C]", in)) {
-    return s;
-  }
   Window2D w;
-  w.batch = in.dims[0];
-  w.in_h = in.dims[1];
-  w.in_w = in.dims[2];
-  w.channels = in.dims[3];
-  if (weft_status* s = ReadWindowAttrs(ctx, true, &w)) return s;
+  if (weft_status* s = ReadPoolInput(ctx, &in, &w)) return s;
   const int64_t dims[4] = {w.batch, w.out_h, w.out_w, w.channels};
   Tensor out;
   if (weft_status* s = AllocateOutput(ctx, 0, in.dtype, dims, 4, &out)) {
@@ -143,9 +229,37 @@ weft_status* PoolKernel(weft_kernel_context* ctx) {
 
 }  // namespace
 
+weft_status* ReadPoolInput(const weft_kernel_context* ctx, Tensor* in,
+                           Window2D* w) {
+  if (weft_status* s = ReadInput(ctx, 0, in)) return s;
+  if (weft_status* s = CheckNhwcInput(ctx, "value [N, H, W, C]", *in)) {
+    return s;
+  }
+  w->batch = in->dims[0];
+  w->in_h = in->dims[1];
+  w->in_w = in->dims[2];
+  w->channels = in->dims[3];
+  return ReadWindowAttrs(ctx, true, w);
+}
+
+weft_status* CheckWindowIndexFits(const weft_kernel_context* ctx,
+                                  const Window2D& w) {
+  if (w.k_h * w.k_w <= 256) return nullptr;
+  return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                   "a window of %lld x %lld elements has positions a uint8 "
+                   "cannot hold (at most 256 elements)",
+                   static_cast<long long>(w.k_h),
+                   static_cast<long long>(w.k_w));
+}
+
 weft_status* RegisterPoolKernels(const Registrar& registrar) {
   if (weft_status* s = registrar.Add("MaxPool", {WEFT_FLOAT32, WEFT_FLOAT64},
                                      Guarded<PoolKernel<true>>)) {
+    return s;
+  }
+  if (weft_status* s =
+          registrar.Add("MaxPoolWithWindowIndex", {WEFT_FLOAT32, WEFT_FLOAT64},
+                        Guarded<PoolWithIndexKernel>)) {
     return s;
   }
   return registrar.Add("AvgPool", {WEFT_FLOAT32, WEFT_FLOAT64},

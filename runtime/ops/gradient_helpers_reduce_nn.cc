@@ -195,6 +195,54 @@ weft_status* InferAvgPoolGrad(InferenceContext& c) {
   return nullptr;
 }
 
+// MaxPoolGradFromWindowIndex(window_index, grad) and
+// MaxPoolReluGradFromWindowIndex(orig_output, window_index, grad): the
+// window index and grad (and orig_output) of one shape, the output
+// input_sizes with batch and channels from them when -1.
+weft_status* InferGradFromWindowIndex(InferenceContext& c) {
+  const bool relu = c.input_shapes.size() == 3;
+  const int index = relu ? 1 : 0;
+  if (c.input_dtypes[index] != WEFT_UINT8)
+    return c.Fail("window_index must be uint8, got %s",
+                  weft_dtype_name(c.input_dtypes[index]));
+  const int grad = index + 1;
+  if (relu && c.input_dtypes[0] != c.input_dtypes[grad])
+    return c.Fail("orig_output is %s, grad %s",
+                  weft_dtype_name(c.input_dtypes[0]),
+                  weft_dtype_name(c.input_dtypes[grad]));
+  bool allowed = false;
+  for (weft_dtype t : kFloatTypes) allowed |= t == c.input_dtypes[grad];
+  if (!allowed)
+    return c.Fail("grad must be float32 or float64, got %s",
+                  weft_dtype_name(c.input_dtypes[grad]));
+  // The inputs' dtypes differ, so T comes from grad alone.
+  AttrValue t;
+  t.type = AttrType::kDtype;
+  t.i = c.input_dtypes[grad];
+  SetAttr(c.attrs, "T", t);
+  WEFT_RETURN_IF_ERROR(CheckPadding(c));
+  for (int i = 0; i < static_cast<int>(c.input_shapes.size()); ++i)
+    WEFT_RETURN_IF_ERROR(CheckRank4(c, i));
+  for (int i = 0; i + 1 < static_cast<int>(c.input_shapes.size()); ++i) {
+    const ShapeInfo& a = c.input_shapes[i];
+    const ShapeInfo& b = c.input_shapes[i + 1];
+    if (!a.known_rank() || !b.known_rank()) continue;
+    for (int d = 0; d < 4; ++d)
+      if (a.dims[d] >= 0 && b.dims[d] >= 0 && a.dims[d] != b.dims[d])
+        return c.Fail("inputs %d and %d differ in shape: %s and %s", i, i + 1,
+                      a.ToString().c_str(), b.ToString().c_str());
+  }
+  std::vector<int64_t> sizes;
+  WEFT_RETURN_IF_ERROR(ReadSizes(c, "input_sizes", 0x9u, &sizes));
+  WEFT_RETURN_IF_ERROR(CheckWindows(c, true));
+  WEFT_RETURN_IF_ERROR(CheckWindowIndexFits(c));
+  ResolveDim(&sizes, 0, c.input_shapes[grad], 0);
+  ResolveDim(&sizes, 3, c.input_shapes[grad], 3);
+  c.output_dtypes = {c.input_dtypes[grad]};
+  c.output_shapes = {ShapeInfo::Of(std::move(sizes))};
+  return nullptr;
+}
+
 std::vector<AttrDef> ConvAttrs(const char* sizes) {
   return {Required(sizes, AttrType::kIntList),
           Required("strides", AttrType::kIntList),
@@ -262,6 +310,26 @@ void RegisterReduceNnGradientOps(OpRegistry* r) {
     d.attrs = PoolAttrs();
     r->Add(std::move(d));
   }
+  // What the planner makes of MaxPoolGrad (and MaxPoolReluGrad) when the
+  // forward MaxPool can give its window index (fuse.cc).
+  auto from_index = [r](const char* name, std::vector<std::string> inputs,
+                        const char* summary) {
+    OpDef d = GradOp(name, std::move(inputs), InferGradFromWindowIndex,
+                     summary);
+    d.attrs = PoolAttrs();
+    d.attrs.insert(d.attrs.begin(),
+                   Required("input_sizes", AttrType::kIntList));
+    r->Add(std::move(d));
+  };
+  from_index("MaxPoolGradFromWindowIndex", {"window_index", "grad"},
+             "Gradient of MaxPool from MaxPoolWithWindowIndex's "
+             "window_index: each window's gradient goes to the element the "
+             "index names.");
+  from_index("MaxPoolReluGradFromWindowIndex",
+             {"orig_output", "window_index", "grad"},
+             "MaxPoolReluGrad from MaxPoolWithWindowIndex's outputs: each "
+             "window's gradient goes to the element the index names where "
+             "orig_output (the window's maximum) is > 0.");
   {
     OpDef d = GradOp("AvgPoolGrad", {"grad"}, InferAvgPoolGrad,
                      "Gradient of AvgPool: each window's gradient shared "

@@ -320,6 +320,26 @@ void RegisterNnOps(OpRegistry* r) {
   r->Add(PoolOp("MaxPool",
                 "Maximum over sliding windows (NHWC); NaN if the window "
                 "holds one."));
+  {
+    // What the planner makes of a MaxPool whose gradient it computes from
+    // the window index instead of the pool's input (fuse.cc): the
+    // gradient then never reads the (larger) input again.
+    OpDef d = PoolOp(
+        "MaxPoolWithWindowIndex",
+        "MaxPool, and for each output element the position (row-major in "
+        "the unclipped ksize window) of the element it is (the first "
+        "maximum; the first NaN), as uint8: windows of at most 256 "
+        "elements.  MaxPoolGradFromWindowIndex reads it.");
+    d.num_outputs = 2;
+    d.infer = [](InferenceContext& c) -> weft_status* {
+      WEFT_RETURN_IF_ERROR(InferPool(c));
+      WEFT_RETURN_IF_ERROR(CheckWindowIndexFits(c));
+      c.output_dtypes.push_back(WEFT_UINT8);
+      c.output_shapes.push_back(c.output_shapes[0]);
+      return nullptr;
+    };
+    r->Add(std::move(d));
+  }
   r->Add(PoolOp("AvgPool", "Mean over sliding windows (NHWC); SAME padding "
                            "averages the valid elements only."));
   {

@@ -108,4 +108,13 @@ weft_status* WindowedSize(const InferenceContext& c, const char* axis,
   return nullptr;
 }
 
+weft_status* CheckWindowIndexFits(const InferenceContext& c) {
+  int64_t kh = 0, kw = 0;
+  WEFT_RETURN_IF_ERROR(ReadWindowAttr(c, "ksize", &kh, &kw));
+  if (kh * kw <= 256) return nullptr;
+  return c.Fail("a window of %lld x %lld elements has positions a uint8 "
+                "cannot hold (at most 256 elements)",
+                static_cast<long long>(kh), static_cast<long long>(kw));
+}
+
 }  // namespace weft

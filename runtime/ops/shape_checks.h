@@ -50,6 +50,10 @@ weft_status* CheckOutputCounts(const InferenceContext& c);
 weft_status* ReadWindowAttr(const InferenceContext& c, const char* name,
                             int64_t* h, int64_t* w);
 
+// The window-index ops (MaxPoolWithWindowIndex and its gradients) hold a
+// position in a ksize window as uint8: at most 256 elements.
+weft_status* CheckWindowIndexFits(const InferenceContext& c);
+
 // TensorFlow's output size along one spatial axis, -1 when `in` is unknown:
 // SAME covers every input position, ceil(in / stride); VALID keeps windows
 // inside the input, ceil((in - extent + 1) / stride), with the dilated

@@ -18,8 +18,10 @@
 // for the fused op with its attributes, so placement never meets a fused
 // node it cannot run; nodes with control edges or device constraints that
 // differ are left alone.
+#include <map>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "device/registry.h"
@@ -80,6 +82,8 @@ void Planner::Fuse() {
   for (const weft_output& f : *req_.fetches) readers[Rep(f.node)] += 2;
   for (const weft_node* t : *req_.targets) readers[Rep(t)] += 2;
   bool fused_any = false;
+  // Nodes whose only reader a fusion took over: they leave the plan.
+  std::unordered_set<const weft_node*> absorbed;
   auto add = [&](const weft_node* replaced, std::unique_ptr<weft_node> fused,
                  std::string what) {
     fused_[replaced] = fused.get();
@@ -129,13 +133,110 @@ void Planner::Fuse() {
       continue;
     if (!Runnable(allowed_, "MaxPoolGrad", "MaxPoolReluGrad", pool->attrs))
       continue;
+    absorbed.insert(pool);
     auto fused = Replacement(grad, "MaxPoolReluGrad");
     fused->inputs = pool->inputs;
     fused->attrs = pool->attrs;
     add(grad, std::move(fused),
         "MaxPoolGrad '" + pool->name + "' + ReluGrad '" + grad->name + "'");
   }
+  FuseWindowIndex(absorbed, &fused_any);
   if (fused_any) Prune();
+}
+
+void Planner::FuseWindowIndex(
+    const std::unordered_set<const weft_node*>& absorbed, bool* fused_any) {
+  // The value an input reads: a fed output is itself, any other the
+  // output of the node standing for its producer.
+  auto value = [this](const weft_output& in) {
+    return IsFed(in.node, in.index) ? OutputKey{in.node, in.index}
+                                    : OutputKey{Rep(in.node), in.index};
+  };
+  // The forward MaxPools, by the value they pool.
+  std::map<OutputKey, std::vector<const weft_node*>> pools;
+  for (const weft_node* n : order_)
+    if (Is(n, "MaxPool") && Nhwc(n) && n->control_inputs.empty() &&
+        !IsFed(n, 0))
+      pools[value(n->inputs[0])].push_back(n);
+  if (pools.empty()) return;
+  auto same_attr = [](const weft_node* a, const weft_node* b,
+                      const char* name) {
+    const AttrValue* x = FindAttr(a->attrs, name);
+    const AttrValue* y = FindAttr(b->attrs, name);
+    return x != nullptr && y != nullptr && x->type == y->type &&
+           x->i == y->i && x->s == y->s && x->ints == y->ints;
+  };
+  std::unordered_map<const weft_node*, const weft_node*> indexed;
+  for (const weft_node* orig : order_) {
+    // `orig` is a MaxPoolGrad, or a ReluGrad fused with one above.
+    if (cse_.replaced.count(orig) != 0 || absorbed.count(orig) != 0) continue;
+    const weft_node* grad = Rep(orig);
+    const bool relu = Is(grad, "MaxPoolReluGrad");
+    if ((!relu && !Is(grad, "MaxPoolGrad")) || !Nhwc(grad) ||
+        !grad->control_inputs.empty())
+      continue;
+    auto found = pools.find(value(grad->inputs[0]));
+    if (found == pools.end()) continue;
+    const weft_node* pool = nullptr;
+    for (const weft_node* p : found->second)
+      if (p->device == grad->device && same_attr(p, grad, "ksize") &&
+          same_attr(p, grad, "strides") && same_attr(p, grad, "padding") &&
+          same_attr(p, grad, "T"))
+        pool = p;
+    if (pool == nullptr) continue;
+    const AttrValue* ksize = FindAttr(pool->attrs, "ksize");
+    int64_t window = 1;
+    for (int64_t k : ksize->ints) window *= k;
+    // input_sizes: the pool's input shape, whose height and width the
+    // kernel cannot take from its operands.
+    const ShapeInfo& in_shape = grad->output_shapes[0];
+    if (window > 256 || !in_shape.known_rank() || in_shape.rank != 4 ||
+        in_shape.dims[1] < 0 || in_shape.dims[2] < 0)
+      continue;
+    const char* grad_op =
+        relu ? "MaxPoolReluGradFromWindowIndex" : "MaxPoolGradFromWindowIndex";
+    if (!Runnable(allowed_, "MaxPool", "MaxPoolWithWindowIndex",
+                  pool->attrs) ||
+        !Runnable(allowed_, grad->op_type.c_str(), grad_op, grad->attrs))
+      continue;
+    const weft_node*& with_index = indexed[pool];
+    if (with_index == nullptr) {
+      auto p = Replacement(pool, "MaxPoolWithWindowIndex");
+      p->inputs = pool->inputs;
+      p->attrs = pool->attrs;
+      p->output_dtypes.push_back(WEFT_UINT8);
+      p->output_shapes.push_back(pool->output_shapes[0]);
+      with_index = p.get();
+      fused_[pool] = p.get();
+      plan_->fused.push_back(
+          {pool->name, "MaxPool '" + pool->name + "' with its window index"});
+      plan_->synthetic.push_back(std::move(p));
+    }
+    auto g = Replacement(orig, grad_op);
+    weft_output index{const_cast<weft_node*>(with_index), 1};
+    if (relu) {
+      g->inputs = {weft_output{const_cast<weft_node*>(pool), 0}, index,
+                   grad->inputs[1]};
+    } else {
+      g->inputs = {index, grad->inputs[1]};
+    }
+    g->attrs = grad->attrs;
+    SetAttr(&g->attrs, "input_sizes", IntListValue(in_shape.dims));
+    std::string what = grad->op_type + " '" + grad->name + "'";
+    for (auto& f : plan_->fused)
+      if (f.first == orig->name) what = f.second;
+    what += " from MaxPool '" + pool->name + "''s window index";
+    bool listed = false;
+    for (auto& f : plan_->fused)
+      if (f.first == orig->name) {
+        f.second = what;
+        listed = true;
+      }
+    if (!listed) plan_->fused.push_back({orig->name, what});
+    fused_[orig] = g.get();
+    plan_->synthetic.push_back(std::move(g));
+    *fused_any = true;
+  }
 }
 
 }  // namespace planning

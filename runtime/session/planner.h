@@ -91,6 +91,10 @@ class Planner {
   }
   void Prune();
   void Fuse();  // fuse.cc
+  // MaxPool -> MaxPoolWithWindowIndex where a max-pool gradient (not in
+  // `absorbed`) can read the index instead of the pool's input.
+  void FuseWindowIndex(const std::unordered_set<const weft_node*>& absorbed,
+                       bool* fused_any);
   bool Recompute();  // recompute.cc; true when it changed the graph
   void TopologicalOrder();
   weft_status* AnalyzeFrames();
