@@ -401,10 +401,12 @@ Test(placement, state_stays_with_its_variable) {
 
 /* ---- Memory-aware scheduling ------------------------------------------- */
 
-/* big = x*x is ready at once but read only by the last node; a chain of
- * Exps runs in between, each step holding two values.  Run early, big is
- * held through the chain (three values at once); delayed until the chain's
- * end, at most two are live at any time. */
+/* big = x*x is ready at once but read only by the last node; a chain runs
+ * in between, each step c = op(c) + c holding two values (op(c) cannot be
+ * written over c, which the Add still reads; the Add then writes over
+ * op(c)).  Run early, big is held through the chain (three values at
+ * once); delayed until the chain's end, at most two are live at any
+ * time. */
 Test(placement, delayed_nodes_lower_peak_memory) {
   enum { N = 1 << 18, STEPS = 6 };  /* 1 MiB per value */
   weft_graph* g = wt_graph_new();
@@ -414,7 +416,8 @@ Test(placement, delayed_nodes_lower_peak_memory) {
   for (int i = 0; i < STEPS; ++i) {
     char name[16];
     snprintf(name, sizeof name, "c%d", i);
-    c = wt_apply1(g, i % 2 ? "Exp" : "Neg", name, c);
+    c = wt_apply2(g, "Add", NULL, wt_apply1(g, i % 2 ? "Exp" : "Neg", name, c),
+                  c);
   }
   weft_op_builder* b = weft_op_begin(g, "MatMul", "dot");
   weft_op_add_input(b, c);

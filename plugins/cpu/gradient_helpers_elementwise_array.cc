@@ -277,7 +277,9 @@ weft_status* GradKernel(weft_kernel_context* ctx) {
   }
   if (a.dtype != b.dtype)
     return DtypeMismatch(ctx, "input 1", b.dtype, a.dtype);
-  if (weft_status* s = AllocateOutput(ctx, 0, a.dtype, a.dims, a.rank, &out)) {
+  // Over input 0 where the host allows it: element-wise.
+  if (weft_status* s =
+          AllocateOutputOver(ctx, 0, 0, a.dtype, a.dims, a.rank, &out)) {
     return s;
   }
   return DispatchDtype<kFloatDtypes>(ctx, a.dtype, [&](auto tag) {

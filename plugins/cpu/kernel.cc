@@ -13,33 +13,11 @@ const weft_host_api* g_host = nullptr;
 
 namespace {
 
-// Slots appended to weft_host_api after the first release may be missing
-// from an older host's (shorter) table.
-#define WEFT_CPU_HOST_HAS(slot)                                  \
-  (g_host->struct_size >= offsetof(weft_host_api, slot) +        \
-                              sizeof(g_host->slot) &&            \
-   g_host->slot != nullptr)
 
 // Long enough for any message here; longer ones are truncated, not lost.
 constexpr size_t kMessageSize = 1024;
 
 }  // namespace
-
-weft_status* AllocateOutputOver(weft_kernel_context* ctx, int32_t input,
-                                int32_t output, int32_t dtype,
-                                const int64_t* dims, int32_t rank,
-                                Tensor* out) {
-  if (!WEFT_CPU_HOST_HAS(kernel_forward_input_or_allocate))
-    return AllocateOutput(ctx, output, dtype, dims, rank, out);
-  weft_kernel_tensor t;
-  t.struct_size = sizeof t;
-  if (weft_status* s = g_host->kernel_forward_input_or_allocate(
-          ctx, input, output, dtype, dims, rank, &t, nullptr)) {
-    return s;
-  }
-  FromKernelTensor(t, out);
-  return nullptr;
-}
 
 weft_status* MakeStatus(int32_t code, const char* format, ...) {
   char message[kMessageSize];

@@ -22,6 +22,13 @@ namespace weft_cpu {
 // registered and never changed while kernels can run.
 extern const weft_host_api* g_host;
 
+// Slots appended to weft_host_api after the first release may be missing
+// from an older host's (shorter) table.
+#define WEFT_CPU_HOST_HAS(slot)                                  \
+  (g_host->struct_size >= offsetof(weft_host_api, slot) +        \
+                              sizeof(g_host->slot) &&            \
+   g_host->slot != nullptr)
+
 #define WEFT_CPU_COLD __attribute__((cold, noinline))
 #define WEFT_CPU_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 
@@ -89,11 +96,6 @@ inline weft_status* ReadInput(const weft_kernel_context* ctx, int32_t index,
 // (host 1.3: an update's unshared variable), else a fresh allocation.  The
 // caller must compute each element of the output from the same element of
 // the inputs, and must not fail once it writes.
-weft_status* AllocateOutputOver(weft_kernel_context* ctx, int32_t input,
-                                int32_t output, int32_t dtype,
-                                const int64_t* dims, int32_t rank,
-                                Tensor* out);
-
 inline weft_status* AllocateOutput(weft_kernel_context* ctx, int32_t index,
                                    int32_t dtype, const int64_t* dims,
                                    int32_t rank, Tensor* out) {
@@ -101,6 +103,23 @@ inline weft_status* AllocateOutput(weft_kernel_context* ctx, int32_t index,
   t.struct_size = sizeof t;
   if (weft_status* s =
           g_host->kernel_allocate_output(ctx, index, dtype, dims, rank, &t)) {
+    return s;
+  }
+  FromKernelTensor(t, out);
+  return nullptr;
+}
+
+// Inline: element-wise kernels on scalars call it on every node.
+inline weft_status* AllocateOutputOver(weft_kernel_context* ctx,
+                                       int32_t input, int32_t output,
+                                       int32_t dtype, const int64_t* dims,
+                                       int32_t rank, Tensor* out) {
+  if (!WEFT_CPU_HOST_HAS(kernel_forward_input_or_allocate))
+    return AllocateOutput(ctx, output, dtype, dims, rank, out);
+  weft_kernel_tensor t;
+  t.struct_size = sizeof t;
+  if (weft_status* s = g_host->kernel_forward_input_or_allocate(
+          ctx, input, output, dtype, dims, rank, &t, nullptr)) {
     return s;
   }
   FromKernelTensor(t, out);

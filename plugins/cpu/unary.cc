@@ -99,7 +99,10 @@ weft_status* UnaryKernel(weft_kernel_context* ctx) {
   Tensor x;
   if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
   Tensor y;
-  if (weft_status* s = AllocateOutput(ctx, 0, x.dtype, x.dims, x.rank, &y)) {
+  // Over the input where the host allows it: element-wise, and the dtype is
+  // checked before anything is written.
+  if (weft_status* s =
+          AllocateOutputOver(ctx, 0, 0, x.dtype, x.dims, x.rank, &y)) {
     return s;
   }
   if (y.count == 0) return nullptr;

@@ -193,6 +193,13 @@ void RegisterNnGradients() {
   // Piecewise linear, with a routing that would need a gather op of its
   // own: second derivatives through MaxPool are not provided.
   RegisterNotDifferentiable("MaxPoolGrad");
+  // Used directly: the gradient reads the op's own window index.
+  RegisterGradientWith("MaxPoolWithWindowIndex", [](GradBuilder& g) {
+    g.Set(0, PoolOp(g, "MaxPoolGradFromWindowIndex", {g.y(1), g.dy()}, true));
+  });
+  for (const char* op : {"MaxPoolReluGrad", "MaxPoolGradFromWindowIndex",
+                         "MaxPoolReluGradFromWindowIndex"})
+    RegisterNotDifferentiable(op);
   RegisterGradientWith("BatchNormWithGlobalNormalization", BatchNormGrad);
 }
 

@@ -425,7 +425,27 @@ weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
     if (!Accessible(v, p.device)) return ExecuteNode(p, in, outputs);
     inputs[i] = &v;
   }
-  return RunKernel(p, p.node, p.kernel, inputs, n_in, outputs, p.num_outputs);
+  uint32_t writable = 0;
+  for (uint32_t c = p.forward_candidates; c != 0; c &= c - 1) {
+    const int32_t i = __builtin_ctz(c);
+    if (Forwardable(p, slots[i], *inputs[i])) writable |= 1u << i;
+  }
+  return RunKernel(p, p.node, p.kernel, inputs, n_in, outputs, p.num_outputs,
+                   writable);
+}
+
+// Whether the kernel may write its output over the value in slot `s`, one
+// of its forward_candidates (the host's kernel_forward_input_or_allocate;
+// element-wise kernels ask): this node is the value's last reader (every
+// other reader has finished), and nothing but the slot holds its buffer
+// (not a variable's value, a constant, a feed the caller holds, a view
+// another slot shares), on this node's device.
+bool Run::Forwardable(const PlanNode& p, int32_t s,
+                      const TensorValue& v) const {
+  if (uses_[s].load(std::memory_order_acquire) != 1) return false;
+  const BufferRef& b = v.buffer;
+  return b && b.use_count() == 1 && b->kind != Buffer::Kind::kHostWrapped &&
+         !b->is_state && v.device() == p.device;
 }
 
 weft_status* Run::ExecuteNode(const PlanNode& p, TensorValue* in,

@@ -2,6 +2,8 @@
 // values that cross memories (constants are copied to each device that
 // reads them once, at plan time, instead), the value slots, and the
 // dependency edges the executor counts.
+#include <algorithm>
+
 #include "session/planner.h"
 
 #include "base/status.h"
@@ -274,6 +276,22 @@ void Planner::Link() {
     if (p.kind != ExecKind::kMerge) p.pending_next = p.pending;
   }
   for (int32_t s : plan_->fetch_slots) plan_->slot_uses[s]++;
+  if (plan_->control_flow) return;
+  std::vector<bool> fetched(plan_->num_slots, false);
+  for (int32_t s : plan_->fetch_slots) fetched[s] = true;
+  for (PlanNode& p : plan_->nodes) {
+    if (p.kind != ExecKind::kKernel || p.device->has_streams()) continue;
+    const int32_t n = static_cast<int32_t>(p.input_slots.size());
+    for (int32_t i = 0; i < n && i < 32; ++i) {
+      const int32_t s = p.input_slots[i];
+      if (s < 0 || fetched[s] || slot_producer_[s] < 0) continue;
+      const PlanNode& from = plan_->nodes[slot_producer_[s]];
+      if (from.kind != ExecKind::kKernel || from.device != p.device ||
+          std::count(p.input_slots.begin(), p.input_slots.end(), s) != 1)
+        continue;
+      p.forward_candidates |= 1u << i;
+    }
+  }
 }
 
 }  // namespace planning

@@ -39,6 +39,11 @@ struct PlanNode {
   // deadlock), sorted once here rather than on every run.
   std::vector<VariableState*> lock_order;
   std::atomic<uint64_t>* run_counter = nullptr;  // stateful kernels
+  // kKernel: the inputs (bit i: input i) the kernel might write its output
+  // over (Run::Forwardable decides at run time): values another kernel on
+  // this device made, named by one input, not fetched; none in plans with
+  // control flow.
+  uint32_t forward_candidates = 0;
   std::string reason;  // why the node is on `device`, for run metadata
   // Control flow.  In a plan with frames, slots are numbered per frame: a
   // node reads its inputs from its `frame`'s iteration (frame 0 is the

@@ -184,6 +184,7 @@ class Run {
   // devices).  Used before state becomes visible to other runs.
   weft_status* DrainStream(Device* d);
   void ReleaseSlot(int32_t s);
+  bool Forwardable(const PlanNode& p, int32_t s, const TensorValue& v) const;
   weft_status* Finish();
 
   // An arena of the plan's pool, or a new one; given back (emptied) by
