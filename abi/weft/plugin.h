@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 2
+#define WEFT_PLUGIN_INTERFACE_MINOR 3
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 /* Limits the host enforces on what a plugin hands it.  Every string a

@@ -6,7 +6,9 @@
 #include <cublas_v2.h>
 
 #include <mutex>
+#include <string>
 
+#include "cublas_loader.h"
 #include "kernel_call.h"
 
 namespace weft_cuda {
@@ -14,34 +16,44 @@ namespace weft_cuda {
 void DestroyBlasHandle(weft_plugin_stream* stream) {
   std::lock_guard<std::mutex> lock(stream->blas_mutex);
   if (stream->blas != nullptr) {
-    cublasDestroy(stream->blas);
+    // A handle exists only once cuBLAS was loaded.
+    Blas(nullptr)->destroy(stream->blas);
     stream->blas = nullptr;
   }
 }
 
 namespace {
 
-weft_status* BlasError(const KernelCall& call, cublasStatus_t status,
-                       const char* what) {
+weft_status* BlasError(const KernelCall& call, const BlasApi& blas,
+                       cublasStatus_t status, const char* what) {
   return call.Error(status == CUBLAS_STATUS_ALLOC_FAILED
                         ? WEFT_RESOURCE_EXHAUSTED
                         : WEFT_INTERNAL,
-                    "%s failed: %s", what, cublasGetStatusString(status));
+                    "%s failed: %s", what, blas.status_string(status));
 }
 
-// The stream's handle, created on first use.  Called with blas_mutex held.
-weft_status* StreamBlasHandle(const KernelCall& call, cublasHandle_t* out) {
+// cuBLAS, loaded on first use (cublas_loader.h), and the stream's handle,
+// created on first use.  Called with blas_mutex held.
+weft_status* StreamBlasHandle(const KernelCall& call, const BlasApi** blas,
+                              cublasHandle_t* out) {
+  std::string why;
+  const BlasApi* api = Blas(&why);
+  if (api == nullptr) {
+    return call.Error(WEFT_UNAVAILABLE, "MatMul needs cuBLAS: %s",
+                      why.c_str());
+  }
+  *blas = api;
   weft_plugin_stream* stream = call.plugin_stream();
   if (stream->blas == nullptr) {
     cublasHandle_t handle = nullptr;
-    cublasStatus_t status = cublasCreate(&handle);
+    cublasStatus_t status = api->create(&handle);
     if (status != CUBLAS_STATUS_SUCCESS) {
-      return BlasError(call, status, "cublasCreate");
+      return BlasError(call, *api, status, "cublasCreate");
     }
-    status = cublasSetStream(handle, stream->stream);
+    status = api->set_stream(handle, stream->stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(handle);
-      return BlasError(call, status, "cublasSetStream");
+      api->destroy(handle);
+      return BlasError(call, *api, status, "cublasSetStream");
     }
     stream->blas = handle;
   }
@@ -49,25 +61,25 @@ weft_status* StreamBlasHandle(const KernelCall& call, cublasHandle_t* out) {
   return nullptr;
 }
 
-cublasStatus_t Gemm(cublasHandle_t handle, cublasOperation_t op_first,
-                    cublasOperation_t op_second, int64_t m, int64_t n,
-                    int64_t k, const float* first, int64_t ld_first,
-                    const float* second, int64_t ld_second, float* out,
-                    int64_t ld_out) {
+cublasStatus_t Gemm(const BlasApi& blas, cublasHandle_t handle,
+                    cublasOperation_t op_first, cublasOperation_t op_second,
+                    int64_t m, int64_t n, int64_t k, const float* first,
+                    int64_t ld_first, const float* second, int64_t ld_second,
+                    float* out, int64_t ld_out) {
   const float one = 1.0f, zero = 0.0f;
   // The 64-bit API: row counts past 2^31 are legal tensors.
-  return cublasSgemm_64(handle, op_first, op_second, m, n, k, &one, first,
-                        ld_first, second, ld_second, &zero, out, ld_out);
+  return blas.sgemm(handle, op_first, op_second, m, n, k, &one, first,
+                    ld_first, second, ld_second, &zero, out, ld_out);
 }
 
-cublasStatus_t Gemm(cublasHandle_t handle, cublasOperation_t op_first,
-                    cublasOperation_t op_second, int64_t m, int64_t n,
-                    int64_t k, const double* first, int64_t ld_first,
-                    const double* second, int64_t ld_second, double* out,
-                    int64_t ld_out) {
+cublasStatus_t Gemm(const BlasApi& blas, cublasHandle_t handle,
+                    cublasOperation_t op_first, cublasOperation_t op_second,
+                    int64_t m, int64_t n, int64_t k, const double* first,
+                    int64_t ld_first, const double* second, int64_t ld_second,
+                    double* out, int64_t ld_out) {
   const double one = 1.0, zero = 0.0;
-  return cublasDgemm_64(handle, op_first, op_second, m, n, k, &one, first,
-                        ld_first, second, ld_second, &zero, out, ld_out);
+  return blas.dgemm(handle, op_first, op_second, m, n, k, &one, first,
+                    ld_first, second, ld_second, &zero, out, ld_out);
 }
 
 template <typename T>
@@ -83,15 +95,17 @@ weft_status* MatMulTyped(const KernelCall& call, const weft_kernel_tensor& a,
   }
   std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
   cublasHandle_t handle = nullptr;
-  weft_status* status = StreamBlasHandle(call, &handle);
+  const BlasApi* api = nullptr;
+  weft_status* status = StreamBlasHandle(call, &api, &handle);
   if (status != nullptr) return status;
   cublasStatus_t blas = Gemm(
-      handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+      *api, handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
       transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
       static_cast<const T*>(TensorData(b)), b.dims[1],
       static_cast<const T*>(TensorData(a)), a.dims[1], c, n);
-  return blas == CUBLAS_STATUS_SUCCESS ? nullptr
-                                      : BlasError(call, blas, "cuBLAS gemm");
+  return blas == CUBLAS_STATUS_SUCCESS
+             ? nullptr
+             : BlasError(call, *api, blas, "cuBLAS gemm");
 }
 
 weft_status* MatMulCompute(void*, weft_kernel_context* ctx) {

@@ -20,7 +20,9 @@ struct weft_kernel_context {
   int32_t num_outputs = 0;
   uint64_t run_counter = 0;  // stateful ops: earlier runs of this node
   // Bit i: the kernel may write over input i (kernel_forward_input_or_
-  // allocate).  Set by the executor only for an update op's variables whose
-  // buffer nothing else references, while the update holds their locks.
+  // allocate).  Set by the executor for an update op's variables whose
+  // buffer nothing else references, while the update holds their locks,
+  // and for a value whose last reader this node is and whose buffer
+  // nothing but its slot holds (Run::Forwardable).
   uint32_t writable_inputs = 0;
 };

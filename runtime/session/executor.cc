@@ -110,11 +110,13 @@ weft_status* Run::DrainStream(Device* d) {
 }
 
 void Run::ReleaseSlot(int32_t s) {
-  int64_t bytes = slot_bytes_[s].exchange(0, std::memory_order_relaxed);
-  if (bytes != 0)
-    for (size_t i = 0; i < plan_.devices.size(); ++i)
-      if (plan_.devices[i] == slots_[s].device())
-        live_[i].fetch_sub(bytes, std::memory_order_relaxed);
+  if (accounting_) {
+    int64_t bytes = slot_bytes_[s].exchange(0, std::memory_order_relaxed);
+    if (bytes != 0)
+      for (size_t i = 0; i < plan_.devices.size(); ++i)
+        if (plan_.devices[i] == slots_[s].device())
+          live_[i].fetch_sub(bytes, std::memory_order_relaxed);
+  }
   Release(slots_[s]);
 }
 
@@ -220,6 +222,8 @@ class LocalReady {
   // Puts `id` at depth `pos` from the bottom, under what was pushed since.
   void insert(size_t pos, int32_t id) {
     push(id);
+    // A chain's next kernel goes on top of nothing: no move at all.
+    if (pos + 1 == size_) return;
     std::memmove(data_ + pos + 1, data_ + pos,
                  (size_ - 1 - pos) * sizeof(int32_t));
     data_[pos] = id;
