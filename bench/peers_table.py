@@ -3,7 +3,9 @@
 "<System> [version] <what>, N thread(s): X <unit> (CPU Y <unit>), ...")
 and prints markdown tables of the medians over rounds, wall-clock and CPU
 time, and of Weft's ratio to every peer and each system's fraction of the
-oneDNN floor.
+oneDNN floor; and, from the lines "peak-rss <System> <KiB>" the script
+adds for each run (GNU time), each system's peak resident memory and
+Weft's fraction of the lowest peer's.
 
 Ratios are of throughput, for wall-clock and CPU time alike: above 1 means
 Weft is faster (or spends less CPU time per step).  A floor line's workload
@@ -34,10 +36,17 @@ LINE = re.compile(r"(\S+) (?:([\d.]+\S*) )?(.*?), (\d+) thread\(s\): "
 
 
 def parse(path):
-    """{(workload, threads): {system: [(wall, cpu)]}}, units, versions."""
-    runs, units, versions, notes = {}, {}, {}, {}
+    """{(workload, threads): {system: [(wall, cpu)]}}, units, versions,
+    notes, {(workload, threads, system): [peak KiB]}."""
+    runs, units, versions, notes, rss = {}, {}, {}, {}, {}
     for raw in open(path, encoding="utf-8"):
         key, threads, line = raw.rstrip("\n").split("\t", 2)
+        r = re.match(r"peak-rss (\S+) (\d+)$", line)
+        if r:
+            system = "oneDNN floor" if r.group(1) == "oneDNN" else r.group(1)
+            rss.setdefault((key, int(threads), system), []).append(
+                int(r.group(2)))
+            continue
         m = LINE.match(line)
         if not m:
             continue
@@ -56,7 +65,7 @@ def parse(path):
         units[(key, system)] = (m.group(6), m.group(8))
         if "not per node" in what:
             notes[(key, system)] = what
-    return runs, units, versions, notes
+    return runs, units, versions, notes, rss
 
 
 def fmt(value):
@@ -76,7 +85,7 @@ def main():
         ap.add_argument("--" + name.replace("_", "-"), default="?")
     ap.add_argument("--order", nargs="*", default=[])
     a = ap.parse_args()
-    runs, units, versions, notes = parse(a.file)
+    runs, units, versions, notes, rss = parse(a.file)
     med = {}
     for (key, threads), by in runs.items():
         for system, samples in by.items():
@@ -161,6 +170,33 @@ def main():
                 cells.append("%.2f" % (med[(key, t, s)][0] / floor[0]))
             print("| %s | %d | %s |" % (TITLES.get(key, key), t,
                                         " | ".join(cells)))
+    print_rss(rss, keys, threads_all)
+
+
+def print_rss(rss, keys, threads_all):
+    """Median peak RSS per system (MiB) and Weft's fraction of the lowest
+    peer's."""
+    if not rss:
+        return
+    print()
+    print("Peak resident memory of each program (MiB, median over rounds; "
+          "whole process: runtime, libraries and data):")
+    print()
+    print("| workload | threads | " + " | ".join(SYSTEMS) +
+          " | Weft / lowest peer |")
+    print("| --- | --- |" + " --- |" * (len(SYSTEMS) + 1))
+    for key in keys:
+        for t in threads_all:
+            mib = {s: statistics.median(rss[(key, t, s)]) / 1024
+                   for s in SYSTEMS if (key, t, s) in rss}
+            if "Weft" not in mib:
+                continue
+            peers = [mib[p] for p in PEERS if p in mib]
+            ratio = "%.2f" % (mib["Weft"] / min(peers)) if peers else ""
+            print("| %s | %d | %s | %s |" % (
+                TITLES.get(key, key), t,
+                " | ".join("%.1f" % mib[s] if s in mib else ""
+                           for s in SYSTEMS), ratio))
 
 
 if __name__ == "__main__":

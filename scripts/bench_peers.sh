@@ -83,7 +83,8 @@ else
            "into $venv)"
 fi
 install_peers() {
-  local WEFT_PACKAGES=(libtorch-dev libopenblas0-openmp)
+  # time: GNU time, for each program's peak resident memory.
+  local WEFT_PACKAGES=(libtorch-dev libopenblas0-openmp time)
   weft_install_packages
 }
 install_peers || weft_log "could not install LibTorch; its peers are skipped"
@@ -137,21 +138,41 @@ echo "load: $load_start"
 echo "commit: $commit"
 out=$(mktemp)
 errors=$(mktemp)
-trap 'rm -f "$out" "$errors"' EXIT
+rss=$(mktemp)
+trap 'rm -f "$out" "$errors" "$rss"' EXIT
+# Peak resident memory of each program, from GNU time (the largest of the
+# processes it waited for: programs run directly, not under a wrapper such
+# as `meson devenv`, whose own Python would count instead).
+timed=()
+if [ -x /usr/bin/time ]; then
+  timed=(/usr/bin/time -f %M -o "$rss")
+else
+  weft_log "skipped: peak memory (GNU time is not installed)"
+fi
+# Weft's CPU benchmarks load the CPU plugin alone, as the peers' CPU
+# builds carry no GPU runtime (another plugin on the path costs its own
+# start-up: the OpenCL one runs its platform's discovery, see README).
+weft_env=(env "WEFT_PLUGIN_PATH=$(cd "$WEFT_BUILD_DIR/plugins/cpu" && pwd)")
 # Runs one program, prints its output and keeps it, each line tagged with
-# the workload and thread count, for the summary.  Its standard error (the
-# peers' start-up notices) is shown only when it fails; a failing program is
-# reported and skipped, not fatal.
+# the workload and thread count, for the summary, with a line
+# "peak-rss <System> <KiB>" for its peak memory.  Its standard error (the
+# peers' start-up notices) is shown only when it fails; a failing program
+# is reported and skipped, not fatal.
 run() {
-  local key=$1 threads=$2 output
+  local key=$1 threads=$2 output system
   shift 2
-  if ! output=$("$@" 2>"$errors"); then
+  if ! output=$("${timed[@]}" "$@" 2>"$errors"); then
     weft_log "failed: $*"
     tail -n 5 "$errors" >&2
     return 0
   fi
   printf '%s\n' "$output"
   printf '%s\n' "$output" | sed "s/^/$key\t$threads\t/" >>"$out"
+  system=$(printf '%s\n' "$output" | awk 'NR == 1 { print $1 }')
+  if [ ${#timed[@]} -gt 0 ] && [ -s "$rss" ]; then
+    printf '%s\t%s\tpeak-rss %s %s\n' "$key" "$threads" "$system" \
+      "$(tail -n 1 "$rss")" >>"$out"
+  fi
 }
 for round in $(seq "$rounds"); do
   for threads in "${thread_counts[@]}"; do
@@ -161,7 +182,8 @@ for round in $(seq "$rounds"); do
       # Word splitting wanted: a mode is one or two arguments.
       # shellcheck disable=SC2206
       args=("$threads" "${arg[$w]}" ${mode[$w]:-})
-      run "$w" "$threads" weft_in_build_env "bench/$p" "${args[@]}"
+      run "$w" "$threads" "${weft_env[@]}" "$WEFT_BUILD_DIR/bench/$p" \
+        "${args[@]}"
       [ -n "$tf_python" ] &&
         run "$w" "$threads" "$tf_python" "bench/${p}_tf.py" "${args[@]}"
       [ "$torch" = 1 ] &&

@@ -559,6 +559,76 @@ Test(plugin_loader, openmp_waits_passively_unless_the_program_chose) {
                "a policy the program set must stay");
 }
 
+/* A plugin found on the search path opens its devices only when a device
+ * of its type is wanted: a session on "CPU" never asks the NULLDEV test
+ * plugin for its devices (for a real plugin: never starts an OpenCL
+ * platform or a GPU driver); listing the devices does, once.  In a fresh
+ * child: discovery happens once a process. */
+static int device_count_calls(void) {
+  const char* calls = getenv("WEFT_TEST_NULLDEV_COUNT_CALLS");
+  return calls != NULL ? atoi(calls) : 0;
+}
+
+static int lazy_devices_child(void) {
+  const char* cpu = WEFT_TEST_CPU_PLUGIN;
+  char path[4096];
+  snprintf(path, sizeof path, "%.*s:%s", (int)(base_name(cpu) - cpu - 1), cpu,
+           WEFT_TEST_PLUGIN_NO_DEVICE);
+  setenv("WEFT_PLUGIN_PATH", path, 1);
+  unsetenv("WEFT_TEST_NULLDEV_COUNT_CALLS");
+  if (weft_plugins_discover() != NULL) return 10;
+  if (device_count_calls() != 0) {
+    fprintf(stderr, "device_count calls after discovery: %d\n",
+            device_count_calls());
+    return 11;  /* loaded, not yet asked */
+  }
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(3), 1);
+  weft_output y = wt_apply1(g, "Neg", "y", x);
+  weft_session* s = wt_session_new(g, "CPU");
+  const float in[3] = {1, 2, 3};
+  weft_tensor* t = wt_tensor(WEFT_FLOAT32, WT_DIMS(3), 1, in);
+  weft_tensor* out = wt_run1(s, &x, &t, 1, y);
+  if (((const float*)weft_tensor_data(out))[2] != -3) return 12;
+  weft_tensor_destroy(out);
+  weft_tensor_destroy(t);
+  weft_session_destroy(s);
+  if (device_count_calls() != 0) return 13;  /* a CPU session: not asked */
+  /* Asking for it by type opens it, and the error still names it all. */
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.devices = "NULLDEV";
+  weft_session* none = NULL;
+  weft_status* st = weft_session_create(g, &o, &none);
+  if (st == NULL || weft_status_code(st) != WEFT_NOT_FOUND ||
+      strstr(weft_status_message(st), "/device:CPU:0") == NULL)
+    return 14;
+  weft_status_destroy(st);
+  if (device_count_calls() != 1) return 15;
+  /* Listing every device asks no plugin twice. */
+  if (weft_device_count() < 1 || device_count_calls() != 1) return 16;
+  int found = 0;
+  for (int32_t i = 0; i < weft_plugin_count(); ++i) {
+    weft_plugin_description d = {.struct_size = sizeof d};
+    if (weft_plugin_describe(i, &d) != NULL) return 17;
+    found |= strcmp(d.device_type, "NULLDEV") == 0 && d.device_count == 0 &&
+             strstr(d.no_device_reason, "no NULLDEV hardware") != NULL;
+  }
+  if (!found) return 18;
+  weft_graph_destroy(g);
+  return 0;
+}
+
+Test(plugin_loader, plugins_found_on_the_path_open_devices_when_wanted) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(lazy_devices_child());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "child ended with %d (see lazy_devices_child for the step)",
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 /* The CPU plugin's build for this machine: WEFT_CPU_ISA=baseline keeps the
  * baseline x86-64 code; otherwise a CPU with AVX2, FMA and BMI2 gets the
  * x86-64-v3 build where one was built (WEFT_TEST_CPU_ISA_VARIANTS).  The

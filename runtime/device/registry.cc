@@ -183,7 +183,8 @@ weft_status* Registry::Discover() {
     if (stat(dir.c_str(), &st) != 0) continue;
     std::vector<std::string> files =
         S_ISDIR(st.st_mode) ? PluginFilesIn(dir) : std::vector<std::string>{dir};
-    for (const std::string& f : files) weft_status_destroy(Load(f));
+    for (const std::string& f : files)
+      weft_status_destroy(Load(f, /*devices_now=*/false));
   }
   return nullptr;
 }
@@ -309,7 +310,7 @@ void PreferPassiveOpenMpWaiting() {
 
 }  // namespace
 
-weft_status* Registry::Load(const std::string& path) {
+weft_status* Registry::Load(const std::string& path, bool devices_now) {
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr)
     return Refuse(path, Errorf(WEFT_NOT_FOUND, "plugin %s: no such file",
@@ -346,7 +347,7 @@ weft_status* Registry::Load(const std::string& path) {
                                "%s is not a Weft plugin: it exports no '%s'",
                                real.c_str(), WEFT_PLUGIN_ENTRY_NAME));
   }
-  return LoadEntry(real, dl, entry);
+  return LoadEntry(real, dl, entry, devices_now);
 }
 
 weft_status* Registry::ConflictLocked(const Plugin& candidate) {
@@ -367,7 +368,8 @@ weft_status* Registry::ConflictLocked(const Plugin& candidate) {
 }
 
 weft_status* Registry::LoadEntry(const std::string& real, void* dl,
-                                 weft_plugin_entry_fn entry) {
+                                 weft_plugin_entry_fn entry,
+                                 bool devices_now) {
   auto plugin = std::make_unique<Plugin>();
   std::vector<std::unique_ptr<Device>> devices;
   // Undoes what was opened when the plugin is refused.
@@ -439,42 +441,9 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   }
   if (conflict != nullptr) return refuse(conflict);
 
-  int32_t count = 0;
-  if (weft_status* cs = plugin->api.device_count(&count)) {
-    plugin->no_device_reason = weft_status_message(cs);
-    weft_status_destroy(cs);
-    count = 0;
-  } else if (count < 0 || count > WEFT_PLUGIN_MAX_DEVICES) {
-    return refuse(Errorf(WEFT_INVALID_ARGUMENT,
-                         "plugin '%s' (%s) reports %d devices; the host "
-                         "accepts 0 to %d", plugin->name.c_str(),
-                         real.c_str(), count, WEFT_PLUGIN_MAX_DEVICES));
-  } else if (count == 0) {
-    plugin->no_device_reason = "the plugin found no device";
-  }
-  for (int32_t i = 0; i < count; ++i) {
-    auto dev = std::make_unique<Device>();
-    dev->plugin = plugin.get();
-    dev->api = &plugin->api;
-    if (weft_status* os = plugin->api.device_open(i, &dev->handle)) {
-      plugin->no_device_reason = std::string("device ") + std::to_string(i) +
-                                 " failed to open: " + weft_status_message(os);
-      weft_status_destroy(os);
-      continue;
-    }
-    weft_device_properties props{};
-    props.struct_size = sizeof props;
-    if (weft_status* ps = plugin->api.device_properties(dev->handle, &props)) {
-      weft_status_destroy(ps);
-      props = weft_device_properties{};
-    }
-    dev->type = plugin->device_type;
-    dev->description = PropertyString(props.description);
-    dev->vendor = PropertyString(props.vendor);
-    dev->memory_bytes = props.memory_bytes;
-    dev->compute_gflops = props.compute_gflops;
-    dev->flags = props.flags;
-    devices.push_back(std::move(dev));
+  if (devices_now) {
+    if (weft_status* why = OpenDevices(plugin.get(), &devices))
+      return refuse(why);
   }
 
   std::unique_lock<std::mutex> lock(mu_);
@@ -484,12 +453,9 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   }
   plugin->dl = dl;
   plugin->load_order = static_cast<int32_t>(plugins_.size());
-  // The type is this plugin's alone, so its devices number from 0.
-  for (auto& dev : devices) {
-    dev->index = static_cast<int32_t>(plugin->devices.size());
-    dev->name = "/device:" + dev->type + ":" + std::to_string(dev->index);
-    plugin->devices.push_back(dev.get());
-    devices_.push_back(std::move(dev));
+  if (devices_now) {
+    PublishDevicesLocked(plugin.get(), &devices);
+    plugin->devices_opened.store(true, std::memory_order_release);
   }
   for (KernelReg& k : reg.pending) {
     k.device_type = plugin->device_type;
@@ -523,14 +489,103 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   return nullptr;
 }
 
-std::vector<Device*> Registry::Devices() {
+// Asks the plugin for its devices and opens them.  A count outside
+// [0, WEFT_PLUGIN_MAX_DEVICES] is an error; a failing count or open leaves
+// the plugin (or that device) without devices, the reason recorded.
+weft_status* Registry::OpenDevices(
+    Plugin* plugin, std::vector<std::unique_ptr<Device>>* devices) {
+  int32_t count = 0;
+  if (weft_status* cs = plugin->api.device_count(&count)) {
+    plugin->no_device_reason = weft_status_message(cs);
+    weft_status_destroy(cs);
+    count = 0;
+  } else if (count < 0 || count > WEFT_PLUGIN_MAX_DEVICES) {
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "plugin '%s' (%s) reports %d devices; the host accepts 0 "
+                  "to %d", plugin->name.c_str(), plugin->path.c_str(), count,
+                  WEFT_PLUGIN_MAX_DEVICES);
+  } else if (count == 0) {
+    plugin->no_device_reason = "the plugin found no device";
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    auto dev = std::make_unique<Device>();
+    dev->plugin = plugin;
+    dev->api = &plugin->api;
+    if (weft_status* os = plugin->api.device_open(i, &dev->handle)) {
+      plugin->no_device_reason = std::string("device ") + std::to_string(i) +
+                                 " failed to open: " + weft_status_message(os);
+      weft_status_destroy(os);
+      continue;
+    }
+    weft_device_properties props{};
+    props.struct_size = sizeof props;
+    if (weft_status* ps = plugin->api.device_properties(dev->handle, &props)) {
+      weft_status_destroy(ps);
+      props = weft_device_properties{};
+    }
+    dev->type = plugin->device_type;
+    dev->description = PropertyString(props.description);
+    dev->vendor = PropertyString(props.vendor);
+    dev->memory_bytes = props.memory_bytes;
+    dev->compute_gflops = props.compute_gflops;
+    dev->flags = props.flags;
+    devices->push_back(std::move(dev));
+  }
+  return nullptr;
+}
+
+void Registry::PublishDevicesLocked(
+    Plugin* plugin, std::vector<std::unique_ptr<Device>>* devices) {
+  // The type is this plugin's alone, so its devices number from 0.
+  for (auto& dev : *devices) {
+    dev->index = static_cast<int32_t>(plugin->devices.size());
+    dev->name = "/device:" + dev->type + ":" + std::to_string(dev->index);
+    plugin->devices.push_back(dev.get());
+    devices_.push_back(std::move(dev));
+  }
+  devices->clear();
+}
+
+void Registry::EnsureDevices(
+    const std::function<bool(const std::string& type)>& wanted) {
+  std::vector<Plugin*> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& p : plugins_)
+      if (!p->devices_opened.load(std::memory_order_acquire) &&
+          (!wanted || wanted(p->device_type)))
+        todo.push_back(p.get());
+  }
+  // Outside the lock: the plugin's functions may block.  Once per plugin;
+  // a second caller waits for the first.
+  for (Plugin* p : todo) {
+    std::call_once(p->open_devices, [&] {
+      std::vector<std::unique_ptr<Device>> devices;
+      if (weft_status* why = OpenDevices(p, &devices)) {
+        p->no_device_reason = weft_status_message(why);
+        weft_status_destroy(why);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      PublishDevicesLocked(p, &devices);
+      p->devices_opened.store(true, std::memory_order_release);
+    });
+  }
+}
+
+std::vector<Device*> Registry::Devices(
+    const std::function<bool(const std::string& type)>& wanted) {
+  EnsureDevices(wanted);
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Device*> out;
-  for (const auto& d : devices_) out.push_back(d.get());
+  // In load order, whatever order the plugins opened their devices in.
+  for (const auto& p : plugins_)
+    if (p->devices_opened.load(std::memory_order_acquire))
+      out.insert(out.end(), p->devices.begin(), p->devices.end());
   return out;
 }
 
 std::vector<const Plugin*> Registry::Plugins() {
+  EnsureDevices(nullptr);
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<const Plugin*> out;
   for (const auto& p : plugins_) out.push_back(p.get());

@@ -1,8 +1,10 @@
 // The process-wide registry of loaded plugins, their devices and kernels.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -56,6 +58,13 @@ struct Plugin {
   std::string no_device_reason;
   std::vector<Device*> devices;
   int32_t load_order = 0;
+  // Devices are opened when first needed (Registry::EnsureDevices), not
+  // when the plugin loads: a process that never asks for this plugin's
+  // device type never runs its device discovery (an OpenCL platform's
+  // compiler, a GPU driver).  devices and no_device_reason are written once,
+  // before devices_opened is set.
+  std::once_flag open_devices;
+  std::atomic<bool> devices_opened{false};
 };
 
 struct Refusal {
@@ -78,19 +87,28 @@ class Registry {
   Registry() = default;
   ~Registry();
 
-  // Loads the search path once; a second caller waits for the first.
+  // Loads the search path once; a second caller waits for the first.  The
+  // plugins found open their devices when first needed (Devices()).
   weft_status* Discover();
   // Opens the shared object at `path` and loads it as a plugin.  The
   // registry's lock is never held across a call that may block (dlopen, the
   // plugin's own functions): the plugin is prepared unlocked and published
   // under the lock.  Concurrent loads of one file wait for each other.
-  weft_status* Load(const std::string& path);
+  // With `devices_now` (weft_plugin_load) the plugin opens its devices
+  // before it is accepted, and a device count out of range refuses it;
+  // otherwise that count leaves it without devices, the reason recorded.
+  weft_status* Load(const std::string& path, bool devices_now = true);
   // The part of Load after dlsym: negotiation, table checks, devices,
   // kernels.  `dl` (may be NULL) is closed when the plugin is refused.
   weft_status* LoadEntry(const std::string& path, void* dl,
-                         weft_plugin_entry_fn entry);
+                         weft_plugin_entry_fn entry, bool devices_now = true);
 
-  std::vector<Device*> Devices();
+  // The devices of the plugins whose device type `wanted` accepts (null:
+  // every plugin), opening them first where no one has yet, and those of
+  // plugins opened before: in plugin load order.
+  std::vector<Device*> Devices(
+      const std::function<bool(const std::string& type)>& wanted = nullptr);
+  // Every plugin, each with its devices opened.
   std::vector<const Plugin*> Plugins();
   std::vector<Refusal> Refusals();
 
@@ -105,6 +123,13 @@ class Registry {
   std::vector<const KernelReg*> KernelsFor(const std::string& op);
 
  private:
+  void EnsureDevices(
+      const std::function<bool(const std::string& type)>& wanted);
+  weft_status* OpenDevices(Plugin* plugin,
+                           std::vector<std::unique_ptr<Device>>* devices);
+  // Numbers and publishes `devices` (emptied).  Called under mu_.
+  void PublishDevicesLocked(Plugin* plugin,
+                            std::vector<std::unique_ptr<Device>>* devices);
   // Records the refusal (takes the lock) and returns `why`.
   weft_status* Refuse(const std::string& path, weft_status* why);
   // Why `candidate` may not join the loaded plugins (a name or device type

@@ -30,6 +30,26 @@ bool DeviceMatches(const Device& d, const std::string& raw) {
   return index == "*" || index == std::to_string(d.index);
 }
 
+bool FilterMayName(const std::string& filter, const std::string& type) {
+  if (Trim(filter).empty()) return true;
+  // A device of this type with any index: what DeviceMatches reads of a
+  // term is its type, then (for names) the index.
+  Device probe;
+  probe.type = type;
+  bool named = false;
+  weft_status_destroy(ForEachListTerm(filter, [&](const std::string& term) {
+    std::string t = term;
+    const std::string job = "/job:localhost";
+    if (t.compare(0, job.size(), job) == 0) t = t.substr(job.size());
+    const size_t colon = t.rfind(':');
+    if (t.compare(0, 8, "/device:") == 0 && colon > 8)
+      t = t.substr(0, colon) + ":*";
+    named |= DeviceMatches(probe, t);
+    return static_cast<weft_status*>(nullptr);
+  }));
+  return named;
+}
+
 weft_status* ForEachListTerm(
     const std::string& list,
     const std::function<weft_status*(const std::string&)>& term) {

@@ -16,6 +16,10 @@ namespace weft {
 // "/job:localhost" prefix is accepted; types compare without case.
 bool DeviceMatches(const Device& device, const std::string& term);
 
+// Whether some term of the comma-separated `filter` can match a device of
+// type `type` (an empty filter matches every type).
+bool FilterMayName(const std::string& filter, const std::string& type);
+
 // Calls `term` on each entry of a comma-separated list, trimmed of blanks;
 // empty entries are skipped.  Stops at, and returns, the first error.
 weft_status* ForEachListTerm(

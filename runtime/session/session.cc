@@ -216,8 +216,18 @@ weft_status* weft_session_create(weft_graph* graph,
       if (const char* env = getenv("WEFT_DEVICES")) filter = env;
     auto s = std::make_unique<weft_session>();
     s->graph = graph->impl;
-    WEFT_RETURN_IF_ERROR(weft::SelectDevices(weft::Registry::Get().Devices(),
-                                             filter, &s->devices));
+    // Only the plugins whose device type the filter can name open their
+    // devices: a "CPU" session never starts an OpenCL platform.
+    if (weft_status* none = weft::SelectDevices(
+            weft::Registry::Get().Devices([&](const std::string& type) {
+              return weft::FilterMayName(filter, type);
+            }),
+            filter, &s->devices)) {
+      // Worded against every device there is.
+      weft_status_destroy(none);
+      WEFT_RETURN_IF_ERROR(weft::SelectDevices(weft::Registry::Get().Devices(),
+                                               filter, &s->devices));
+    }
     if (s->devices.empty())
       return Error(WEFT_NOT_FOUND,
                    "no device is available: no plugin was found on "

@@ -6,6 +6,8 @@
  * Built a second time with WEFT_TEST_GRADIENT_PLUGIN (interface 1.1): then
  * it also gives the gradient of Square, built through host->graph, with
  * nodes named "<node>/plugin_grad..." so a test can see it was used. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,16 @@ static weft_status* unavailable(void) {
   return host->status_create(WEFT_UNAVAILABLE, NO_DEVICE_REASON);
 }
 
+/* How many times the host asked for the devices, in the environment
+ * variable WEFT_TEST_NULLDEV_COUNT_CALLS (the plugin exports no symbol but
+ * its entry): a test reads it to see that the host asks only when a device
+ * of this type is wanted. */
+static int device_count_calls;
+
 static weft_status* device_count(int32_t* out_count) {
+  char calls[16];
+  snprintf(calls, sizeof calls, "%d", ++device_count_calls);
+  setenv("WEFT_TEST_NULLDEV_COUNT_CALLS", calls, 1);
   *out_count = 0;
   return unavailable();
 }
