@@ -405,3 +405,53 @@ Test(fusion, window_index_ops_refuse_what_they_cannot_use) {
   weft_status_destroy(st);
   weft_graph_destroy(g);
 }
+
+/* A whole conv -> bias -> ReLU -> max-pool layer, trained: the planner
+ * fuses the forward (FusedConv2D, MaxPoolWithWindowIndex) and the backward
+ * (MaxPoolReluGradFromWindowIndex, whose per-channel sums replace the bias
+ * gradient's SumToShapeOf).  The gradients of the input, the filter and
+ * the bias agree with the unfused plan's (the bias gradient's sum runs in
+ * another order: within float rounding). */
+Test(fusion, conv_relu_pool_layer_gradients_are_the_same_fused_or_not) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(3, 8, 8, 2), 4);
+  weft_output f = wt_const(g, "f", random_tensor(WEFT_FLOAT32,
+                                                 WT_DIMS(3, 3, 2, 5), 4, 41));
+  weft_output b = wt_const(g, "b", random_tensor(WEFT_FLOAT32, WT_DIMS(5), 1, 42));
+  weft_output h = conv_bias_relu(g, x, f, b, "c", 1, "SAME");
+  weft_op_builder* p = weft_op_begin(g, "MaxPool", "pool");
+  weft_op_add_input(p, h);
+  const int64_t two[4] = {1, 2, 2, 1};
+  weft_op_set_attr_int_list(p, "ksize", two, 4);
+  weft_op_set_attr_int_list(p, "strides", two, 4);
+  weft_op_set_attr_string(p, "padding", "VALID");
+  weft_node* pool = NULL;
+  WT_OK(weft_op_finish(p, &pool));
+  weft_output r = wt_const(g, "r", random_tensor(WEFT_FLOAT32,
+                                                 WT_DIMS(3, 4, 4, 5), 4, 43));
+  weft_output loss = wt_apply1(
+      g, "Sum", "loss", wt_apply2(g, "Mul", NULL, (weft_output){pool, 0}, r));
+  weft_output wrt[3] = {x, f, b}, grads[3];
+  WT_OK(weft_gradients(g, &loss, 1, wrt, 3, NULL, grads));
+  weft_tensor* xv = random_tensor(WEFT_FLOAT32, WT_DIMS(3, 8, 8, 2), 4, 44);
+  /* FusedConv2D, MaxPoolWithWindowIndex, MaxPoolReluGradFromWindowIndex
+   * (MaxPoolGrad + ReluGrad) and the bias gradient's Identity. */
+  compare(g, x, xv, grads, 3, 4, 1e-5);
+  weft_session* s = session_with(g, WEFT_OPTIMIZE_ALL);
+  weft_run_metadata* m = weft_run_metadata_create();
+  weft_tensor* out[3] = {NULL};
+  WT_OK(weft_session_run_with_metadata(s, &x, &xv, 1, grads, 3, NULL, 0, out,
+                                       m));
+  int bias_fused = 0;
+  for (int32_t i = 0; i < weft_run_metadata_num_fused(m); ++i) {
+    const char *node = NULL, *what = NULL;
+    WT_OK(weft_run_metadata_fused(m, i, &node, &what));
+    bias_fused |= strstr(what, "SumToShapeOf") != NULL;
+  }
+  cr_expect(bias_fused, "the bias gradient's SumToShapeOf was not fused");
+  for (int i = 0; i < 3; ++i) weft_tensor_destroy(out[i]);
+  weft_run_metadata_destroy(m);
+  weft_session_destroy(s);
+  weft_tensor_destroy(xv);
+  weft_graph_destroy(g);
+}

@@ -642,14 +642,15 @@ weft_status* PoolGradKernel(weft_kernel_context* ctx) {
 // window index names.  Windows that do not overlap (stride >= ksize) write
 // each element once, comparing the index with each position so the
 // channel loop vectorises; overlapping ones add into a cleared image.
-// `give` is scratch of one pixel's channels.
+// `give` is scratch of one pixel's channels; `channel_sums` (may be null)
+// gets, per channel, the sum of what the image's windows handed out.
 // Returns false when an index names no element of its (clipped) window:
 // the index did not come from MaxPoolWithWindowIndex with these
 // attributes.
 template <typename T>
 bool PoolGradFromIndexImage(const Window2D& w, const uint8_t* index,
                             const T* orig_output, const T* dy, T* din,
-                            int64_t n, T* give) {
+                            int64_t n, T* give, T* channel_sums) {
   const int64_t c = w.channels;
   const int64_t image_size = w.in_h * w.in_w * c;
   T* dimage = din + n * image_size;
@@ -690,6 +691,8 @@ bool PoolGradFromIndexImage(const Window2D& w, const uint8_t* index,
         give[k] = orig_output == nullptr || orig_output[at + k] > T(0)
                       ? gk : T(0);
       }
+      if (channel_sums != nullptr)
+        for (int64_t k = 0; k < c; ++k) channel_sums[k] += give[k];
       if (!disjoint) {
         for (int64_t k = 0; k < c; ++k) {
           const int64_t y = y0 + ix[k] / w.k_w, x = x0 + ix[k] % w.k_w;
@@ -749,27 +752,50 @@ weft_status* PoolGradFromIndexKernel(weft_kernel_context* ctx) {
                        FormatShape(dy.dims, dy.rank, want, sizeof want));
     }
   }
-  Tensor out;
+  Tensor out, bias;
   if (weft_status* s = AllocateOutput(ctx, 0, dy.dtype, sizes, 4, &out)) {
     return s;
   }
-  if (out.count == 0) return nullptr;
+  // kRelu: output 1, the gradient summed over all but the channel axis
+  // (the bias gradient of the layer the ReLU ends, which the planner
+  // takes from here instead of a SumToShapeOf pass over output 0).
+  if (kRelu) {
+    if (weft_status* s = AllocateOutput(ctx, 1, dy.dtype, &w.channels, 1,
+                                        &bias)) {
+      return s;
+    }
+  }
   std::atomic<bool> bad{false};
   auto run = [&](auto* din) {
     using T = std::remove_pointer_t<decltype(din)>;
     const int64_t image = w.in_h * w.in_w * w.channels;
     const int64_t work = w.out_h * w.out_w * w.channels * w.k_h * w.k_w;
-    ParallelFor(ctx, w.batch, work + image, static_cast<double>(work + image),
-                [&](int64_t begin, int64_t end) {
-                  std::vector<T> give(static_cast<size_t>(w.channels));
-                  for (int64_t n = begin; n < end; ++n) {
-                    if (!PoolGradFromIndexImage<T>(
-                            w, index.data<uint8_t>(),
-                            kRelu ? orig_output.data<T>() : nullptr,
-                            dy.data<T>(), din, n, give.data()))
-                      bad.store(true, std::memory_order_relaxed);
-                  }
-                });
+    // Per image, then added in image order: the same sum whatever the
+    // threads.
+    std::vector<T> sums(kRelu ? static_cast<size_t>(w.batch * w.channels) : 0,
+                        T(0));
+    if (out.count != 0) {
+      ParallelFor(ctx, w.batch, work + image,
+                  static_cast<double>(work + image),
+                  [&](int64_t begin, int64_t end) {
+                    std::vector<T> give(static_cast<size_t>(w.channels));
+                    for (int64_t n = begin; n < end; ++n) {
+                      if (!PoolGradFromIndexImage<T>(
+                              w, index.data<uint8_t>(),
+                              kRelu ? orig_output.data<T>() : nullptr,
+                              dy.data<T>(), din, n, give.data(),
+                              kRelu ? sums.data() + n * w.channels : nullptr))
+                        bad.store(true, std::memory_order_relaxed);
+                    }
+                  });
+    }
+    if (kRelu) {
+      T* b = bias.data<T>();
+      std::fill(b, b + w.channels, T(0));
+      for (int64_t n = 0; n < w.batch; ++n)
+        for (int64_t k = 0; k < w.channels; ++k)
+          b[k] += sums[n * w.channels + k];
+    }
   };
   switch (dy.dtype) {
     case WEFT_FLOAT32:

@@ -238,8 +238,13 @@ weft_status* InferGradFromWindowIndex(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(CheckWindowIndexFits(c));
   ResolveDim(&sizes, 0, c.input_shapes[grad], 0);
   ResolveDim(&sizes, 3, c.input_shapes[grad], 3);
+  const int64_t channels = sizes[3];
   c.output_dtypes = {c.input_dtypes[grad]};
   c.output_shapes = {ShapeInfo::Of(std::move(sizes))};
+  if (relu) {
+    c.output_dtypes.push_back(c.input_dtypes[grad]);
+    c.output_shapes.push_back(ShapeInfo::Of({channels}));
+  }
   return nullptr;
 }
 
@@ -316,6 +321,7 @@ void RegisterReduceNnGradientOps(OpRegistry* r) {
                         const char* summary) {
     OpDef d = GradOp(name, std::move(inputs), InferGradFromWindowIndex,
                      summary);
+    d.num_outputs = d.input_names.size() == 3 ? 2 : 1;
     d.attrs = PoolAttrs();
     d.attrs.insert(d.attrs.begin(),
                    Required("input_sizes", AttrType::kIntList));
@@ -329,7 +335,9 @@ void RegisterReduceNnGradientOps(OpRegistry* r) {
              {"orig_output", "window_index", "grad"},
              "MaxPoolReluGrad from MaxPoolWithWindowIndex's outputs: each "
              "window's gradient goes to the element the index names where "
-             "orig_output (the window's maximum) is > 0.");
+             "orig_output (the window's maximum) is > 0 (backprop), and "
+             "backprop summed over all but the channel axis "
+             "(bias_backprop [C]).");
   {
     OpDef d = GradOp("AvgPoolGrad", {"grad"}, InferAvgPoolGrad,
                      "Gradient of AvgPool: each window's gradient shared "

@@ -233,9 +233,45 @@ void Planner::FuseWindowIndex(
         listed = true;
       }
     if (!listed) plan_->fused.push_back({orig->name, what});
+    if (relu) {
+      g->output_dtypes.push_back(g->output_dtypes[0]);
+      g->output_shapes.push_back(ShapeInfo::Of({in_shape.dims[3]}));
+      TakeBiasGradient(orig, g.get(), in_shape);
+    }
     fused_[orig] = g.get();
     plan_->synthetic.push_back(std::move(g));
     *fused_any = true;
+  }
+}
+
+// The bias gradient of a conv -> bias -> ReLU -> max-pool layer is
+// SumToShapeOf(dz, bias) over the ReluGrad's output dz, a pass over the
+// whole activation gradient; MaxPoolReluGradFromWindowIndex (`grad`, which
+// took over the ReluGrad `orig`) sums what it hands out per channel as it
+// goes, in output 1.  A SumToShapeOf reading dz down to [C] (C its channel
+// count, known) becomes an Identity of that output.  (The sum's order
+// differs from SumToShapeOf's: the last bits of the bias gradient may.)
+void Planner::TakeBiasGradient(const weft_node* orig, weft_node* grad,
+                               const ShapeInfo& dz_shape) {
+  const int64_t channels = dz_shape.dims[3];
+  if (channels < 0) return;
+  for (const weft_node* sum : order_) {
+    if (!Is(sum, "SumToShapeOf") || !sum->control_inputs.empty() ||
+        sum->device != orig->device || cse_.replaced.count(sum) != 0)
+      continue;
+    const weft_output& x = sum->inputs[0];
+    if (x.index != 0 || IsFed(x.node, 0) || Rep(x.node) != Rep(orig))
+      continue;
+    const ShapeInfo& out = sum->output_shapes[0];
+    if (out.rank != 1 || out.dims[0] != channels) continue;
+    auto identity = Replacement(sum, "Identity");
+    identity->inputs = {weft_output{grad, 1}};
+    identity->attrs = sum->attrs;  // T
+    fused_[sum] = identity.get();
+    plan_->fused.push_back(
+        {sum->name, "SumToShapeOf '" + sum->name + "' from '" + orig->name +
+                        "''s per-channel sums"});
+    plan_->synthetic.push_back(std::move(identity));
   }
 }
 

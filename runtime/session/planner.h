@@ -95,6 +95,8 @@ class Planner {
   // `absorbed`) can read the index instead of the pool's input.
   void FuseWindowIndex(const std::unordered_set<const weft_node*>& absorbed,
                        bool* fused_any);
+  void TakeBiasGradient(const weft_node* orig, weft_node* grad,
+                        const ShapeInfo& dz_shape);
   bool Recompute();  // recompute.cc; true when it changed the graph
   void TopologicalOrder();
   weft_status* AnalyzeFrames();
