@@ -31,7 +31,9 @@
  *       type attributes (Cast's SrcT and DstT) and the host refuses at plan
  *       time what it cannot run.
  *  1.3  weft_host_api: kernel_forward_input_or_allocate, so an update
- *       kernel writes a variable in place when nothing else holds its value.
+ *       kernel writes a variable in place when nothing else holds its value
+ *       (and an element-wise kernel writes over an input no one else
+ *       reads).
  *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
@@ -256,9 +258,11 @@ typedef struct weft_host_api {
   /* Output `output_index` takes over input `input_index`'s memory when the
    * host lets the kernel write over that input, else is allocated as by
    * kernel_allocate_output; *forwarded (may be NULL) says which.  The host
-   * lets it only where no one else can see the input's bytes (today: an
-   * update op's variable whose value nothing else holds, while the update
-   * holds the variable's lock), and only with the input's dtype and shape.
+   * lets it only where no one else can see the input's bytes (an update
+   * op's variable whose value nothing else holds, while the update holds
+   * the variable's lock; a value whose last reader this node is and whose
+   * buffer nothing else holds), and only with the input's dtype and
+   * shape.
    * A kernel that writes over an input must not fail after it starts
    * writing: the input is then lost.  Each input is handed over at most
    * once. */

@@ -270,25 +270,38 @@ weft_status* HostForwardInputOrAllocate(weft_kernel_context* c, int32_t in,
                                         const int64_t* dims, int32_t rank,
                                         weft_kernel_tensor* out,
                                         int32_t* forwarded) {
-  if (forwarded != nullptr) *forwarded = 0;
-  if (c == nullptr || out == nullptr)
+  if (c == nullptr || out == nullptr) {
+    if (forwarded != nullptr) *forwarded = 0;
     return Error(WEFT_INVALID_ARGUMENT,
                  "kernel_forward_input_or_allocate: NULL argument");
-  if (in < 0 || in >= c->num_inputs || o < 0 || o >= c->num_outputs)
+  }
+  // Unsigned compares: a negative index is out of range too.
+  if (static_cast<uint32_t>(in) >= static_cast<uint32_t>(c->num_inputs) ||
+      static_cast<uint32_t>(o) >= static_cast<uint32_t>(c->num_outputs)) {
+    if (forwarded != nullptr) *forwarded = 0;
     return Errorf(WEFT_OUT_OF_RANGE, "node '%s': bad input or output index",
                   c->node->name.c_str());
-  const uint32_t bit = in < 32 ? 1u << in : 0u;
-  const TensorValue& src = *c->inputs[in];
-  if ((c->writable_inputs & bit) != 0 && src.dtype == dtype &&
-      rank == src.dims.rank() && dims != nullptr &&
-      std::equal(dims, dims + rank, src.dims.data())) {
-    c->writable_inputs &= ~bit;
-    TensorValue& dst = c->outputs[o];
-    dst = src;
-    Describe(dst, out);
-    if (forwarded != nullptr) *forwarded = 1;
-    return nullptr;
   }
+  const uint32_t bit = in < 32 ? 1u << in : 0u;
+  if ((c->writable_inputs & bit) != 0) {
+    const TensorValue& src = *c->inputs[in];
+    const int64_t* have = src.dims.data();
+    bool same = src.dtype == dtype && rank == src.dims.rank() &&
+                (rank == 0 || dims != nullptr);
+    for (int32_t i = 0; same && i < rank; ++i) same = dims[i] == have[i];
+    if (same) {
+      c->writable_inputs &= ~bit;
+      TensorValue& dst = c->outputs[o];
+      dst.dtype = src.dtype;
+      dst.dims = src.dims;
+      dst.buffer = src.buffer;
+      dst.offset = src.offset;
+      Describe(dst, out);
+      if (forwarded != nullptr) *forwarded = 1;
+      return nullptr;
+    }
+  }
+  if (forwarded != nullptr) *forwarded = 0;
   return HostAllocateOutput(c, o, dtype, dims, rank, out);
 }
 
