@@ -10,6 +10,7 @@ WEFT_PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   zlib1g-dev dataset-fashion-mnist
   openjdk-17-jdk-headless junit5
+  abigail-tools
 )
 
 WEFT_BUILD_DIR=${WEFT_BUILD_DIR:-build}

@@ -50,6 +50,55 @@ Test(session_options, init_sets_size_and_defaults) {
   cr_expect_eq(options.intra_op_threads, 0);
 }
 
+/* The sized form fills exactly what the caller's struct holds: a caller
+ * built against older (smaller) headers gets no write past its struct;
+ * one with a larger struct than the library's gets the library's size in
+ * struct_size; a size too small for struct_size writes nothing.  The
+ * unsized symbol (what binaries built against 1.0 - 1.3 headers call)
+ * fills 1.0's fields only. */
+Test(session_options, init_sized_writes_only_the_callers_struct) {
+  unsigned char bytes[sizeof(weft_session_options) + 32];
+  weft_session_options* o = (weft_session_options*)bytes;
+  const size_t v1_0 = offsetof(weft_session_options, intra_op_threads) +
+                      sizeof o->intra_op_threads;
+  memset(bytes, 0xA5, sizeof bytes);
+  weft_session_options_init_sized(o, v1_0);
+  cr_expect_eq(o->struct_size, v1_0);
+  cr_expect(o->devices == NULL);
+  for (size_t i = v1_0; i < sizeof bytes; ++i)
+    cr_assert_eq(bytes[i], 0xA5, "byte %zu written past the %zu asked", i,
+                 v1_0);
+
+  memset(bytes, 0xA5, sizeof bytes);
+  weft_session_options_init_sized(o, sizeof bytes);
+  cr_expect_eq(o->struct_size, sizeof(weft_session_options));
+  cr_expect_eq(o->optimizations, WEFT_OPTIMIZE_ALL);
+  for (size_t i = sizeof(weft_session_options); i < sizeof bytes; ++i)
+    cr_assert_eq(bytes[i], 0xA5, "byte %zu written past the library's struct",
+                 i);
+
+  memset(bytes, 0xA5, sizeof bytes);
+  weft_session_options_init_sized(o, sizeof o->struct_size - 1);
+  for (size_t i = 0; i < sizeof bytes; ++i) cr_assert_eq(bytes[i], 0xA5);
+
+  /* The exported function itself (the parentheses keep the macro out). */
+  memset(bytes, 0xA5, sizeof bytes);
+  (weft_session_options_init)(o);
+  cr_expect_eq(o->struct_size, v1_0);
+  for (size_t i = v1_0; i < sizeof bytes; ++i)
+    cr_assert_eq(bytes[i], 0xA5, "byte %zu written past 1.0's struct", i);
+
+  /* A session accepts 1.0-sized options, the rest at their defaults. */
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(2), 1);
+  wt_apply1(g, "Neg", "y", x);
+  o->devices = "CPU";
+  weft_session* s = NULL;
+  WT_OK(weft_session_create(g, o, &s));
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
 Test(session_options, null_options_mean_defaults) {
   weft_graph* graph = wt_graph_new();
   weft_output fetch = build(graph);

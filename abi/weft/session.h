@@ -128,8 +128,23 @@ typedef enum weft_recompute_policy WEFT_ENUM_BASE {
 #define WEFT_OPTIMIZE_FUSION 4u
 #define WEFT_OPTIMIZE_ALL 0xffffffffu
 
-/* Fills `options` with defaults and sets struct_size. */
+/* Fills the first `size` bytes of `options` (at most this library's
+ * sizeof(weft_session_options)) with defaults and sets struct_size to what
+ * it filled.  Pass sizeof(*options): the struct a caller compiled against
+ * older headers is smaller than this library's (user API 1.4). */
+WEFT_API void weft_session_options_init_sized(weft_session_options* options,
+                                              size_t size);
+
+/* Fills `options` with defaults and sets struct_size.  Compiled against
+ * these headers it is the macro below, which passes the caller's
+ * sizeof(*options).  The function itself, which programs built against
+ * 1.0 to 1.3 headers call, fills only the fields 1.0's struct has (its
+ * callers' structs are at least that large, and 1.0's may be no larger),
+ * so a field appended since keeps its default unless set afterwards with
+ * struct_size covering it. */
 WEFT_API void weft_session_options_init(weft_session_options* options);
+#define weft_session_options_init(options) \
+  weft_session_options_init_sized((options), sizeof *(options))
 
 /* Creates a session over `graph` (which the session keeps alive
  * internally).  `options` may be NULL for defaults.  Loads the plugins on the

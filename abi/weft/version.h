@@ -22,9 +22,12 @@ extern "C" {
  *  1.2  weft_kernel_description: type_constraints.
  *  1.3  weft_session_options.recompute; weft_run_metadata_num_recomputed,
  *       _recomputed, _num_in_place, _in_place, _intra_op_threads; for
- *       plugins, weft_host_api.kernel_forward_input_or_allocate. */
+ *       plugins, weft_host_api.kernel_forward_input_or_allocate.
+ *  1.4  weft_session_options_init_sized (weft_session_options_init is a
+ *       macro over it; the function fills only 1.0's fields, the size a
+ *       program built against 1.0 headers passes). */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 3
+#define WEFT_ABI_VERSION_MINOR 4
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

@@ -181,11 +181,23 @@ using weft::Errorf;
 
 extern "C" {
 
-void weft_session_options_init(weft_session_options* options) {
-  if (options == nullptr) return;
-  std::memset(options, 0, sizeof *options);
-  options->struct_size = sizeof *options;
-  options->optimizations = WEFT_OPTIMIZE_ALL;
+void weft_session_options_init_sized(weft_session_options* options,
+                                     size_t size) {
+  if (options == nullptr || size < sizeof options->struct_size) return;
+  weft_session_options full;
+  std::memset(&full, 0, sizeof full);
+  full.optimizations = WEFT_OPTIMIZE_ALL;
+  full.struct_size = std::min(size, sizeof full);
+  std::memcpy(options, &full, full.struct_size);
+}
+
+// The exported symbol behind the header's macro, for binaries built against
+// earlier headers: it may write no more than 1.0's struct held (through
+// intra_op_threads).  Parenthesized so that the macro does not expand here.
+void(weft_session_options_init)(weft_session_options* options) {
+  weft_session_options_init_sized(
+      options, offsetof(weft_session_options, intra_op_threads) +
+                   sizeof options->intra_op_threads);
 }
 
 weft_status* weft_session_create(weft_graph* graph,

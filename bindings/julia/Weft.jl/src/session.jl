@@ -67,7 +67,10 @@ end
 """The library's default session options (for inspection)."""
 function default_session_options()
     options = Ref{SessionOptionsC}()
-    @ccall libweft.weft_session_options_init(options::Ptr{SessionOptionsC})::Cvoid
+    # The sized form: the library fills exactly the struct this binding
+    # declares (the unsized symbol fills only 1.0's fields).
+    @ccall libweft.weft_session_options_init_sized(
+        options::Ptr{SessionOptionsC}, sizeof(SessionOptionsC)::Csize_t)::Cvoid
     return options[]
 end
 

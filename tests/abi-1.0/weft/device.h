@@ -1,0 +1,89 @@
+/* Weft — plugins and the devices they provide.
+ *
+ * Plugins are found on the search path — the directories listed in the
+ * WEFT_PLUGIN_PATH environment variable (separated by ':'), then the
+ * installation's plugin directory — the first time any function here or
+ * weft_session_create() needs them.  More can be loaded by path at any time.
+ * A plugin that cannot be used is refused, with the reason kept for
+ * weft_plugin_refusal(); the others keep working.  Plugins stay loaded until
+ * the process exits.
+ *
+ * Threads: every function here is thread-safe.
+ */
+#ifndef WEFT_DEVICE_H_
+#define WEFT_DEVICE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device flags. */
+#define WEFT_DEVICE_HOST_MEMORY 0x1u /* device memory is host-addressable */
+
+/* A device as the runtime sees it.  The caller sets struct_size to the size
+ * it knows; the library fills only the fields that size covers.  Strings are
+ * borrowed and live until the process exits. */
+typedef struct weft_device_description {
+  size_t struct_size;
+  const char* name;        /* "/device:CPU:0" */
+  const char* type;        /* "CPU", "OPENCL", "CUDA" */
+  int32_t index;           /* index among the devices of that type */
+  const char* description; /* hardware name, e.g. "pthread-AMD EPYC" */
+  const char* vendor;
+  const char* plugin;      /* name of the plugin that provides it */
+  uint64_t memory_bytes;   /* 0 when unknown */
+  double compute_gflops;   /* the plugin's estimate; 0 when unknown */
+  uint32_t flags;          /* WEFT_DEVICE_* */
+} weft_device_description;
+
+/* A loaded plugin. Same rules as weft_device_description. */
+typedef struct weft_plugin_description {
+  size_t struct_size;
+  const char* name;
+  const char* version;     /* the plugin's own release */
+  const char* path;        /* the file it was loaded from */
+  uint32_t interface_version; /* negotiated, WEFT_VERSION_PACK'ed */
+  const char* device_type;
+  int32_t device_count;
+  /* Why device_count is 0 ("no CUDA driver: ..."); "" otherwise. */
+  const char* no_device_reason;
+} weft_plugin_description;
+
+/* Loads the plugins on the search path if not done yet.  Refusals are not
+ * errors here (see weft_plugin_refusal); the call fails only on internal
+ * errors.  Calling it again does nothing. */
+WEFT_API WEFT_MUST_USE weft_status* weft_plugins_discover(void);
+
+/* Loads one plugin file.  Errors: NOT_FOUND (no such file), INVALID_ARGUMENT
+ * (not a shared object, or no entry symbol), FAILED_PRECONDITION (an
+ * interface version this host does not speak; the message names both), or
+ * the error the plugin's entry returned.  A refusal is also recorded for
+ * weft_plugin_refusal().  Loading the same file twice is a no-op. */
+WEFT_API WEFT_MUST_USE weft_status* weft_plugin_load(const char* path);
+
+WEFT_API int32_t weft_plugin_count(void);
+/* Describes loaded plugin `index`.  INVALID_ARGUMENT when out of range. */
+WEFT_API WEFT_MUST_USE weft_status* weft_plugin_describe(
+    int32_t index, weft_plugin_description* out);
+
+/* Plugin files that were refused, with the reason.  Strings borrowed until
+ * process exit.  INVALID_ARGUMENT when out of range. */
+WEFT_API int32_t weft_plugin_refusal_count(void);
+WEFT_API WEFT_MUST_USE weft_status* weft_plugin_refusal(
+    int32_t index, const char** out_path, const char** out_reason);
+
+/* All devices of all loaded plugins. */
+WEFT_API int32_t weft_device_count(void);
+WEFT_API WEFT_MUST_USE weft_status* weft_device_describe(
+    int32_t index, weft_device_description* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_DEVICE_H_ */

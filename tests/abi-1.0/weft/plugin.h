@@ -1,0 +1,307 @@
+/* Weft — the plugin interface, version 1.
+ *
+ * A device plugin is a shared object that exports one symbol,
+ * `weft_plugin_entry` (WEFT_PLUGIN_ENTRY_NAME), of type weft_plugin_entry_fn.
+ * It includes only the headers in abi/ and links nothing of libweft:
+ * everything it needs from the host arrives in the weft_host_api table.  The
+ * host opens it with RTLD_LOCAL and never unloads it while a session uses it.
+ *
+ * Loading, in order:
+ *  1. The host fills a weft_plugin_init_args: the range of interface versions
+ *     it speaks, its service table, and a registrar handle.
+ *  2. weft_plugin_entry() writes `chosen_version` (always, even when it
+ *     returns an error), registers its kernels through
+ *     host->register_kernel(registrar, ...), points `plugin` at its own
+ *     table, and returns NULL — or an error status made with
+ *     host->status_create(), which refuses the plugin.
+ *  3. The host refuses a chosen major outside its range, naming both
+ *     versions, then reads only the fields of the plugin's table that its
+ *     struct_size covers.
+ * Both sides branch on the negotiated version, never on their compile-time
+ * constants.
+ *
+ * Versioning rules (for both tables and every struct here): fields are only
+ * ever appended; each struct starts with struct_size; a receiver reads only
+ * what the sender's struct_size covers.  Every slot added after 1.0 is
+ * optional, and its comment says what the host does when it is NULL.
+ *
+ * Memory: device memory is NOT assumed to be host memory.  An allocation is
+ * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
+ * only the plugin interprets; tensors are (handle, byte offset).  A device
+ * that sets WEFT_DEVICE_HOST_MEMORY promises its handles are host pointers,
+ * which lets the host skip copies.
+ *
+ * Errors: every fallible slot returns a weft_status* created with
+ * host->status_create(); NULL is success.  The host takes ownership of a
+ * returned status.  A plugin never aborts the process and never lets a C++
+ * exception cross the boundary.
+ *
+ * Threads: the host may call any slot from any thread, and may run kernels
+ * of different nodes concurrently on one device; slots that touch shared
+ * state must lock.  One stream is used by one host thread at a time.
+ */
+#ifndef WEFT_PLUGIN_H_
+#define WEFT_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/dtype.h"
+#include "weft/status.h"
+#include "weft/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_PLUGIN_INTERFACE_MAJOR 1
+#define WEFT_PLUGIN_INTERFACE_MINOR 0
+#define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
+
+#if defined(__GNUC__)
+#define WEFT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define WEFT_PLUGIN_EXPORT
+#endif
+
+/* Plugin-defined objects, opaque to the host. */
+typedef struct weft_plugin_device weft_plugin_device;
+typedef struct weft_plugin_stream weft_plugin_stream;
+typedef struct weft_plugin_event weft_plugin_event;
+
+/* Host-defined objects, opaque to the plugin. */
+typedef struct weft_kernel_context weft_kernel_context;
+typedef struct weft_kernel_registrar weft_kernel_registrar;
+
+typedef enum weft_log_level WEFT_ENUM_BASE {
+  WEFT_LOG_DEBUG = 0,
+  WEFT_LOG_INFO = 1,
+  WEFT_LOG_WARNING = 2,
+  WEFT_LOG_ERROR = 3
+} weft_log_level;
+
+/* A tensor as a kernel sees it: valid only during the kernel call. */
+typedef struct weft_kernel_tensor {
+  size_t struct_size;
+  int32_t dtype;         /* weft_dtype */
+  int32_t rank;
+  const int64_t* dims;   /* `rank` entries, borrowed for the call */
+  int64_t element_count; /* product of dims */
+  uint64_t byte_size;
+  void* data;            /* allocation handle from memory_allocate */
+  uint64_t offset;       /* byte offset of the first element in `data` */
+} weft_kernel_tensor;
+
+/* Runs one node.  `kernel_arg` is the pointer given at registration.  On a
+ * device with streams the kernel may only enqueue work on
+ * host->kernel_stream(ctx) and return; errors from that work must surface
+ * from event_synchronize or stream_synchronize. */
+typedef weft_status* (*weft_kernel_compute_fn)(void* kernel_arg,
+                                               weft_kernel_context* ctx);
+
+/* A kernel: the implementation of op `op` on the plugin's device type for
+ * the dtypes listed. */
+typedef struct weft_kernel_def {
+  size_t struct_size;
+  const char* op;            /* op type name, e.g. "MatMul" */
+  /* Name of the type attribute the constraint applies to ("T"), or NULL
+   * when the kernel accepts every dtype the op allows. */
+  const char* dtype_attr;
+  const int32_t* dtypes;     /* allowed values of dtype_attr (weft_dtype) */
+  int32_t num_dtypes;
+  /* When two kernels match the same (op, device type, dtype), the higher
+   * priority wins; ties go to the plugin loaded first. */
+  int32_t priority;
+  weft_kernel_compute_fn compute;
+  void* kernel_arg;
+} weft_kernel_def;
+
+/* Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */
+typedef struct weft_host_api {
+  size_t struct_size;
+
+  /* A new status; the message is copied.  NULL for WEFT_OK. */
+  weft_status* (*status_create)(int32_t code, const char* message);
+  /* Logs a line, attributed to the plugin. */
+  void (*log)(int32_t level, const char* message);
+
+  /* Registers a kernel.  Valid only during weft_plugin_entry().  `def` and
+   * the strings and arrays it points to are copied.  A kernel for an op the
+   * host does not know is ignored with a warning (it may come from a newer
+   * op library), not an error. */
+  weft_status* (*register_kernel)(weft_kernel_registrar* registrar,
+                                  const weft_kernel_def* def);
+
+  /* ---- Kernel context: valid only during a compute call. ---- */
+  /* Strings borrowed for the call. */
+  const char* (*kernel_node_name)(const weft_kernel_context* ctx);
+  const char* (*kernel_op)(const weft_kernel_context* ctx);
+  int32_t (*kernel_num_inputs)(const weft_kernel_context* ctx);
+  int32_t (*kernel_num_outputs)(const weft_kernel_context* ctx);
+  /* Describes input `index` (out->struct_size must be set by the caller). */
+  weft_status* (*kernel_input)(const weft_kernel_context* ctx, int32_t index,
+                               weft_kernel_tensor* out);
+  /* Allocates output `index` on the kernel's device. */
+  weft_status* (*kernel_allocate_output)(weft_kernel_context* ctx,
+                                         int32_t index, int32_t dtype,
+                                         const int64_t* dims, int32_t rank,
+                                         weft_kernel_tensor* out);
+  /* Makes output `output_index` share input `input_index`'s memory, with a
+   * new shape of the same element count (Identity, Reshape): no copy. */
+  weft_status* (*kernel_forward_input)(weft_kernel_context* ctx,
+                                       int32_t input_index,
+                                       int32_t output_index,
+                                       const int64_t* dims, int32_t rank);
+  /* Attribute readers: NOT_FOUND when absent, INVALID_ARGUMENT when of
+   * another type.  Pointers returned are borrowed for the call. */
+  weft_status* (*kernel_attr_int)(const weft_kernel_context* ctx,
+                                  const char* name, int64_t* out);
+  weft_status* (*kernel_attr_float)(const weft_kernel_context* ctx,
+                                    const char* name, double* out);
+  weft_status* (*kernel_attr_bool)(const weft_kernel_context* ctx,
+                                   const char* name, int32_t* out);
+  weft_status* (*kernel_attr_dtype)(const weft_kernel_context* ctx,
+                                    const char* name, int32_t* out);
+  weft_status* (*kernel_attr_string)(const weft_kernel_context* ctx,
+                                     const char* name, const char** out);
+  weft_status* (*kernel_attr_int_list)(const weft_kernel_context* ctx,
+                                       const char* name, const int64_t** out,
+                                       int32_t* out_count);
+  weft_status* (*kernel_attr_float_list)(const weft_kernel_context* ctx,
+                                         const char* name,
+                                         const double** out,
+                                         int32_t* out_count);
+  /* The device the kernel runs on, and the stream to enqueue on (NULL on a
+   * device without streams, where work must be complete on return). */
+  weft_plugin_device* (*kernel_device)(const weft_kernel_context* ctx);
+  weft_plugin_stream* (*kernel_stream)(const weft_kernel_context* ctx);
+  /* How many threads the kernel may use (the session's intra-op setting). */
+  int32_t (*kernel_intra_op_threads)(const weft_kernel_context* ctx);
+
+  /* Releases a status the host returned to the plugin (for instance
+   * NOT_FOUND from an optional attribute).  NULL is a no-op. */
+  void (*status_destroy)(weft_status* status);
+  /* The code of a status; WEFT_OK for NULL. */
+  int32_t (*status_code)(const weft_status* status);
+
+  /* How many times this node ran before in this session (0 the first
+   * time), counted atomically per node and session, for stateful ops only
+   * (0 for others).  Random ops combine it with their seed attributes: a
+   * fixed seed then gives the same sequence in every process, and each run
+   * gives fresh values. */
+  uint64_t (*kernel_run_counter)(const weft_kernel_context* ctx);
+} weft_host_api;
+
+/* Properties of one device, filled by the plugin.  The host sets
+ * struct_size; the plugin writes only fields that size covers.  Strings must
+ * live until the plugin is unloaded. */
+typedef struct weft_device_properties {
+  size_t struct_size;
+  const char* description; /* hardware name */
+  const char* vendor;
+  uint64_t memory_bytes;   /* 0 when unknown */
+  double compute_gflops;   /* peak estimate for the cost model; 0 unknown */
+  uint32_t flags;          /* WEFT_DEVICE_* from weft/device.h */
+} weft_device_properties;
+
+/* The plugin's table.  Lives, unchanged, until the plugin is unloaded.
+ * Slots marked "optional" may be NULL. */
+typedef struct weft_plugin_api {
+  size_t struct_size;
+  const char* name;        /* "weft-cpu" */
+  const char* version;     /* the plugin's own release */
+  const char* device_type; /* "CPU", "CUDA", "OPENCL": upper case */
+
+  /* ---- Devices ---- */
+  /* Number of devices.  An error means zero devices, and its message says
+   * why ("no CUDA driver"); the plugin still loads. */
+  weft_status* (*device_count)(int32_t* out_count);
+  /* Opens device `index`; the handle stays valid until device_close. */
+  weft_status* (*device_open)(int32_t index, weft_plugin_device** out);
+  void (*device_close)(weft_plugin_device* device);
+  weft_status* (*device_properties)(weft_plugin_device* device,
+                                    weft_device_properties* out);
+
+  /* ---- Memory ---- */
+  /* Allocates `bytes` (> 0) aligned to at least 64 bytes.  The handle is
+   * opaque to the host. */
+  weft_status* (*memory_allocate)(weft_plugin_device* device, uint64_t bytes,
+                                  void** out_handle);
+  /* Frees a handle from memory_allocate.  NULL is a no-op.  Work already
+   * enqueued that uses the memory must complete first: the host frees only
+   * after such work is known complete. */
+  void (*memory_free)(weft_plugin_device* device, void* handle);
+
+  /* ---- Copies.  `stream` may be NULL: then the copy is complete on
+   * return.  With a stream, host memory must stay valid until the stream
+   * passes an event recorded after the copy. ---- */
+  weft_status* (*copy_host_to_device)(weft_plugin_device* device,
+                                      weft_plugin_stream* stream,
+                                      const void* host_src, void* dst,
+                                      uint64_t dst_offset, uint64_t bytes);
+  weft_status* (*copy_device_to_host)(weft_plugin_device* device,
+                                      weft_plugin_stream* stream,
+                                      const void* src, uint64_t src_offset,
+                                      void* host_dst, uint64_t bytes);
+  weft_status* (*copy_device_to_device)(weft_plugin_device* device,
+                                        weft_plugin_stream* stream,
+                                        const void* src, uint64_t src_offset,
+                                        void* dst, uint64_t dst_offset,
+                                        uint64_t bytes);
+
+  /* ---- Streams and events: optional as a group.  When stream_create is
+   * NULL the device is synchronous: kernels and copies complete before they
+   * return, and the host passes NULL streams.  When stream_create is set,
+   * every slot of the group must be set. ---- */
+  weft_status* (*stream_create)(weft_plugin_device* device,
+                                weft_plugin_stream** out);
+  void (*stream_destroy)(weft_plugin_device* device,
+                         weft_plugin_stream* stream);
+  /* Waits for everything enqueued; returns the first error of that work. */
+  weft_status* (*stream_synchronize)(weft_plugin_device* device,
+                                     weft_plugin_stream* stream);
+  weft_status* (*event_create)(weft_plugin_device* device,
+                               weft_plugin_event** out);
+  void (*event_destroy)(weft_plugin_device* device, weft_plugin_event* event);
+  /* Marks the point in `stream` after the work enqueued so far. */
+  weft_status* (*event_record)(weft_plugin_device* device,
+                               weft_plugin_event* event,
+                               weft_plugin_stream* stream);
+  /* Blocks until the recorded point is reached; returns the first error of
+   * the work before it. */
+  weft_status* (*event_synchronize)(weft_plugin_device* device,
+                                    weft_plugin_event* event);
+  /* Makes later work on `stream` wait for `event` (no host blocking). */
+  weft_status* (*stream_wait_event)(weft_plugin_device* device,
+                                    weft_plugin_stream* stream,
+                                    weft_plugin_event* event);
+
+  /* ---- Lifetime ---- */
+  /* Optional: called once before the host unloads the plugin. */
+  void (*shutdown)(void);
+} weft_plugin_api;
+
+/* What the host passes to the entry point, and what the plugin answers. */
+typedef struct weft_plugin_init_args {
+  size_t struct_size;
+  /* In: the interface versions the host speaks (WEFT_VERSION_PACK). */
+  uint32_t host_min_version;
+  uint32_t host_max_version;
+  /* In: host services, valid until the plugin is unloaded. */
+  const weft_host_api* host;
+  /* In: handle for host->register_kernel, valid during the entry call. */
+  weft_kernel_registrar* registrar;
+  /* Out: the version the plugin implements (always written). */
+  uint32_t chosen_version;
+  /* Out: the plugin's table. */
+  const weft_plugin_api* plugin;
+} weft_plugin_init_args;
+
+/* The one symbol a plugin exports, under the name WEFT_PLUGIN_ENTRY_NAME. */
+typedef weft_status* (*weft_plugin_entry_fn)(weft_plugin_init_args* args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_PLUGIN_H_ */

@@ -1,0 +1,47 @@
+/* Weft — versions of the library and of its two ABI faces.
+ *
+ * The user API (what programs call) and the plugin interface (what device
+ * plugins implement) are versioned apart.  Within a major version, fields
+ * and functions are only ever appended, so a program or plugin built against
+ * 1.x keeps working with every 1.y host where y >= x.
+ */
+#ifndef WEFT_VERSION_H_
+#define WEFT_VERSION_H_
+
+#include <stdint.h>
+
+#include "weft/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the user API these headers describe. */
+#define WEFT_ABI_VERSION_MAJOR 1
+#define WEFT_ABI_VERSION_MINOR 0
+
+/* Packs a (major, minor) pair into one comparable integer. */
+#define WEFT_VERSION_PACK(major, minor) \
+  ((uint32_t)(((uint32_t)(major) << 16) | ((uint32_t)(minor) & 0xffffu)))
+#define WEFT_VERSION_MAJOR_OF(packed) ((uint32_t)(packed) >> 16)
+#define WEFT_VERSION_MINOR_OF(packed) ((uint32_t)(packed) & 0xffffu)
+
+/* The library's release, e.g. "0.1.0".  Static storage.  Thread-safe. */
+WEFT_API const char* weft_version_string(void);
+
+/* The user-API version the loaded library implements, packed with
+ * WEFT_VERSION_PACK.  A program can compare it with the
+ * WEFT_ABI_VERSION_MAJOR/MINOR it was compiled against: the same major and a
+ * library minor >= the header minor means every function it uses exists.
+ * Thread-safe. */
+WEFT_API uint32_t weft_abi_version(void);
+
+/* The range of plugin-interface versions this library can host, packed with
+ * WEFT_VERSION_PACK.  Either pointer may be NULL.  Thread-safe. */
+WEFT_API void weft_plugin_interface_range(uint32_t* out_min, uint32_t* out_max);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_VERSION_H_ */
