@@ -8,7 +8,7 @@ WEFT_PACKAGES=(
   meson ninja-build pkg-config g++ python3
   libeigen3-dev libdnnl-dev libdlpack-dev libcriterion-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-  zlib1g-dev dataset-fashion-mnist
+  zlib1g-dev libffi-dev dataset-fashion-mnist
   openjdk-17-jdk-headless junit5
   abigail-tools
 )

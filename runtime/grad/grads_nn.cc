@@ -200,6 +200,9 @@ void RegisterNnGradients() {
   for (const char* op : {"MaxPoolReluGrad", "MaxPoolGradFromWindowIndex",
                          "MaxPoolReluGradFromWindowIndex"})
     RegisterNotDifferentiable(op);
+  // A foreign function's derivative is not known to the runtime (a custom
+  // op with a gradient is issue 13's ABI op registration).
+  RegisterNotDifferentiable("ForeignCall");
   RegisterGradientWith("BatchNormWithGlobalNormalization", BatchNormGrad);
 }
 

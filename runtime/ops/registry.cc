@@ -125,6 +125,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterTrainOps(r);
     RegisterControlFlowOps(r);
     RegisterAccumulatorOps(r);
+    RegisterForeignOps(r);
     RegisterTensorArrayOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);

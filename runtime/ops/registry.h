@@ -133,6 +133,7 @@ void RegisterNnOps(OpRegistry* r);
 void RegisterTrainOps(OpRegistry* r);  // optimizers (ApplyAdam, ...)
 void RegisterControlFlowOps(OpRegistry* r);  // Switch, Merge, Enter, ...
 void RegisterAccumulatorOps(OpRegistry* r);  // loop gradients' saved values
+void RegisterForeignOps(OpRegistry* r);  // ForeignCall (libffi)
 void RegisterTensorArrayOps(OpRegistry* r);  // TensorArray, ...Read, ...
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
 void RegisterElementwiseArrayGradientOps(OpRegistry* r);
