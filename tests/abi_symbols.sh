@@ -4,9 +4,10 @@
 # library.  A removed or changed symbol (abidiff's "incompatible" bit, 8)
 # fails; an added one (bit 4 alone) passes and is listed.  The record has
 # the exported functions and variables with their symbol versions (the
-# library is built without debug information, so not their types: the
-# structs' layouts are tests/test_abi_layout.c's, and behaviour is checked
-# by the programs and plugins built against the frozen 1.0 headers).
+# library is built without debug information, so not their types: those
+# are tests/abi_headers.py's, the structs' offsets also
+# tests/test_abi_layout.c's, and behaviour is checked by the program and
+# plugin built against the frozen 1.0 headers).
 # Regenerate the record only when a minor version appends symbols:
 #   abidw --no-show-locs --no-corpus-path LIB > abi/libweft.abi
 # Prints TAP.  Usage: abi_symbols.sh BASELINE LIBRARY
