@@ -408,19 +408,6 @@ weft_status* Conv2DBackpropFilterKernel(weft_kernel_context* ctx) {
 
 // ---- Pooling gradients ------------------------------------------------------
 
-// Windows are clipped to the input exactly as the forward kernels clip them
-// (padding takes part in neither the maximum nor the average).
-struct Clip {
-  int64_t y_lo, y_hi, x_lo, x_hi;
-};
-
-inline Clip ClipWindow(const Window2D& w, int64_t oy, int64_t ox) {
-  const int64_t y0 = oy * w.stride_h - w.pad_top;
-  const int64_t x0 = ox * w.stride_w - w.pad_left;
-  return Clip{std::max<int64_t>(y0, 0), std::min(y0 + w.k_h, w.in_h),
-              std::max<int64_t>(x0, 0), std::min(x0 + w.k_w, w.in_w)};
-}
-
 // Index: int32_t when an image's elements fit (the offsets then vectorise
 // alongside float values), else int64_t.  kRelu (MaxPoolReluGrad): a
 // window's gradient goes to its maximum only where that maximum is > 0,
@@ -663,10 +650,9 @@ bool PoolGradFromIndexImage(const Window2D& w, const uint8_t* index,
   if (!disjoint || !covered) std::fill(dimage, dimage + image_size, T(0));
   const int64_t window = w.k_h * w.k_w;
   for (int64_t oy = 0; oy < w.out_h; ++oy) {
-    const int64_t y0 = oy * w.stride_h - w.pad_top;
     for (int64_t ox = 0; ox < w.out_w; ++ox) {
-      const int64_t x0 = ox * w.stride_w - w.pad_left;
       const Clip cl = ClipWindow(w, oy, ox);
+      const int64_t y0 = cl.y0, x0 = cl.x0;
       const int64_t at = ((n * w.out_h + oy) * w.out_w + ox) * c;
       const T* g = dy + at;
       const uint8_t* ix = index + at;

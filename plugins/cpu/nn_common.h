@@ -28,6 +28,25 @@ struct Window2D {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 };
 
+// Output pixel (oy, ox)'s pooling window: where it starts (y0, x0, in
+// padded coordinates) and the part of it on the input, [y_lo, y_hi) x
+// [x_lo, x_hi).  Padding takes part in neither the maximum nor the
+// average; the forward and gradient kernels clip alike.
+struct Clip {
+  int64_t y0, x0, y_lo, y_hi, x_lo, x_hi;
+};
+
+inline Clip ClipWindow(const Window2D& w, int64_t oy, int64_t ox) {
+  const int64_t y0 = oy * w.stride_h - w.pad_top;
+  const int64_t x0 = ox * w.stride_w - w.pad_left;
+  return Clip{y0,
+              x0,
+              y0 > 0 ? y0 : 0,
+              y0 + w.k_h < w.in_h ? y0 + w.k_h : w.in_h,
+              x0 > 0 ? x0 : 0,
+              x0 + w.k_w < w.in_w ? x0 + w.k_w : w.in_w};
+}
+
 // The largest dilated window extent, stride or dilation: the runtime's
 // documented limit (runtime/ops/shape_checks.h), checked again here for
 // windows whose size only the filter fed at run time tells.

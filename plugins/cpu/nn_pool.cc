@@ -28,13 +28,10 @@ void PoolRows(const Window2D& w, const T* in, T* out, int64_t begin,
   const int64_t c = w.channels;
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / w.out_h;
-    const int64_t y0 = row % w.out_h * w.stride_h - w.pad_top;
-    const int64_t y_lo = std::max<int64_t>(y0, 0);
-    const int64_t y_hi = std::min(y0 + w.k_h, w.in_h);
     for (int64_t ox = 0; ox < w.out_w; ++ox) {
-      const int64_t x0 = ox * w.stride_w - w.pad_left;
-      const int64_t x_lo = std::max<int64_t>(x0, 0);
-      const int64_t x_hi = std::min(x0 + w.k_w, w.in_w);
+      const Clip cl = ClipWindow(w, row % w.out_h, ox);
+      const int64_t y_lo = cl.y_lo, y_hi = cl.y_hi;
+      const int64_t x_lo = cl.x_lo, x_hi = cl.x_hi;
       T* o = out + (row * w.out_w + ox) * c;
       std::fill(o, o + c,
                 kMax ? -std::numeric_limits<T>::infinity() : T(0));
@@ -116,13 +113,11 @@ void PoolRowsWithIndex(const Window2D& w, const T* in, T* out,
   int32_t* bi = best.data();
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / w.out_h;
-    const int64_t y0 = row % w.out_h * w.stride_h - w.pad_top;
-    const int64_t y_lo = std::max<int64_t>(y0, 0);
-    const int64_t y_hi = std::min(y0 + w.k_h, w.in_h);
     for (int64_t ox = 0; ox < w.out_w; ++ox) {
-      const int64_t x0 = ox * w.stride_w - w.pad_left;
-      const int64_t x_lo = std::max<int64_t>(x0, 0);
-      const int64_t x_hi = std::min(x0 + w.k_w, w.in_w);
+      const Clip cl = ClipWindow(w, row % w.out_h, ox);
+      const int64_t y0 = cl.y0, x0 = cl.x0;
+      const int64_t y_lo = cl.y_lo, y_hi = cl.y_hi;
+      const int64_t x_lo = cl.x_lo, x_hi = cl.x_hi;
       T* o = out + (row * w.out_w + ox) * c;
       uint8_t* ix = index + (row * w.out_w + ox) * c;
       // Valid windows hold at least one input element (shape function).

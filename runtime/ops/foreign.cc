@@ -175,10 +175,28 @@ weft_status* FindFunction(const std::string& library,
   return nullptr;
 }
 
+#if WEFT_HAVE_LIBFFI
+ffi_type* FfiType(weft_dtype t) {
+  switch (t) {
+    case WEFT_FLOAT32: return &ffi_type_float;
+    case WEFT_FLOAT64: return &ffi_type_double;
+    case WEFT_INT32: return &ffi_type_sint32;
+    case WEFT_INT64: return &ffi_type_sint64;
+    default: return &ffi_type_uint8;
+  }
+}
+#endif
+
+// A call as its attributes describe it, ready to make: parsed, the symbol
+// found and (with libffi) the call interface prepared.
 struct Call {
   Signature sig;
   void* fn = nullptr;
   std::vector<int64_t> output_like;  // per pointer output
+#if WEFT_HAVE_LIBFFI
+  std::vector<ffi_type*> types;  // the C arguments; the cif points here
+  ffi_cif cif;
+#endif
 };
 
 weft_status* ReadCall(const AttrMap& attrs, Call* call, std::string* why) {
@@ -207,7 +225,52 @@ weft_status* ReadCall(const AttrMap& attrs, Call* call, std::string* why) {
              std::to_string(call->sig.num_inputs);
       return nullptr;
     }
-  return FindFunction(library->s, symbol->s, &call->fn);
+  WEFT_RETURN_IF_ERROR(FindFunction(library->s, symbol->s, &call->fn));
+#if WEFT_HAVE_LIBFFI
+  // A scalar is one C argument, a pointer two (address, count).
+  for (const Arg& a : call->sig.args) {
+    if (a.kind == ArgKind::kScalar) {
+      call->types.push_back(FfiType(a.dtype));
+    } else {
+      call->types.push_back(&ffi_type_pointer);
+      call->types.push_back(&ffi_type_sint64);
+    }
+  }
+  ffi_type* result = &ffi_type_void;
+  if (call->sig.result == Signature::Result::kStatus) result = &ffi_type_sint32;
+  if (call->sig.result == Signature::Result::kScalar)
+    result = FfiType(call->sig.result_dtype);
+  if (ffi_prep_cif(&call->cif, FFI_DEFAULT_ABI,
+                   static_cast<unsigned>(call->types.size()), result,
+                   call->types.data()) != FFI_OK)
+    *why = "libffi cannot prepare a call of this signature";
+#endif
+  return nullptr;
+}
+
+// The Call for `attrs`, made once per (library, symbol, signature,
+// output_like) and kept: the shape function and every run of every node
+// calling the same function share it.  *why is set (and nothing kept) when
+// the attributes are wrong; a status when the library or symbol is missing.
+weft_status* GetCall(const AttrMap& attrs, const Call** out,
+                     std::string* why) {
+  std::string key;
+  for (const char* name : {"library", "symbol", "signature"})
+    key += FindAttr(attrs, name)->s + '\0';
+  if (const AttrValue* like = FindAttr(attrs, "output_like"))
+    for (int64_t i : like->ints) key += std::to_string(i) + ',';
+  static std::mutex mu;
+  static auto* calls = new std::map<std::string, std::unique_ptr<Call>>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = calls->find(key);
+  if (it == calls->end()) {
+    auto call = std::make_unique<Call>();
+    WEFT_RETURN_IF_ERROR(ReadCall(attrs, call.get(), why));
+    if (!why->empty()) return nullptr;
+    it = calls->emplace(key, std::move(call)).first;
+  }
+  *out = it->second.get();
+  return nullptr;
 }
 
 weft_status* InferForeignCall(InferenceContext& c) {
@@ -215,13 +278,14 @@ weft_status* InferForeignCall(InferenceContext& c) {
   return c.Fail("this library was built without libffi: ForeignCall is "
                 "not available");
 #else
-  Call call;
+  const Call* found = nullptr;
   std::string why;
-  if (weft_status* st = ReadCall(*c.attrs, &call, &why))
+  if (weft_status* st = GetCall(*c.attrs, &found, &why))
     return Annotate(st, "node '" + c.node_name + "' (ForeignCall)");
   if (!why.empty())
     return c.Fail("signature '%s': %s", c.attr("signature")->s.c_str(),
                   why.c_str());
+  const Call& call = *found;
   const Signature& sig = call.sig;
   if (static_cast<int32_t>(c.input_dtypes.size()) != sig.num_inputs)
     return c.Fail("signature '%s' takes %d inputs, the node has %zu",
@@ -266,16 +330,6 @@ weft_status* InferForeignCall(InferenceContext& c) {
 }
 
 #if WEFT_HAVE_LIBFFI
-ffi_type* FfiType(weft_dtype t) {
-  switch (t) {
-    case WEFT_FLOAT32: return &ffi_type_float;
-    case WEFT_FLOAT64: return &ffi_type_double;
-    case WEFT_INT32: return &ffi_type_sint32;
-    case WEFT_INT64: return &ffi_type_sint64;
-    default: return &ffi_type_uint8;
-  }
-}
-
 // Host copies of values on devices the host cannot address.
 struct HostValue {
   TensorValue value;
@@ -296,16 +350,45 @@ weft_status* ToHost(RuntimeOpContext* ctx, const TensorValue& v,
 
 weft_status* RunForeignCall(RuntimeOpContext* ctx) {
   const weft_node* node = ctx->node();
-  Call call;
+  const Call* found = nullptr;
   std::string why;
-  WEFT_RETURN_IF_ERROR(ReadCall(node->attrs, &call, &why));
+  WEFT_RETURN_IF_ERROR(GetCall(node->attrs, &found, &why));
   if (!why.empty())
     return Errorf(WEFT_INVALID_ARGUMENT, "node '%s': %s", node->name.c_str(),
                   why.c_str());
+  const Call& call = *found;
   const Signature& sig = call.sig;
   std::vector<HostValue> inputs(sig.num_inputs);
   for (int32_t i = 0; i < sig.num_inputs; ++i)
     WEFT_RETURN_IF_ERROR(ToHost(ctx, ctx->input(i), &inputs[i]));
+  // The shapes the graph left unknown, checked now: each scalar argument
+  // reads one element, and element-wise inputs are one shape or scalars.
+  {
+    int32_t in = 0;
+    const Dims* shape = nullptr;
+    for (const Arg& a : sig.args) {
+      if (a.kind != ArgKind::kScalar) {
+        if (a.kind == ArgKind::kInput) ++in;
+        continue;
+      }
+      const TensorValue& v = inputs[in].value;
+      const bool scalar = v.dims.rank() == 0;
+      if (!sig.elementwise && !scalar)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s': input %d is %s; a scalar argument takes a "
+                      "scalar", node->name.c_str(), in,
+                      v.dims.ToString().c_str());
+      if (sig.elementwise && !scalar) {
+        if (shape != nullptr && !(*shape == v.dims))
+          return Errorf(WEFT_INVALID_ARGUMENT,
+                        "node '%s': element-wise inputs differ in shape: %s "
+                        "and %s", node->name.c_str(),
+                        shape->ToString().c_str(), v.dims.ToString().c_str());
+        shape = &v.dims;
+      }
+      ++in;
+    }
+  }
 
   // Outputs in host memory; moved to the node's device at the end.
   std::vector<std::vector<unsigned char>> out_bytes(sig.num_outputs);
@@ -340,31 +423,11 @@ weft_status* RunForeignCall(RuntimeOpContext* ctx) {
     }
   }
 
-  // The C arguments: a scalar is one, a pointer two (address, count).
-  std::vector<ffi_type*> types;
-  for (const Arg& a : sig.args) {
-    if (a.kind == ArgKind::kScalar) {
-      types.push_back(FfiType(a.dtype));
-    } else {
-      types.push_back(&ffi_type_pointer);
-      types.push_back(&ffi_type_sint64);
-    }
-  }
-  ffi_type* result_type = &ffi_type_void;
-  if (sig.result == Signature::Result::kStatus) result_type = &ffi_type_sint32;
-  if (sig.result == Signature::Result::kScalar)
-    result_type = FfiType(sig.result_dtype);
-  ffi_cif cif;
-  if (ffi_prep_cif(&cif, FFI_DEFAULT_ABI, static_cast<unsigned>(types.size()),
-                   result_type, types.data()) != FFI_OK)
-    return Errorf(WEFT_INTERNAL, "node '%s': libffi cannot prepare the call",
-                  node->name.c_str());
-
   // Argument storage: pointers and counts live here for the call.
   std::vector<void*> pointers(sig.args.size());
   std::vector<int64_t> counts(sig.args.size());
   std::vector<void*> values;
-  values.reserve(types.size());
+  values.reserve(call.types.size());
   const int64_t calls = sig.elementwise ? elements : 1;
   for (int64_t e = 0; e < calls; ++e) {
     values.clear();
@@ -401,7 +464,8 @@ weft_status* RunForeignCall(RuntimeOpContext* ctx) {
       int64_t i64;
     } result;
     std::memset(&result, 0, sizeof result);
-    ffi_call(&cif, FFI_FN(call.fn), &result, values.data());
+    ffi_call(const_cast<ffi_cif*>(&call.cif), FFI_FN(call.fn), &result,
+             values.data());
     if (sig.result == Signature::Result::kStatus) {
       const int32_t code = static_cast<int32_t>(result.integer);
       if (code != 0)

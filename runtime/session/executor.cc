@@ -210,6 +210,14 @@ bool RunsInline(ExecKind kind) {
 
 // The ready nodes one Process call keeps for itself, as a stack: a few
 // inline, more on the heap (a node with many cheap successors).
+// Whether whoever holds `b` holds it alone and may write over it: a
+// buffer with no other reference, and not memory a caller wrapped (the
+// caller may still look at it).  Update ops ask it of a variable's value,
+// buffer forwarding of a slot's.
+bool OnlyHolder(const BufferRef& b) {
+  return b && b.use_count() == 1 && b->kind != Buffer::Kind::kHostWrapped;
+}
+
 class LocalReady {
  public:
   bool empty() const { return size_ == 0; }
@@ -446,10 +454,9 @@ weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
 // another slot shares), on this node's device.
 bool Run::Forwardable(const PlanNode& p, int32_t s,
                       const TensorValue& v) const {
-  if (uses_[s].load(std::memory_order_acquire) != 1) return false;
-  const BufferRef& b = v.buffer;
-  return b && b.use_count() == 1 && b->kind != Buffer::Kind::kHostWrapped &&
-         !b->is_state && v.device() == p.device;
+  return uses_[s].load(std::memory_order_acquire) == 1 &&
+         OnlyHolder(v.buffer) && !v.buffer->is_state &&
+         v.device() == p.device;
 }
 
 weft_status* Run::ExecuteNode(const PlanNode& p, TensorValue* in,
@@ -629,9 +636,7 @@ weft_status* Run::Update(const PlanNode& p, TensorValue* in,
       // syncs), no fetch or feed shares it, the variable is named once, and
       // the lock we hold keeps others out.  Caller-wrapped memory is never
       // written: the caller may still look at it.
-      const BufferRef& b = v->value.buffer;
-      if (i < 32 && b && b->kind != Buffer::Kind::kHostWrapped &&
-          b.use_count() == 1 &&
+      if (i < 32 && OnlyHolder(v->value.buffer) &&
           std::count(p.ref_variables.begin(), p.ref_variables.end(), v) == 1)
         writable |= 1u << i;
     } else {

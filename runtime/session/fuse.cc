@@ -81,16 +81,8 @@ void Planner::Fuse() {
   }
   for (const weft_output& f : *req_.fetches) readers[Rep(f.node)] += 2;
   for (const weft_node* t : *req_.targets) readers[Rep(t)] += 2;
-  bool fused_any = false;
   // Nodes whose only reader a fusion took over: they leave the plan.
   std::unordered_set<const weft_node*> absorbed;
-  auto add = [&](const weft_node* replaced, std::unique_ptr<weft_node> fused,
-                 std::string what) {
-    fused_[replaced] = fused.get();
-    plan_->fused.push_back({replaced->name, std::move(what)});
-    plan_->synthetic.push_back(std::move(fused));
-    fused_any = true;
-  };
   for (const weft_node* relu : order_) {
     if (!Is(relu, "Relu") || !relu->control_inputs.empty()) continue;
     const weft_output& r_in = relu->inputs[0];
@@ -113,9 +105,9 @@ void Planner::Fuse() {
     auto fused = Replacement(relu, "FusedConv2D");
     fused->inputs = {conv->inputs[0], conv->inputs[1], bias_add->inputs[1]};
     fused->attrs = conv->attrs;
-    add(relu, std::move(fused),
-        "Conv2D '" + conv->name + "' + BiasAdd '" + bias_add->name +
-            "' + Relu '" + relu->name + "'");
+    AddFusion(relu, std::move(fused),
+                        "Conv2D '" + conv->name + "' + BiasAdd '" +
+                  bias_add->name + "' + Relu '" + relu->name + "'");
   }
   for (const weft_node* grad : order_) {
     if (!Is(grad, "ReluGrad") || !grad->control_inputs.empty()) continue;
@@ -137,15 +129,31 @@ void Planner::Fuse() {
     auto fused = Replacement(grad, "MaxPoolReluGrad");
     fused->inputs = pool->inputs;
     fused->attrs = pool->attrs;
-    add(grad, std::move(fused),
-        "MaxPoolGrad '" + pool->name + "' + ReluGrad '" + grad->name + "'");
+    AddFusion(grad, std::move(fused),
+              "MaxPoolGrad '" + pool->name + "' + ReluGrad '" + grad->name +
+                  "'");
   }
-  FuseWindowIndex(absorbed, &fused_any);
-  if (fused_any) Prune();
+  FuseWindowIndex(absorbed);
+  if (!fused_.empty()) Prune();
+}
+
+// `fused` takes `replaced`'s place in the plan (Rep), and run metadata
+// lists the fusion under `replaced`'s name, replacing what an earlier
+// fusion of the same node said.
+void Planner::AddFusion(const weft_node* replaced,
+                        std::unique_ptr<weft_node> fused, std::string what) {
+  fused_[replaced] = fused.get();
+  plan_->synthetic.push_back(std::move(fused));
+  for (auto& f : plan_->fused)
+    if (f.first == replaced->name) {
+      f.second = std::move(what);
+      return;
+    }
+  plan_->fused.push_back({replaced->name, std::move(what)});
 }
 
 void Planner::FuseWindowIndex(
-    const std::unordered_set<const weft_node*>& absorbed, bool* fused_any) {
+    const std::unordered_set<const weft_node*>& absorbed) {
   // The value an input reads: a fed output is itself, any other the
   // output of the node standing for its producer.
   auto value = [this](const weft_output& in) {
@@ -207,10 +215,8 @@ void Planner::FuseWindowIndex(
       p->output_dtypes.push_back(WEFT_UINT8);
       p->output_shapes.push_back(pool->output_shapes[0]);
       with_index = p.get();
-      fused_[pool] = p.get();
-      plan_->fused.push_back(
-          {pool->name, "MaxPool '" + pool->name + "' with its window index"});
-      plan_->synthetic.push_back(std::move(p));
+      AddFusion(pool, std::move(p),
+                "MaxPool '" + pool->name + "' with its window index");
     }
     auto g = Replacement(orig, grad_op);
     weft_output index{const_cast<weft_node*>(with_index), 1};
@@ -222,25 +228,18 @@ void Planner::FuseWindowIndex(
     }
     g->attrs = grad->attrs;
     SetAttr(&g->attrs, "input_sizes", IntListValue(in_shape.dims));
+    // What the ReluGrad fusion above said of `orig`, if it fused it.
     std::string what = grad->op_type + " '" + grad->name + "'";
-    for (auto& f : plan_->fused)
+    for (const auto& f : plan_->fused)
       if (f.first == orig->name) what = f.second;
     what += " from MaxPool '" + pool->name + "''s window index";
-    bool listed = false;
-    for (auto& f : plan_->fused)
-      if (f.first == orig->name) {
-        f.second = what;
-        listed = true;
-      }
-    if (!listed) plan_->fused.push_back({orig->name, what});
+    weft_node* taken = g.get();
     if (relu) {
       g->output_dtypes.push_back(g->output_dtypes[0]);
       g->output_shapes.push_back(ShapeInfo::Of({in_shape.dims[3]}));
-      TakeBiasGradient(orig, g.get(), in_shape);
     }
-    fused_[orig] = g.get();
-    plan_->synthetic.push_back(std::move(g));
-    *fused_any = true;
+    AddFusion(orig, std::move(g), std::move(what));
+    if (relu) TakeBiasGradient(orig, taken, in_shape);
   }
 }
 
@@ -267,11 +266,9 @@ void Planner::TakeBiasGradient(const weft_node* orig, weft_node* grad,
     auto identity = Replacement(sum, "Identity");
     identity->inputs = {weft_output{grad, 1}};
     identity->attrs = sum->attrs;  // T
-    fused_[sum] = identity.get();
-    plan_->fused.push_back(
-        {sum->name, "SumToShapeOf '" + sum->name + "' from '" + orig->name +
-                        "''s per-channel sums"});
-    plan_->synthetic.push_back(std::move(identity));
+    AddFusion(sum, std::move(identity),
+              "SumToShapeOf '" + sum->name + "' from '" + orig->name +
+                  "''s per-channel sums");
   }
 }
 

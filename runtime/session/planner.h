@@ -93,8 +93,9 @@ class Planner {
   void Fuse();  // fuse.cc
   // MaxPool -> MaxPoolWithWindowIndex where a max-pool gradient (not in
   // `absorbed`) can read the index instead of the pool's input.
-  void FuseWindowIndex(const std::unordered_set<const weft_node*>& absorbed,
-                       bool* fused_any);
+  void FuseWindowIndex(const std::unordered_set<const weft_node*>& absorbed);
+  void AddFusion(const weft_node* replaced, std::unique_ptr<weft_node> fused,
+                 std::string what);
   void TakeBiasGradient(const weft_node* orig, weft_node* grad,
                         const ShapeInfo& dz_shape);
   bool Recompute();  // recompute.cc; true when it changed the graph
