@@ -55,8 +55,10 @@ bench_wait_for_quiet() {
 }
 
 bench_has_target() {
+  # grep reads everything: with pipefail, grep -q leaving early would let
+  # ninja die of SIGPIPE and the target look missing.
   ninja -C "$WEFT_BUILD_DIR" -t targets all 2>/dev/null |
-    grep -q "^bench/$1:"
+    grep "^bench/$1:" >/dev/null
 }
 
 # Runs one benchmark from the build tree, after waiting for a quiet

@@ -98,8 +98,10 @@ weft_build >"$build_log.tmp" 2>&1 || {
 }
 mv "$build_log.tmp" "$build_log"
 has_target() {
+  # grep reads everything: with pipefail, grep -q leaving early would let
+  # ninja die of SIGPIPE and the target look missing.
   ninja -C "$WEFT_BUILD_DIR" -t targets all 2>/dev/null |
-    grep -q "^bench/$1:"
+    grep "^bench/$1:" >/dev/null
 }
 targets=()
 for w in "${workloads[@]}"; do
