@@ -115,7 +115,7 @@ struct pin {
   F(weft_kernel_tensor, offset, 48)
 
 #define KERNEL_DEF_LAYOUT(S, F)           \
-  S(weft_kernel_def, 72)                  \
+  S(weft_kernel_def, 80)                  \
   F(weft_kernel_def, struct_size, 0)      \
   F(weft_kernel_def, op, 8)               \
   F(weft_kernel_def, dtype_attr, 16)      \
@@ -125,7 +125,8 @@ struct pin {
   F(weft_kernel_def, compute, 40)         \
   F(weft_kernel_def, kernel_arg, 48)      \
   F(weft_kernel_def, type_constraints, 56) \
-  F(weft_kernel_def, num_type_constraints, 64)
+  F(weft_kernel_def, num_type_constraints, 64) \
+  F(weft_kernel_def, device_type, 72)
 
 /* Frozen: laid out in arrays, so it has no struct_size and never grows. */
 #define KERNEL_TYPE_CONSTRAINT_LAYOUT(S, F)           \
@@ -135,7 +136,7 @@ struct pin {
   F(weft_kernel_type_constraint, num_dtypes, 16)
 
 #define HOST_API_LAYOUT(S, F)                          \
-  S(weft_host_api, 216)                                \
+  S(weft_host_api, 232)                                \
   F(weft_host_api, struct_size, 0)                     \
   F(weft_host_api, status_create, 8)                   \
   F(weft_host_api, log, 16)                            \
@@ -162,7 +163,62 @@ struct pin {
   F(weft_host_api, kernel_run_counter, 184)            \
   F(weft_host_api, register_gradient, 192)             \
   F(weft_host_api, graph, 200)                         \
-  F(weft_host_api, kernel_forward_input_or_allocate, 208)
+  F(weft_host_api, kernel_forward_input_or_allocate, 208) \
+  F(weft_host_api, register_op, 216)                   \
+  F(weft_host_api, shape, 224)
+
+#define SHAPE_API_LAYOUT(S, F)                 \
+  S(weft_shape_api, 64)                       \
+  F(weft_shape_api, struct_size, 0)           \
+  F(weft_shape_api, shape_num_inputs, 8)      \
+  F(weft_shape_api, shape_input_dtype, 16)    \
+  F(weft_shape_api, shape_input_rank, 24)     \
+  F(weft_shape_api, shape_input_dim, 32)      \
+  F(weft_shape_api, shape_attr, 40)           \
+  F(weft_shape_api, shape_set_output, 48)     \
+  F(weft_shape_api, shape_error, 56)
+
+#define OP_DESCRIPTION_LAYOUT(S, F)                 \
+  S(weft_op_description, 72)                       \
+  F(weft_op_description, struct_size, 0)           \
+  F(weft_op_description, name, 8)                  \
+  F(weft_op_description, summary, 16)              \
+  F(weft_op_description, inputs, 24)               \
+  F(weft_op_description, outputs, 32)              \
+  F(weft_op_description, attributes, 40)           \
+  F(weft_op_description, num_inputs, 48)           \
+  F(weft_op_description, variadic, 52)             \
+  F(weft_op_description, stateful, 56)             \
+  F(weft_op_description, runs_in_runtime, 60)      \
+  F(weft_op_description, origin, 64)
+
+#define ATTR_VALUE_LAYOUT(S, F)           \
+  S(weft_attr_value, 56)                 \
+  F(weft_attr_value, struct_size, 0)     \
+  F(weft_attr_value, type, 8)            \
+  F(weft_attr_value, count, 12)          \
+  F(weft_attr_value, i, 16)              \
+  F(weft_attr_value, f, 24)              \
+  F(weft_attr_value, s, 32)              \
+  F(weft_attr_value, ints, 40)           \
+  F(weft_attr_value, floats, 48)
+
+#define OP_DEF_LAYOUT(S, F)               \
+  S(weft_op_def, 104)                    \
+  F(weft_op_def, struct_size, 0)         \
+  F(weft_op_def, name, 8)                \
+  F(weft_op_def, summary, 16)            \
+  F(weft_op_def, inputs, 24)             \
+  F(weft_op_def, num_inputs, 32)         \
+  F(weft_op_def, outputs, 40)            \
+  F(weft_op_def, num_outputs, 48)        \
+  F(weft_op_def, attrs, 56)              \
+  F(weft_op_def, num_attrs, 64)          \
+  F(weft_op_def, stateful, 68)           \
+  F(weft_op_def, shape_fn, 72)           \
+  F(weft_op_def, shape_arg, 80)          \
+  F(weft_op_def, gradient, 88)           \
+  F(weft_op_def, gradient_arg, 96)
 
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 48)                    \
@@ -221,6 +277,10 @@ struct pin {
   KERNEL_DEF_LAYOUT(S, F)            \
   KERNEL_TYPE_CONSTRAINT_LAYOUT(S, F) \
   HOST_API_LAYOUT(S, F)              \
+  SHAPE_API_LAYOUT(S, F)             \
+  OP_DESCRIPTION_LAYOUT(S, F)        \
+  ATTR_VALUE_LAYOUT(S, F)            \
+  OP_DEF_LAYOUT(S, F)                \
   DEVICE_PROPERTIES_LAYOUT(S, F)     \
   PLUGIN_API_LAYOUT(S, F)            \
   PLUGIN_INIT_ARGS_LAYOUT(S, F)
@@ -299,6 +359,15 @@ LAYOUT_TEST(weft_plugin_init_args, PLUGIN_INIT_ARGS_LAYOUT)
   X(WEFT_LOG_INFO, 1)                        \
   X(WEFT_LOG_WARNING, 2)                     \
   X(WEFT_LOG_ERROR, 3)                       \
+  X(WEFT_ATTR_INT, 0)                        \
+  X(WEFT_ATTR_FLOAT, 1)                      \
+  X(WEFT_ATTR_BOOL, 2)                       \
+  X(WEFT_ATTR_DTYPE, 3)                      \
+  X(WEFT_ATTR_STRING, 4)                     \
+  X(WEFT_ATTR_INT_LIST, 5)                   \
+  X(WEFT_ATTR_FLOAT_LIST, 6)                 \
+  X(WEFT_ATTR_SHAPE, 7)                      \
+  X(WEFT_ATTR_TENSOR, 8)                     \
   X(WEFT_MAX_RANK, 32)                       \
   X(WEFT_DEVICE_HOST_MEMORY, 1)              \
   X(WEFT_PLUGIN_INTERFACE_MAJOR, 1)          \

@@ -1,8 +1,9 @@
 /* Weft — introspection of the op library and of the kernels plugins offer.
  *
- * Ops are defined by the runtime (schema, shape function); kernels come from
- * plugins.  These calls list both, for tools such as `weft ops` and for
- * bindings that generate typed wrappers.
+ * Ops are defined by the runtime (schema, shape function), by plugins or by
+ * the program (weft_op_register); kernels come from plugins or the program.
+ * These calls list both, for tools such as `weft ops` and for bindings that
+ * generate typed wrappers, and define new ones.
  *
  * Strings and arrays returned here are borrowed and live until the process
  * exits.  Threads: every function is thread-safe.
@@ -13,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weft/dtype.h"
 #include "weft/status.h"
+#include "weft/tensor.h"
+#include "weft/train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +41,10 @@ typedef struct weft_op_description {
   /* 1 for ops the runtime runs itself on every device (Const, Variable,
    * Assign, ...): they need no kernel. */
   int32_t runs_in_runtime;
+  /* ---- Appended in 1.5 ---- */
+  /* Where the op comes from: "runtime", "program" (weft_op_register), or
+   * "plugin NAME" for one a plugin defined. */
+  const char* origin;
 } weft_op_description;
 
 /* A constraint on one type attribute of a node: a kernel runs only nodes
@@ -78,6 +86,132 @@ WEFT_API WEFT_MUST_USE weft_status* weft_op_describe(
 WEFT_API int32_t weft_kernel_count(const char* op);
 WEFT_API WEFT_MUST_USE weft_status* weft_kernel_describe(
     const char* op, int32_t index, weft_kernel_description* out);
+
+/* ---- Defining ops (user API 1.5; plugin interface 1.4) ------------------
+ *
+ * A program or a plugin adds an op to the library: its schema (inputs,
+ * outputs, attributes, dtype constraints), a shape function and a gradient.
+ * Kernels for it are registered like any other (weft_kernel_register below
+ * for a program; host->register_kernel for a plugin).  Ops added this way
+ * are named NAMESPACE>NAME ("Acme>Gelu"), letters, digits and '_' on both
+ * sides, so they can never shadow an op of the runtime (whose names have no
+ * '>') nor one added later to it. */
+
+/* Attribute kinds, as weft_shape_attr() reports them. */
+typedef enum weft_attr_type WEFT_ENUM_BASE {
+  WEFT_ATTR_INT = 0,
+  WEFT_ATTR_FLOAT = 1,
+  WEFT_ATTR_BOOL = 2,
+  WEFT_ATTR_DTYPE = 3,
+  WEFT_ATTR_STRING = 4,
+  WEFT_ATTR_INT_LIST = 5,
+  WEFT_ATTR_FLOAT_LIST = 6,
+  WEFT_ATTR_SHAPE = 7,
+  WEFT_ATTR_TENSOR = 8
+} weft_attr_type;
+
+/* An attribute's value, borrowed for the call that filled it.  The caller
+ * sets struct_size; the library fills the fields that size covers. */
+typedef struct weft_attr_value {
+  size_t struct_size;
+  int32_t type;           /* weft_attr_type */
+  int32_t count;          /* entries at `ints` or `floats` */
+  int64_t i;              /* int, bool (0/1), dtype; a shape's rank (-1
+                           * unknown) */
+  double f;
+  const char* s;          /* string */
+  const int64_t* ints;    /* list(int); a shape's dims */
+  const double* floats;   /* list(float) */
+} weft_attr_value;
+
+/* What a shape function sees: the node's input dtypes and static shapes
+ * (rank -1 when unknown, a dim -1 when unknown) and its attributes, and
+ * where it writes its outputs' static shapes.  Valid only during the call. */
+typedef struct weft_shape_context weft_shape_context;
+typedef weft_status* (*weft_shape_fn)(void* arg, weft_shape_context* ctx);
+
+WEFT_API int32_t weft_shape_num_inputs(const weft_shape_context* ctx);
+/* WEFT_DTYPE_INVALID, rank -1 and dim -1 for an index out of range. */
+WEFT_API weft_dtype weft_shape_input_dtype(const weft_shape_context* ctx,
+                                           int32_t index);
+WEFT_API int32_t weft_shape_input_rank(const weft_shape_context* ctx,
+                                       int32_t index);
+WEFT_API int64_t weft_shape_input_dim(const weft_shape_context* ctx,
+                                      int32_t index, int32_t axis);
+/* The node's attribute `name` (defaults filled): NOT_FOUND when absent. */
+WEFT_API WEFT_MUST_USE weft_status* weft_shape_attr(
+    const weft_shape_context* ctx, const char* name, weft_attr_value* out);
+/* Sets output `index`'s static shape (rank -1: unknown; dims -1: unknown
+ * there).  Outputs not set have an unknown shape.  OUT_OF_RANGE for an
+ * index the op does not have, INVALID_ARGUMENT for a rank above
+ * WEFT_MAX_RANK or a dim below -1. */
+WEFT_API WEFT_MUST_USE weft_status* weft_shape_set_output(
+    weft_shape_context* ctx, int32_t index, const int64_t* dims, int32_t rank);
+/* An INVALID_ARGUMENT status naming the node and op, for a shape function
+ * to return when its inputs do not fit: "node 'g' (Acme>Gelu): MESSAGE". */
+WEFT_API weft_status* weft_shape_error(const weft_shape_context* ctx,
+                                       const char* message);
+
+/* An op's schema.  Every string and array is copied during registration.
+ *
+ * inputs / outputs: "name: TYPE", TYPE a dtype name ("float32") or the
+ * name of a dtype attribute declared in `attrs` ("T").  A dtype attribute
+ * that types an input takes the input's dtype (all inputs it types must
+ * agree); one typing only outputs must be set on the node or defaulted.
+ *
+ * attrs: "name: KIND" or "name: KIND = DEFAULT", KIND one of int, float,
+ * bool, string, list(int), list(float), shape, dtype, or a set of dtypes
+ * "{float32, float64}" (a dtype attribute limited to those).  Defaults are
+ * written as in C: 3, 0.5, true, "text", [1, 2], [2, -1] for a shape,
+ * float32.  An attribute without a default is required (a dtype attribute
+ * typing an input is inferred instead).
+ *
+ * Names are letters, digits and '_', starting with a letter; at most 32
+ * inputs, 32 outputs, 32 attributes. */
+typedef struct weft_op_def {
+  size_t struct_size;
+  const char* name;              /* "Acme>Gelu" */
+  const char* summary;           /* one sentence, for weft ops; may be NULL */
+  const char* const* inputs;
+  int32_t num_inputs;
+  const char* const* outputs;
+  int32_t num_outputs;           /* at least 1 */
+  const char* const* attrs;
+  int32_t num_attrs;
+  int32_t stateful;              /* 1: side effects or randomness: never
+                                  * merged or folded, always run */
+  /* Static output shapes (NULL: every output's shape is unknown until it
+   * runs).  Called when a node is built; an error refuses the node. */
+  weft_shape_fn shape_fn;
+  void* shape_arg;
+  /* The gradient (NULL: none; weft_gradients then fails on a path through
+   * the op, and weft_gradient_register may add one later). */
+  weft_gradient_fn gradient;
+  void* gradient_arg;
+} weft_op_def;
+
+/* Adds an op to the library for the life of the process.  Registering an
+ * op of the same name again is accepted when it comes from the same place
+ * (this program, or one plugin) with the same schema and functions, and
+ * refused otherwise (ALREADY_EXISTS, naming where both came from);
+ * INVALID_ARGUMENT for a schema that does not parse, naming the part.
+ * Thread-safe; nodes built before it never see it. */
+WEFT_API WEFT_MUST_USE weft_status* weft_op_register(const weft_op_def* def);
+
+/* A kernel written by the program, for the devices of `device_type`
+ * ("CPU"), whose plugin must be loaded before the kernel can run.  The
+ * kernel is a weft_kernel_def of weft/plugin.h: it reads its inputs and
+ * allocates its outputs through the table weft_kernel_host() returns, as a
+ * plugin's kernels do through theirs.  The op must be known (the library's,
+ * or one registered above).  NOT_FOUND for an unknown op,
+ * INVALID_ARGUMENT for a malformed def.  Thread-safe. */
+struct weft_kernel_def;
+struct weft_host_api;
+WEFT_API WEFT_MUST_USE weft_status* weft_kernel_register(
+    const char* device_type, const struct weft_kernel_def* def);
+/* The host table kernels use (the one plugins receive).  Lives as long as
+ * the process. */
+WEFT_API const struct weft_host_api* weft_kernel_host(void);
 
 #ifdef __cplusplus
 }

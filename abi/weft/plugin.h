@@ -34,6 +34,13 @@
  *       kernel writes a variable in place when nothing else holds its value
  *       (and an element-wise kernel writes over an input no one else
  *       reads).
+ *  1.4  weft_host_api: register_op and the shape table (ops): a plugin
+ *       defines ops of its own (weft_op_def in weft/ops.h), with their
+ *       shape functions and gradients, and registers kernels for them;
+ *       weft_kernel_def.device_type (kernels for another plugin's device
+ *       type, for the plugin's own ops); and plugins of ops only: a
+ *       plugin choosing 1.4 may leave device_type and every device,
+ *       memory, copy and stream slot NULL.
  *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
@@ -68,7 +75,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 3
+#define WEFT_PLUGIN_INTERFACE_MINOR 4
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 /* Limits the host enforces on what a plugin hands it.  Every string a
@@ -157,6 +164,17 @@ typedef struct weft_kernel_def {
    * with 0 for none. */
   const weft_kernel_type_constraint* type_constraints;
   int32_t num_type_constraints;
+
+  /* ---- Appended in 1.4 ---- */
+
+  /* The device type the kernel runs on: NULL for the plugin's own; another
+   * type ("CPU") gives that type's devices a kernel for an op this plugin
+   * defines, so graphs using the op run wherever the plugin is loaded.  A
+   * kernel for another plugin's device gets that plugin's device and
+   * memory handles: only a type whose devices use host memory (CPU) can be
+   * served without knowing its plugin.  Kernels for runtime ops on another
+   * plugin's device type are refused. */
+  const char* device_type;
 } weft_kernel_def;
 
 /* Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */
@@ -270,7 +288,42 @@ typedef struct weft_host_api {
       weft_kernel_context* ctx, int32_t input_index, int32_t output_index,
       int32_t dtype, const int64_t* dims, int32_t rank,
       weft_kernel_tensor* out, int32_t* forwarded);
+
+  /* ---- Appended in 1.4: ops defined by the plugin.  A host older than
+   * 1.4 has no such slots (check struct_size): a plugin that needs its ops
+   * should then refuse to load, saying why. ---- */
+
+  /* Defines an op (weft_op_register() semantics; the schema and every
+   * string are copied).  Valid only during weft_plugin_entry(); the op
+   * joins the library when the plugin is accepted, with its gradient, and
+   * kernels and gradients the plugin registers for it in the same entry
+   * call are accepted.  A name another plugin or the program defined, or a
+   * schema that does not parse, refuses the whole plugin, naming both. */
+  weft_status* (*register_op)(weft_kernel_registrar* registrar,
+                              const weft_op_def* def);
+  /* The shape-function calls of weft/ops.h, for the plugin's shape
+   * functions. */
+  const struct weft_shape_api* shape;
 } weft_host_api;
+
+/* The user API's shape-function calls, as a table for plugins (host 1.4).
+ * Each slot behaves as the function of the same name with the weft_
+ * prefix. */
+typedef struct weft_shape_api {
+  size_t struct_size;
+  int32_t (*shape_num_inputs)(const weft_shape_context* ctx);
+  weft_dtype (*shape_input_dtype)(const weft_shape_context* ctx,
+                                  int32_t index);
+  int32_t (*shape_input_rank)(const weft_shape_context* ctx, int32_t index);
+  int64_t (*shape_input_dim)(const weft_shape_context* ctx, int32_t index,
+                             int32_t axis);
+  weft_status* (*shape_attr)(const weft_shape_context* ctx, const char* name,
+                             weft_attr_value* out);
+  weft_status* (*shape_set_output)(weft_shape_context* ctx, int32_t index,
+                                   const int64_t* dims, int32_t rank);
+  weft_status* (*shape_error)(const weft_shape_context* ctx,
+                              const char* message);
+} weft_shape_api;
 
 /* The user API's graph building, as a table for plugins (host 1.1).  Each
  * slot behaves as the function of the same name without the weft_ prefix. */
@@ -330,6 +383,9 @@ typedef struct weft_plugin_api {
   const char* name;
   const char* version;     /* the plugin's own release */
   /* "CPU", "CUDA", "OPENCL": upper case by convention, A-Z a-z 0-9 _ only
+   * (NULL for a plugin of ops only, interface 1.4: it then has no devices,
+   * leaves every slot from device_count to stream_wait_event NULL, and
+   * registers its kernels for other plugins' device types)
    * (it becomes part of device names, "/device:CPU:0").  A device type
    * belongs to the first plugin loaded that declares it, even one that
    * finds no device: a later plugin declaring the same type is refused

@@ -25,9 +25,12 @@ extern "C" {
  *       plugins, weft_host_api.kernel_forward_input_or_allocate.
  *  1.4  weft_session_options_init_sized (weft_session_options_init is a
  *       macro over it; the function fills only 1.0's fields, the size a
- *       program built against 1.0 headers passes). */
+ *       program built against 1.0 headers passes).
+ *  1.5  ops defined by programs and plugins: weft_op_register,
+ *       weft_kernel_register, weft_kernel_host, the weft_shape_* calls;
+ *       weft_op_description.origin. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 4
+#define WEFT_ABI_VERSION_MINOR 5
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

@@ -10,6 +10,7 @@
 #include "device/device.h"
 #include "device/kernel_context.h"
 #include "device/registry.h"
+#include "ops/defined_op.h"
 
 namespace weft {
 namespace {
@@ -54,58 +55,127 @@ weft_status* WithOpenRegistrar(weft_kernel_registrar* r, const char* what,
 constexpr int32_t kMaxDtypesPerConstraint = 256;
 constexpr int32_t kMaxTypeConstraints = 16;
 
+}  // namespace
+
+weft_status* KernelFromDef(const weft_kernel_def* def,
+                           const std::function<bool(const std::string&)>& known,
+                           KernelReg* out, bool* ignored) {
+  *ignored = false;
+  if (def == nullptr || def->struct_size < offsetof(weft_kernel_def,
+                                                     kernel_arg) +
+                                                sizeof(void*))
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel definition is missing or truncated");
+  KernelReg k;
+  if (!ReadPluginString(def->op, &k.op) || def->compute == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel definition lacks an op name (NUL-terminated "
+                 "within WEFT_PLUGIN_MAX_STRING bytes) or compute function");
+  if (def->dtype_attr != nullptr &&
+      !ReadPluginString(def->dtype_attr, &k.dtype_attr))
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel for " + k.op + " has an unterminated dtype_attr");
+  if (def->num_dtypes < 0 || def->num_dtypes > kMaxDtypesPerConstraint ||
+      (def->num_dtypes > 0 && def->dtypes == nullptr))
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel for " + k.op + " has a bad dtype list");
+  if (!known(k.op)) {
+    *ignored = true;
+    out->op = k.op;
+    return nullptr;
+  }
+  k.dtypes.assign(def->dtypes, def->dtypes + def->num_dtypes);
+  // Appended in 1.2: a shorter def has no further constraint.
+  if (def->struct_size >= offsetof(weft_kernel_def, num_type_constraints) +
+                              sizeof def->num_type_constraints) {
+    const int32_t n = def->num_type_constraints;
+    if (n < 0 || n > kMaxTypeConstraints ||
+        (n > 0 && def->type_constraints == nullptr))
+      return Error(WEFT_INVALID_ARGUMENT,
+                   "kernel for " + k.op + " has a bad type constraint list");
+    for (int32_t i = 0; i < n; ++i) {
+      const weft_kernel_type_constraint& c = def->type_constraints[i];
+      std::string attr;
+      if (!ReadPluginString(c.attr, &attr) || attr.empty() ||
+          c.num_dtypes < 0 || c.num_dtypes > kMaxDtypesPerConstraint ||
+          (c.num_dtypes > 0 && c.dtypes == nullptr))
+        return Error(WEFT_INVALID_ARGUMENT,
+                     "kernel for " + k.op + ": type constraint " +
+                         std::to_string(i) +
+                         " lacks an attribute name or has a bad dtype list");
+      k.type_constraints.push_back(
+          TypeConstraint{attr, {c.dtypes, c.dtypes + c.num_dtypes}});
+    }
+  }
+  // Appended in 1.4: the device type, when not the plugin's own.
+  if (def->struct_size >= offsetof(weft_kernel_def, device_type) +
+                              sizeof def->device_type &&
+      def->device_type != nullptr &&
+      (!ReadPluginString(def->device_type, &k.device_type) ||
+       k.device_type.empty()))
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel for " + k.op + " has an empty or unterminated "
+                 "device_type");
+  k.priority = def->priority;
+  k.compute = def->compute;
+  k.arg = def->kernel_arg;
+  *out = std::move(k);
+  return nullptr;
+}
+
+namespace {
+
+// Whether `op` is in the library or among the ops the plugin registering
+// defines in this entry call.
+bool KnownTo(const KernelRegistrarImpl& impl, const std::string& op) {
+  if (OpRegistry::Global().Find(op) != nullptr) return true;
+  for (const OpDef& d : impl.ops)
+    if (d.name == op) return true;
+  return false;
+}
+
 weft_status* HostRegisterKernel(weft_kernel_registrar* r,
                                 const weft_kernel_def* def) {
   return WithOpenRegistrar(r, "register_kernel", [&](KernelRegistrarImpl& impl)
                                                      -> weft_status* {
-    auto fail = [&](const std::string& why) -> weft_status* {
-      if (impl.first_error.empty()) impl.first_error = why;
-      return Error(WEFT_INVALID_ARGUMENT, why);
-    };
-    if (def == nullptr || def->struct_size < offsetof(weft_kernel_def,
-                                                       kernel_arg) +
-                                                  sizeof(void*))
-      return fail("kernel definition is missing or truncated");
     KernelReg k;
-    if (!ReadPluginString(def->op, &k.op) || def->compute == nullptr)
-      return fail("kernel definition lacks an op name (NUL-terminated "
-                  "within WEFT_PLUGIN_MAX_STRING bytes) or compute function");
-    if (def->dtype_attr != nullptr &&
-        !ReadPluginString(def->dtype_attr, &k.dtype_attr))
-      return fail("kernel for " + k.op + " has an unterminated dtype_attr");
-    if (def->num_dtypes < 0 || def->num_dtypes > kMaxDtypesPerConstraint ||
-        (def->num_dtypes > 0 && def->dtypes == nullptr))
-      return fail("kernel for " + k.op + " has a bad dtype list");
-    if (OpRegistry::Global().Find(k.op) == nullptr) {
+    bool ignored = false;
+    weft_status* st = KernelFromDef(
+        def, [&](const std::string& op) { return KnownTo(impl, op); }, &k,
+        &ignored);
+    if (st != nullptr) {
+      if (impl.first_error.empty()) impl.first_error = weft_status_message(st);
+      return st;
+    }
+    if (ignored) {
       HostLog(WEFT_LOG_WARNING,
               ("ignoring a kernel for unknown op '" + k.op + "'").c_str());
       return nullptr;
     }
-    k.dtypes.assign(def->dtypes, def->dtypes + def->num_dtypes);
-    // Appended in 1.2: a shorter def has no further constraint.
-    if (def->struct_size >= offsetof(weft_kernel_def, num_type_constraints) +
-                                sizeof def->num_type_constraints) {
-      const int32_t n = def->num_type_constraints;
-      if (n < 0 || n > kMaxTypeConstraints ||
-          (n > 0 && def->type_constraints == nullptr))
-        return fail("kernel for " + k.op + " has a bad type constraint list");
-      for (int32_t i = 0; i < n; ++i) {
-        const weft_kernel_type_constraint& c = def->type_constraints[i];
-        std::string attr;
-        if (!ReadPluginString(c.attr, &attr) || attr.empty() ||
-            c.num_dtypes < 0 || c.num_dtypes > kMaxDtypesPerConstraint ||
-            (c.num_dtypes > 0 && c.dtypes == nullptr))
-          return fail("kernel for " + k.op + ": type constraint " +
-                      std::to_string(i) +
-                      " lacks an attribute name or has a bad dtype list");
-        k.type_constraints.push_back(
-            TypeConstraint{attr, {c.dtypes, c.dtypes + c.num_dtypes}});
-      }
-    }
-    k.priority = def->priority;
-    k.compute = def->compute;
-    k.arg = def->kernel_arg;
     impl.pending.push_back(std::move(k));
+    return nullptr;
+  });
+}
+
+weft_status* HostRegisterOp(weft_kernel_registrar* r, const weft_op_def* def) {
+  return WithOpenRegistrar(r, "register_op", [&](KernelRegistrarImpl& impl)
+                                                 -> weft_status* {
+    OpDef d;
+    // The origin is completed ("plugin NAME") when the plugin is accepted:
+    // its name is not known until its table is read.
+    weft_status* st = ParseOpDef(def, "plugin", &d);
+    if (st == nullptr)
+      for (const OpDef& other : impl.ops)
+        if (other.name == d.name)
+          st = Errorf(WEFT_ALREADY_EXISTS, "op '%s' is defined twice",
+                      d.name.c_str());
+    if (st != nullptr) {
+      if (impl.first_error.empty()) impl.first_error = weft_status_message(st);
+      return st;
+    }
+    if (def->gradient != nullptr)
+      impl.gradients.push_back({d.name, def->gradient, def->gradient_arg});
+    impl.ops.push_back(std::move(d));
     return nullptr;
   });
 }
@@ -122,7 +192,7 @@ weft_status* HostRegisterGradient(weft_kernel_registrar* r, const char* op,
       if (impl.first_error.empty()) impl.first_error = why;
       return Error(WEFT_INVALID_ARGUMENT, why);
     }
-    if (OpRegistry::Global().Find(name) == nullptr) {
+    if (!KnownTo(impl, name)) {
       HostLog(WEFT_LOG_WARNING,
               ("ignoring a gradient for unknown op '" + name + "'").c_str());
       return nullptr;
@@ -431,9 +501,47 @@ const weft_host_api* HostApi() {
     a.register_gradient = HostRegisterGradient;
     a.graph = GraphApi();
     a.kernel_forward_input_or_allocate = HostForwardInputOrAllocate;
+    a.register_op = HostRegisterOp;
+    a.shape = ShapeApi();
     return a;
   }();
   return &api;
 }
 
 }  // namespace weft
+
+extern "C" {
+
+weft_status* weft_kernel_register(const char* device_type,
+                                  const weft_kernel_def* def) {
+  return weft::Guard([&]() -> weft_status* {
+    std::string type;
+    if (!weft::ReadPluginString(device_type, &type) || type.empty())
+      return weft::Error(WEFT_INVALID_ARGUMENT,
+                         "weft_kernel_register: no device type");
+    weft::KernelReg k;
+    bool unknown = false;
+    WEFT_RETURN_IF_ERROR(weft::KernelFromDef(
+        def,
+        [](const std::string& op) {
+          return weft::OpRegistry::Global().Find(op) != nullptr;
+        },
+        &k, &unknown));
+    if (unknown)
+      return weft::Errorf(WEFT_NOT_FOUND,
+                          "weft_kernel_register: unknown op '%s' (register "
+                          "the op first)", k.op.c_str());
+    if (!k.device_type.empty() && k.device_type != type)
+      return weft::Errorf(WEFT_INVALID_ARGUMENT,
+                          "weft_kernel_register: the def names device type "
+                          "%s, the call %s", k.device_type.c_str(),
+                          type.c_str());
+    k.device_type = type;
+    weft::Registry::Get().AddProgramKernel(std::move(k));
+    return nullptr;
+  });
+}
+
+const weft_host_api* weft_kernel_host(void) { return weft::HostApi(); }
+
+}  // extern "C"

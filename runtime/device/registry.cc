@@ -45,8 +45,19 @@ std::string VersionString(uint32_t v) {
 constexpr size_t kMinPluginApiSize =
     offsetof(weft_plugin_api, shutdown) + sizeof(void (*)(void));
 
-const char* MissingRequiredSlot(const weft_plugin_api& a) {
+// A plugin of ops only (interface 1.4): no device type and no device,
+// memory, copy or stream slot.
+bool OpsOnly(const weft_plugin_api& a, uint32_t version) {
+  return version >= WEFT_VERSION_PACK(1, 4) && a.device_type == nullptr &&
+         !a.device_count && !a.device_open && !a.device_close &&
+         !a.device_properties && !a.memory_allocate && !a.memory_free &&
+         !a.copy_host_to_device && !a.copy_device_to_host &&
+         !a.copy_device_to_device && !a.stream_create;
+}
+
+const char* MissingRequiredSlot(const weft_plugin_api& a, uint32_t version) {
   if (!a.name) return "name";
+  if (OpsOnly(a, version)) return nullptr;
   if (!a.device_type) return "device_type";
   if (!a.device_count) return "device_count";
   if (!a.device_open) return "device_open";
@@ -245,8 +256,9 @@ weft_status* ReadIdentity(const std::string& path, Plugin* p) {
                   "plugin %s has a bad name: it must be 1 to %d characters "
                   "of A-Z a-z 0-9 _ - .", path.c_str(),
                   WEFT_PLUGIN_MAX_NAME - 1);
-  if (!ReadPluginString(a.device_type, &p->device_type) ||
-      !IsPlainName(p->device_type, ""))
+  if (a.device_type != nullptr &&
+      (!ReadPluginString(a.device_type, &p->device_type) ||
+       !IsPlainName(p->device_type, "")))
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "plugin '%s' (%s) has a bad device_type: it must be 1 to "
                   "%d characters of A-Z a-z 0-9 _ (no ':', '/' or ',', "
@@ -356,7 +368,8 @@ weft_status* Registry::ConflictLocked(const Plugin& candidate) {
       return Errorf(WEFT_ALREADY_EXISTS,
                     "a plugin named '%s' is already loaded from %s",
                     p->name.c_str(), p->path.c_str());
-    if (p->device_type == candidate.device_type)
+    if (!candidate.device_type.empty() &&
+        p->device_type == candidate.device_type)
       return Errorf(WEFT_ALREADY_EXISTS,
                     "plugin '%s' (%s) provides device type %s, which "
                     "belongs to plugin '%s' (%s), loaded first",
@@ -425,7 +438,7 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   std::memcpy(&plugin->api, table,
               std::min(table->struct_size, sizeof(weft_plugin_api)));
   plugin->api.struct_size = sizeof(weft_plugin_api);
-  if (const char* slot = MissingRequiredSlot(plugin->api))
+  if (const char* slot = MissingRequiredSlot(plugin->api, chosen))
     return refuse(Errorf(WEFT_INVALID_ARGUMENT,
                          "plugin %s leaves required slot '%s' empty",
                          real.c_str(), slot));
@@ -453,23 +466,47 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   }
   plugin->dl = dl;
   plugin->load_order = static_cast<int32_t>(plugins_.size());
+  // Kernels for another device type serve only the plugin's own ops, and a
+  // plugin of ops only must name one for each.  Checked, with the ops'
+  // names, before anything of the plugin is published.
+  for (const KernelReg& k : reg.pending) {
+    bool own_op = false;
+    for (const OpDef& d : reg.ops) own_op |= d.name == k.op;
+    const char* why = nullptr;
+    if (k.device_type.empty() && plugin->device_type.empty())
+      why = "defines ops only, so each kernel must name a device type";
+    else if (!k.device_type.empty() && k.device_type != plugin->device_type &&
+             !own_op)
+      why = "serves a device type not its own: a plugin may do so only for "
+            "ops it defines";
+    if (why != nullptr) {
+      lock.unlock();
+      return refuse(Errorf(WEFT_INVALID_ARGUMENT,
+                           "plugin %s: its kernel for %s%s%s %s", real.c_str(),
+                           k.op.c_str(), k.device_type.empty() ? "" : " on ",
+                           k.device_type.c_str(), why));
+    }
+  }
+  if (!reg.ops.empty()) {
+    // A name another plugin or the program took refuses the whole plugin
+    // before anything of it is published.
+    for (OpDef& d : reg.ops) d.origin = "plugin " + plugin->name;
+    if (weft_status* why =
+            OpRegistry::GlobalMutable().AddDefined(std::move(reg.ops))) {
+      lock.unlock();
+      return refuse(Annotate(why, "plugin " + real));
+    }
+    reg.ops.clear();
+  }
   if (devices_now) {
     PublishDevicesLocked(plugin.get(), &devices);
     plugin->devices_opened.store(true, std::memory_order_release);
   }
   for (KernelReg& k : reg.pending) {
-    k.device_type = plugin->device_type;
+    if (k.device_type.empty()) k.device_type = plugin->device_type;
     k.plugin = plugin->name;
     k.load_order = plugin->load_order;
-    auto& list = kernels_[k.op];
-    list.push_back(std::make_unique<KernelReg>(std::move(k)));
-    list.back()->DescribeConstraints();
-    std::stable_sort(list.begin(), list.end(),
-                     [](const auto& a, const auto& b) {
-                       if (a->priority != b->priority)
-                         return a->priority > b->priority;
-                       return a->load_order < b->load_order;
-                     });
+    AddKernelLocked(std::move(k));
   }
   reg.pending.clear();
   std::vector<KernelRegistrarImpl::Gradient> gradients =
@@ -494,6 +531,10 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
 // the plugin (or that device) without devices, the reason recorded.
 weft_status* Registry::OpenDevices(
     Plugin* plugin, std::vector<std::unique_ptr<Device>>* devices) {
+  if (plugin->device_type.empty()) {
+    plugin->no_device_reason = "a plugin of ops only";
+    return nullptr;
+  }
   int32_t count = 0;
   if (weft_status* cs = plugin->api.device_count(&count)) {
     plugin->no_device_reason = weft_status_message(cs);
@@ -606,6 +647,26 @@ const KernelReg* Registry::FindKernel(const std::string& op,
   for (const auto& k : it->second)
     if (k->device_type == device_type && k->Accepts(attrs)) return k.get();
   return nullptr;
+}
+
+void Registry::AddKernelLocked(KernelReg k) {
+  auto& list = kernels_[k.op];
+  list.push_back(std::make_unique<KernelReg>(std::move(k)));
+  list.back()->DescribeConstraints();
+  std::stable_sort(list.begin(), list.end(),
+                   [](const auto& a, const auto& b) {
+                     if (a->priority != b->priority)
+                       return a->priority > b->priority;
+                     return a->load_order < b->load_order;
+                   });
+}
+
+void Registry::AddProgramKernel(KernelReg kernel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kernel.plugin = "program";
+  // After every plugin: a tie in priority goes to a plugin's kernel.
+  kernel.load_order = INT32_MAX;
+  AddKernelLocked(std::move(kernel));
 }
 
 std::vector<const KernelReg*> Registry::KernelsFor(const std::string& op) {

@@ -14,6 +14,7 @@
 
 #include "device/device.h"
 #include "graph/attr.h"
+#include "ops/registry.h"
 #include "weft/plugin.h"
 #include "weft/train.h"
 
@@ -121,6 +122,9 @@ class Registry {
                               const AttrMap& attrs);
   // Every kernel registered for `op` (for `weft ops` and error messages).
   std::vector<const KernelReg*> KernelsFor(const std::string& op);
+  // A kernel the program registered (weft_kernel_register): its device
+  // type's plugin may load before or after; plugin name "program".
+  void AddProgramKernel(KernelReg kernel);
 
  private:
   void EnsureDevices(
@@ -135,6 +139,8 @@ class Registry {
   // Why `candidate` may not join the loaded plugins (a name or device type
   // already taken), or NULL.  Called under mu_.
   weft_status* ConflictLocked(const Plugin& candidate);
+  // Files `k` under its op, best first.  Called under mu_.
+  void AddKernelLocked(KernelReg k);
 
   std::mutex mu_;
   std::condition_variable changed_;  // discovery_ or loading_ changed
@@ -166,8 +172,18 @@ struct KernelRegistrarImpl {
     void* arg;
   };
   std::vector<Gradient> gradients;
+  // Ops the plugin defines (host 1.4), added to the library when the
+  // plugin is accepted, all or none.
+  std::vector<OpDef> ops;
   std::string first_error;
 };
+
+// Reads a kernel definition (every string bounded).  An op `known` refuses
+// sets *ignored (out->op says which) instead of failing: a kernel for an
+// op of a newer library.
+weft_status* KernelFromDef(const weft_kernel_def* def,
+                           const std::function<bool(const std::string&)>& known,
+                           KernelReg* out, bool* ignored);
 
 }  // namespace weft
 

@@ -41,7 +41,7 @@ std::string DefaultText(const AttrValue& v) {
 }
 
 // The strings a description hands out, built once per op and kept for the
-// life of the process (op definitions never change after start-up).
+// life of the process (op definitions never change once added).
 struct OpText {
   std::string inputs, outputs, attributes;
 };
@@ -50,29 +50,28 @@ const OpText& TextFor(int32_t index) {
   static std::mutex mu;
   static std::deque<OpText> texts;
   std::lock_guard<std::mutex> lock(mu);
-  const auto& all = OpRegistry::Global().All();
-  if (texts.empty()) {
-    for (const OpDef* d : all) {
-      OpText t;
-      for (size_t i = 0; i < d->input_names.size(); ++i) {
-        t.inputs += (i ? ", " : "") + d->input_names[i];
-        if (d->variadic && i + 1 == d->input_names.size()) t.inputs += "...";
-      }
-      if (!d->outputs_doc.empty()) t.outputs = d->outputs_doc;
-      else if (d->num_outputs == 1) t.outputs = "output";
-      else
-        for (int i = 0; i < d->num_outputs; ++i)
-          t.outputs += (i ? ", output" : "output") + std::to_string(i);
-      for (const AttrDef& a : d->attrs) {
-        if (!t.attributes.empty()) t.attributes += ", ";
-        t.attributes += a.name + ": " + AttrTypeName(a.type);
-        if (!a.required && a.has_default)
-          t.attributes += " = " + DefaultText(a.default_value);
-        else if (!a.required)
-          t.attributes += " (optional)";
-      }
-      texts.push_back(std::move(t));
+  // Ops are only ever appended, so the texts made so far stay right.
+  while (texts.size() <= static_cast<size_t>(index)) {
+    const OpDef* d = OpRegistry::Global().At(texts.size());
+    OpText t;
+    for (size_t i = 0; i < d->input_names.size(); ++i) {
+      t.inputs += (i ? ", " : "") + d->input_names[i];
+      if (d->variadic && i + 1 == d->input_names.size()) t.inputs += "...";
     }
+    if (!d->outputs_doc.empty()) t.outputs = d->outputs_doc;
+    else if (d->num_outputs == 1) t.outputs = "output";
+    else
+      for (int i = 0; i < d->num_outputs; ++i)
+        t.outputs += (i ? ", output" : "output") + std::to_string(i);
+    for (const AttrDef& a : d->attrs) {
+      if (!t.attributes.empty()) t.attributes += ", ";
+      t.attributes += a.name + ": " + AttrTypeName(a.type);
+      if (!a.required && a.has_default)
+        t.attributes += " = " + DefaultText(a.default_value);
+      else if (!a.required)
+        t.attributes += " (optional)";
+    }
+    texts.push_back(std::move(t));
   }
   return texts[index];
 }
@@ -84,16 +83,17 @@ const OpText& TextFor(int32_t index) {
 extern "C" {
 
 int32_t weft_op_count(void) {
-  return static_cast<int32_t>(weft::OpRegistry::Global().All().size());
+  return static_cast<int32_t>(weft::OpRegistry::Global().Count());
 }
 
 weft_status* weft_op_describe(int32_t index, weft_op_description* out) {
   return weft::Guard([&]() -> weft_status* {
-    const auto& all = weft::OpRegistry::Global().All();
-    if (index < 0 || index >= static_cast<int32_t>(all.size()))
+    const weft::OpDef* found =
+        index < 0 ? nullptr : weft::OpRegistry::Global().At(index);
+    if (found == nullptr)
       return weft::Errorf(WEFT_INVALID_ARGUMENT, "no op %d (there are %zu)",
-                          index, all.size());
-    const weft::OpDef& d = *all[index];
+                          index, weft::OpRegistry::Global().Count());
+    const weft::OpDef& d = *found;
     const weft::OpText& t = weft::TextFor(index);
     weft_op_description full{};
     full.struct_size = sizeof full;
@@ -106,6 +106,7 @@ weft_status* weft_op_describe(int32_t index, weft_op_description* out) {
     full.variadic = d.variadic;
     full.stateful = d.stateful;
     full.runs_in_runtime = d.exec != weft::ExecKind::kKernel;
+    full.origin = d.origin.empty() ? "runtime" : d.origin.c_str();
     return weft::WriteSized(full, out);
   });
 }

@@ -112,7 +112,9 @@ weft_status* UnifyInputTypes(InferenceContext& c) {
   return nullptr;
 }
 
-const OpRegistry& OpRegistry::Global() {
+const OpRegistry& OpRegistry::Global() { return GlobalMutable(); }
+
+OpRegistry& OpRegistry::GlobalMutable() {
   static OpRegistry* registry = [] {
     auto* r = new OpRegistry;
     RegisterStateOps(r);
@@ -135,14 +137,70 @@ const OpRegistry& OpRegistry::Global() {
 }
 
 const OpDef* OpRegistry::Find(const std::string& name) const {
-  for (const OpDef* d : ordered_)
-    if (d->name == name) return d;
-  return nullptr;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::vector<const OpDef*> OpRegistry::All() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return ordered_;
+}
+
+size_t OpRegistry::Count() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return ordered_.size();
+}
+
+const OpDef* OpRegistry::At(size_t index) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return index < ordered_.size() ? ordered_[index] : nullptr;
 }
 
 void OpRegistry::Add(OpDef def) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
   defs_.push_back(std::make_unique<OpDef>(std::move(def)));
   ordered_.push_back(defs_.back().get());
+  by_name_.emplace(ordered_.back()->name, ordered_.back());
+}
+
+static std::string OriginText(const std::string& origin) {
+  return origin.empty() ? "the runtime" : origin;
+}
+
+weft_status* OpRegistry::AddDefined(std::vector<OpDef> defs) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::vector<bool> fresh(defs.size(), true);
+  for (size_t i = 0; i < defs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (defs[j].name == defs[i].name)
+        return Errorf(WEFT_ALREADY_EXISTS, "op '%s' is defined twice by %s",
+                      defs[i].name.c_str(), defs[i].origin.c_str());
+    auto it = by_name_.find(defs[i].name);
+    if (it == by_name_.end()) continue;
+    const OpDef& old = *it->second;
+    if (old.origin == defs[i].origin && old.identity == defs[i].identity) {
+      fresh[i] = false;
+      continue;
+    }
+    if (old.origin == defs[i].origin)
+      return Errorf(WEFT_ALREADY_EXISTS,
+                    "op '%s' is already defined by %s with another schema "
+                    "or functions (was: %s; now: %s)",
+                    defs[i].name.c_str(), old.origin.c_str(),
+                    old.identity.c_str(), defs[i].identity.c_str());
+    return Errorf(WEFT_ALREADY_EXISTS,
+                  "op '%s' defined by %s is already defined by %s",
+                  defs[i].name.c_str(), defs[i].origin.c_str(),
+                  OriginText(old.origin).c_str());
+  }
+  for (size_t i = 0; i < defs.size(); ++i) {
+    if (!fresh[i]) continue;
+    defs_.push_back(std::make_unique<OpDef>(std::move(defs[i])));
+    ordered_.push_back(defs_.back().get());
+    by_name_.emplace(ordered_.back()->name, ordered_.back());
+  }
+  return nullptr;
 }
 
 AttrDef Required(const char* name, AttrType type) {

@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <memory>
+#include <shared_mutex>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -108,18 +110,38 @@ struct OpDef {
   // How `weft ops` names the outputs when num_outputs does not tell
   // (an attribute decides how many, as for Split): "num_split outputs".
   std::string outputs_doc;
+  // Ops defined by a program or a plugin (weft_op_register, interface 1.4):
+  // where they came from ("program", "plugin acme"), empty for the
+  // runtime's own; and their schema and functions as text, which tells an
+  // identical registration (accepted again) from a conflicting one.
+  std::string origin;
+  std::string identity;
 };
 
+// The op library.  The runtime's ops are added at start-up; ops defined by
+// programs and plugins join later (AddDefined), so lookups lock.  Entries
+// are never removed or changed: an OpDef* stays valid for the process.
 class OpRegistry {
  public:
   static const OpRegistry& Global();
+  static OpRegistry& GlobalMutable();
   const OpDef* Find(const std::string& name) const;
-  const std::vector<const OpDef*>& All() const { return ordered_; }
+  // A snapshot, in registration order.
+  std::vector<const OpDef*> All() const;
+  size_t Count() const;
+  // Op `index` in registration order, or null.
+  const OpDef* At(size_t index) const;
   void Add(OpDef def);
+  // Adds ops defined outside the runtime, all or none.  An op whose name is
+  // taken is accepted (and left as it is) when its origin and identity are
+  // the same, else refused naming both origins.
+  weft_status* AddDefined(std::vector<OpDef> defs);
 
  private:
+  mutable std::shared_mutex mu_;
   std::vector<std::unique_ptr<OpDef>> defs_;
   std::vector<const OpDef*> ordered_;
+  std::unordered_map<std::string, const OpDef*> by_name_;
 };
 
 // Registration, one function per family (runtime/ops/<family>.cc).

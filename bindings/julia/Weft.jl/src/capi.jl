@@ -212,6 +212,7 @@ struct OpDescriptionC
     variadic::Int32
     stateful::Int32
     runs_in_runtime::Int32
+    origin::Ptr{UInt8}
 end
 
 # C: weft_kernel_type_constraint

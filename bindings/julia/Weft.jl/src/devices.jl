@@ -93,14 +93,15 @@ end
     op_descriptions() -> Vector
 
 Every op of the library: `(name, summary, inputs, outputs, attributes,
-num_inputs, variadic, stateful, runs_in_runtime)`.
+num_inputs, variadic, stateful, runs_in_runtime, origin)`; `origin` is
+"runtime", "program" or "plugin NAME".
 """
 function op_descriptions()
     count = @ccall libweft.weft_op_count()::Int32
     result = []
     for i in Int32(0):count-Int32(1)
         d = Ref(OpDescriptionC(sizeof(OpDescriptionC), C_NULL, C_NULL, C_NULL,
-                               C_NULL, C_NULL, 0, 0, 0, 0))
+                               C_NULL, C_NULL, 0, 0, 0, 0, C_NULL))
         check(@ccall libweft.weft_op_describe(i::Int32, d::Ptr{OpDescriptionC})::Ptr{Cvoid})
         x = d[]
         push!(result, (name = c_string(x.name), summary = c_string(x.summary),
@@ -108,7 +109,8 @@ function op_descriptions()
                        attributes = c_string(x.attributes),
                        num_inputs = Int(x.num_inputs), variadic = x.variadic != 0,
                        stateful = x.stateful != 0,
-                       runs_in_runtime = x.runs_in_runtime != 0))
+                       runs_in_runtime = x.runs_in_runtime != 0,
+                       origin = c_string(x.origin)))
     end
     return result
 end
