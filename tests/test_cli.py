@@ -3,7 +3,8 @@
 usage errors (exit status 2) in every command, and `weft devices --json`
 prints one JSON document that Python's json module reads.
 
-Usage: test_cli.py WEFT_TOOL  (WEFT_PLUGIN_PATH names the built plugins)
+Usage: test_cli.py WEFT_TOOL [OPS_PLUGIN]  (WEFT_PLUGIN_PATH names the
+built plugins; OPS_PLUGIN is the SDK's op template, weft-acme-gelu.so)
 """
 
 import json
@@ -15,6 +16,7 @@ import tempfile
 from tap import Skip, Tap
 
 WEFT = sys.argv[1]
+OPS_PLUGIN = sys.argv[2] if len(sys.argv) > 2 else None
 tap = Tap()
 
 
@@ -35,6 +37,27 @@ def unknown_options_are_usage_errors():
     assert run.returncode == 2, run
     assert 'no such file' not in run.stdout + run.stderr, run
     assert 'usage: weft devices' in run.stderr, run.stderr
+
+
+@tap.case
+def ops_says_where_each_op_comes_from():
+    if OPS_PLUGIN is None:
+        raise Skip('no op template plugin given')
+    run = weft('ops', OPS_PLUGIN, 'Acme>Gelu', 'MatMul')
+    assert run.returncode == 0, run
+    gelu, matmul = run.stdout.split('\nMatMul(')
+    assert gelu.startswith('Acme>Gelu(x: T) -> y: T\n'), gelu
+    assert '    defined by: plugin weft-acme-gelu\n' in gelu, gelu
+    assert 'attributes: T: {float32, float64}' in gelu, gelu
+    assert 'kernel: CPU (weft-acme-gelu), T: float32, float64' in gelu, gelu
+    assert 'defined by' not in matmul, matmul
+    # Without the plugin the op does not exist.
+    run = weft('ops', 'Acme>Gelu')
+    assert run.returncode == 1, run
+    assert "no op named 'Acme>Gelu'" in run.stderr, run.stderr
+    # A plugin file that is not there is an error naming it.
+    run = weft('ops', '/nonexistent/acme.so')
+    assert run.returncode == 1 and '/nonexistent/acme.so' in run.stderr, run
 
 
 @tap.case

@@ -34,8 +34,9 @@ static const command commands[] = {
      command_version},
     {"devices", "plugins found, refused ones and why, devices and properties",
      "[--json] [PLUGIN_FILE...]", command_devices},
-    {"ops", "every op: inputs, outputs, attributes, kernels per plugin",
-     "[OP...]", command_ops},
+    {"ops", "every op: inputs, outputs, attributes, where it comes from, "
+     "kernels per plugin",
+     "[PLUGIN_FILE...] [OP...]", command_ops},
     {"place", "where a model's nodes go on these devices, and why",
      "[--devices LIST] [--gflops PATTERN=N,...] [--constrain DEVICE] "
      "[--strict] [--precision exact|bfloat16|float16] [--no-optimize] "
@@ -444,6 +445,9 @@ static int print_op(int32_t index) {
   if (status != NULL) return report("describing an op", status);
   printf("%s(%s) -> %s%s\n", d.name, d.inputs, d.outputs,
          d.stateful ? "   [stateful]" : "");
+  /* Ops of the runtime say nothing; the others say who defined them. */
+  if (d.origin != NULL && strcmp(d.origin, "runtime") != 0)
+    printf("    defined by: %s\n", d.origin);
   if (d.summary[0]) printf("    %s\n", d.summary);
   if (d.attributes[0]) printf("    attributes: %s\n", d.attributes);
   if (d.runs_in_runtime) {
@@ -455,10 +459,31 @@ static int print_op(int32_t index) {
   return print_kernels(d.name);
 }
 
+/* An argument naming a file ("./acme.so", "lib/x.so") rather than an op. */
+static int names_a_file(const char* arg) {
+  size_t n = strlen(arg);
+  return strchr(arg, '/') != NULL || (n > 3 && strcmp(arg + n - 3, ".so") == 0);
+}
+
 static int command_ops(int argc, char** argv) {
   /* argv[0] is the command's own name. */
+  for (int a = 1; a < argc; ++a)
+    if (argv[a][0] == '-') return unknown_option(argv[0], argv[a]);
+  /* Plugins define ops too: the search path's, and any file named. */
+  weft_status* discovered = weft_plugins_discover();
+  if (discovered != NULL) return report("loading the plugin search path",
+                                        discovered);
+  int ops_named = 0;
+  for (int a = 1; a < argc; ++a) {
+    if (!names_a_file(argv[a])) {
+      ++ops_named;
+      continue;
+    }
+    weft_status* loaded = weft_plugin_load(argv[a]);
+    if (loaded != NULL) return report(argv[a], loaded);
+  }
   int32_t count = weft_op_count();
-  if (argc <= 1) {
+  if (ops_named == 0) {
     printf("%d ops\n\n", count);
     for (int32_t i = 0; i < count; ++i) {
       if (print_op(i)) return 1;
@@ -466,10 +491,9 @@ static int command_ops(int argc, char** argv) {
     }
     return 0;
   }
-  for (int a = 1; a < argc; ++a)
-    if (argv[a][0] == '-') return unknown_option(argv[0], argv[a]);
   int status = 0;
   for (int a = 1; a < argc; ++a) {
+    if (names_a_file(argv[a])) continue;
     int32_t found = -1;
     for (int32_t i = 0; i < count && found < 0; ++i) {
       weft_op_description d;

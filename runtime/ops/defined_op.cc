@@ -461,7 +461,10 @@ weft_status* ParseOpDef(const weft_op_def* given, const std::string& origin,
   for (size_t i = 0; i < inputs.size(); ++i)
     d.identity += (i ? ", " : "") + inputs[i];
   d.identity += ") -> (" + d.outputs_doc + ")";
-  for (const std::string& a : attrs) d.identity += "; " + a;
+  for (const std::string& a : attrs) {
+    d.identity += "; " + a;
+    d.attributes_doc += (d.attributes_doc.empty() ? "" : ", ") + a;
+  }
   if (d.stateful) d.identity += "; stateful";
   d.identity += "; shape fn " + Pointer(reinterpret_cast<void*>(def.shape_fn)) +
                 "/" + Pointer(def.shape_arg) + "; gradient " +

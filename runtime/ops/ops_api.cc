@@ -63,7 +63,8 @@ const OpText& TextFor(int32_t index) {
     else
       for (int i = 0; i < d->num_outputs; ++i)
         t.outputs += (i ? ", output" : "output") + std::to_string(i);
-    for (const AttrDef& a : d->attrs) {
+    if (!d->attributes_doc.empty()) t.attributes = d->attributes_doc;
+    else for (const AttrDef& a : d->attrs) {
       if (!t.attributes.empty()) t.attributes += ", ";
       t.attributes += a.name + ": " + AttrTypeName(a.type);
       if (!a.required && a.has_default)

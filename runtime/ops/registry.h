@@ -110,6 +110,9 @@ struct OpDef {
   // How `weft ops` names the outputs when num_outputs does not tell
   // (an attribute decides how many, as for Split): "num_split outputs".
   std::string outputs_doc;
+  // How `weft ops` lists the attributes when the schema's own text says it
+  // better (a defined op's "T: {float32, float64}"); empty: from attrs.
+  std::string attributes_doc;
   // Ops defined by a program or a plugin (weft_op_register, interface 1.4):
   // where they came from ("program", "plugin acme"), empty for the
   // runtime's own; and their schema and functions as text, which tells an
