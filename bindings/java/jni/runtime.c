@@ -115,11 +115,12 @@ JNIEXPORT jobject NATIVE(opDescribe)(JNIEnv* env, jclass c, jint i) {
   (void)c;
   weft_op_description d = {.struct_size = sizeof d};
   if (weft_jni_check(env, weft_op_describe(i, &d))) return NULL;
-  jvalue args[9] = {STR(d.name), STR(d.summary), STR(d.inputs),
-                    STR(d.outputs), STR(d.attributes), {.i = d.num_inputs},
-                    {.z = d.variadic != 0}, {.z = d.stateful != 0},
-                    {.z = d.runs_in_runtime != 0}};
+  jvalue args[10] = {STR(d.name), STR(d.summary), STR(d.inputs),
+                     STR(d.outputs), STR(d.attributes), {.i = d.num_inputs},
+                     {.z = d.variadic != 0}, {.z = d.stateful != 0},
+                     {.z = d.runs_in_runtime != 0}, STR(d.origin)};
   return record(env, "org/weft/OpInfo",
                 "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;"
-                "Ljava/lang/String;Ljava/lang/String;IZZZ)V", args);
+                "Ljava/lang/String;Ljava/lang/String;IZZZLjava/lang/String;)V",
+                args);
 }

@@ -32,6 +32,17 @@ public final class Graph extends NativeObject {
     return handle == 0 ? null : new Node(this, handle);
   }
 
+  /** The graph whose gradients this thread is building, for Java gradients. */
+  private static final ThreadLocal<Graph> DIFFERENTIATING = new ThreadLocal<>();
+
+  static Graph differentiating() {
+    return DIFFERENTIATING.get();
+  }
+
+  Node nodeOf(long handle) {
+    return node(handle);
+  }
+
   /**
    * Starts a node of op {@code opType}; {@code name} null or "" picks a
    * unique one.
@@ -264,7 +275,14 @@ public final class Graph extends NativeObject {
       if (gradYs != null) {
         unpack(this, gradYs, gn, gi);
       }
-      long[] out = Native.gradients(g, yn, yi, xn, xi, gn, gi);
+      Graph outer = DIFFERENTIATING.get();
+      DIFFERENTIATING.set(this);
+      long[] out;
+      try {
+        out = Native.gradients(g, yn, yi, xn, xi, gn, gi);
+      } finally {
+        DIFFERENTIATING.set(outer);
+      }
       Output[] grads = new Output[xs.length];
       for (int i = 0; i < xs.length; ++i) {
         grads[i] = out[2 * i] == 0 ? null : new Output(node(out[2 * i]), (int) out[2 * i + 1]);
@@ -287,11 +305,14 @@ public final class Graph extends NativeObject {
    */
   public Node minimize(Output loss, OptimizerOptions options, String name) {
     long g = acquire();
+    Graph outer = DIFFERENTIATING.get();
+    DIFFERENTIATING.set(this);
     try {
       return node(Native.minimize(g, loss.node().handleIn(this), loss.index(),
           options.optimizer().value(), options.learningRate(), options.momentum(),
           options.nesterov(), options.beta1(), options.beta2(), options.epsilon(), name));
     } finally {
+      DIFFERENTIATING.set(outer);
       release();
     }
   }

@@ -194,4 +194,12 @@ final class Native {
   static native DeviceInfo deviceDescribe(int index);
   static native int opCount();
   static native OpInfo opDescribe(int index);
+
+  // ---- ops defined in Java (jni/ops.c) ----
+  static native void opRegister(String name, String summary, String[] inputs, String[] outputs,
+      String[] attrs, boolean stateful, int[] shapeLike, OpDefinition definition,
+      boolean hasKernel, boolean hasGradient);
+  static native void kernelSetOutput(long call, int index, long tensor);
+  static native double kernelAttrFloat(long call, String name);
+  static native long kernelAttrInt(long call, String name);
 }
