@@ -568,3 +568,96 @@ Test(defined_ops, a_node_without_a_kernel_is_refused_at_plan_time) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* ---- Host-language kernels (weft_kernel_register_host). ----------------- */
+
+/* y = x + offset, offset an int attribute; `arg` non-NULL: sets no output;
+ * an offset of 13 fails. */
+static weft_status* host_add(void* arg, const weft_kernel_call* call,
+                             weft_tensor* const* inputs, int32_t num_inputs,
+                             weft_tensor** outputs, int32_t num_outputs) {
+  cr_assert_eq(num_inputs, 1);
+  cr_assert_eq(num_outputs, 1);
+  if (arg != NULL) return NULL;
+  weft_attr_value offset;
+  memset(&offset, 0, sizeof offset);
+  offset.struct_size = sizeof offset;
+  weft_status* st = weft_kernel_attr(call, "offset", &offset);
+  if (st) return st;
+  if (offset.i == 13)
+    return weft_status_create(WEFT_OUT_OF_RANGE, "planted: unlucky offset");
+  const weft_tensor* x = inputs[0];
+  weft_tensor* y = NULL;
+  st = weft_tensor_create(weft_tensor_dtype(x), weft_tensor_dims(x),
+                          weft_tensor_rank(x), &y);
+  if (st) return st;
+  const float* xv = weft_tensor_data(x);
+  float* yv = weft_tensor_data(y);
+  for (int64_t i = 0; i < weft_tensor_element_count(x); ++i)
+    yv[i] = xv[i] + (float)offset.i;
+  outputs[0] = y;
+  return NULL;
+}
+
+static const char* const kHostIn[] = {"x: float32"};
+static const char* const kHostOut[] = {"y: float32"};
+static const char* const kHostAttrs[] = {"offset: int = 2"};
+
+static void register_host_op(const char* name, void* arg) {
+  weft_op_def d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.name = name;
+  d.inputs = kHostIn;
+  d.num_inputs = 1;
+  d.outputs = kHostOut;
+  d.num_outputs = 1;
+  d.attrs = kHostAttrs;
+  d.num_attrs = 1;
+  WT_OK(weft_op_register(&d));
+  WT_OK(weft_kernel_register_host(name, host_add, arg));
+}
+
+static weft_status* run_host_op(const char* op, int64_t offset, float* out3) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(3), 1);
+  weft_op_builder* b = weft_op_begin(g, op, "h");
+  weft_op_add_input(b, x);
+  if (offset != 2) weft_op_set_attr_int(b, "offset", offset);
+  weft_node* n = NULL;
+  WT_OK(weft_op_finish(b, &n));
+  weft_session* s = wt_session_new(g, "CPU");
+  const float v[3] = {1, -2, 0.5f};
+  weft_tensor* t = wt_tensor(WEFT_FLOAT32, WT_DIMS(3), 1, v);
+  weft_output y = {n, 0};
+  weft_tensor* out = NULL;
+  weft_status* st = weft_session_run(s, &x, &t, 1, &y, 1, NULL, 0, &out);
+  if (st == NULL) {
+    memcpy(out3, weft_tensor_data(out), 3 * sizeof(float));
+    weft_tensor_destroy(out);
+  }
+  weft_tensor_destroy(t);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return st;
+}
+
+Test(defined_ops, host_kernels_get_tensors_and_attributes) {
+  register_host_op("Test>HostAdd", NULL);
+  float y[3];
+  WT_OK(run_host_op("Test>HostAdd", 2, y));
+  cr_expect(y[0] == 3 && y[1] == 0 && y[2] == 2.5f, "%g %g %g", y[0], y[1],
+            y[2]);
+  WT_OK(run_host_op("Test>HostAdd", -5, y));
+  cr_expect(y[0] == -4 && y[1] == -7 && y[2] == -4.5f);
+  WT_EXPECT_ERROR(run_host_op("Test>HostAdd", 13, y), WEFT_OUT_OF_RANGE,
+                  "planted: unlucky offset");
+  static int no_output;
+  register_host_op("Test>HostNothing", &no_output);
+  WT_EXPECT_ERROR(run_host_op("Test>HostNothing", 2, y), WEFT_INTERNAL,
+                  "the kernel set no output 0");
+  WT_EXPECT_ERROR(weft_kernel_register_host("Test>HostAdd", NULL, NULL),
+                  WEFT_INVALID_ARGUMENT, "fn is NULL");
+  WT_EXPECT_ERROR(weft_kernel_register_host("Test>Absent", host_add, NULL),
+                  WEFT_NOT_FOUND, "unknown op 'Test>Absent'");
+}

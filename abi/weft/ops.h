@@ -213,6 +213,27 @@ WEFT_API WEFT_MUST_USE weft_status* weft_kernel_register(
  * the process. */
 WEFT_API const struct weft_host_api* weft_kernel_host(void);
 
+/* A kernel written in a host language (Java, Julia, Python's ctypes), for
+ * the CPU devices, with no table to call through: it gets the node's
+ * inputs as tensors (copies, which it must not destroy and which die when
+ * it returns) and sets each outputs[i] to a tensor of its own making
+ * (weft_tensor_create...), which the runtime takes over and destroys.
+ * `call` reads the node's attributes (weft_kernel_attr).  An error status
+ * fails the run, naming the node. */
+typedef struct weft_kernel_context weft_kernel_call;
+typedef weft_status* (*weft_host_kernel_fn)(void* arg,
+                                            const weft_kernel_call* call,
+                                            weft_tensor* const* inputs,
+                                            int32_t num_inputs,
+                                            weft_tensor** outputs,
+                                            int32_t num_outputs);
+WEFT_API WEFT_MUST_USE weft_status* weft_kernel_register_host(
+    const char* op, weft_host_kernel_fn fn, void* arg);
+/* Attribute `name` of the node a kernel runs (defaults filled), as
+ * weft_shape_attr: NOT_FOUND when absent.  Valid during the call. */
+WEFT_API WEFT_MUST_USE weft_status* weft_kernel_attr(
+    const weft_kernel_call* call, const char* name, weft_attr_value* out);
+
 #ifdef __cplusplus
 }
 #endif

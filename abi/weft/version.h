@@ -27,7 +27,8 @@ extern "C" {
  *       macro over it; the function fills only 1.0's fields, the size a
  *       program built against 1.0 headers passes).
  *  1.5  ops defined by programs and plugins: weft_op_register,
- *       weft_kernel_register, weft_kernel_host, the weft_shape_* calls;
+ *       weft_kernel_register, weft_kernel_host, the weft_shape_* calls,
+ *       weft_kernel_register_host and weft_kernel_attr;
  *       weft_op_description.origin. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 5

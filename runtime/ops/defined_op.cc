@@ -14,6 +14,7 @@
 #include "base/sized_struct.h"
 #include "device/registry.h"
 #include "grad/registry.h"
+#include "device/kernel_context.h"
 #include "graph/graph.h"
 #include "weft/plugin.h"
 
@@ -500,6 +501,85 @@ using weft::InferenceContext;
 
 namespace {
 
+// `v` (NULL: absent, NOT_FOUND) as the C struct, pointing into it.
+weft_status* DescribeAttr(const weft::AttrValue* v, const std::string& node,
+                          const std::string& op, const char* name,
+                          weft_attr_value* out) {
+  return weft::Guard([&]() -> weft_status* {
+    if (v == nullptr)
+      return weft::Errorf(WEFT_NOT_FOUND, "node '%s' (%s) has no attribute "
+                          "'%s'", node.c_str(), op.c_str(), name);
+    weft_attr_value full{};
+    full.struct_size = sizeof full;
+    full.type = static_cast<int32_t>(v->type);
+    full.i = v->i;
+    full.f = v->f;
+    full.s = v->s.c_str();
+    if (v->type == weft::AttrType::kFloatList) {
+      full.floats = v->floats.data();
+      full.count = static_cast<int32_t>(v->floats.size());
+    } else {
+      full.ints = v->ints.data();
+      full.count = static_cast<int32_t>(v->ints.size());
+    }
+    return weft::WriteSized(full, out);
+  });
+}
+
+// A host-language kernel (weft_kernel_register_host) and its trampoline.
+struct HostKernel {
+  weft_host_kernel_fn fn;
+  void* arg;
+};
+
+weft_status* RunHostKernel(void* arg, weft_kernel_context* ctx) {
+  const HostKernel& k = *static_cast<const HostKernel*>(arg);
+  const weft_host_api* host = weft::HostApi();
+  const int32_t n_in = host->kernel_num_inputs(ctx);
+  const int32_t n_out = host->kernel_num_outputs(ctx);
+  std::vector<weft_tensor*> inputs(n_in, nullptr), outputs(n_out, nullptr);
+  auto release = [&] {
+    for (weft_tensor* t : inputs) weft_tensor_destroy(t);
+    for (weft_tensor* t : outputs) weft_tensor_destroy(t);
+  };
+  for (int32_t i = 0; i < n_in; ++i) {
+    weft_kernel_tensor in;
+    in.struct_size = sizeof in;
+    weft_status* st = host->kernel_input(ctx, i, &in);
+    // The CPU devices' memory is host memory: handle + offset is an address.
+    if (st == nullptr)
+      st = weft_tensor_create_copy(
+          static_cast<weft_dtype>(in.dtype), in.dims, in.rank,
+          static_cast<const char*>(in.data) + in.offset, in.byte_size,
+          &inputs[i]);
+    if (st != nullptr) {
+      release();
+      return st;
+    }
+  }
+  weft_status* st = k.fn(k.arg, ctx, inputs.data(), n_in, outputs.data(),
+                         n_out);
+  for (int32_t o = 0; st == nullptr && o < n_out; ++o) {
+    const weft_tensor* t = outputs[o];
+    if (t == nullptr) {
+      st = weft::Errorf(WEFT_INTERNAL, "node '%s' (%s): the kernel set no "
+                        "output %d", host->kernel_node_name(ctx),
+                        host->kernel_op(ctx), o);
+      break;
+    }
+    weft_kernel_tensor out;
+    out.struct_size = sizeof out;
+    st = host->kernel_allocate_output(ctx, o, weft_tensor_dtype(t),
+                                      weft_tensor_dims(t), weft_tensor_rank(t),
+                                      &out);
+    if (st == nullptr && out.byte_size > 0)
+      std::memcpy(static_cast<char*>(out.data) + out.offset,
+                  weft_tensor_data(t), out.byte_size);
+  }
+  release();
+  return st;
+}
+
 bool InputInRange(const weft_shape_context* ctx, int32_t index) {
   return ctx != nullptr && index >= 0 &&
          static_cast<size_t>(index) < ctx->c->input_shapes.size();
@@ -536,27 +616,8 @@ weft_status* weft_shape_attr(const weft_shape_context* ctx, const char* name,
   if (ctx == nullptr || name == nullptr || out == nullptr)
     return weft::Error(WEFT_INVALID_ARGUMENT,
                        "weft_shape_attr: NULL context, name or output");
-  return weft::Guard([&]() -> weft_status* {
-    const weft::AttrValue* v = ctx->c->attr(name);
-    if (v == nullptr)
-      return weft::Errorf(WEFT_NOT_FOUND, "node '%s' (%s) has no attribute "
-                          "'%s'", ctx->c->node_name.c_str(),
-                          ctx->c->op.c_str(), name);
-    weft_attr_value full{};
-    full.struct_size = sizeof full;
-    full.type = static_cast<int32_t>(v->type);
-    full.i = v->i;
-    full.f = v->f;
-    full.s = v->s.c_str();
-    if (v->type == weft::AttrType::kFloatList) {
-      full.floats = v->floats.data();
-      full.count = static_cast<int32_t>(v->floats.size());
-    } else {
-      full.ints = v->ints.data();
-      full.count = static_cast<int32_t>(v->ints.size());
-    }
-    return weft::WriteSized(full, out);
-  });
+  return DescribeAttr(ctx->c->attr(name), ctx->c->node_name, ctx->c->op,
+                      name, out);
 }
 
 weft_status* weft_shape_set_output(weft_shape_context* ctx, int32_t index,
@@ -590,6 +651,32 @@ weft_status* weft_shape_error(const weft_shape_context* ctx,
   std::string text = weft::PluginText(message);
   if (ctx == nullptr) return weft::Error(WEFT_INVALID_ARGUMENT, text);
   return ctx->c->Fail("%s", text.c_str());
+}
+
+weft_status* weft_kernel_register_host(const char* op, weft_host_kernel_fn fn,
+                                       void* arg) {
+  if (fn == nullptr)
+    return weft::Error(WEFT_INVALID_ARGUMENT,
+                       "weft_kernel_register_host: fn is NULL");
+  // Kernels live as long as the process, and so does what they point at.
+  auto* k = new HostKernel{fn, arg};
+  weft_kernel_def def{};
+  def.struct_size = sizeof def;
+  def.op = op;
+  def.compute = RunHostKernel;
+  def.kernel_arg = k;
+  weft_status* st = weft_kernel_register("CPU", &def);
+  if (st != nullptr) delete k;
+  return st;
+}
+
+weft_status* weft_kernel_attr(const weft_kernel_call* call, const char* name,
+                              weft_attr_value* out) {
+  if (call == nullptr || name == nullptr || out == nullptr)
+    return weft::Error(WEFT_INVALID_ARGUMENT,
+                       "weft_kernel_attr: NULL call, name or output");
+  return DescribeAttr(weft::FindAttr(call->node->attrs, name),
+                      call->node->name, call->node->op_type, name, out);
 }
 
 weft_status* weft_op_register(const weft_op_def* def) {
