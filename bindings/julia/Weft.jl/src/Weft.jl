@@ -33,7 +33,8 @@ export WeftError, DType, BFloat16,
     gradients, minimize, initialize_all, trainable_variables, set_trainable,
     gradient_status, save_checkpoint, restore_checkpoint,
     devices, plugins, plugin_refusals, load_plugin, op_descriptions, kernels,
-    version_string, abi_version, cond, while_loop, ControlFlowError
+    version_string, abi_version, cond, while_loop, ControlFlowError,
+    register_op, KernelCall, kernel_attr
 
 include("capi.jl")
 include("bfloat16.jl")
@@ -44,6 +45,7 @@ include("session.jl")
 include("train.jl")
 include("control.jl")
 include("devices.jl")
+include("defined_ops.jl")
 
 function __init__()
     load_library()

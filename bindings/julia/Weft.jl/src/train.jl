@@ -22,10 +22,12 @@ function gradients(ys::AbstractVector{Output}, xs::AbstractVector{Output};
         ys_c = c_outputs(ys)
         xs_c = c_outputs(xs)
         grad_ys_c = grad_ys === nothing ? C_NULL : c_outputs(grad_ys)
-        check(@ccall libweft.weft_gradients(
-            g::Ptr{Cvoid}, ys_c::Ptr{WeftOutput}, Int32(length(ys_c))::Int32,
-            xs_c::Ptr{WeftOutput}, Int32(length(xs_c))::Int32,
-            grad_ys_c::Ptr{WeftOutput}, out::Ptr{WeftOutput})::Ptr{Cvoid})
+        differentiating(g) do
+            check(@ccall libweft.weft_gradients(
+                g::Ptr{Cvoid}, ys_c::Ptr{WeftOutput}, Int32(length(ys_c))::Int32,
+                xs_c::Ptr{WeftOutput}, Int32(length(xs_c))::Int32,
+                grad_ys_c::Ptr{WeftOutput}, out::Ptr{WeftOutput})::Ptr{Cvoid})
+        end
     end
     return Union{Output,Nothing}[julia_output(g, o) for o in out]
 end
@@ -108,9 +110,11 @@ function minimize(loss::Output; optimizer::Symbol = :adam, learning_rate = nothi
         something(epsilon, d.epsilon)))
     g = graph(loss)
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    GC.@preserve g check(@ccall libweft.weft_minimize(
-        g::Ptr{Cvoid}, WeftOutput(loss)::WeftOutput, options::Ptr{OptimizerOptionsC},
-        name::Cstring, out::Ptr{Ptr{Cvoid}})::Ptr{Cvoid})
+    differentiating(g) do
+        GC.@preserve g check(@ccall libweft.weft_minimize(
+            g::Ptr{Cvoid}, WeftOutput(loss)::WeftOutput, options::Ptr{OptimizerOptionsC},
+            name::Cstring, out::Ptr{Ptr{Cvoid}})::Ptr{Cvoid})
+    end
     return Node(out[], g)
 end
 

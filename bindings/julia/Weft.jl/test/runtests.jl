@@ -208,6 +208,46 @@ end
     close(s)
 end
 
+@testset "an op defined in Julia: kernel, gradient, training" begin
+    # y = scale * x^3 on the CPU; the gradient (for the default scale 1,
+    # which the training below uses) 3 x^2 dy.
+    register_op("JuliaTest>Cube";
+        inputs = ["x: T"], outputs = ["y: T"],
+        attrs = ["T: {float32, float64}", "scale: float = 1.0"],
+        summary = "scale * x^3, computed in Julia",
+        kernel = (call, x) -> begin
+            k = kernel_attr(call, "scale")
+            Tensor(k .* Array(x) .^ 3; copy = true)
+        end,
+        gradient = (g, ins, dys) -> begin
+            x = ins[1]
+            three = constant(g, 3.0)
+            [multiply(multiply(multiply(x, x), three), dys[1])]
+        end)
+    @test any(d -> d.name == "JuliaTest>Cube" && d.origin == "program",
+              op_descriptions())
+    g = Graph()
+    x = placeholder(g, Float64, [3]; name = "x")
+    y = Weft.first_output(op(g, "JuliaTest>Cube", x; scale = 2.0))
+    s = Session(g; devices = CPU)
+    @test Array(run(s, y; feeds = [x => [1.0, -2.0, 0.5]])) ≈ [2.0, -16.0, 0.25]
+    close(s)
+    # Train w so that cube(w) meets [0.125, 0.512]: w -> [0.5, 0.8].
+    g = Graph()
+    w = variable(g, [0.6, 0.6]; name = "w")
+    t = constant(g, [0.125, 0.512])
+    d = Weft.first_output(op(g, "JuliaTest>Cube", w)) - t
+    loss = reduce_sum(multiply(d, d))
+    train = minimize(loss; optimizer = :gradient_descent, learning_rate = 0.1)
+    s = Session(g; devices = CPU)
+    run(s, initialize_all(g))
+    for _ in 1:2000
+        run(s, train)
+    end
+    @test Array(run(s, w)) ≈ [0.5, 0.8] atol = 1e-3
+    close(s)
+end
+
 @testset "training a tiny model, checkpoint round trip" begin
     # y = 3x - 1 by gradient descent on one weight and one bias.
     g = Graph()
