@@ -5,5 +5,6 @@
 
 int weft_command_place(int argc, char** argv);
 int weft_command_train(int argc, char** argv);
+int weft_command_conformance(int argc, char** argv);
 
 #endif /* WEFT_TOOLS_COMMANDS_H_ */

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "tools/commands.h"
+#include "tools/random.h"
 #include "tools/idx.h"
 #include "weft/weft.h"
 
@@ -80,17 +81,6 @@ static int check(weft_status* st, const char* what) {
   return 0;
 }
 
-static uint64_t splitmix(uint64_t* s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static double uniform01(uint64_t* s) {
-  return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 static double now_seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -131,7 +121,7 @@ static int variable(weft_graph* g, const char* name, int64_t rows,
   int64_t n = weft_tensor_element_count(t);
   double limit = glorot ? sqrt(6.0 / (double)(rows + cols)) : 0;
   for (int64_t i = 0; i < n; ++i)
-    p[i] = glorot ? (float)((uniform01(seed) * 2 - 1) * limit) : 0.0f;
+    p[i] = glorot ? (float)((weft_tool_uniform(seed) * 2 - 1) * limit) : 0.0f;
   char init_name[128];
   snprintf(init_name, sizeof init_name, "%s/initial_value", name);
   weft_output init;
@@ -438,7 +428,7 @@ static void epoch_order(uint64_t seed, int64_t epoch, int32_t* order,
   uint64_t s = seed * 1000003u + (uint64_t)epoch;
   for (int64_t i = 0; i < n; ++i) order[i] = (int32_t)i;
   for (int64_t i = n - 1; i > 0; --i) {
-    int64_t j = (int64_t)(splitmix(&s) % (uint64_t)(i + 1));
+    int64_t j = (int64_t)(weft_tool_random(&s) % (uint64_t)(i + 1));
     int32_t t = order[i];
     order[i] = order[j];
     order[j] = t;

@@ -48,6 +48,9 @@ static const command commands[] = {
      "[--data DIR] [--checkpoint FILE] [--resume] [--loss-log FILE] "
      "[--explain]",
      weft_command_train},
+    {"conformance", "check a plugin's kernels against the CPU's, and its "
+     "memory, stream and event contract",
+     "PLUGIN_FILE [--op OP] [--json]", weft_command_conformance},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 
@@ -58,7 +61,7 @@ static void print_usage(FILE* out) {
           "\n"
           "commands:\n");
   for (size_t i = 0; i < command_count; ++i) {
-    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
   }
   fprintf(out,
           "\n"

@@ -297,7 +297,13 @@ weft_status* MemoryAllocate(weft_plugin_device* device, uint64_t bytes,
                                      static_cast<size_t>(bytes), nullptr,
                                      &error);
   if (error != CL_SUCCESS) {
-    return MakeStatus(CodeFor(error),
+    // A size above CL_DEVICE_MAX_MEM_ALLOC_SIZE is memory the device cannot
+    // give: RESOURCE_EXHAUSTED, as the plugin interface asks of every
+    // allocation that does not fit (weft conformance checks it).
+    const int32_t code = error == CL_INVALID_BUFFER_SIZE
+                             ? WEFT_RESOURCE_EXHAUSTED
+                             : CodeFor(error);
+    return MakeStatus(code,
                       "clCreateBuffer of %llu bytes on OpenCL device %d "
                       "failed: %s",
                       static_cast<unsigned long long>(bytes), device->index,

@@ -82,7 +82,13 @@ typedef struct binary_work {
 static float apply_float(binary_op op, float a, float b) {
   switch (op) {
     case BINARY_ADD: return a + b;
+#ifdef TPL_PLANTED_BUG
+    /* The planted bug of weft-template-planted (sdk/template/meson.build):
+     * float32 Sub off by 1e-3, which `weft conformance` must catch. */
+    case BINARY_SUB: return a - b + 1e-3f;
+#else
     case BINARY_SUB: return a - b;
+#endif
     case BINARY_MUL: return a * b;
     case BINARY_DIV: return a / b;
   }

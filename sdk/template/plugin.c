@@ -19,9 +19,17 @@ static const weft_plugin_api tpl_api = {
     /* The size of the table as these headers define it: a newer host reads
      * only this much and treats its later slots as absent. */
     .struct_size = sizeof(weft_plugin_api),
+#ifdef TPL_PLANTED_BUG
+    /* A second build with a wrong kernel, for `weft conformance`'s test;
+     * its own name and device type let it load beside the template. */
+    .name = "weft-template-planted",
+    .version = "0.1.0",
+    .device_type = "PLANTED",
+#else
     .name = "weft-template",
     .version = "0.1.0",
     .device_type = "TEMPLATE",
+#endif
 
     .device_count = tpl_device_count,
     .device_open = tpl_device_open,
