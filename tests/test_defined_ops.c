@@ -661,3 +661,25 @@ Test(defined_ops, host_kernels_get_tensors_and_attributes) {
   WT_EXPECT_ERROR(weft_kernel_register_host("Test>Absent", host_add, NULL),
                   WEFT_NOT_FOUND, "unknown op 'Test>Absent'");
 }
+
+/* ---- Plugins breaking the rules of interface 1.4 are refused whole. ------ */
+
+Test(defined_ops, plugins_breaking_the_op_rules_are_refused_whole) {
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_BAD_OPS_SCHEMA),
+                  WEFT_INVALID_ARGUMENT,
+                  "'U' is neither a dtype name nor a dtype attribute");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_BAD_OPS_HIJACK),
+                  WEFT_INVALID_ARGUMENT,
+                  "its kernel for Relu on CPU serves a device type not its "
+                  "own: a plugin may do so only for ops it defines");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_BAD_OPS_NO_TYPE),
+                  WEFT_INVALID_ARGUMENT,
+                  "defines ops only, so each kernel must name a device type");
+  /* None of them left an op or a kernel behind. */
+  cr_expect_eq(op_index("BadOps>Op"), -1);
+  for (int32_t i = 0; i < weft_kernel_count("Relu"); ++i) {
+    weft_kernel_description k = {.struct_size = sizeof k};
+    WT_OK(weft_kernel_describe("Relu", i, &k));
+    cr_expect_str_neq(k.plugin, "weft-test-bad-ops");
+  }
+}
