@@ -10,6 +10,7 @@
 #   ./scripts/fuzz.sh                 every target
 #   ./scripts/fuzz.sh checkpoint_reader
 #   ./scripts/fuzz.sh plugin_loader
+#   ./scripts/fuzz.sh op_def
 #   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +87,13 @@ build_c_api() {
     "$out/libweft_fuzz.a" -ldl -pthread -o "$out/c_api"
 }
 
+# Defining ops: the schema parser and defined ops' inference (no plugin).
+build_op_def() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iabi tests/fuzz/op_def.cc \
+    "$out/libweft_fuzz.a" -ldl -pthread -o "$out/op_def"
+}
+
 # A valid checkpoint and valid IDX files start the corpora, so the fuzzer
 # begins past the headers.
 seed_corpus() {
@@ -102,7 +110,7 @@ seed_corpus() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader plugin_loader c_api)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader plugin_loader c_api op_def)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"

@@ -4,7 +4,10 @@ the installed programs run from there in a clean environment (no
 LD_LIBRARY_PATH, no WEFT_PLUGIN_PATH).  `weft` and the JNI library find
 libweft through their $ORIGIN-relative RUNPATH, libweft finds the plugins
 installed beside it, and the README's first example, compiled against the
-installed headers and library, runs on the installed CPU plugin.
+installed headers and library, runs on the installed CPU plugin.  The SDK's
+op template, copied out of the tree and built by its Makefile with
+`pkg-config weft` alone, loads in the installed `weft ops` and passes the
+installed `weft conformance`.
 
 Usage: test_install.py BUILD_DIR PREFIX BINDIR LIBDIR INCLUDEDIR EXAMPLE CC...
 (the directories as configured; EXAMPLE a C file; CC the C compiler command)
@@ -107,6 +110,35 @@ def installed_jni_library_loads():
     run = run_clean(sys.executable, '-c',
                     f'import ctypes; ctypes.CDLL({jni!r})')
     assert run.returncode == 0, run.stderr
+
+
+@tap.case
+def op_template_builds_with_pkg_config_alone_and_passes_conformance():
+    if shutil.which('make') is None or shutil.which('pkg-config') is None:
+        raise Skip('make or pkg-config is not installed')
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                          'sdk', 'custom_op')
+    copy = os.path.join(root, 'weft-acme-ops')
+    shutil.copytree(source, copy)
+    os.remove(os.path.join(copy, 'meson.build'))  # out of the tree: no Meson
+    # The .pc file of this installation, moved under the temporary root.
+    env = dict(os.environ,
+               PKG_CONFIG_PATH=os.path.join(installed(libdir), 'pkgconfig'))
+    prefix_here = os.path.join(root, prefix.lstrip('/'))
+    build = subprocess.run(['make', '-C', copy,
+                            'PKG_CONFIG=pkg-config --define-variable=prefix=' +
+                            prefix_here,
+                            'CC=' + ' '.join(cc)],
+                           env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert build.returncode == 0, build.stdout + build.stderr
+    plugin = os.path.join(copy, 'weft-acme-gelu.so')
+    run = run_clean(WEFT, 'ops', plugin, 'Acme>Gelu')
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert 'defined by: plugin weft-acme-gelu' in run.stdout, run.stdout
+    run = run_clean(WEFT, 'conformance', plugin)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert 'Acme>Gelu' in run.stdout and 'FAIL (' not in run.stdout, run.stdout
 
 
 shutil.rmtree(root, ignore_errors=True)
