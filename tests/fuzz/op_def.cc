@@ -40,8 +40,8 @@ std::string Piece(FuzzedDataProvider& in) {
 // the op def's shape_arg says so) sets a fuzzed, possibly invalid, shape.
 struct ShapeRule {
   int32_t output;
-  int32_t rank;
-  int64_t dims[4];
+  int32_t rank;  // up to 40: above WEFT_MAX_RANK must be refused, not read
+  int64_t dims[40];
 };
 
 weft_status* FuzzedShape(void* arg, weft_shape_context* ctx) {
@@ -73,10 +73,14 @@ void Check(weft_status* st) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  // Names are unique per input (ops live for the process): a counter.
+  // Ops live for the process, so fresh names come from a counter, and only
+  // the first 20000 inputs get one (the registry would otherwise grow until
+  // the fuzzer's memory limit); later inputs reuse names, which exercises
+  // re-registration and conflicts.
   static int serial = 0;
+  int number = serial < 20000 ? serial++ : serial % 64;
   std::string name = in.ConsumeBool()
-                         ? "Fuzz>Op" + std::to_string(serial++)
+                         ? "Fuzz>Op" + std::to_string(number)
                          : in.ConsumeRandomLengthString(24);
   std::vector<std::string> ports[3];
   for (auto& list : ports) {
@@ -89,9 +93,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Leaked on purpose: an accepted op keeps its shape_arg for the process.
   auto* rule = new ShapeRule{in.ConsumeIntegralInRange<int32_t>(-1, 3),
                              in.ConsumeIntegralInRange<int32_t>(-2, 40),
-                             {in.ConsumeIntegral<int64_t>(),
-                              in.ConsumeIntegralInRange<int64_t>(-3, 9), 2,
-                              1}};
+                             {}};
+  rule->dims[0] = in.ConsumeIntegral<int64_t>();
+  for (int i = 1; i < 40; ++i)
+    rule->dims[i] = in.ConsumeIntegralInRange<int64_t>(-3, 9);
   weft_op_def def{};
   def.struct_size = in.ConsumeBool() ? sizeof def : in.ConsumeIntegral<uint8_t>();
   def.name = name.c_str();
@@ -116,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     weft_op_builder* b = weft_op_begin(g, name.c_str(), nullptr);
     int inputs = in.ConsumeIntegralInRange<int>(0, 4);
     for (int i = 0; i < inputs; ++i) {
-      weft_node* p = nullptr;
+      weft_output p{nullptr, 0};
       int64_t dims[2] = {in.ConsumeIntegralInRange<int64_t>(-1, 5),
                          in.ConsumeIntegralInRange<int64_t>(-1, 5)};
       weft_status* ps = weft_graph_placeholder(
@@ -127,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Check(ps);
         continue;
       }
-      weft_op_add_input(b, weft_output{p, 0});
+      weft_op_add_input(b, p);
     }
     if (in.ConsumeBool())
       weft_op_set_attr_int(b, "k", in.ConsumeIntegral<int64_t>());
