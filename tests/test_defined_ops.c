@@ -93,9 +93,16 @@ static weft_status* swish_gradient(void* arg, weft_gradient_context* ctx) {
       weft_op_begin(weft_gradient_graph(ctx), "Test>SwishGrad", name);
   weft_op_add_input(b, weft_node_input(node, 0));
   weft_op_add_input(b, dy);
-  /* The node's beta, as its shape function saw it, is not readable from
-   * the gradient context: the tests use one beta per process. */
-  weft_op_set_attr_float(b, "beta", 1.5);
+  /* The node's own beta (its default filled when the node was built). */
+  weft_attr_value beta;
+  memset(&beta, 0, sizeof beta);
+  beta.struct_size = sizeof beta;
+  weft_status* read = weft_node_attr(node, "beta", &beta);
+  if (read) {
+    weft_op_abandon(b);
+    return read;
+  }
+  weft_op_set_attr_float(b, "beta", beta.f);
   weft_node* dx = NULL;
   weft_status* st = weft_op_finish(b, &dx);
   if (st) return st;
@@ -238,11 +245,39 @@ static weft_output swish_of(weft_graph* g, const weft_output* xs, int32_t n,
   return apply_op(g, (const char*)arg, "f", xs[0]);
 }
 
+/* Swish with beta 0.7 set on the node: the gradient must read it. */
+static weft_output swish07_of(weft_graph* g, const weft_output* xs, int32_t n,
+                              void* arg) {
+  (void)n;
+  (void)arg;
+  weft_op_builder* b = weft_op_begin(g, "Test>Swish", "f07");
+  weft_op_add_input(b, xs[0]);
+  weft_op_set_attr_float(b, "beta", 0.7);
+  weft_node* node = NULL;
+  WT_OK(weft_op_finish(b, &node));
+  return (weft_output){node, 0};
+}
+
 Test(defined_ops, program_op_gradient_matches_central_differences) {
   register_swish();
   const double v[7] = {-4, -1.5, -0.3, 0, 0.2, 1, 3.5};
   gc_input in = {WEFT_FLOAT64, WT_DIMS(7), 1, v, 0};
   gc_check_f64("Test>Swish", swish_of, "Test>Swish", &in, 1, 0);
+  gc_check_f64("Test>Swish beta 0.7", swish07_of, NULL, &in, 1, 0);
+  /* weft_node_attr's refusals. */
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(2), 1);
+  weft_attr_value v2;
+  memset(&v2, 0, sizeof v2);
+  v2.struct_size = sizeof v2;
+  WT_EXPECT_ERROR(weft_node_attr(x.node, "beta", &v2), WEFT_NOT_FOUND,
+                  "node 'x' (Placeholder) has no attribute 'beta'");
+  WT_OK(weft_node_attr(x.node, "dtype", &v2));
+  cr_expect_eq(v2.type, WEFT_ATTR_DTYPE);
+  cr_expect_eq(v2.i, WEFT_FLOAT32);
+  WT_EXPECT_ERROR(weft_node_attr(NULL, "dtype", &v2), WEFT_INVALID_ARGUMENT,
+                  "NULL node");
+  weft_graph_destroy(g);
 }
 
 /* w <- w - lr * d/dw sum((f(w * x) - t)^2), computed here in double. */

@@ -234,6 +234,13 @@ WEFT_API WEFT_MUST_USE weft_status* weft_kernel_register_host(
 WEFT_API WEFT_MUST_USE weft_status* weft_kernel_attr(
     const weft_kernel_call* call, const char* name, weft_attr_value* out);
 
+/* Attribute `name` of a node of a graph (defaults filled), as
+ * weft_shape_attr: NOT_FOUND when absent.  Strings and lists point into
+ * the node and live as long as its graph.  For gradient functions, which
+ * read the attributes of the node they differentiate. */
+WEFT_API WEFT_MUST_USE weft_status* weft_node_attr(
+    const weft_node* node, const char* name, weft_attr_value* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,7 +38,8 @@
  *       defines ops of its own (weft_op_def in weft/ops.h), with their
  *       shape functions and gradients, and registers kernels for them;
  *       weft_kernel_def.device_type (kernels for another plugin's device
- *       type, for the plugin's own ops); and plugins of ops only: a
+ *       type, for the plugin's own ops); weft_graph_api.node_attr (a
+ *       gradient reads its node's attributes); and plugins of ops only: a
  *       plugin choosing 1.4 may leave device_type and every device,
  *       memory, copy and stream slot NULL.
  *
@@ -361,6 +362,9 @@ typedef struct weft_graph_api {
   int32_t (*gradient_input_wanted)(weft_gradient_context* ctx, int32_t index);
   weft_status* (*gradient_set_input_grad)(weft_gradient_context* ctx,
                                           int32_t index, weft_output grad);
+  /* ---- Appended in 1.4 (NULL from an older host) ---- */
+  weft_status* (*node_attr)(const weft_node* node, const char* name,
+                            weft_attr_value* out);
 } weft_graph_api;
 
 /* Properties of one device, filled by the plugin.  The host sets

@@ -28,7 +28,7 @@ extern "C" {
  *       program built against 1.0 headers passes).
  *  1.5  ops defined by programs and plugins: weft_op_register,
  *       weft_kernel_register, weft_kernel_host, the weft_shape_* calls,
- *       weft_kernel_register_host and weft_kernel_attr;
+ *       weft_kernel_register_host, weft_kernel_attr, weft_node_attr;
  *       weft_op_description.origin. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 5

@@ -229,6 +229,7 @@ const weft_graph_api* GraphApi() {
     g.gradient_output_grad = weft_gradient_output_grad;
     g.gradient_input_wanted = weft_gradient_input_wanted;
     g.gradient_set_input_grad = weft_gradient_set_input_grad;
+    g.node_attr = weft_node_attr;
     return g;
   }();
   return &api;

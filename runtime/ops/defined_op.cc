@@ -679,6 +679,15 @@ weft_status* weft_kernel_attr(const weft_kernel_call* call, const char* name,
                       call->node->name, call->node->op_type, name, out);
 }
 
+weft_status* weft_node_attr(const weft_node* node, const char* name,
+                            weft_attr_value* out) {
+  if (node == nullptr || name == nullptr || out == nullptr)
+    return weft::Error(WEFT_INVALID_ARGUMENT,
+                       "weft_node_attr: NULL node, name or output");
+  return DescribeAttr(weft::FindAttr(node->attrs, name), node->name,
+                      node->op_type, name, out);
+}
+
 weft_status* weft_op_register(const weft_op_def* def) {
   return weft::Guard([&]() -> weft_status* {
     weft::OpDef d;
