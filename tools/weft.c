@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/commands.h"
+#include "tools/json.h"
 #include "weft/weft.h"
 
 /* Exit codes: 2 is the usual "you called me wrong" of command-line tools, so
@@ -159,32 +160,15 @@ typedef struct printer {
   int fields; /* fields printed so far in the current JSON object */
 } printer;
 
-static void print_json_string(const char* text) {
-  putchar('"');
-  for (const unsigned char* c = (const unsigned char*)(text ? text : "");
-       *c; ++c) {
-    if (*c == '"' || *c == '\\') {
-      printf("\\%c", *c);
-    } else if (*c < 0x20) {
-      /* Control characters must be escaped; bytes >= 0x80 pass through, as
-       * the UTF-8 they are meant to be. */
-      printf("\\u%04x", *c);
-    } else {
-      putchar(*c);
-    }
-  }
-  putchar('"');
-}
-
 static void json_key(printer* p, const char* key) {
   printf("%s", p->fields++ ? ", " : "");
-  print_json_string(key);
+  weft_tool_json_string(key);
   printf(": ");
 }
 
 static void json_text(printer* p, const char* key, const char* value) {
   json_key(p, key);
-  print_json_string(value);
+  weft_tool_json_string(value);
 }
 
 static void json_number(printer* p, const char* key, double value) {
@@ -358,13 +342,13 @@ static void print_search_path(printer* p) {
       char entry[4096];
       snprintf(entry, sizeof entry, "%.*s", (int)length, dir);
       printf("%s", first ? "" : ", ");
-      print_json_string(entry);
+      weft_tool_json_string(entry);
       first = 0;
     }
     dir += length + (dir[length] == ':');
   }
   printf("],\n  \"configured_plugin_dir\": ");
-  print_json_string(WEFT_INSTALLED_PLUGIN_DIR);
+  weft_tool_json_string(WEFT_INSTALLED_PLUGIN_DIR);
   printf(",\n");
 }
 

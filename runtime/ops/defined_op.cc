@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "base/status.h"
+#include "base/text.h"
 #include "base/sized_struct.h"
 #include "device/registry.h"
 #include "grad/registry.h"
@@ -51,11 +52,6 @@ struct Schema {
   void* shape_arg = nullptr;
 };
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > kMaxName ||
       !(std::isalpha(static_cast<unsigned char>(s[0]))))
@@ -64,15 +60,6 @@ bool IsIdentifier(const std::string& s) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'))
       return false;
   return true;
-}
-
-bool DtypeNamed(const std::string& name, weft_dtype* out) {
-  for (int32_t d = WEFT_FLOAT32; d <= WEFT_UINT64; ++d)
-    if (name == weft_dtype_name(static_cast<weft_dtype>(d))) {
-      *out = static_cast<weft_dtype>(d);
-      return true;
-    }
-  return false;
 }
 
 // Whole-string numbers: no trailing text, no overflow.
@@ -99,19 +86,7 @@ bool ParseFloat(const std::string& s, double* out) {
 // "[a, b, c]" into its items (trimmed); "[]" is empty.
 bool SplitList(const std::string& s, std::vector<std::string>* items) {
   if (s.size() < 2 || s.front() != '[' || s.back() != ']') return false;
-  std::string body = Trim(s.substr(1, s.size() - 2));
-  if (body.empty()) return true;
-  size_t start = 0;
-  for (;;) {
-    size_t comma = body.find(',', start);
-    std::string item = Trim(body.substr(start, comma == std::string::npos
-                                                   ? std::string::npos
-                                                   : comma - start));
-    if (item.empty()) return false;
-    items->push_back(item);
-    if (comma == std::string::npos) return true;
-    start = comma + 1;
-  }
+  return SplitItems(s.substr(1, s.size() - 2), items);
 }
 
 // A C string literal with \" and \\ escapes.
@@ -143,7 +118,7 @@ bool ParseDefault(const std::string& text, AttrType type, AttrValue* v) {
       return true;
     case AttrType::kDtype: {
       weft_dtype d;
-      if (!DtypeNamed(text, &d)) return false;
+      if (!DtypeFromName(text, &d)) return false;
       v->i = d;
       return true;
     }
@@ -225,20 +200,15 @@ weft_status* ParseAttr(const std::string& op, const std::string& text,
   if (!rest.empty() && rest[0] == '{') {
     size_t close = rest.find('}');
     if (close == std::string::npos) return bad("the dtype set lacks '}'");
-    std::string body = rest.substr(1, close - 1);
-    size_t start = 0;
-    for (;;) {
-      size_t comma = body.find(',', start);
-      std::string item = Trim(body.substr(
-          start, comma == std::string::npos ? std::string::npos
-                                            : comma - start));
+    std::vector<std::string> names;
+    if (!SplitItems(rest.substr(1, close - 1), &names) || names.empty())
+      return bad("the dtype set is empty or has an empty item");
+    for (const std::string& item : names) {
       weft_dtype d;
-      if (!DtypeNamed(item, &d))
+      if (!DtypeFromName(item, &d))
         return bad("'" + item + "' is not a dtype name (float32, int64, ...)");
       if (std::find(allowed.begin(), allowed.end(), d) == allowed.end())
         allowed.push_back(d);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
     }
     kind = "dtype";
     rest = Trim(rest.substr(close + 1));
@@ -287,7 +257,7 @@ weft_status* ParsePort(const std::string& op, const char* what,
   std::string type = Trim(text.substr(colon + 1));
   if (!IsIdentifier(out->name))
     return bad("the name must be a letter then letters, digits or '_'");
-  if (DtypeNamed(type, &out->fixed)) return nullptr;
+  if (DtypeFromName(type, &out->fixed)) return nullptr;
   for (DtypeAttr& a : schema->dtype_attrs)
     if (a.name == type) {
       out->type_attr = type;
@@ -695,9 +665,12 @@ weft_status* weft_op_register(const weft_op_def* def) {
     std::string name = d.name;
     std::vector<weft::OpDef> defs;
     defs.push_back(std::move(d));
+    std::vector<bool> added;
     WEFT_RETURN_IF_ERROR(weft::OpRegistry::GlobalMutable().AddDefined(
-        std::move(defs)));
-    if (def->gradient != nullptr)
+        std::move(defs), &added));
+    // The same definition again changes nothing, not even a gradient the
+    // program has registered for the op since.
+    if (added[0] && def->gradient != nullptr)
       return weft_gradient_register(name.c_str(), def->gradient,
                                     def->gradient_arg);
     return nullptr;

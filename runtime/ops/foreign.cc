@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/text.h"
 #include "graph/graph.h"
 #include "ops/registry.h"
 #include "ops/runtime_op.h"
@@ -67,22 +68,11 @@ struct Signature {
   bool elementwise = false;
 };
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
+// The dtypes libffi passes here (the scalar types C functions take).
 bool ParseDtype(const std::string& name, weft_dtype* out) {
-  static const std::pair<const char*, weft_dtype> kTypes[] = {
-      {"float32", WEFT_FLOAT32}, {"float64", WEFT_FLOAT64},
-      {"int32", WEFT_INT32},     {"int64", WEFT_INT64},
-      {"uint8", WEFT_UINT8}};
-  for (const auto& t : kTypes)
-    if (name == t.first) {
-      *out = t.second;
-      return true;
-    }
-  return false;
+  return DtypeFromName(name, out) &&
+         (*out == WEFT_FLOAT32 || *out == WEFT_FLOAT64 || *out == WEFT_INT32 ||
+          *out == WEFT_INT64 || *out == WEFT_UINT8);
 }
 
 // Parses `text`; on failure *why says what is wrong.

@@ -168,7 +168,8 @@ static std::string OriginText(const std::string& origin) {
   return origin.empty() ? "the runtime" : origin;
 }
 
-weft_status* OpRegistry::AddDefined(std::vector<OpDef> defs) {
+weft_status* OpRegistry::AddDefined(std::vector<OpDef> defs,
+                                    std::vector<bool>* added) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   std::vector<bool> fresh(defs.size(), true);
   for (size_t i = 0; i < defs.size(); ++i) {
@@ -200,6 +201,7 @@ weft_status* OpRegistry::AddDefined(std::vector<OpDef> defs) {
     ordered_.push_back(defs_.back().get());
     by_name_.emplace(ordered_.back()->name, ordered_.back());
   }
+  if (added != nullptr) *added = std::move(fresh);
   return nullptr;
 }
 

@@ -137,8 +137,10 @@ class OpRegistry {
   void Add(OpDef def);
   // Adds ops defined outside the runtime, all or none.  An op whose name is
   // taken is accepted (and left as it is) when its origin and identity are
-  // the same, else refused naming both origins.
-  weft_status* AddDefined(std::vector<OpDef> defs);
+  // the same, else refused naming both origins.  `added` (may be null)
+  // says, per def, whether it is new.
+  weft_status* AddDefined(std::vector<OpDef> defs,
+                          std::vector<bool>* added = nullptr);
 
  private:
   mutable std::shared_mutex mu_;

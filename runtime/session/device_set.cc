@@ -3,16 +3,9 @@
 #include <strings.h>
 
 #include "base/status.h"
+#include "base/text.h"
 
 namespace weft {
-namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-}  // namespace
 
 bool DeviceMatches(const Device& d, const std::string& raw) {
   std::string t = raw;

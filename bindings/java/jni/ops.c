@@ -24,18 +24,6 @@ typedef struct java_op {
                                     * -1 unknown */
 } java_op;
 
-/* The JNIEnv of the calling thread, attaching it when the JVM does not
- * know it (a runtime thread); NULL when the JVM cannot take it. */
-static JNIEnv* thread_env(void) {
-  JNIEnv* env = NULL;
-  JavaVM* vm = weft_jni_vm;
-  jint r = (*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_8);
-  if (r == JNI_EDETACHED &&
-      (*vm)->AttachCurrentThreadAsDaemon(vm, (void**)&env, NULL) != JNI_OK)
-    return NULL;
-  return r == JNI_OK || r == JNI_EDETACHED ? env : NULL;
-}
-
 /* The pending Java exception as a status ("what: java.lang.X: message"),
  * cleared; NULL when none is pending. */
 static weft_status* exception_status(JNIEnv* env, const char* what) {
@@ -79,7 +67,7 @@ static weft_status* java_shape(void* arg, weft_shape_context* ctx) {
 static weft_status* java_kernel(void* arg, weft_kernel_context* ctx) {
   const java_op* op = arg;
   const weft_host_api* host = weft_kernel_host();
-  JNIEnv* env = thread_env();
+  JNIEnv* env = weft_jni_thread_env(NULL);
   if (env == NULL)
     return weft_status_create(WEFT_UNAVAILABLE,
                               "the JVM refused this runtime thread");
@@ -125,7 +113,7 @@ static weft_status* java_kernel(void* arg, weft_kernel_context* ctx) {
  * one (node, index) pair per input, (0, 0) for none. */
 static weft_status* java_gradient(void* arg, weft_gradient_context* ctx) {
   const java_op* op = arg;
-  JNIEnv* env = thread_env();
+  JNIEnv* env = weft_jni_thread_env(NULL);
   if (env == NULL)
     return weft_status_create(WEFT_UNAVAILABLE, "no JVM on this thread");
   weft_node* node = weft_gradient_node(ctx);

@@ -25,6 +25,19 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   return exception_init == NULL ? JNI_ERR : JNI_VERSION_1_8;
 }
 
+JNIEnv* weft_jni_thread_env(int* attached) {
+  JavaVM* vm = weft_jni_vm;
+  JNIEnv* env = NULL;
+  if (attached) *attached = 0;
+  jint r = (*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_8);
+  if (r == JNI_OK) return env;
+  if (r != JNI_EDETACHED ||
+      (*vm)->AttachCurrentThreadAsDaemon(vm, (void**)&env, NULL) != JNI_OK)
+    return NULL;
+  if (attached) *attached = 1;
+  return env;
+}
+
 void weft_jni_throw(JNIEnv* env, const char* class_name, const char* message) {
   jclass c = (*env)->FindClass(env, class_name);
   if (c != NULL) (*env)->ThrowNew(env, c, message);

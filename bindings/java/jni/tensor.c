@@ -12,19 +12,11 @@
 static void release_buffer(void* data, size_t byte_size, void* global_ref) {
   (void)data;
   (void)byte_size;
-  JavaVM* vm = weft_jni_vm;
-  JNIEnv* env = NULL;
   int attached = 0;
-  jint r = (*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_8);
-  if (r == JNI_EDETACHED) {
-    if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void**)&env, NULL) != JNI_OK)
-      return; /* the JVM is going away: nothing left to release */
-    attached = 1;
-  } else if (r != JNI_OK) {
-    return;
-  }
+  JNIEnv* env = weft_jni_thread_env(&attached);
+  if (env == NULL) return; /* the JVM is going away: nothing to release */
   (*env)->DeleteGlobalRef(env, (jobject)global_ref);
-  if (attached) (*vm)->DetachCurrentThread(vm);
+  if (attached) (*weft_jni_vm)->DetachCurrentThread(weft_jni_vm);
 }
 
 JNIEXPORT jlong NATIVE(tensorCreate)(JNIEnv* env, jclass c, jint dtype,

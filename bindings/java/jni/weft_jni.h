@@ -12,6 +12,11 @@
 /* The JVM, for the tensor deleter, which may run on a runtime thread. */
 extern JavaVM* weft_jni_vm;
 
+/* The JNIEnv of the calling thread, attaching it as a daemon when the JVM
+ * does not know it (a runtime thread); *attached (may be NULL) says so.
+ * NULL when the JVM refuses the thread (it is going away). */
+JNIEnv* weft_jni_thread_env(int* attached);
+
 /* Throws a WeftException for `status` and destroys it.  Returns 1 when it
  * threw (status was an error), 0 for the OK status. */
 int weft_jni_check(JNIEnv* env, weft_status* status);
