@@ -11,6 +11,7 @@ WEFT_PACKAGES=(
   zlib1g-dev libffi-dev dataset-fashion-mnist
   openjdk-17-jdk-headless junit5
   abigail-tools
+  libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx
 )
 
 WEFT_BUILD_DIR=${WEFT_BUILD_DIR:-build}

@@ -220,6 +220,25 @@ struct pin {
   F(weft_op_def, gradient, 88)           \
   F(weft_op_def, gradient_arg, 96)
 
+#define SIGNATURE_DEF_LAYOUT(S, F)          \
+  S(weft_signature_def, 64)                \
+  F(weft_signature_def, struct_size, 0)    \
+  F(weft_signature_def, name, 8)           \
+  F(weft_signature_def, num_inputs, 16)    \
+  F(weft_signature_def, input_keys, 24)    \
+  F(weft_signature_def, inputs, 32)        \
+  F(weft_signature_def, num_outputs, 40)   \
+  F(weft_signature_def, output_keys, 48)   \
+  F(weft_signature_def, outputs, 56)
+
+#define MODEL_LOAD_OPTIONS_LAYOUT(S, F)                      \
+  S(weft_model_load_options, 40)                            \
+  F(weft_model_load_options, struct_size, 0)                \
+  F(weft_model_load_options, format, 8)                     \
+  F(weft_model_load_options, session_options, 16)           \
+  F(weft_model_load_options, graphdef_outputs, 24)          \
+  F(weft_model_load_options, num_graphdef_outputs, 32)
+
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 48)                    \
   F(weft_device_properties, struct_size, 0)        \
@@ -281,6 +300,8 @@ struct pin {
   OP_DESCRIPTION_LAYOUT(S, F)        \
   ATTR_VALUE_LAYOUT(S, F)            \
   OP_DEF_LAYOUT(S, F)                \
+  SIGNATURE_DEF_LAYOUT(S, F)         \
+  MODEL_LOAD_OPTIONS_LAYOUT(S, F)    \
   DEVICE_PROPERTIES_LAYOUT(S, F)     \
   PLUGIN_API_LAYOUT(S, F)            \
   PLUGIN_INIT_ARGS_LAYOUT(S, F)
@@ -312,6 +333,8 @@ LAYOUT_TEST(weft_kernel_tensor, KERNEL_TENSOR_LAYOUT)
 LAYOUT_TEST(weft_kernel_def, KERNEL_DEF_LAYOUT)
 LAYOUT_TEST(weft_kernel_type_constraint, KERNEL_TYPE_CONSTRAINT_LAYOUT)
 LAYOUT_TEST(weft_host_api, HOST_API_LAYOUT)
+LAYOUT_TEST(weft_signature_def, SIGNATURE_DEF_LAYOUT)
+LAYOUT_TEST(weft_model_load_options, MODEL_LOAD_OPTIONS_LAYOUT)
 LAYOUT_TEST(weft_device_properties, DEVICE_PROPERTIES_LAYOUT)
 LAYOUT_TEST(weft_plugin_api, PLUGIN_API_LAYOUT)
 LAYOUT_TEST(weft_plugin_init_args, PLUGIN_INIT_ARGS_LAYOUT)

@@ -29,9 +29,11 @@ extern "C" {
  *  1.5  ops defined by programs and plugins: weft_op_register,
  *       weft_kernel_register, weft_kernel_host, the weft_shape_* calls,
  *       weft_kernel_register_host, weft_kernel_attr, weft_node_attr;
- *       weft_op_description.origin. */
+ *       weft_op_description.origin.
+ *  1.6  model files (weft/model.h): weft_model_create, _save, _load,
+ *       _run, _export_onnx, signatures; ONNX and GraphDef import. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 5
+#define WEFT_ABI_VERSION_MINOR 6
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

@@ -6,6 +6,7 @@
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/graph.h"
+#include "weft/model.h"
 #include "weft/ops.h"
 #include "weft/session.h"
 #include "weft/status.h"
