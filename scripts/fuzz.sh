@@ -11,6 +11,9 @@
 #   ./scripts/fuzz.sh checkpoint_reader
 #   ./scripts/fuzz.sh plugin_loader
 #   ./scripts/fuzz.sh op_def
+#   ./scripts/fuzz.sh npy_reader
+#   ./scripts/fuzz.sh graphdef_loader
+#   ./scripts/fuzz.sh onnx_loader
 #   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +38,11 @@ mkdir -p "$out"
 build_runtime_archive() {
   local objs=() src obj stale=0
   local newest_header
+  # The model files' protobuf classes (runtime/model/*.proto), generated
+  # where the runtime's sources and the targets find them.
+  mkdir -p "$out/proto"
+  protoc --proto_path=runtime/model --cpp_out="$out/proto" runtime/model/*.proto
+  export CPATH=$PWD/$out/proto${CPATH:+:$CPATH}
   newest_header=$(find runtime abi -name '*.h' -printf '%T@ %p\n' |
                   sort -n | tail -1 | cut -d' ' -f2)
   mkdir -p "$out/obj"
@@ -66,6 +74,12 @@ build_idx_reader() {
     -o "$out/idx_reader"
 }
 
+# The .npy reader of `weft run` needs no runtime: it is plain C.
+build_npy_reader() {
+  "$cc" "${flags[@]}" -I. -Iabi tests/fuzz/npy_reader.c tools/npy.c \
+    -o "$out/npy_reader"
+}
+
 # The loader after dlsym, against a plugin made of the input, linked in.
 build_plugin_loader() {
   build_runtime_archive
@@ -94,6 +108,27 @@ build_op_def() {
     "$out/libweft_fuzz.a" -ldl -pthread -o "$out/op_def"
 }
 
+# The TensorFlow GraphDef importer on arbitrary bytes; its protobuf classes
+# are instrumented too, libprotobuf is the system's.
+build_graphdef_loader() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi -I"$out/proto" \
+    tests/fuzz/graphdef_loader.cc "$out/proto/tf_graph.pb.cc" \
+    "$out/libweft_fuzz.a" -lprotobuf -ldl -pthread -o "$out/graphdef_loader"
+}
+
+# The ONNX importer on arbitrary bytes, against Debian's libonnx (the
+# checker) and libprotobuf, uninstrumented; constants it computes while
+# importing run on the CPU plugin of the normal build.
+build_onnx_loader() {
+  build_runtime_archive
+  [ -f build/plugins/cpu/weft-cpu.so ] || ninja -C build plugins/cpu/weft-cpu.so
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi -I"$out/proto" \
+    tests/fuzz/onnx_loader.cc "$out/proto/tf_graph.pb.cc" \
+    "$out/proto/weft_graph.pb.cc" "$out/libweft_fuzz.a" -lonnx -lonnx_proto \
+    -lprotobuf -ldl -pthread -o "$out/onnx_loader"
+}
+
 # A valid checkpoint and valid IDX files start the corpora, so the fuzzer
 # begins past the headers.
 seed_corpus() {
@@ -106,11 +141,20 @@ seed_corpus() {
       python3 tests/fuzz/make_seeds.py idx "$dir" ;;
     c_api)
       python3 tests/fuzz/make_seeds.py c_api "$dir" ;;
+    npy_reader)
+      python3 tests/fuzz/make_seeds.py npy "$dir" ;;
+    graphdef_loader)
+      python3 tests/fuzz/make_seeds.py graphdef "$dir" ;;
+    onnx_loader)
+      python3 tests/fuzz/make_seeds.py onnx "$dir" ;;
   esac
 }
 
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(checkpoint_reader idx_reader plugin_loader c_api op_def)
+[ $# -gt 0 ] || targets+=(npy_reader)
+[ $# -gt 0 ] || targets+=(graphdef_loader)
+[ $# -gt 0 ] || targets+=(onnx_loader)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"

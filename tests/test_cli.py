@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """The `weft` tool's command line as scripts use it: unknown options are
 usage errors (exit status 2) in every command, and `weft devices --json`
-prints one JSON document that Python's json module reads.
+prints one JSON document that Python's json module reads.  `weft inspect`,
+`weft run` and `weft place` on a model bundle that tests/make_model.c
+saves, with .npy files written and read here by hand (no NumPy needed) and
+outputs checked against softmax computed here.
 
-Usage: test_cli.py WEFT_TOOL [OPS_PLUGIN]  (WEFT_PLUGIN_PATH names the
-built plugins; OPS_PLUGIN is the SDK's op template, weft-acme-gelu.so)
+Usage: test_cli.py WEFT_TOOL [MAKE_MODEL] [OPS_PLUGIN]  (WEFT_PLUGIN_PATH
+names the built plugins; OPS_PLUGIN is the SDK's op template,
+weft-acme-gelu.so; MAKE_MODEL is tests/make_model)
 """
 
+import ast
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -16,7 +23,8 @@ import tempfile
 from tap import Skip, Tap
 
 WEFT = sys.argv[1]
-OPS_PLUGIN = sys.argv[2] if len(sys.argv) > 2 else None
+OPS_PLUGIN = next((a for a in sys.argv[2:] if a.endswith('.so')), None)
+MAKE_MODEL = next((a for a in sys.argv[2:] if not a.endswith('.so')), None)
 tap = Tap()
 
 
@@ -28,7 +36,8 @@ def weft(*args):
 @tap.case
 def unknown_options_are_usage_errors():
     for command in (['version'], ['devices'], ['ops'], ['ops', 'Add'],
-                    ['place'], ['train', 'fashion-mnist']):
+                    ['place'], ['train', 'fashion-mnist'], ['inspect'],
+                    ['run']):
         run = weft(*command, '--no-such-option')
         assert run.returncode == 2, (command, run.returncode, run.stderr)
         assert "'--no-such-option'" in run.stderr, (command, run.stderr)
@@ -62,7 +71,8 @@ def ops_says_where_each_op_comes_from():
 
 @tap.case
 def help_is_still_help():
-    for command in ('version', 'devices', 'ops', 'place', 'train'):
+    for command in ('version', 'devices', 'ops', 'place', 'train', 'inspect',
+                    'run'):
         run = weft(command, '--help')
         assert run.returncode == 0, (command, run)
         assert run.stdout.startswith(f'usage: weft {command}'), run.stdout
@@ -103,6 +113,276 @@ def devices_json_escapes_what_it_prints():
         refused = [r for r in document['refused'] if r['path'] == path]
         assert len(refused) == 1, document['refused']
         assert refused[0]['reason'], refused
+
+
+# ---- model files and .npy ------------------------------------------------
+
+def npy_bytes(descr, shape, payload, version=1, fortran=False,
+              header=None):
+    """A .npy file as NumPy writes it (format 1.0, 2.0 or 3.0); `header`
+    replaces the dict literal when given."""
+    if header is None:
+        header = (f"{{'descr': '{descr}', 'fortran_order': {fortran}, "
+                  f"'shape': {tuple(shape)!r}, }}")
+    preamble = 10 if version == 1 else 12
+    length = len(header) + 1
+    length += -(preamble + length) % 64
+    text = header.encode() + b' ' * (length - len(header) - 1) + b'\n'
+    size = struct.pack('<H' if version == 1 else '<I', length)
+    return b'\x93NUMPY' + bytes([version, 0]) + size + text + payload
+
+
+def read_npy(path):
+    """(descr, shape, raw data) of a .npy file, parsed independently of the
+    tool: Python's own literal parser reads the header."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    assert data[:6] == b'\x93NUMPY', data[:16]
+    if data[6] == 1:
+        (length,), start = struct.unpack('<H', data[8:10]), 10
+    else:
+        (length,), start = struct.unpack('<I', data[8:12]), 12
+    assert (start + length) % 64 == 0, (start, length)  # aligned data
+    header = ast.literal_eval(data[start:start + length].decode('latin1'))
+    assert set(header) == {'descr', 'fortran_order', 'shape'}, header
+    assert header['fortran_order'] is False, header
+    return header['descr'], header['shape'], data[start + length:]
+
+
+# make_model.c's weights, from the same formulas.
+W = [[0.1 * (3 * i + j + 1) - 0.6 for j in range(3)] for i in range(4)]
+B = [0.1, -0.2, 0.3]
+
+
+def logits(x):
+    return [[sum(row[i] * W[i][j] for i in range(4)) + B[j]
+             for j in range(3)] for row in x]
+
+
+def softmax(rows):
+    out = []
+    for row in rows:
+        top = max(row)
+        e = [math.exp(v - top) for v in row]
+        out.append([v / sum(e) for v in e])
+    return out
+
+
+X = [[0.5, -1.0, 2.0, 0.25], [-0.75, 0.125, 1.5, -2.0]]
+
+
+def x_npy(rows=X, **kwargs):
+    flat = [v for row in rows for v in row]
+    return npy_bytes('<f4', (len(rows), 4), struct.pack(f'<{len(flat)}f',
+                                                        *flat), **kwargs)
+
+
+_bundle = None
+
+
+def bundle():
+    """A model bundle made once, in a directory removed at exit."""
+    global _bundle
+    if MAKE_MODEL is None:
+        raise Skip('tests/make_model not given')
+    if _bundle is None:
+        directory = tempfile.TemporaryDirectory()
+        path = os.path.join(directory.name, 'classifier')
+        made = subprocess.run([MAKE_MODEL, path], capture_output=True,
+                              text=True, timeout=120)
+        assert made.returncode == 0, made
+        _bundle = (directory, path)
+    return _bundle[1]
+
+
+def close(a, b, tolerance=1e-5):
+    return all(abs(p - q) <= tolerance for p, q in zip(a, b, strict=True))
+
+
+@tap.case
+def inspect_lists_signatures_ops_and_parameters():
+    model = bundle()
+    run = weft('inspect', model)
+    assert run.returncode == 0, run
+    out = run.stdout
+    assert 'format: weft bundle\n' in out, out
+    assert "signature 'serving_default':" in out, out
+    assert "signature 'logits':" in out, out
+    lines = [line.split() for line in out.splitlines()]
+    assert ['x', 'x:0', 'float32', '[-1,', '4]'] in lines, out
+    assert ['y', 'probabilities:0', 'float32', '[-1,', '3]'] in lines, out
+    assert ['logits', 'logits:0', 'float32', '[-1,', '3]'] in lines, out
+    assert ['MatMul', '1'] in lines and ['Softmax', '1'] in lines, out
+    # W is 4x3 (a Variable); b (3) is a Const; W's initial value is a
+    # Const too, counted apart.
+    assert '  variables: 12 elements in 1 Variable node\n' in out, out
+    assert '  constants: 3 elements in 1 Const node ' in out, out
+    run = weft('inspect', '--json', model)
+    assert run.returncode == 0, run
+    document = json.loads(run.stdout)
+    assert document['format'] == 'weft bundle', document
+    names = [s['name'] for s in document['signatures']]
+    assert names == ['serving_default', 'logits'], names
+    serving = document['signatures'][0]
+    assert serving['inputs'] == [{'key': 'x', 'output': 'x:0',
+                                  'dtype': 'float32', 'shape': [-1, 4]}]
+    assert serving['outputs'][0]['key'] == 'y', serving
+    assert document['parameters']['variables'] == 12, document
+    assert document['parameters']['constants'] == 3, document
+    assert document['nodes'] == sum(document['ops'].values()), document
+
+
+@tap.case
+def run_prints_what_python_computes():
+    model = bundle()
+    with tempfile.TemporaryDirectory() as directory:
+        x = os.path.join(directory, 'x.npy')
+        with open(x, 'wb') as f:
+            f.write(x_npy())
+        run = weft('run', model, '--feed', f'x={x}')
+        assert run.returncode == 0, run
+        head, values = run.stdout.split('\n', 1)
+        assert head == 'y: float32 [2, 3]', run.stdout
+        printed = [float(v) for v in values.split()]
+        expected = [v for row in softmax(logits(X)) for v in row]
+        assert close(printed, expected), (printed, expected)
+        # Another signature, by name.
+        run = weft('run', model, '--signature', 'logits', '--feed', f'x={x}')
+        assert run.returncode == 0, run
+        printed = [float(v) for v in run.stdout.split('\n', 1)[1].split()]
+        expected = [v for row in logits(X) for v in row]
+        assert close(printed, expected), (printed, expected)
+
+
+@tap.case
+def run_writes_npy_that_reads_back():
+    model = bundle()
+    with tempfile.TemporaryDirectory() as directory:
+        out = os.path.join(directory, 'y.npy')
+        # Format 2.0 and 3.0 files and Fortran order are read as well.
+        cases = {
+            'v1.npy': x_npy(),
+            'v2.npy': x_npy(version=2),
+            'v3.npy': x_npy(version=3),
+            'fortran.npy': npy_bytes(
+                '<f4', (2, 4), struct.pack(
+                    '<8f', *[X[r][c] for c in range(4) for r in range(2)]),
+                fortran=True),
+        }
+        expected = [v for row in softmax(logits(X)) for v in row]
+        for name, data in cases.items():
+            x = os.path.join(directory, name)
+            with open(x, 'wb') as f:
+                f.write(data)
+            run = weft('run', model, '--feed', f'x={x}', '--fetch',
+                       f'y={out}')
+            assert run.returncode == 0, (name, run)
+            assert run.stdout == f'y: float32 [2, 3] -> {out}\n', run.stdout
+            descr, shape, raw = read_npy(out)
+            assert descr == '<f4' and shape == (2, 3), (descr, shape)
+            assert len(raw) == 6 * 4, len(raw)
+            got = list(struct.unpack('<6f', raw))
+            assert close(got, expected), (name, got, expected)
+        # A batch of one row, fetched by key, written and fed back in.
+        x = os.path.join(directory, 'one.npy')
+        with open(x, 'wb') as f:
+            f.write(x_npy([X[1]]))
+        run = weft('run', model, '--signature', 'logits', '--feed', f'x={x}',
+                   '--fetch', f'logits={out}')
+        assert run.returncode == 0, run
+        descr, shape, raw = read_npy(out)
+        assert descr == '<f4' and shape == (1, 3), (descr, shape)
+        assert close(struct.unpack('<3f', raw), logits([X[1]])[0])
+
+
+@tap.case
+def place_loads_a_model_and_names_devices():
+    model = bundle()
+    run = weft('place', model, '--batch', '5', '--devices', 'CPU')
+    assert run.returncode == 0, run
+    first = run.stdout.splitlines()[0]
+    assert first == (f"model: {model} (weft bundle), signature "
+                     "'serving_default', unknown dimensions 5"), first
+    assert 'matmul (MatMul) -> /device:CPU:0' in run.stdout, run.stdout
+    assert 'probabilities (Softmax) -> /device:CPU:0' in run.stdout, run
+    run = weft('place', model, '--signature', 'logits')
+    assert run.returncode == 0, run
+    assert 'Softmax' not in run.stdout, run.stdout  # pruned away
+    # The built-in model's options do not apply to a model file.
+    run = weft('place', model, '--hidden', '8')
+    assert run.returncode == 2, run
+
+
+@tap.case
+def run_errors_name_the_problem():
+    model = bundle()
+    with tempfile.TemporaryDirectory() as directory:
+        def npy(name, data):
+            path = os.path.join(directory, name)
+            with open(path, 'wb') as f:
+                f.write(data)
+            return path
+
+        good = npy('x.npy', x_npy())
+        cases = [
+            # (feed file, what stderr must say)
+            (npy('short.npy', x_npy()[:-5]), 'truncated'),
+            (npy('long.npy', x_npy() + b'\0'), '1 bytes after the data'),
+            (npy('big.npy', npy_bytes('>f4', (2, 4), bytes(32))),
+             'big-endian'),
+            (npy('f8.npy', npy_bytes('<f8', (2, 4), bytes(64))),
+             "holds float64, but input 'x' takes float32"),
+            (npy('shape.npy', npy_bytes('<f4', (2, 5), bytes(40))),
+             "has shape [2, 5], but input 'x' takes [-1, 4]"),
+            (npy('object.npy', npy_bytes('|O', (2,), bytes(16))),
+             'object arrays'),
+            (npy('record.npy', npy_bytes('', (), b'', header=(
+                "{'descr': [('a', '<f4')], 'fortran_order': False, "
+                "'shape': (2,), }"))), 'structured arrays'),
+            (npy('huge.npy', npy_bytes('<f4', (2**62, 2**62), b'')),
+             'overflows'),
+            (npy('nokey.npy', npy_bytes('', (), b'', header=(
+                "{'descr': '<f4', 'fortran_order': False}"))),
+             "no 'shape'"),
+            (npy('header.npy', x_npy()[:8] + struct.pack('<H', 60000) +
+                 x_npy()[10:]), 'runs past the end'),
+            (npy('magic.npy', b'PK\3\4 not a numpy file'), 'not a .npy'),
+            (os.path.join(directory, 'missing.npy'), 'No such file'),
+        ]
+        for path, message in cases:
+            run = weft('run', model, '--feed', f'x={path}')
+            assert run.returncode == 1, (path, run)
+            assert run.stderr.startswith('weft run: '), (path, run.stderr)
+            assert message in run.stderr, (path, message, run.stderr)
+            if 'missing' not in path and 'shape' not in path:
+                assert path in run.stderr, (path, run.stderr)
+            assert run.stdout == '', (path, run.stdout)
+        run = weft('run', model, '--feed', f'z={good}')
+        assert run.returncode == 1, run
+        assert "has no input 'z'; its inputs: x" in run.stderr, run.stderr
+        run = weft('run', model, '--feed', f'x={good}', '--fetch', 'q')
+        assert run.returncode == 1, run
+        assert "has no output 'q'; its outputs: y" in run.stderr, run.stderr
+        run = weft('run', model, '--signature', 'nope', '--feed', f'x={good}')
+        assert run.returncode == 1 and "no signature 'nope'" in run.stderr
+        # A FIFO, as model or as input, is refused without waiting for a
+        # writer (weft() would time out).
+        fifo = os.path.join(directory, 'fifo')
+        os.mkfifo(fifo)
+        run = weft('run', fifo, '--feed', f'x={good}')
+        assert run.returncode == 1, run
+        assert 'not a regular file' in run.stderr, run.stderr
+        run = weft('run', model, '--feed', f'x={fifo}')
+        assert run.returncode == 1, run
+        assert 'not a regular file' in run.stderr, run.stderr
+        # Misuse is exit status 2.
+        for args in (['run'], ['run', model, '--feed', 'x'],
+                     ['run', model, '--feed', f'x={good}', '--feed',
+                      f'x={good}'],
+                     ['run', model, '--format', 'tflite'],
+                     ['inspect'], ['inspect', model, model]):
+            run = weft(*args)
+            assert run.returncode == 2, (args, run)
 
 
 sys.exit(tap.finish())

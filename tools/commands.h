@@ -6,5 +6,8 @@
 int weft_command_place(int argc, char** argv);
 int weft_command_train(int argc, char** argv);
 int weft_command_conformance(int argc, char** argv);
+int weft_command_inspect(int argc, char** argv);
+int weft_command_export(int argc, char** argv);
+int weft_command_run(int argc, char** argv);
 
 #endif /* WEFT_TOOLS_COMMANDS_H_ */

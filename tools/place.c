@@ -1,25 +1,30 @@
 /* weft place — how a session would place a model on this machine's devices.
  *
- * Builds a two-layer perceptron (the whitepaper's relu(W x + b), then a
- * softmax classifier), runs it once in a session with the options given,
- * and prints the run metadata: the device of every node and why, the
- * Send/Recv pairs, the common subexpressions merged, and the peak memory per
- * device.  Session options left unset fall back to the environment
- * (WEFT_DEVICES, WEFT_DEVICE_GFLOPS, WEFT_PLACEMENT,
- * WEFT_TRANSFER_PRECISION), so `weft place` shows what a program run with
- * the same environment gets.
+ * Given a model file (`weft place MODEL`), loads it in a session with the
+ * options given and feeds every input of its signature a zero tensor
+ * (unknown dimensions become --batch, default 1).  Without one, builds a
+ * two-layer perceptron (the whitepaper's relu(W x + b), then a softmax
+ * classifier).  Either way it runs once and prints the run metadata: the
+ * device of every node and why, the Send/Recv pairs, the common
+ * subexpressions merged, and the peak memory per device.  Session options
+ * left unset fall back to the environment (WEFT_DEVICES,
+ * WEFT_DEVICE_GFLOPS, WEFT_PLACEMENT, WEFT_TRANSFER_PRECISION), so `weft
+ * place` shows what a program run with the same environment gets.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/commands.h"
+#include "tools/model_open.h"
 #include "weft/weft.h"
 
 typedef struct place_args {
   weft_session_options options;
   int64_t batch, inputs, hidden, classes;
   const char* constrain;  /* device for the first MatMul, or NULL */
+  int batch_given, hidden_given;
+  model_open model;       /* model.path NULL: the built-in perceptron */
 } place_args;
 
 static int parse_size(const char* flag, const char* text, int64_t* out) {
@@ -41,8 +46,22 @@ static int parse_args(int argc, char** argv, place_args* a) {
   a->hidden = 256;
   a->classes = 10;
   a->constrain = NULL;
+  a->batch_given = a->hidden_given = 0;
+  memset(&a->model, 0, sizeof a->model);
   for (int i = 1; i < argc; ++i) {
+    int taken = model_open_option(&a->model, "place", argc, argv, &i);
+    if (taken < 0) return 0;
+    if (taken) continue;
     const char* arg = argv[i];
+    if (arg[0] != '-') {
+      if (a->model.path != NULL) {
+        fprintf(stderr, "weft place: one model at a time ('%s', then "
+                "'%s')\n", a->model.path, arg);
+        return 0;
+      }
+      a->model.path = arg;
+      continue;
+    }
     const char* value = i + 1 < argc ? argv[i + 1] : NULL;
     int takes_value = 1;
     if (strcmp(arg, "--strict") == 0) {
@@ -76,14 +95,31 @@ static int parse_args(int argc, char** argv, place_args* a) {
       }
     } else if (strcmp(arg, "--batch") == 0) {
       if (!parse_size(arg, value, &a->batch)) return 0;
+      a->batch_given = 1;
     } else if (strcmp(arg, "--hidden") == 0) {
       if (!parse_size(arg, value, &a->hidden)) return 0;
+      a->hidden_given = 1;
     } else {
       fprintf(stderr, "weft place: unknown argument '%s'\n", arg);
       return 0;
     }
     i += takes_value;
   }
+  if (a->model.path == NULL) {
+    if (a->model.signature || a->model.format ||
+        a->model.num_graphdef_outputs) {
+      fprintf(stderr, "weft place: --signature, --format and "
+              "--graphdef-output need a MODEL\n");
+      return 0;
+    }
+    return 1;
+  }
+  if (a->hidden_given || a->constrain) {
+    fprintf(stderr, "weft place: --hidden and --constrain shape the "
+            "built-in model, not '%s'\n", a->model.path);
+    return 0;
+  }
+  if (!a->batch_given) a->batch = 1;
   return 1;
 }
 
@@ -135,9 +171,127 @@ static weft_status* build(weft_graph* g, const place_args* a,
   return st;
 }
 
+/* Prints the metadata of a run that succeeded, or failed with `st` (the
+ * nodes placed before the failure go to stderr).  Returns the exit code and
+ * releases `st`. */
+static int report(weft_status* st, weft_run_metadata* md) {
+  if (st == NULL) {
+    fputs(weft_run_metadata_to_string(md), stdout);
+    return 0;
+  }
+  fprintf(stderr, "weft place: %s\n", weft_status_message(st));
+  if (weft_run_metadata_num_nodes(md) > 0)
+    fputs(weft_run_metadata_to_string(md), stderr);
+  weft_status_destroy(st);
+  return 1;
+}
+
+/* A zero tensor for `input`; unknown dimensions become `batch`. */
+static weft_status* zeros_for(const char* key, weft_output input,
+                              int64_t batch, weft_tensor** out) {
+  int64_t dims[WEFT_MAX_RANK];
+  int32_t rank = -1;
+  weft_status* st = weft_output_shape(input, dims, WEFT_MAX_RANK, &rank);
+  if (st != NULL) return st;
+  if (rank < 0) {
+    char message[512];
+    snprintf(message, sizeof message, "input '%s' (%s:%d) has unknown rank: "
+             "no zero tensor can stand in for it", key,
+             weft_node_name(input.node), input.index);
+    return weft_status_create(WEFT_INVALID_ARGUMENT, message);
+  }
+  for (int32_t i = 0; i < rank; ++i)
+    if (dims[i] < 0) dims[i] = batch;
+  return weft_tensor_create(weft_output_dtype(input), dims, rank, out);
+}
+
+/* The fetches and feeds of one signature, as graph outputs for
+ * weft_session_run_with_metadata. */
+typedef struct signature_run {
+  int32_t num_inputs, num_outputs;
+  weft_output* feeds;
+  weft_tensor** values;
+  weft_output* fetches;
+  weft_tensor** results;
+} signature_run;
+
+static weft_status* prepare(weft_model* model, const char* signature,
+                            int64_t batch, signature_run* r) {
+  r->num_inputs = weft_model_signature_size(model, signature, 0);
+  r->num_outputs = weft_model_signature_size(model, signature, 1);
+  size_t ni = (size_t)r->num_inputs + 1, no = (size_t)r->num_outputs + 1;
+  r->feeds = calloc(ni, sizeof *r->feeds);
+  r->values = calloc(ni, sizeof *r->values);
+  r->fetches = calloc(no, sizeof *r->fetches);
+  r->results = calloc(no, sizeof *r->results);
+  if (!r->feeds || !r->values || !r->fetches || !r->results)
+    return weft_status_create(WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  weft_status* st = NULL;
+  for (int32_t i = 0; st == NULL && i < r->num_inputs; ++i) {
+    const char* key = NULL;
+    st = weft_model_signature_entry(model, signature, 0, i, &key,
+                                    &r->feeds[i]);
+    if (st == NULL) st = zeros_for(key, r->feeds[i], batch, &r->values[i]);
+  }
+  for (int32_t i = 0; st == NULL && i < r->num_outputs; ++i) {
+    const char* key = NULL;
+    st = weft_model_signature_entry(model, signature, 1, i, &key,
+                                    &r->fetches[i]);
+  }
+  return st;
+}
+
+static void release(signature_run* r) {
+  for (int32_t i = 0; r->values && i < r->num_inputs; ++i)
+    weft_tensor_destroy(r->values[i]);
+  for (int32_t i = 0; r->results && i < r->num_outputs; ++i)
+    weft_tensor_destroy(r->results[i]);
+  free(r->feeds);
+  free(r->values);
+  free(r->fetches);
+  free(r->results);
+}
+
+static int place_model(place_args* a) {
+  weft_run_metadata* md = weft_run_metadata_create();
+  if (md == NULL) {
+    fprintf(stderr, "weft place: out of memory\n");
+    return 1;
+  }
+  weft_model* model = NULL;
+  signature_run r;
+  memset(&r, 0, sizeof r);
+  weft_status* st = model_open_load(&a->model, &a->options, &model);
+  const char* signature = NULL;
+  if (st == NULL) {
+    signature = model_open_signature(&a->model, "place", model);
+    if (signature == NULL) {
+      weft_model_destroy(model);
+      weft_run_metadata_destroy(md);
+      return 1;
+    }
+    st = prepare(model, signature, a->batch, &r);
+  }
+  if (st == NULL) {
+    st = weft_session_run_with_metadata(
+        weft_model_session(model), r.feeds, r.values, r.num_inputs,
+        r.fetches, r.num_outputs, NULL, 0, r.results, md);
+  }
+  if (st == NULL)
+    printf("model: %s (%s), signature '%s', unknown dimensions %lld\n",
+           a->model.path, model_open_format(&a->model), signature,
+           (long long)a->batch);
+  int rc = report(st, md);
+  release(&r);
+  weft_model_destroy(model);
+  weft_run_metadata_destroy(md);
+  return rc;
+}
+
 int weft_command_place(int argc, char** argv) {
   place_args a;
   if (!parse_args(argc, argv, &a)) return 2;
+  if (a.model.path != NULL) return place_model(&a);
   weft_graph* g = NULL;
   weft_session* s = NULL;
   weft_tensor* xt = NULL;
@@ -156,19 +310,11 @@ int weft_command_place(int argc, char** argv) {
     st = weft_session_run_with_metadata(s, &x, &xt, 1, &probs, 1, NULL, 0,
                                         &out, md);
   }
-  int rc = 0;
-  if (st) {
-    fprintf(stderr, "weft place: %s\n", weft_status_message(st));
-    if (weft_run_metadata_num_nodes(md) > 0)
-      fputs(weft_run_metadata_to_string(md), stderr);
-    rc = 1;
-  } else {
+  if (!st)
     printf("model: softmax(relu(x[%lld,%lld] w1 + b1) w2 + b2), hidden "
            "%lld\n", (long long)a.batch, (long long)a.inputs,
            (long long)a.hidden);
-    fputs(weft_run_metadata_to_string(md), stdout);
-  }
-  weft_status_destroy(st);
+  int rc = report(st, md);
   weft_tensor_destroy(out);
   weft_tensor_destroy(xt);
   weft_session_destroy(s);

@@ -12,6 +12,13 @@
  *                     the classic "RNN on MNIST" tutorial)
  *   --optimizer sgd|momentum|adam and --learning-rate override these.
  *
+ * The trained model is saved as a bundle (--save DIR, default
+ * fashion-mnist-MODEL-model): the whole graph with its variables and a
+ * serving_default signature, images -> logits, probabilities, classes, that
+ * `weft run`, Java's Model.load and Julia's load_model serve.  The last
+ * evaluation prints a hash of the predicted classes of the test set, so a
+ * program serving the bundle elsewhere can show it predicts the same.
+ *
  * Batches are drawn from a permutation of the training set made per epoch
  * from --seed, and the step count is a variable saved in the checkpoint, so
  * --resume continues exactly where a run stopped: with one thread on the
@@ -47,6 +54,7 @@ typedef struct train_args {
   const char* devices;
   const char* data_dir;
   const char* checkpoint;
+  const char* save;  /* the model bundle */
   int resume;
   uint64_t seed;
   int32_t threads;
@@ -57,6 +65,7 @@ typedef struct train_args {
 typedef struct model {
   weft_graph* graph;
   weft_output x, labels, logits, loss;
+  weft_output probabilities, classes;  /* for serving */
   weft_node* train;
   weft_node* step_inc;
   weft_node* init;
@@ -343,8 +352,19 @@ static int build_model(const train_args* a, model* m) {
       !apply(g, "BiasAdd", "logits", t, &b, &m->logits) ||
       !apply(g, "SparseSoftmaxCrossEntropyWithLogits", "xent", m->logits,
              &m->labels, &t) ||
-      !apply(g, "Mean", "loss", t, NULL, &m->loss))
+      !apply(g, "Mean", "loss", t, NULL, &m->loss) ||
+      !apply(g, "Softmax", "probabilities", m->logits, NULL,
+             &m->probabilities))
     return 0;
+  {
+    weft_op_builder* am = weft_op_begin(g, "ArgMax", "classes");
+    weft_op_add_input(am, m->logits);
+    weft_op_set_attr_int(am, "axis", 1);
+    weft_op_set_attr_dtype(am, "output_type", WEFT_INT32);
+    weft_node* classes = NULL;
+    if (!check(weft_op_finish(am, &classes), "classes")) return 0;
+    m->classes = (weft_output){classes, 0};
+  }
 
   /* The tutorial's plain gradient descent at 0.5 for softmax regression;
    * Adam for the MLP: after two epochs plain SGD leaves it at 83-85% over
@@ -456,9 +476,16 @@ static void progress(int tty, int64_t step, int64_t total, int64_t epoch,
   }
 }
 
+/* FNV-1a over the predicted classes, one byte each, in test-set order: what
+ * a program serving the saved bundle prints to show it predicts the same. */
+static uint64_t fnv1a(uint64_t h, uint8_t byte) {
+  return (h ^ byte) * 0x100000001b3ull;
+}
+
 static double accuracy(weft_session* s, const model* m, const idx_dataset* d,
-                       int* ok) {
+                       int* ok, uint64_t* predictions_hash) {
   int64_t n = d->images.dims[0], right = 0;
+  uint64_t hash = 0xcbf29ce484222325ull;
   float* x = malloc(sizeof(float) * EVAL_BATCH * PIXELS);
   int32_t* labels = malloc(sizeof(int32_t) * EVAL_BATCH);
   *ok = x != NULL && labels != NULL;
@@ -481,6 +508,7 @@ static double accuracy(weft_session* s, const model* m, const idx_dataset* d,
         for (int c = 1; c < CLASSES; ++c)
           if (l[i * CLASSES + c] > l[i * CLASSES + best]) best = c;
         right += best == labels[i];
+        hash = fnv1a(hash, (uint8_t)best);
       }
     }
     weft_tensor_destroy(logits);
@@ -488,6 +516,7 @@ static double accuracy(weft_session* s, const model* m, const idx_dataset* d,
   }
   free(x);
   free(labels);
+  if (predictions_hash) *predictions_hash = hash;
   return n ? (double)right / (double)n : 0;
 }
 
@@ -609,6 +638,26 @@ static int resume(const train_args* a, const model* m, weft_session* s,
   return ok;
 }
 
+/* The model as a bundle: the whole graph (training included, so it can go
+ * on elsewhere), the session's variables, and the signature servers call. */
+static int save_bundle(const train_args* a, const model* m, weft_session* s) {
+  const char* in_keys[] = {"images"};
+  const char* out_keys[] = {"logits", "probabilities", "classes"};
+  weft_output outs[] = {m->logits, m->probabilities, m->classes};
+  weft_signature_def sig = {sizeof sig, WEFT_DEFAULT_SIGNATURE, 1, in_keys,
+                            &m->x, 3, out_keys, outs};
+  weft_model* model = NULL;
+  if (!check(weft_model_create(m->graph, s, &sig, 1, &model),
+             "describing the model"))
+    return 0;
+  int ok = check(weft_model_save(model, a->save), "saving the model");
+  weft_model_destroy(model);
+  if (ok)
+    printf("model: %s (serving_default: images -> logits, probabilities, "
+           "classes)\n", a->save);
+  return ok;
+}
+
 static int run_training(const train_args* a, model* m,
                         const idx_dataset* train, const idx_dataset* test) {
   /* Before any thread of the session or its kernels starts. */
@@ -707,7 +756,7 @@ static int run_training(const train_args* a, model* m,
      * epoch's training time; evaluation time is kept out of steps/s. */
     if ((step + 1) % per_epoch == 0 && step + 1 < total) {
       int ok = 1;
-      double e0 = now_seconds(), acc = accuracy(s, m, test, &ok);
+      double e0 = now_seconds(), acc = accuracy(s, m, test, &ok, NULL);
       if (!ok) goto done;
       double e1 = now_seconds();
       printf("%sepoch %lld/%lld: %.2f%% test accuracy, %.1f s training\n",
@@ -737,15 +786,19 @@ static int run_training(const train_args* a, model* m,
     goto done;
   }
   int ok = 1;
-  double acc = accuracy(s, m, test, &ok);
+  uint64_t predictions = 0;
+  double acc = accuracy(s, m, test, &ok, &predictions);
   if (!ok) goto done;
   printf("test accuracy: %.2f%% (%lld examples, model %s, %lld epochs)\n",
          100 * acc, (long long)test->images.dims[0], a->model,
          (long long)a->epochs);
+  printf("test predictions: %lld classes, fnv1a %016llx\n",
+         (long long)test->images.dims[0], (unsigned long long)predictions);
   if (!check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
              "saving the checkpoint"))
     goto done;
   printf("checkpoint: %s\n", a->checkpoint);
+  if (!save_bundle(a, m, s)) goto done;
   rc = 0;
 done:
   if (log) fclose(log);
@@ -786,7 +839,7 @@ static int parse_args(int argc, char** argv, train_args* a) {
             "one so far)\n");
     return 0;
   }
-  static char default_ckpt[64];
+  static char default_ckpt[64], default_save[64];
   for (int i = 2; i < argc; ++i) {
     const char* f = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -842,6 +895,8 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->data_dir = v;
     } else if (strcmp(f, "--checkpoint") == 0) {
       a->checkpoint = v;
+    } else if (strcmp(f, "--save") == 0) {
+      a->save = v;
     } else if (strcmp(f, "--loss-log") == 0) {
       a->loss_log = v;
     } else {
@@ -853,6 +908,11 @@ static int parse_args(int argc, char** argv, train_args* a) {
     snprintf(default_ckpt, sizeof default_ckpt, "fashion-mnist-%s.ckpt",
              a->model);
     a->checkpoint = default_ckpt;
+  }
+  if (a->save == NULL) {
+    snprintf(default_save, sizeof default_save, "fashion-mnist-%s-model",
+             a->model);
+    a->save = default_save;
   }
   return 1;
 }

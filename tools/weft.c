@@ -38,15 +38,31 @@ static const command commands[] = {
     {"ops", "every op: inputs, outputs, attributes, where it comes from, "
      "kernels per plugin",
      "[PLUGIN_FILE...] [OP...]", command_ops},
+    {"export", "write a model's signature as an ONNX model",
+     "MODEL OUT.onnx [--signature NAME] [--format weft|onnx|graphdef] "
+     "[--graphdef-output NODE]...",
+     weft_command_export},
+    {"inspect", "a model file's format, signatures, ops and parameter "
+     "count",
+     "MODEL [--json] [--format weft|onnx|graphdef] "
+     "[--graphdef-output NODE ...]",
+     weft_command_inspect},
+    {"run", "run a model file's signature on .npy inputs",
+     "MODEL [--signature NAME] --feed KEY=FILE.npy ... "
+     "[--fetch KEY[=OUT.npy] ...] [--format weft|onnx|graphdef] "
+     "[--graphdef-output NODE ...] [--devices LIST]",
+     weft_command_run},
     {"place", "where a model's nodes go on these devices, and why",
-     "[--devices LIST] [--gflops PATTERN=N,...] [--constrain DEVICE] "
+     "[MODEL [--signature NAME] [--format weft|onnx|graphdef] "
+     "[--graphdef-output NODE ...]] [--devices LIST] [--gflops PATTERN=N,...] [--constrain DEVICE] "
      "[--strict] [--precision exact|bfloat16|float16] [--no-optimize] "
      "[--batch N] [--hidden N]",
      weft_command_place},
     {"train", "train a model: the main job",
      "fashion-mnist [--model softmax|mlp|lstm] [--epochs N] [--batch N] "
      "[--optimizer sgd|momentum|adam] [--learning-rate X] [--device LIST] [--threads N] [--seed N] "
-     "[--data DIR] [--checkpoint FILE] [--resume] [--loss-log FILE] "
+     "[--data DIR] [--checkpoint FILE] [--save DIR] [--resume] "
+     "[--loss-log FILE] "
      "[--explain]",
      weft_command_train},
     {"conformance", "check a plugin's kernels against the CPU's, and its "

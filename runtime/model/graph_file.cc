@@ -98,12 +98,12 @@ weft_status* PutAttr(const std::string& name, const AttrValue& v,
   return nullptr;
 }
 
-// Writes `bytes` to a temporary beside `path`, flushes it and renames it
-// into place.
 std::atomic<uint64_t> temp_counter{0};
 
-weft_status* WriteAtomically(const std::string& path,
-                             const std::string& bytes) {
+}  // namespace
+
+weft_status* WriteFileAtomically(const std::string& path,
+                                 const std::string& bytes) {
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     return Error(WEFT_FAILED_PRECONDITION,
@@ -137,6 +137,8 @@ weft_status* WriteAtomically(const std::string& path,
   }
   return nullptr;
 }
+
+namespace {
 
 // ---- Reading ----------------------------------------------------------------
 
@@ -483,7 +485,7 @@ weft_status* WriteGraphFile(weft_graph* graph,
   PutU32(&header, Crc32c(0, header.data(), header.size()));
   bytes += header;
   bytes += payload;
-  return WriteAtomically(path, bytes);
+  return WriteFileAtomically(path, bytes);
 }
 
 weft_status* ReadGraphFile(const std::string& bytes, const std::string& path,

@@ -46,6 +46,12 @@ weft_status* ImportGraphDef(const std::string& bytes, const std::string& path,
 weft_status* ExportOnnx(weft_graph* graph, weft_session* session,
                         const Signature& signature, const std::string& path);
 
+// Writes `bytes` to a temporary beside `path`, flushes it and renames it
+// into place (FAILED_PRECONDITION when `path` exists and is not a regular
+// file).
+weft_status* WriteFileAtomically(const std::string& path,
+                                 const std::string& bytes);
+
 // Reads a whole regular file (FAILED_PRECONDITION for anything else,
 // NOT_FOUND for a missing path, RESOURCE_EXHAUSTED over `limit` bytes).
 weft_status* ReadWholeFile(const std::string& path, size_t limit,

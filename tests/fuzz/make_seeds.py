@@ -41,6 +41,247 @@ def checkpoint(records) -> bytes:
     return out + end + struct.pack("<I", crc32c(end))
 
 
+# ---- GraphDef seeds (tests/fuzz/graphdef_loader.cc): TensorFlow's
+# protobuf wire format written by hand, with TensorFlow's field numbers
+# (runtime/model/tf_graph.proto), so no protobuf module is needed.
+
+
+def pb_varint(v: int) -> bytes:
+    v &= (1 << 64) - 1  # negative int64s take ten bytes, as protobuf's
+    out = b""
+    while True:
+        byte = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([byte | 0x80])
+        else:
+            return out + bytes([byte])
+
+
+def pb_field(number: int, value) -> bytes:
+    """An int is a varint field; bytes or str a length-delimited one."""
+    if isinstance(value, int):
+        return pb_varint(number << 3) + pb_varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint(number << 3 | 2) + pb_varint(len(value)) + value
+
+
+def tf_shape(dims) -> bytes:
+    return b"".join(pb_field(2, pb_field(1, d)) for d in dims)
+
+
+def tf_tensor(dtype: int, dims, content: bytes = b"", ints=None,
+              floats=None) -> bytes:
+    out = pb_field(1, dtype) + pb_field(2, tf_shape(dims))
+    if content:
+        out += pb_field(4, content)
+    if floats is not None:
+        out += pb_field(5, b"".join(struct.pack("<f", f) for f in floats))
+    if ints is not None:
+        out += pb_field(7, b"".join(pb_varint(i) for i in ints))
+    return out
+
+
+def tf_node(name: str, op: str, inputs=(), **attrs) -> bytes:
+    """attrs: name=(kind, value), kind an AttrValue field: 'type', 'i',
+    'b', 's', 'f', 'shape', 'tensor' or 'ints' (a list)."""
+    out = pb_field(1, name) + pb_field(2, op)
+    for i in inputs:
+        out += pb_field(3, i)
+    numbers = {"s": 2, "i": 3, "b": 5, "type": 6, "shape": 7, "tensor": 8}
+    for key, (kind, value) in sorted(attrs.items()):
+        if kind == "ints":
+            attr = pb_field(1, pb_field(3, b"".join(pb_varint(v)
+                                                     for v in value)))
+        elif kind == "f":
+            attr = pb_varint(4 << 3 | 5) + struct.pack("<f", value)
+        else:
+            attr = pb_field(numbers[kind], value)
+        out += pb_field(5, pb_field(1, key) + pb_field(2, attr))
+    return out
+
+
+def tf_graph(*nodes) -> bytes:
+    return (b"".join(pb_field(1, n) for n in nodes) +
+            pb_field(4, pb_field(1, 27)))
+
+
+def graphdef_seeds() -> dict:
+    f32, i32 = 1, 3
+    weights = struct.pack("<12f", *[0.1 * k - 0.5 for k in range(12)])
+    mlp = tf_graph(
+        tf_node("x", "Placeholder", dtype=("type", f32),
+                shape=("shape", tf_shape([-1, 4]))),
+        tf_node("w", "Const", dtype=("type", f32),
+                value=("tensor", tf_tensor(f32, [4, 3], content=weights))),
+        tf_node("w/read", "Identity", ["w"], T=("type", f32)),
+        tf_node("b", "Const", dtype=("type", f32),
+                value=("tensor", tf_tensor(f32, [3], floats=[0.5]))),
+        tf_node("mm", "MatMul", ["x", "w/read"], T=("type", f32),
+                transpose_a=("b", 0), transpose_b=("b", 0)),
+        tf_node("logits", "BiasAdd", ["mm", "b"], T=("type", f32),
+                data_format=("s", "NHWC")),
+        tf_node("shape", "Const", dtype=("type", i32),
+                value=("tensor", tf_tensor(i32, [2], ints=[-1, 3]))),
+        tf_node("flat", "Reshape", ["logits", "shape"], T=("type", f32)),
+        tf_node("relu", "Relu6", ["flat"], T=("type", f32)),
+        tf_node("probs", "Softmax", ["relu", "^w"], T=("type", f32)))
+    # Out of order, with a NoOp, control inputs, output indices, folded
+    # axes and decompositions.
+    axis = tf_tensor(i32, [], ints=[1])
+    kernel = struct.pack("<8f", *[0.25 * k for k in range(8)])
+    cnn = tf_graph(
+        tf_node("out", "ConcatV2", ["pool", "split:1", "axis3"],
+                T=("type", f32), N=("i", 2), Tidx=("type", i32)),
+        tf_node("axis", "Const", dtype=("type", i32),
+                value=("tensor", axis)),
+        tf_node("split", "Split", ["axis3", "pool"], T=("type", f32),
+                num_split=("i", 2)),
+        tf_node("axis3", "Const", dtype=("type", i32),
+                value=("tensor", tf_tensor(i32, [], ints=[3]))),
+        tf_node("pool", "MaxPool", ["conv"], T=("type", f32),
+                ksize=("ints", [1, 2, 2, 1]), strides=("ints", [1, 2, 2, 1]),
+                padding=("s", "SAME"), data_format=("s", "NHWC")),
+        tf_node("conv", "Conv2D", ["image", "k", "^init"], T=("type", f32),
+                strides=("ints", [1, 1, 1, 1]), padding=("s", "VALID"),
+                dilations=("ints", [1, 1, 1, 1])),
+        tf_node("init", "NoOp"),
+        tf_node("k", "Const", dtype=("type", f32),
+                value=("tensor", tf_tensor(f32, [2, 2, 1, 2], content=kernel))),
+        tf_node("image", "Placeholder", dtype=("type", f32),
+                shape=("shape", tf_shape([-1, 5, 5, 1]))),
+        tf_node("mean", "Mean", ["out", "axis"], T=("type", f32),
+                keep_dims=("b", 1)),
+        tf_node("t", "Transpose", ["mean", "perm"], T=("type", f32)),
+        tf_node("perm", "Const", dtype=("type", i32),
+                value=("tensor", tf_tensor(i32, [4], ints=[0, 2, 1, 3]))),
+        tf_node("probs", "AddN", ["t", "t", "t"], T=("type", f32),
+                N=("i", 3)))
+    # The target's first byte picks the outputs: every unread node (even)
+    # or "probs" (odd).
+    return {"mlp_unread": b"\x00" + mlp, "mlp_named": b"\x01" + mlp,
+            "cnn_unread": b"\x00" + cnn, "cnn_named": b"\x01" + cnn}
+
+
+# ---- ONNX seeds (tests/fuzz/onnx_loader.cc): onnx.proto's wire format by
+# hand, with pb_field above, so no onnx module is needed.
+
+
+def onnx_attr(name: str, value) -> bytes:
+    """An AttributeProto: int, float, str, list of ints, or ('t', tensor)."""
+    out = pb_field(1, name)
+    if isinstance(value, tuple):
+        return out + pb_field(5, value[1]) + pb_field(20, 4)
+    if isinstance(value, list):
+        return out + b"".join(pb_field(8, v) for v in value) + pb_field(20, 7)
+    if isinstance(value, float):
+        return (out + pb_varint(2 << 3 | 5) + struct.pack("<f", value) +
+                pb_field(20, 1))
+    if isinstance(value, int):
+        return out + pb_field(3, value) + pb_field(20, 2)
+    return out + pb_field(4, value) + pb_field(20, 3)
+
+
+def onnx_node(op: str, inputs, outputs, **attrs) -> bytes:
+    out = b"".join(pb_field(1, i) for i in inputs)
+    out += b"".join(pb_field(2, o) for o in outputs)
+    out += pb_field(4, op)
+    for key, value in sorted(attrs.items()):
+        out += pb_field(5, onnx_attr(key, value))
+    return out
+
+
+def onnx_tensor(name: str, dtype: int, dims, raw: bytes) -> bytes:
+    return (b"".join(pb_field(1, d) for d in dims) + pb_field(2, dtype) +
+            pb_field(8, name) + pb_field(9, raw))
+
+
+def onnx_value(name: str, dtype: int, dims) -> bytes:
+    shape = b"".join(pb_field(1, pb_field(1, d) if isinstance(d, int)
+                              else pb_field(2, d)) for d in dims)
+    tensor = pb_field(1, dtype) + pb_field(2, shape)
+    return pb_field(1, name) + pb_field(2, pb_field(1, tensor))
+
+
+def onnx_model(nodes, inputs, outputs, initializers=(), opset=13) -> bytes:
+    graph = b"".join(pb_field(1, n) for n in nodes) + pb_field(2, "g")
+    graph += b"".join(pb_field(5, t) for t in initializers)
+    graph += b"".join(pb_field(11, v) for v in inputs)
+    graph += b"".join(pb_field(12, v) for v in outputs)
+    opset_id = pb_field(1, "") + pb_field(2, opset)
+    return pb_field(1, 8) + pb_field(8, opset_id) + pb_field(7, graph)
+
+
+def onnx_seeds() -> dict:
+    f32, i64 = 1, 7
+
+    def floats(n, scale=0.1):
+        return struct.pack(f"<{n}f", *[scale * (k % 7 - 3) for k in range(n)])
+
+    def ints(values):
+        return struct.pack(f"<{len(values)}q", *values)
+
+    cnn = onnx_model(
+        [onnx_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
+                   pads=[1, 1, 1, 1]),
+         onnx_node("BatchNormalization", ["c", "s", "b", "b", "v"], ["n"]),
+         onnx_node("Relu", ["n"], ["r"]),
+         onnx_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2],
+                   strides=[2, 2], ceil_mode=1),
+         onnx_node("AveragePool", ["p"], ["a"], kernel_shape=[2, 2],
+                   pads=[0, 0, 1, 1]),
+         onnx_node("GlobalAveragePool", ["a"], ["g"]),
+         onnx_node("Flatten", ["g"], ["f"]),
+         onnx_node("Gemm", ["f", "fc", "fb"], ["y"], transB=1, alpha=0.5)],
+        [onnx_value("x", f32, ["N", 3, 5, 5])],
+        [onnx_value("y", f32, ["N", 2])],
+        [onnx_tensor("w", f32, [4, 3, 3, 3], floats(108)),
+         onnx_tensor("b", f32, [4], floats(4)),
+         onnx_tensor("s", f32, [4], floats(4, 1.0)),
+         onnx_tensor("v", f32, [4], struct.pack("<4f", 1, 2, 3, 4)),
+         onnx_tensor("fc", f32, [2, 4], floats(8)),
+         onnx_tensor("fb", f32, [2], floats(2))])
+    # Shapes computed from constants: Shape, Gather, Unsqueeze, Concat,
+    # Reshape, Slice, Pad, Split, Expand, Range, ConstantOfShape.
+    shapes = onnx_model(
+        [onnx_node("Shape", ["x"], ["sh"]),
+         onnx_node("Gather", ["sh", "zero"], ["n"], axis=0),
+         onnx_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+         onnx_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+         onnx_node("Reshape", ["x", "target"], ["flat"]),
+         onnx_node("Slice", ["flat", "starts", "ends", "axes1"], ["sl"]),
+         onnx_node("Pad", ["sl", "pads"], ["pd"], mode="reflect"),
+         onnx_node("Split", ["pd"], ["s0", "s1"], axis=1),
+         onnx_node("Range", ["zero", "three", "one"], ["rg"]),
+         onnx_node("ConstantOfShape", ["target2"], ["co"],
+                   value=("t", onnx_tensor("", f32, [1], floats(1, 2.0)))),
+         onnx_node("Expand", ["s0", "target2"], ["ex"]),
+         onnx_node("Transpose", ["ex"], ["t"], perm=[1, 0]),
+         onnx_node("Softmax", ["t"], ["y"], axis=0),
+         onnx_node("ReduceSum", ["co", "axes1"], ["z"], keepdims=0)],
+        [onnx_value("x", f32, [2, 3, 4])],
+        [onnx_value("y", f32, [-1, -1]), onnx_value("z", f32, [-1]),
+         onnx_value("rg", i64, [3]), onnx_value("s1", f32, [-1, -1])],
+        [onnx_tensor("zero", i64, [], ints([0])),
+         onnx_tensor("zero1", i64, [1], ints([0])),
+         onnx_tensor("one", i64, [], ints([1])),
+         onnx_tensor("three", i64, [], ints([3])),
+         onnx_tensor("minus1", i64, [1], ints([-1])),
+         onnx_tensor("starts", i64, [1], ints([1])),
+         onnx_tensor("ends", i64, [1], ints([-1])),
+         onnx_tensor("axes1", i64, [1], ints([1])),
+         onnx_tensor("pads", i64, [4], ints([0, 2, 0, 2])),
+         onnx_tensor("target2", i64, [2], ints([2, 7]))])
+    old = onnx_model(
+        [onnx_node("Reshape", ["x"], ["r"], shape=[2, -1]),
+         onnx_node("Clip", ["r"], ["c"], min=-1.0, max=1.0),
+         onnx_node("Add", ["c", "b"], ["y"], broadcast=1)],
+        [onnx_value("x", f32, [2, 2])], [onnx_value("y", f32, [2, 2])],
+        [onnx_tensor("b", f32, [2], floats(2))], opset=4)
+    return {"cnn": cnn, "shapes": shapes, "opset4": old}
+
+
 def main() -> None:
     kind, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -62,6 +303,33 @@ def main() -> None:
         for length in (64, 256, 1024, 4096):
             seeds[f"random_{length}"] = bytes(
                 rng.randrange(256) for _ in range(length))
+    elif kind == "graphdef":
+        seeds.update(graphdef_seeds())
+    elif kind == "onnx":
+        seeds.update(onnx_seeds())
+    elif kind == "npy":
+        # NumPy .npy files (tools/npy.h): each dtype, each format version,
+        # Fortran order, a scalar, an empty array.
+        def npy(descr, shape, payload, version=1, fortran=False):
+            header = (f"{{'descr': '{descr}', 'fortran_order': {fortran}, "
+                      f"'shape': {tuple(shape)!r}, }}")
+            preamble = 10 if version == 1 else 12
+            length = len(header) + 1
+            length += -(preamble + length) % 64
+            text = header.encode().ljust(length - 1) + b"\n"
+            size = struct.pack("<H" if version == 1 else "<I", length)
+            return b"\x93NUMPY" + bytes([version, 0]) + size + text + payload
+        for descr, size in (("<f4", 4), ("<f8", 8), ("<i4", 4), ("<i8", 8),
+                            ("|u1", 1), ("|i1", 1), ("<i2", 2), ("<u2", 2),
+                            ("<u4", 4), ("<u8", 8), ("|b1", 1), ("<f2", 2)):
+            seeds["dtype_" + descr[1:]] = npy(descr, (2, 3),
+                                              bytes(range(6 * size)))
+        seeds["version_2"] = npy("<f4", (3,), bytes(12), version=2)
+        seeds["version_3"] = npy("=i8", (1, 2), bytes(16), version=3)
+        seeds["fortran"] = npy("<i2", (2, 3, 2), bytes(range(24)),
+                               fortran=True)
+        seeds["scalar"] = npy("<f8", (), struct.pack("<d", 1.5))
+        seeds["empty"] = npy("<f4", (0, 5), b"")
     else:
         header = struct.pack(">BBBBIII", 0, 0, 8, 3, 2, 2, 2)
         images = header + bytes([0, 64, 128, 255, 1, 2, 3, 4])

@@ -5,6 +5,29 @@
 #define NATIVE(name) JNICALL Java_org_weft_Native_##name
 #define METADATA(h) WEFT_JNI_PTR(weft_run_metadata, h)
 
+int weft_jni_session_options(JNIEnv* env, jstring devices, jint inter_op,
+                             jint intra_op, jint placement,
+                             jint transfer_precision, jint optimizations,
+                             jstring device_gflops, jint recompute,
+                             weft_session_options* o, weft_jni_string* d,
+                             weft_jni_string* g) {
+  if (!weft_jni_string_get(env, devices, d)) return 0;
+  if (!weft_jni_string_get(env, device_gflops, g)) {
+    weft_jni_string_release(env, d);
+    return 0;
+  }
+  weft_session_options_init(o);
+  o->devices = d->utf;
+  o->inter_op_threads = inter_op;
+  o->intra_op_threads = intra_op;
+  o->placement = placement;
+  o->transfer_precision = transfer_precision;
+  o->optimizations = (uint32_t)optimizations;
+  o->device_gflops = g->utf;
+  o->recompute = recompute;
+  return 1;
+}
+
 JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
                                       jstring devices, jint inter_op,
                                       jint intra_op, jint placement,
@@ -15,21 +38,11 @@ JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
   weft_jni_string d, g;
-  if (!weft_jni_string_get(env, devices, &d)) return 0;
-  if (!weft_jni_string_get(env, device_gflops, &g)) {
-    weft_jni_string_release(env, &d);
-    return 0;
-  }
   weft_session_options o;
-  weft_session_options_init(&o);
-  o.devices = d.utf;
-  o.inter_op_threads = inter_op;
-  o.intra_op_threads = intra_op;
-  o.placement = placement;
-  o.transfer_precision = transfer_precision;
-  o.optimizations = (uint32_t)optimizations;
-  o.device_gflops = g.utf;
-  o.recompute = recompute;
+  if (!weft_jni_session_options(env, devices, inter_op, intra_op, placement,
+                                transfer_precision, optimizations,
+                                device_gflops, recompute, &o, &d, &g))
+    return 0;
   weft_session* s = NULL;
   weft_status* st =
       weft_session_create(WEFT_JNI_PTR(weft_graph, graph), &o, &s);

@@ -72,6 +72,16 @@ void weft_jni_pointers_release(weft_jni_pointers* pointers);
 int weft_jni_dims_get(JNIEnv* env, jlongArray dims, int64_t out[WEFT_MAX_RANK],
                       int32_t* out_rank);
 
+/* Session options from SessionOptions' fields; the two strings stay held
+ * in *d and *g (release both) while the options are used.  Returns 0 with
+ * an exception pending when a string cannot be read. */
+int weft_jni_session_options(JNIEnv* env, jstring devices, jint inter_op,
+                             jint intra_op, jint placement,
+                             jint transfer_precision, jint optimizations,
+                             jstring device_gflops, jint recompute,
+                             weft_session_options* o, weft_jni_string* d,
+                             weft_jni_string* g);
+
 #define WEFT_JNI_PTR(type, handle) ((type*)(intptr_t)(handle))
 #define WEFT_JNI_HANDLE(pointer) ((jlong)(intptr_t)(pointer))
 

@@ -34,7 +34,9 @@ export WeftError, DType, BFloat16,
     gradient_status, save_checkpoint, restore_checkpoint,
     devices, plugins, plugin_refusals, load_plugin, op_descriptions, kernels,
     version_string, abi_version, cond, while_loop, ControlFlowError,
-    register_op, KernelCall, kernel_attr
+    register_op, KernelCall, kernel_attr,
+    Model, Signature, load_model, save_model, export_onnx, signatures,
+    input_keys, output_keys
 
 include("capi.jl")
 include("bfloat16.jl")
@@ -46,6 +48,7 @@ include("train.jl")
 include("control.jl")
 include("devices.jl")
 include("defined_ops.jl")
+include("model.jl")
 
 function __init__()
     load_library()

@@ -30,37 +30,48 @@ the gradient reads again in the backward pass instead of keeping them.
 mutable struct Session <: Handle
     ptr::Ptr{Cvoid}
     graph::Graph
-    function Session(g::Graph; devices::AbstractString = "",
-                     inter_op_threads::Integer = 0, intra_op_threads::Integer = 0,
-                     placement::Symbol = :soft, transfer_precision::Symbol = :exact,
-                     optimizations::Integer = OPTIMIZE_ALL,
-                     device_gflops::AbstractString = "",
-                     recompute::Symbol = :off)
-        haskey(PLACEMENTS, placement) ||
-            throw(ArgumentError("placement is :soft or :strict, not :$placement"))
-        haskey(TRANSFER_PRECISIONS, transfer_precision) ||
-            throw(ArgumentError("transfer_precision is :exact, :bfloat16 or " *
-                                ":float16, not :$transfer_precision"))
-        haskey(RECOMPUTES, recompute) ||
-            throw(ArgumentError("recompute is :off or :cheap, not :$recompute"))
-        devices_c = String(devices)
-        gflops_c = String(device_gflops)
+    function Session(g::Graph; options...)
         out = Ref{Ptr{Cvoid}}(C_NULL)
-        GC.@preserve devices_c gflops_c begin
-            options = Ref(SessionOptionsC(
-                sizeof(SessionOptionsC),
-                isempty(devices_c) ? C_NULL : pointer(devices_c),
-                Int32(inter_op_threads), Int32(intra_op_threads),
-                Int32(PLACEMENTS[placement]),
-                Int32(TRANSFER_PRECISIONS[transfer_precision]),
-                UInt32(optimizations),
-                isempty(gflops_c) ? C_NULL : pointer(gflops_c),
-                Int32(RECOMPUTES[recompute])))
+        with_session_options(; options...) do options_c
             check(@ccall libweft.weft_session_create(
-                g::Ptr{Cvoid}, options::Ptr{SessionOptionsC},
+                g::Ptr{Cvoid}, options_c::Ptr{SessionOptionsC},
                 out::Ptr{Ptr{Cvoid}})::Ptr{Cvoid})
         end
         return finalizer(release, new(out[], g))
+    end
+end
+
+# Calls f(options) with a Ref{SessionOptionsC} of the keyword arguments
+# Session documents, its strings kept alive for the call (Session and
+# load_model).
+function with_session_options(f; devices::AbstractString = "",
+                              inter_op_threads::Integer = 0,
+                              intra_op_threads::Integer = 0,
+                              placement::Symbol = :soft,
+                              transfer_precision::Symbol = :exact,
+                              optimizations::Integer = OPTIMIZE_ALL,
+                              device_gflops::AbstractString = "",
+                              recompute::Symbol = :off)
+    haskey(PLACEMENTS, placement) ||
+        throw(ArgumentError("placement is :soft or :strict, not :$placement"))
+    haskey(TRANSFER_PRECISIONS, transfer_precision) ||
+        throw(ArgumentError("transfer_precision is :exact, :bfloat16 or " *
+                            ":float16, not :$transfer_precision"))
+    haskey(RECOMPUTES, recompute) ||
+        throw(ArgumentError("recompute is :off or :cheap, not :$recompute"))
+    devices_c = String(devices)
+    gflops_c = String(device_gflops)
+    GC.@preserve devices_c gflops_c begin
+        options = Ref(SessionOptionsC(
+            sizeof(SessionOptionsC),
+            isempty(devices_c) ? C_NULL : pointer(devices_c),
+            Int32(inter_op_threads), Int32(intra_op_threads),
+            Int32(PLACEMENTS[placement]),
+            Int32(TRANSFER_PRECISIONS[transfer_precision]),
+            UInt32(optimizations),
+            isempty(gflops_c) ? C_NULL : pointer(gflops_c),
+            Int32(RECOMPUTES[recompute])))
+        return f(options)
     end
 end
 

@@ -202,4 +202,19 @@ final class Native {
   static native void kernelSetOutput(long call, int index, long tensor);
   static native double kernelAttrFloat(long call, String name);
   static native long kernelAttrInt(long call, String name);
+
+  // ---- model files (jni/model.c) ----
+  static native long modelLoad(String path, String format, String[] graphdefOutputs,
+      String devices, int interOpThreads, int intraOpThreads, int placement,
+      int transferPrecision, int optimizations, String deviceGflops, int recompute);
+  /** counts: per signature, its input count then its output count. */
+  static native long modelCreate(long graph, long session, String[] names, int[] counts,
+      String[] keys, long[] nodes, int[] indices);
+  static native void modelDestroy(long model);
+  static native void modelSave(long model, String dir);
+  static native void modelExportOnnx(long model, String signature, String path);
+  static native String[] modelSignatures(long model);
+  static native String[] modelSignatureKeys(long model, String signature, boolean outputs);
+  static native long[] modelRun(long model, String signature, String[] inputKeys,
+      long[] tensors, String[] outputKeys);
 }

@@ -110,4 +110,11 @@ public final class SessionOptions {
         placement.ordinal(), transferPrecision.ordinal(), optimizations, deviceGflops,
         recompute.ordinal());
   }
+
+  /** Loads a model into a session made with these options (Model.load). */
+  long loadModel(String path, String format, String[] graphdefOutputs) {
+    return Native.modelLoad(path, format, graphdefOutputs, devices, interOpThreads,
+        intraOpThreads, placement.ordinal(), transferPrecision.ordinal(), optimizations,
+        deviceGflops, recompute.ordinal());
+  }
 }
