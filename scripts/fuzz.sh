@@ -14,6 +14,7 @@
 #   ./scripts/fuzz.sh npy_reader
 #   ./scripts/fuzz.sh graphdef_loader
 #   ./scripts/fuzz.sh onnx_loader
+#   ./scripts/fuzz.sh graph_file
 #   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +52,8 @@ build_runtime_archive() {
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
        [ "$newest_header" -nt "$obj" ]; then
       "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
-        -fno-sanitize-recover=all -Iruntime -Iabi -c "$src" -o "$obj"
+        -fno-sanitize-recover=all -DONNX_NAMESPACE=onnx -DONNX_ML=1 \
+        -Iruntime -Iabi -c "$src" -o "$obj"
       stale=1
     fi
     objs+=("$obj")
@@ -121,7 +123,13 @@ build_graphdef_loader() {
 # checker) and libprotobuf, uninstrumented; constants it computes while
 # importing run on the CPU plugin of the normal build.
 build_onnx_loader() {
-  build_runtime_archive
+  # The runtime's ONNX sources need the defines meson gives libweft
+  # (runtime/meson.build): the archive is compiled through a wrapper
+  # adding them.
+  printf '#!/bin/sh\nexec %s -DONNX_NAMESPACE=onnx -DONNX_ML=1 "$@"\n' \
+    "$(command -v "$cxx")" > "$out/cxx-onnx"
+  chmod +x "$out/cxx-onnx"
+  cxx=$PWD/$out/cxx-onnx build_runtime_archive
   [ -f build/plugins/cpu/weft-cpu.so ] || ninja -C build plugins/cpu/weft-cpu.so
   "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi -I"$out/proto" \
     tests/fuzz/onnx_loader.cc "$out/proto/tf_graph.pb.cc" \
@@ -129,6 +137,27 @@ build_onnx_loader() {
     -lprotobuf -ldl -pthread -o "$out/onnx_loader"
 }
 
+# The Weft graph file loader (model bundles' graph.weft).
+build_graph_file() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi -I"$out/proto" \
+    tests/fuzz/graph_file.cc "$out/proto/weft_graph.pb.cc" \
+    "$out/proto/tf_graph.pb.cc" "$out/libweft_fuzz.a" -lonnx -lonnx_proto \
+    -lprotobuf -ldl -pthread -o "$out/graph_file"
+}
+# Seeds for graph_file: the graph files of the test suite's two model
+# bundles (built in build/), whole (first byte 0) and as payloads (1).
+seed_graph_file() {
+  local dir=$1 tmp name
+  ninja -C build tests/make_model tests/make_cnn_model >/dev/null
+  tmp=$(mktemp -d)
+  for name in make_model make_cnn_model; do
+    WEFT_PLUGIN_PATH=$plugin_dir "build/tests/$name" "$tmp/$name" >/dev/null
+    { printf '\0'; cat "$tmp/$name/graph.weft"; } > "$dir/$name-file"
+    { printf '\1'; tail -c +33 "$tmp/$name/graph.weft"; } > "$dir/$name-payload"
+  done
+  rm -rf "$tmp"
+}
 # A valid checkpoint and valid IDX files start the corpora, so the fuzzer
 # begins past the headers.
 seed_corpus() {
@@ -147,6 +176,8 @@ seed_corpus() {
       python3 tests/fuzz/make_seeds.py graphdef "$dir" ;;
     onnx_loader)
       python3 tests/fuzz/make_seeds.py onnx "$dir" ;;
+    graph_file)
+      seed_graph_file "$dir" ;;
   esac
 }
 
@@ -155,6 +186,7 @@ targets=("$@")
 [ $# -gt 0 ] || targets+=(npy_reader)
 [ $# -gt 0 ] || targets+=(graphdef_loader)
 [ $# -gt 0 ] || targets+=(onnx_loader)
+[ $# -gt 0 ] || targets+=(graph_file)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"
