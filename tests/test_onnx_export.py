@@ -4,7 +4,8 @@ onnx.checker (full check, with shape inference) and run by onnxruntime and
 by ONNX's own reference evaluator to Weft's outputs.  The models: the MLP
 `weft train fashion-mnist` saves, and a small CNN (tests/make_cnn_model.c:
 Conv2D, BiasAdd, Relu, MaxPool, AvgPool, Mean, Reshape, MatMul with
-transpose_b, Softmax, ArgMax to int32).  A signature with an op that has no
+transpose_b, Softmax, ArgMax to int32); imported back into Weft, the
+exported file gives the bundle's outputs bit for bit.  A signature with an op that has no
 ONNX form is refused naming the node, and nothing is written.
 
 onnx, onnxruntime and NumPy come from PyPI into BUILD_DIR/onnx-venv (made on
@@ -144,6 +145,19 @@ def compare(bundle, onnx_path, inputs_code, output_keys):
          str(weft_npz)], capture_output=True, text=True, timeout=600)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     print('# ' + checked.stdout.strip(), flush=True)
+    # The round trip: the exported file imported back into Weft computes
+    # the same bits as the bundle it came from.
+    args = ['run', str(onnx_path)]
+    for key in ('images',):
+        args += ['--feed', f'{key}={WORK / ("in-" + key + ".npy")}']
+    for key in output_keys:
+        args += ['--fetch', f'{key}={WORK / ("back-" + key + ".npy")}']
+    back = weft(*args)
+    assert back.returncode == 0, back.stderr
+    for key in output_keys:
+        a = (WORK / f'out-{key}.npy').read_bytes()
+        b = (WORK / f'back-{key}.npy').read_bytes()
+        assert a == b, f'{key}: the re-imported model differs from the bundle'
 
 
 @tap.case
