@@ -305,12 +305,13 @@ if __name__ == '__main__' and len(sys.argv) == 3 and sys.argv[1] == '--weft':
     sys.exit(0)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_venv import ensure_venv, venv_python  # noqa: E402
 from tap import Skip, Tap  # noqa: E402
 
 BUILD_DIR = Path(sys.argv[1]).resolve()
 LIBWEFT = str(Path(sys.argv[2]).resolve())
 VENV = BUILD_DIR / 'interop-venv'
-PYTHON = VENV / 'bin' / 'python'
+PYTHON = venv_python(VENV)
 THIS = os.path.abspath(__file__)
 WORK = Path(tempfile.mkdtemp(prefix='weft-graphdef-'))
 state = {}
@@ -318,27 +319,8 @@ state = {}
 
 def ensure_tensorflow():
     """The venv's python with TensorFlow, or the reason there is none."""
-    probe = [str(PYTHON), '-c', 'import tensorflow, numpy']
-    if PYTHON.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
-        return None
-    if not PYTHON.exists():
-        r = subprocess.run([sys.executable, '-m', 'venv', str(VENV)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            return 'cannot create a venv: ' + (r.stderr.strip() or '?')[-300:]
-    try:
-        r = subprocess.run([str(PYTHON), '-m', 'pip', 'install', '--quiet',
-                            'tensorflow-cpu'], capture_output=True, text=True,
-                           timeout=1500)
-    except subprocess.TimeoutExpired:
-        return 'pip install tensorflow-cpu took over 25 minutes'
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ['?'])[-1]
-        return ('pip install tensorflow-cpu failed (PyPI unreachable?): ' +
-                last[-300:])
-    if subprocess.run(probe, capture_output=True).returncode != 0:
-        return 'tensorflow does not import after pip install tensorflow-cpu'
-    return None
+    return ensure_venv(VENV, ['tensorflow-cpu'], 'import tensorflow, numpy',
+                       timeout=1500)
 
 
 def need_models():

@@ -59,12 +59,13 @@ if len(sys.argv) > 1 and sys.argv[1] == '--check':
     sys.exit(0)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_venv import ensure_venv, venv_python  # noqa: E402
 from tap import Skip, Tap  # noqa: E402
 
 BUILD_DIR = Path(sys.argv[1]).resolve()
 WEFT, MAKE_CNN = sys.argv[2:4]
 VENV = BUILD_DIR / 'onnx-venv'
-PYTHON = VENV / 'bin' / 'python'
+PYTHON = venv_python(VENV)
 THIS = os.path.abspath(__file__)
 WORK = Path(tempfile.mkdtemp(prefix='weft-onnx-export-'))
 DATA = '/usr/share/datasets/fashion-mnist'
@@ -72,35 +73,11 @@ tap = Tap()
 state = {}
 
 
-def ensure_venv():
-    """None when the venv has onnx, onnxruntime and NumPy, else why not."""
-    probe = [str(PYTHON), '-c', 'import onnx.reference, onnxruntime, numpy']
-    if PYTHON.exists() and subprocess.run(probe,
-                                          capture_output=True).returncode == 0:
-        return None
-    if not PYTHON.exists():
-        r = subprocess.run([sys.executable, '-m', 'venv', str(VENV)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            return 'cannot create a venv: ' + (r.stderr.strip() or '?')[-300:]
-    try:
-        r = subprocess.run([str(PYTHON), '-m', 'pip', 'install', '--quiet',
-                            'onnx', 'onnxruntime', 'numpy'],
-                           capture_output=True, text=True, timeout=900)
-    except subprocess.TimeoutExpired:
-        return 'pip install onnx onnxruntime took over 15 minutes'
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ['?'])[-1]
-        return 'pip install onnx onnxruntime failed (PyPI unreachable?): ' + \
-            last[-300:]
-    if subprocess.run(probe, capture_output=True).returncode != 0:
-        return 'onnx.reference or onnxruntime does not import after pip install'
-    return None
-
-
 def need_venv():
     if 'venv' not in state:
-        state['venv'] = ensure_venv()
+        state['venv'] = ensure_venv(
+            VENV, ['onnx', 'onnxruntime', 'numpy'],
+            'import onnx.reference, onnxruntime, numpy')
     if state['venv']:
         raise Skip(state['venv'])
 

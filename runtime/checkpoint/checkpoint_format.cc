@@ -31,27 +31,6 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kRecordTag = 0x43455256;  // "VREC"
 
 // A little-endian byte string under construction.
-struct Bytes {
-  std::vector<unsigned char> b;
-  template <typename T>
-  void Put(T v) {
-    const auto* p = reinterpret_cast<const unsigned char*>(&v);
-    b.insert(b.end(), p, p + sizeof v);
-  }
-  void Put(const void* p, size_t n) {
-    const auto* c = static_cast<const unsigned char*>(p);
-    b.insert(b.end(), c, c + n);
-  }
-  uint32_t Crc() const { return Crc32c(0, b.data(), b.size()); }
-};
-
-template <typename T>
-T Get(const unsigned char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 uint32_t ChainStep(uint32_t chain, uint32_t header_crc, uint32_t data_crc) {
   uint32_t pair[2] = {header_crc, data_crc};
   return Crc32c(chain, pair, sizeof pair);
@@ -86,18 +65,30 @@ std::string Shown(const std::string& name) {
          std::to_string(name.size()) + " bytes)";
 }
 
+}  // namespace
+
+const char* FileKind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 // Opens `path` for reading without blocking: opening a FIFO would wait for
 // a writer.  Regular files only (FAILED_PRECONDITION otherwise).
 weft_status* OpenRegularForReading(const std::string& path,
-                                   const std::string& where, int* out_fd,
-                                   uint64_t* out_size) {
+                                   const std::string& where, const char* kind,
+                                   int* out_fd, uint64_t* out_size) {
   int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return OsError(errno, "cannot open checkpoint", path);
+  if (fd < 0) return OsError(errno, std::string("cannot open ") + kind, path);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
-    return OsError(err, "cannot stat checkpoint", path);
+    return OsError(err, std::string("cannot stat ") + kind, path);
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
@@ -110,23 +101,11 @@ weft_status* OpenRegularForReading(const std::string& path,
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     int err = errno;
     close(fd);
-    return OsError(err, "cannot read checkpoint", path);
+    return OsError(err, std::string("cannot read ") + kind, path);
   }
   *out_fd = fd;
   *out_size = static_cast<uint64_t>(st.st_size);
   return nullptr;
-}
-
-}  // namespace
-
-const char* FileKind(unsigned mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 std::string CheckpointEntryProblem(const CheckpointEntry& e) {
@@ -223,11 +202,11 @@ weft_status* CheckpointWriter::Open(
     close(fd);
     return IoError("cannot open", err);
   }
-  Bytes pre;
+  LeBytes pre;
   pre.Put(kMagic, sizeof kMagic);
   pre.Put(kVersion);
   pre.Put(pre.Crc());
-  Bytes header;
+  LeBytes header;
   header.Put(declared_);
   header.Put(uint32_t{0});  // flags
   header.Put(header.Crc());
@@ -259,7 +238,7 @@ weft_status* CheckpointWriter::Add(const CheckpointEntry& entry,
                   "saving checkpoint '%s': record %llu is not the entry "
                   "declared at Open", path_.c_str(),
                   static_cast<unsigned long long>(added_));
-  Bytes h;
+  LeBytes h;
   h.Put(kRecordTag);
   h.Put(static_cast<uint32_t>(entry.name.size()));
   h.Put(entry.name.data(), entry.name.size());
@@ -284,7 +263,7 @@ weft_status* CheckpointWriter::Commit() {
                   "saving checkpoint '%s': %llu records declared, %llu added",
                   path_.c_str(), static_cast<unsigned long long>(declared_),
                   static_cast<unsigned long long>(added_));
-  Bytes end;
+  LeBytes end;
   end.Put(kEndTag, sizeof kEndTag);
   end.Put(declared_);
   end.Put(chain_);
@@ -351,7 +330,7 @@ weft_status* CheckpointReader::Read(void* dst, uint64_t n, const char* what) {
 weft_status* CheckpointReader::Open(const std::string& path) {
   path_ = path;
   int fd = -1;
-  WEFT_RETURN_IF_ERROR(OpenRegularForReading(path, Where(), &fd, &size_));
+  WEFT_RETURN_IF_ERROR(OpenRegularForReading(path, Where(), "checkpoint", &fd, &size_));
   file_ = fdopen(fd, "rb");
   if (file_ == nullptr) {
     int err = errno;
@@ -373,9 +352,9 @@ weft_status* CheckpointReader::Open(const std::string& path) {
                  Where() + " is truncated: it ends inside the magic bytes");
   offset_ = 8;
   WEFT_RETURN_IF_ERROR(Read(pre + 8, 8, "the preamble"));
-  if (Crc32c(0, pre, 12) != Get<uint32_t>(pre + 12))
+  if (Crc32c(0, pre, 12) != GetLe<uint32_t>(pre + 12))
     return Corrupt("the preamble's checksum does not match");
-  uint32_t version = Get<uint32_t>(pre + 8);
+  uint32_t version = GetLe<uint32_t>(pre + 8);
   if (version != kVersion)
     return Errorf(WEFT_UNIMPLEMENTED,
                   "%s has format version %u, which this library cannot "
@@ -384,10 +363,10 @@ weft_status* CheckpointReader::Open(const std::string& path) {
 
   unsigned char h[16];
   WEFT_RETURN_IF_ERROR(Read(h, sizeof h, "the header"));
-  if (Crc32c(0, h, 12) != Get<uint32_t>(h + 12))
+  if (Crc32c(0, h, 12) != GetLe<uint32_t>(h + 12))
     return Corrupt("the header's checksum does not match");
-  declared_ = Get<uint64_t>(h);
-  if (Get<uint32_t>(h + 8) != 0)
+  declared_ = GetLe<uint64_t>(h);
+  if (GetLe<uint32_t>(h + 8) != 0)
     return Corrupt("the header sets unknown flags");
   return nullptr;
 }
@@ -399,14 +378,14 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
                   Where().c_str());
   std::string rec = "record " + std::to_string(seen_);
   std::string what = rec + "'s header";
-  Bytes h;
+  LeBytes h;
   unsigned char fixed[8];
   WEFT_RETURN_IF_ERROR(Read(fixed, 8, what.c_str()));
   h.Put(fixed, 8);
-  if (Get<uint32_t>(fixed) != kRecordTag)
+  if (GetLe<uint32_t>(fixed) != kRecordTag)
     return Corrupt(rec + " does not start with its tag (byte " +
                    std::to_string(offset_ - 8) + ")");
-  uint32_t name_len = Get<uint32_t>(fixed + 4);
+  uint32_t name_len = GetLe<uint32_t>(fixed + 4);
   // Checked before anything is allocated or read, with the limits the
   // writer applies; CheckpointEntryProblem repeats them below.
   if (name_len == 0 || name_len > kCheckpointMaxNameBytes)
@@ -418,8 +397,8 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
   h.Put(name.data(), name_len);
   WEFT_RETURN_IF_ERROR(Read(fixed, 8, what.c_str()));
   h.Put(fixed, 8);
-  uint32_t dtype = Get<uint32_t>(fixed);
-  uint32_t rank = Get<uint32_t>(fixed + 4);
+  uint32_t dtype = GetLe<uint32_t>(fixed);
+  uint32_t rank = GetLe<uint32_t>(fixed + 4);
   if (rank > kCheckpointMaxRank)
     return Corrupt(rec + " has rank " + std::to_string(rank) +
                    "; a checkpoint holds ranks 0.." +
@@ -430,7 +409,7 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
   unsigned char tail[12];
   WEFT_RETURN_IF_ERROR(Read(tail, sizeof tail, what.c_str()));
   h.Put(tail, 8);
-  uint32_t header_crc = Get<uint32_t>(tail + 8);
+  uint32_t header_crc = GetLe<uint32_t>(tail + 8);
   if (h.Crc() != header_crc)
     return Corrupt(rec + "'s header checksum does not match");
   // Checked, so the fields are as written: what remains are files
@@ -438,7 +417,7 @@ weft_status* CheckpointReader::Next(CheckpointEntry* out) {
   out->name = std::move(name);
   out->dtype = static_cast<weft_dtype>(dtype);
   out->dims.assign(dims.data(), static_cast<int32_t>(rank));
-  out->bytes = Get<uint64_t>(tail);
+  out->bytes = GetLe<uint64_t>(tail);
   std::string problem = CheckpointEntryProblem(*out);
   if (!problem.empty()) return Corrupt(problem);
   if (!names_.insert(out->name).second)
@@ -493,13 +472,13 @@ weft_status* CheckpointReader::Finish() {
   WEFT_RETURN_IF_ERROR(Read(end, sizeof end, "the end marker"));
   if (std::memcmp(end, kEndTag, sizeof kEndTag) != 0)
     return Corrupt("the end marker is missing after the last record");
-  if (Crc32c(0, end, 20) != Get<uint32_t>(end + 20))
+  if (Crc32c(0, end, 20) != GetLe<uint32_t>(end + 20))
     return Corrupt("the end marker's checksum does not match");
-  if (Get<uint64_t>(end + 8) != declared_)
+  if (GetLe<uint64_t>(end + 8) != declared_)
     return Corrupt("the end marker counts " +
-                   std::to_string(Get<uint64_t>(end + 8)) +
+                   std::to_string(GetLe<uint64_t>(end + 8)) +
                    " records, the header " + std::to_string(declared_));
-  if (Get<uint32_t>(end + 16) != chain_)
+  if (GetLe<uint32_t>(end + 16) != chain_)
     return Corrupt("the records' checksums do not match the end marker's");
   if (offset_ != size_)
     return Corrupt(std::to_string(size_ - offset_) +

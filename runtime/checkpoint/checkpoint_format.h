@@ -5,11 +5,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <unordered_set>
-
 #include <vector>
 
+#include "checkpoint/crc32c.h"
 #include "tensor/dims.h"
 #include "weft/dtype.h"
 #include "weft/status.h"
@@ -119,5 +120,38 @@ weft_status* OsError(int err, const std::string& what, const std::string& path);
 
 // What kind of file `mode` is, for messages: "a directory", "a FIFO", ...
 const char* FileKind(unsigned mode);
+
+// Opens `path` for reading without blocking (opening a FIFO would wait for
+// a writer): regular files only, FAILED_PRECONDITION "<where> is not a
+// regular file: it is a FIFO" otherwise; OS errors name `kind` ("cannot
+// open checkpoint '<path>'").  The caller closes *out_fd.  (Checkpoints,
+// model files.)
+weft_status* OpenRegularForReading(const std::string& path,
+                                   const std::string& where, const char* kind,
+                                   int* out_fd, uint64_t* out_size);
+
+// Little-endian fields of the checksummed file formats (checkpoints, graph
+// files): appended in host order, which the formats require to be little-
+// endian, with the CRC-32C of what was appended.
+struct LeBytes {
+  std::vector<unsigned char> b;
+  template <typename T>
+  void Put(T v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  }
+  void Put(const void* p, size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    b.insert(b.end(), c, c + n);
+  }
+  uint32_t Crc() const { return Crc32c(0, b.data(), b.size()); }
+};
+
+template <typename T>
+T GetLe(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 }  // namespace weft

@@ -29,25 +29,6 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kPreambleBytes = 16;
 constexpr size_t kHeaderBytes = 16;
 
-void PutU32(std::string* b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU64(std::string* b, uint64_t v) {
-  for (int i = 0; i < 8; ++i) b->push_back(static_cast<char>(v >> (8 * i)));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
-
 // ---- Writing ----------------------------------------------------------------
 
 void PutOutput(const std::unordered_map<const weft_node*, int32_t>& index,
@@ -476,14 +457,16 @@ weft_status* WriteGraphFile(weft_graph* graph,
   if (!file.SerializeToString(&payload))
     return Error(WEFT_RESOURCE_EXHAUSTED,
                  "the graph is too large for a graph file (2 GiB)");
-  std::string bytes(kMagic, sizeof kMagic);
-  PutU32(&bytes, kVersion);
-  PutU32(&bytes, Crc32c(0, bytes.data(), bytes.size()));
-  std::string header;
-  PutU64(&header, payload.size());
-  PutU32(&header, Crc32c(0, payload.data(), payload.size()));
-  PutU32(&header, Crc32c(0, header.data(), header.size()));
-  bytes += header;
+  LeBytes preamble;
+  preamble.Put(kMagic, sizeof kMagic);
+  preamble.Put(kVersion);
+  preamble.Put(preamble.Crc());
+  LeBytes header;
+  header.Put(static_cast<uint64_t>(payload.size()));
+  header.Put(Crc32c(0, payload.data(), payload.size()));
+  header.Put(header.Crc());
+  std::string bytes(preamble.b.begin(), preamble.b.end());
+  bytes.append(header.b.begin(), header.b.end());
   bytes += payload;
   return WriteFileAtomically(path, bytes);
 }
@@ -499,9 +482,9 @@ weft_status* ReadGraphFile(const std::string& bytes, const std::string& path,
     return Error(WEFT_DATA_LOSS,
                  where + " is not a Weft graph file (its first bytes are not "
                          "WEFTGRPH)");
-  if (Crc32c(0, bytes.data(), 12) != GetU32(bytes.data() + 12))
+  if (Crc32c(0, bytes.data(), 12) != GetLe<uint32_t>(bytes.data() + 12))
     return Error(WEFT_DATA_LOSS, where + " is corrupt: preamble checksum");
-  const uint32_t version = GetU32(bytes.data() + 8);
+  const uint32_t version = GetLe<uint32_t>(bytes.data() + 8);
   if (version != kVersion)
     return Errorf(WEFT_UNIMPLEMENTED,
                   "%s is graph file version %u, written by a newer Weft; "
@@ -510,9 +493,9 @@ weft_status* ReadGraphFile(const std::string& bytes, const std::string& path,
   if (bytes.size() < kPreambleBytes + kHeaderBytes)
     return Error(WEFT_DATA_LOSS, where + " is truncated: no header");
   const char* h = bytes.data() + kPreambleBytes;
-  if (Crc32c(0, h, 12) != GetU32(h + 12))
+  if (Crc32c(0, h, 12) != GetLe<uint32_t>(h + 12))
     return Error(WEFT_DATA_LOSS, where + " is corrupt: header checksum");
-  const uint64_t length = GetU64(h);
+  const uint64_t length = GetLe<uint64_t>(h);
   const uint64_t have = bytes.size() - kPreambleBytes - kHeaderBytes;
   if (length > have)
     return Errorf(WEFT_DATA_LOSS,
@@ -525,7 +508,7 @@ weft_status* ReadGraphFile(const std::string& bytes, const std::string& path,
                   where.c_str(),
                   static_cast<unsigned long long>(have - length));
   const char* payload = h + kHeaderBytes;
-  if (Crc32c(0, payload, length) != GetU32(h + 8))
+  if (Crc32c(0, payload, length) != GetLe<uint32_t>(h + 8))
     return Error(WEFT_DATA_LOSS, where + " is corrupt: graph checksum");
   model::GraphFile file;
   if (!file.ParseFromArray(payload, static_cast<int>(length)))

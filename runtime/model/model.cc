@@ -3,7 +3,6 @@
 #include "model/model.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -420,27 +419,17 @@ bool ValidSignatureKey(const std::string& key) {
 
 weft_status* ReadWholeFile(const std::string& path, size_t limit,
                            std::string* out) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return OsError(errno, "cannot open", path);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return OsError(err, "cannot stat", path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return Error(WEFT_FAILED_PRECONDITION, "'" + path +
-                                               "' is not a regular file: it "
-                                               "is " + FileKind(st.st_mode));
-  }
-  if (static_cast<uint64_t>(st.st_size) > limit) {
+  int fd = -1;
+  uint64_t size = 0;
+  WEFT_RETURN_IF_ERROR(
+      OpenRegularForReading(path, "'" + path + "'", "model file", &fd, &size));
+  if (size > limit) {
     close(fd);
     return Errorf(WEFT_RESOURCE_EXHAUSTED,
-                  "'%s' is %lld bytes; model files are read whole, up to %zu",
-                  path.c_str(), static_cast<long long>(st.st_size), limit);
+                  "'%s' is %llu bytes; model files are read whole, up to %zu",
+                  path.c_str(), static_cast<unsigned long long>(size), limit);
   }
-  out->resize(static_cast<size_t>(st.st_size));
+  out->resize(static_cast<size_t>(size));
   size_t done = 0;
   while (done < out->size()) {
     ssize_t n = read(fd, &(*out)[done], out->size() - done);

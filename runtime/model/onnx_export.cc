@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "model/model.h"
+#include "model/onnx_importer.h"
 #include "weft/version.h"
 
 namespace weft {
@@ -24,25 +25,9 @@ namespace {
 
 constexpr int64_t kOpset = 13;
 
-// ONNX's TensorProto.DataType for a Weft dtype; 0 when it has none.
-int32_t OnnxType(weft_dtype t) {
-  switch (t) {
-    case WEFT_FLOAT32: return onnx::TensorProto::FLOAT;
-    case WEFT_UINT8: return onnx::TensorProto::UINT8;
-    case WEFT_INT8: return onnx::TensorProto::INT8;
-    case WEFT_UINT16: return onnx::TensorProto::UINT16;
-    case WEFT_INT16: return onnx::TensorProto::INT16;
-    case WEFT_INT32: return onnx::TensorProto::INT32;
-    case WEFT_INT64: return onnx::TensorProto::INT64;
-    case WEFT_BOOL: return onnx::TensorProto::BOOL;
-    case WEFT_FLOAT16: return onnx::TensorProto::FLOAT16;
-    case WEFT_FLOAT64: return onnx::TensorProto::DOUBLE;
-    case WEFT_UINT32: return onnx::TensorProto::UINT32;
-    case WEFT_UINT64: return onnx::TensorProto::UINT64;
-    case WEFT_BFLOAT16: return onnx::TensorProto::BFLOAT16;
-    default: return 0;
-  }
-}
+// ONNX's TensorProto.DataType for a Weft dtype; 0 when it has none (the
+// importer's table).
+int32_t OnnxType(weft_dtype t) { return onnx_import::OnnxFromDtype(t); }
 
 class Exporter {
  public:

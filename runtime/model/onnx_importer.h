@@ -56,6 +56,8 @@ using TensorPtr = std::unique_ptr<weft_tensor, TensorDeleter>;
 // The Weft dtype of an ONNX TensorProto data type; UNIMPLEMENTED for
 // strings, complex numbers and unknown codes (naming `what`).
 weft_dtype DtypeFromOnnx(int32_t onnx_type, const std::string& what);
+// The other way (for the exporter): 0 for a dtype ONNX has no type for.
+int32_t OnnxFromDtype(weft_dtype dtype);
 // The Weft tensor of an ONNX tensor, every size checked against the bytes
 // the file holds.  DATA_LOSS when they disagree.
 TensorPtr TensorFromProto(const onnx::TensorProto& proto,

@@ -64,22 +64,43 @@ bool IsInteger(weft_dtype d) {
   }
 }
 
+namespace {
+
+// ONNX's TensorProto data types that are Weft dtypes, both ways (the
+// importer and the exporter read this one table).
+struct DtypePair {
+  int32_t onnx;
+  weft_dtype weft;
+};
+constexpr DtypePair kDtypes[] = {
+    {onnx::TensorProto::FLOAT, WEFT_FLOAT32},
+    {onnx::TensorProto::DOUBLE, WEFT_FLOAT64},
+    {onnx::TensorProto::FLOAT16, WEFT_FLOAT16},
+    {onnx::TensorProto::BFLOAT16, WEFT_BFLOAT16},
+    {onnx::TensorProto::INT8, WEFT_INT8},
+    {onnx::TensorProto::INT16, WEFT_INT16},
+    {onnx::TensorProto::INT32, WEFT_INT32},
+    {onnx::TensorProto::INT64, WEFT_INT64},
+    {onnx::TensorProto::UINT8, WEFT_UINT8},
+    {onnx::TensorProto::UINT16, WEFT_UINT16},
+    {onnx::TensorProto::UINT32, WEFT_UINT32},
+    {onnx::TensorProto::UINT64, WEFT_UINT64},
+    {onnx::TensorProto::BOOL, WEFT_BOOL},
+};
+
+}  // namespace
+
+int32_t OnnxFromDtype(weft_dtype d) {
+  for (const DtypePair& p : kDtypes)
+    if (p.weft == d) return p.onnx;
+  return 0;
+}
+
 weft_dtype DtypeFromOnnx(int32_t t, const std::string& what) {
   using P = onnx::TensorProto;
+  for (const DtypePair& p : kDtypes)
+    if (p.onnx == t) return p.weft;
   switch (t) {
-    case P::FLOAT: return WEFT_FLOAT32;
-    case P::DOUBLE: return WEFT_FLOAT64;
-    case P::FLOAT16: return WEFT_FLOAT16;
-    case P::BFLOAT16: return WEFT_BFLOAT16;
-    case P::INT8: return WEFT_INT8;
-    case P::INT16: return WEFT_INT16;
-    case P::INT32: return WEFT_INT32;
-    case P::INT64: return WEFT_INT64;
-    case P::UINT8: return WEFT_UINT8;
-    case P::UINT16: return WEFT_UINT16;
-    case P::UINT32: return WEFT_UINT32;
-    case P::UINT64: return WEFT_UINT64;
-    case P::BOOL: return WEFT_BOOL;
     case P::STRING:
       Unsupported(what + " holds strings, which Weft has no dtype for");
     case P::COMPLEX64:

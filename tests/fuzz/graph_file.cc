@@ -9,26 +9,23 @@
 #include <cstring>
 #include <string>
 
-#include "checkpoint/crc32c.h"
+#include "checkpoint/checkpoint_format.h"
 #include "model/model.h"
 #include "weft/weft.h"
 
 namespace {
 
-void PutU32(std::string* b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b->push_back(static_cast<char>(v >> (8 * i)));
-}
-
 std::string Framed(const uint8_t* payload, size_t n) {
-  std::string bytes("WEFTGRPH", 8);
-  PutU32(&bytes, 1);
-  PutU32(&bytes, weft::Crc32c(0, bytes.data(), bytes.size()));
-  std::string header;
-  for (int i = 0; i < 8; ++i)
-    header.push_back(static_cast<char>(static_cast<uint64_t>(n) >> (8 * i)));
-  PutU32(&header, weft::Crc32c(0, payload, n));
-  PutU32(&header, weft::Crc32c(0, header.data(), header.size()));
-  bytes += header;
+  weft::LeBytes preamble;
+  preamble.Put("WEFTGRPH", 8);
+  preamble.Put(uint32_t{1});
+  preamble.Put(preamble.Crc());
+  weft::LeBytes header;
+  header.Put(static_cast<uint64_t>(n));
+  header.Put(weft::Crc32c(0, payload, n));
+  header.Put(header.Crc());
+  std::string bytes(preamble.b.begin(), preamble.b.end());
+  bytes.append(header.b.begin(), header.b.end());
   bytes.append(reinterpret_cast<const char*>(payload), n);
   return bytes;
 }

@@ -206,16 +206,7 @@ every output of the signature), each a `Tensor` owned by the caller.
 function Base.run(m::Model, inputs; signature = nothing, outputs = nothing)
     out_keys = outputs === nothing ? output_keys(m; signature = signature) :
         String[String(k) for k in outputs]
-    in_keys = String[]
-    values = Tensor[]
-    temporaries = Tensor[]
-    try
-        for (key, value) in inputs
-            tensor, temporary = feed_tensor(value)
-            temporary && push!(temporaries, tensor)
-            push!(in_keys, String(key))
-            push!(values, tensor)
-        end
+    return with_feeds(inputs, String, String) do in_keys, values
         results = fill(C_NULL, length(out_keys))
         sig_c = signature === nothing ? nothing : String(signature)
         GC.@preserve m sig_c in_keys out_keys values begin
@@ -229,8 +220,6 @@ function Base.run(m::Model, inputs; signature = nothing, outputs = nothing)
                 out_ptrs::Ptr{Ptr{UInt8}}, results::Ptr{Ptr{Cvoid}},
                 Int32(length(out_ptrs))::Int32)::Ptr{Cvoid})
         end
-        return Dict{String,Tensor}(k => Tensor(p) for (k, p) in zip(out_keys, results))
-    finally
-        foreach(close, temporaries)
+        Dict{String,Tensor}(k => Tensor(p) for (k, p) in zip(out_keys, results))
     end
 end

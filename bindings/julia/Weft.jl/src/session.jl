@@ -129,23 +129,32 @@ function Base.run(s::Session, fetches::Union{Output,AbstractVector{Output},Nothi
     g = s.graph
     fetch_list = fetches === nothing ? Output[] :
         fetches isa Output ? [fetches] : collect(Output, fetches)
-    feed_keys = Output[]
-    feed_values = Tensor[]
-    temporaries = Tensor[]
-    try
-        for (key, value) in feeds
-            tensor, temporary = feed_tensor(value)
-            temporary && push!(temporaries, tensor)
-            push!(feed_keys, key)
-            push!(feed_values, tensor)
-        end
+    return with_feeds(feeds, Output, identity) do feed_keys, feed_values
         for o in Iterators.flatten((feed_keys, fetch_list))
             check_graph(g, o.node)
         end
         foreach(n -> check_graph(g, n), targets)
         results = run_raw(s, feed_keys, feed_values, fetch_list,
                           collect(Node, targets), metadata)
-        return fetches isa Output ? results[1] : results
+        fetches isa Output ? results[1] : results
+    end
+end
+
+# Calls f(keys, tensors) with the pairs of `feeds` (key => Tensor or Julia
+# array) split apart, each key as key_of(key) in a Vector{K}, and closes the
+# tensors made for arrays afterwards (Session and Model runs).
+function with_feeds(f, feeds, ::Type{K}, key_of) where {K}
+    keys = K[]
+    values = Tensor[]
+    temporaries = Tensor[]
+    try
+        for (key, value) in feeds
+            tensor, temporary = feed_tensor(value)
+            temporary && push!(temporaries, tensor)
+            push!(keys, key_of(key))
+            push!(values, tensor)
+        end
+        return f(keys, values)
     finally
         foreach(close, temporaries)
     end

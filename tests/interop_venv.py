@@ -1,0 +1,45 @@
+"""A virtual environment under the build folder with packages from PyPI,
+for the tests that check Weft against a format's own tools (TensorFlow,
+onnx, onnxruntime).  Never a dependency of Weft itself.
+
+    why = ensure_venv(build_dir / 'onnx-venv', ['onnx', 'onnxruntime'],
+                      'import onnx, onnxruntime')
+    if why: raise Skip(why)
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / 'bin' / 'python'
+
+
+def ensure_venv(venv: Path, packages, imports: str, timeout: int = 900):
+    """None once `imports` runs in `venv` (made and filled with `packages`
+    from PyPI when it does not), else the reason it cannot, for a skip."""
+    python = venv_python(venv)
+    probe = [str(python), '-c', imports]
+    if python.exists() and \
+            subprocess.run(probe, capture_output=True).returncode == 0:
+        return None
+    if not python.exists():
+        r = subprocess.run([sys.executable, '-m', 'venv', str(venv)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return 'cannot create a venv: ' + (r.stderr.strip() or '?')[-300:]
+    wanted = ' '.join(packages)
+    try:
+        r = subprocess.run([str(python), '-m', 'pip', 'install', '--quiet',
+                            *packages], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f'pip install {wanted} took over {timeout // 60} minutes'
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ['?'])[-1]
+        return (f'pip install {wanted} failed (PyPI unreachable?): ' +
+                last[-300:])
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        return f'`{imports}` fails after pip install {wanted}'
+    return None
