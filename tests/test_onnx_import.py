@@ -25,6 +25,7 @@ Usage: test_onnx_import.py LIBWEFT
 
 import ctypes
 import json
+import re
 import os
 import select
 import subprocess
@@ -426,7 +427,7 @@ def report_node_cases(tap):
                   flush=True)
         else:
             unsupported += 1
-            op = detail.rsplit('ONNX op', 1)[-1].strip(' s')
+            op = re.sub(r'^s? ', '', detail.rsplit('ONNX op', 1)[-1])
             print(f'ok {tap.count} - {name} # SKIP no mapping for {op[:100]}',
                   flush=True)
     supported = passed + failed
@@ -439,6 +440,17 @@ def report_node_cases(tap):
           f'{const_passed + const_failed} whose shapes or axes come as graph '
           f'inputs: with those made initializers, {const_passed} pass and '
           f'{const_failed} fail', flush=True)
+    # The rate the target is about: every case of an op Weft maps counts,
+    # refusals as failures; cases whose structural inputs (shapes, axes)
+    # come as graph inputs count as run with those inputs made constant,
+    # which is how Weft imports them (folded into attributes).
+    strict_total = supported + refused + const_passed + const_failed
+    strict = 100.0 * (passed + const_passed) / strict_total \
+        if strict_total else 0.0
+    print(f'# of every node test of a mapped op: {passed + const_passed} of '
+          f'{strict_total} pass ({strict:.1f}%), refusals counted as '
+          f'failures', flush=True)
+    pct = strict
     return pct
 
 
@@ -807,7 +819,7 @@ def main():
     node_tests()
 
     @tap.case
-    def node_tests_pass_at_least_95_percent_of_supported():
+    def node_tests_pass_at_least_95_percent_of_mapped_ops_refusals_failing():
         assert pct and pct[0] >= 95.0, pct
 
     return tap.finish()

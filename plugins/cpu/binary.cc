@@ -111,7 +111,7 @@ struct RealDivOp : DivOp {
 // definition: the quotient is rounded first, so 1 // 0.1 is 10 here where
 // Python's divmod-exact algorithm gives 9.
 struct FloorDivOp : IntegerDivisorCheck {
-  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr unsigned kDtypes = kEveryNumericDtype;
   static constexpr double kCost = 10;
   template <typename T>
   static T Apply(T a, T b) {
@@ -131,7 +131,7 @@ struct FloorDivOp : IntegerDivisorCheck {
 
 // The remainder of FloorDiv: it has the sign of the divisor (Python).
 struct FloorModOp : IntegerDivisorCheck {
-  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr unsigned kDtypes = kEveryNumericDtype;
   static constexpr double kCost = 10;
   template <typename T>
   static T Apply(T a, T b) {
@@ -193,7 +193,7 @@ struct PowOp : BinaryOpDefaults {
 // NaN wins in Maximum and Minimum, as in NumPy: a comparison alone would
 // return whichever operand happened to be second.
 struct MaximumOp : BinaryOpDefaults {
-  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr unsigned kDtypes = kEveryNumericDtype;
   template <typename T>
   static T Apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a > b || std::isnan(a) ? a : b;
@@ -202,7 +202,7 @@ struct MaximumOp : BinaryOpDefaults {
 };
 
 struct MinimumOp : BinaryOpDefaults {
-  static constexpr unsigned kDtypes = kNumericDtypes;
+  static constexpr unsigned kDtypes = kEveryNumericDtype;
   template <typename T>
   static T Apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a < b || std::isnan(a) ? a : b;

@@ -1,5 +1,5 @@
-// Cast between float32, float64, int32, int64, uint8, bool, float16 and
-// bfloat16.
+// Cast between every dtype Weft has: float32, float64, float16, bfloat16,
+// the signed and unsigned integers of 8 to 64 bits, and bool.
 //
 // Semantics (runtime/ops/CONVENTIONS.md): float to integer truncates toward
 // zero, with NaN and out-of-range values becoming 0 (a plain C++ conversion
@@ -86,6 +86,11 @@ weft_status* CastFrom(const weft_kernel_context* ctx, const Tensor& x,
     case WEFT_INT32: return CastTo<Src, int32_t>(ctx, x, y);
     case WEFT_INT64: return CastTo<Src, int64_t>(ctx, x, y);
     case WEFT_UINT8: return CastTo<Src, uint8_t>(ctx, x, y);
+    case WEFT_INT8: return CastTo<Src, int8_t>(ctx, x, y);
+    case WEFT_INT16: return CastTo<Src, int16_t>(ctx, x, y);
+    case WEFT_UINT16: return CastTo<Src, uint16_t>(ctx, x, y);
+    case WEFT_UINT32: return CastTo<Src, uint32_t>(ctx, x, y);
+    case WEFT_UINT64: return CastTo<Src, uint64_t>(ctx, x, y);
     case WEFT_BOOL: return CastTo<Src, Bool>(ctx, x, y);
     case WEFT_FLOAT16: return CastTo<Src, Eigen::half>(ctx, x, y);
     case WEFT_BFLOAT16: return CastTo<Src, Eigen::bfloat16>(ctx, x, y);
@@ -95,8 +100,9 @@ weft_status* CastFrom(const weft_kernel_context* ctx, const Tensor& x,
 
 // Either end of a Cast: what CastFrom and CastTo's switches cover.
 constexpr std::initializer_list<int32_t> kCastable = {
-    WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,   WEFT_INT64,
-    WEFT_UINT8,   WEFT_BOOL,    WEFT_FLOAT16, WEFT_BFLOAT16};
+    WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,  WEFT_INT64,
+    WEFT_UINT8,   WEFT_BOOL,    WEFT_FLOAT16, WEFT_BFLOAT16,
+    WEFT_INT8,    WEFT_INT16,   WEFT_UINT16,  WEFT_UINT32, WEFT_UINT64};
 
 bool Supported(int32_t dtype) {
   return std::find(kCastable.begin(), kCastable.end(), dtype) !=
@@ -132,6 +138,11 @@ weft_status* CastKernel(weft_kernel_context* ctx) {
     case WEFT_INT32: return CastFrom<int32_t>(ctx, x, y);
     case WEFT_INT64: return CastFrom<int64_t>(ctx, x, y);
     case WEFT_UINT8: return CastFrom<uint8_t>(ctx, x, y);
+    case WEFT_INT8: return CastFrom<int8_t>(ctx, x, y);
+    case WEFT_INT16: return CastFrom<int16_t>(ctx, x, y);
+    case WEFT_UINT16: return CastFrom<uint16_t>(ctx, x, y);
+    case WEFT_UINT32: return CastFrom<uint32_t>(ctx, x, y);
+    case WEFT_UINT64: return CastFrom<uint64_t>(ctx, x, y);
     case WEFT_BOOL: return CastFrom<Bool>(ctx, x, y);
     case WEFT_FLOAT16: return CastFrom<Eigen::half>(ctx, x, y);
     case WEFT_BFLOAT16: return CastFrom<Eigen::bfloat16>(ctx, x, y);

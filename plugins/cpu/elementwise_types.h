@@ -54,6 +54,11 @@ enum DtypeSet : unsigned {
   kIntegerDtypes = 2u,  // int32, int64, uint8
   kBoolDtype = 4u,
   kNumericDtypes = kFloatDtypes | kIntegerDtypes,
+  // The other integers (int8, int16, uint16, uint32, uint64), for the ops
+  // whose integer forms interchange formats use (ONNX's Max, Min, Mod):
+  // a set of its own so that the common ops are not compiled for them.
+  kOtherIntegerDtypes = 8u,
+  kEveryNumericDtype = kNumericDtypes | kOtherIntegerDtypes,
 };
 
 // Calls fn(T{}) with the C++ type of `dtype` when it is in kSet, else
@@ -81,6 +86,21 @@ weft_status* DispatchDtype(const weft_kernel_context* ctx, int32_t dtype,
     case WEFT_BOOL:
       if constexpr ((kSet & kBoolDtype) != 0) return fn(Bool{});
       break;
+    case WEFT_INT8:
+      if constexpr ((kSet & kOtherIntegerDtypes) != 0) return fn(int8_t{});
+      break;
+    case WEFT_INT16:
+      if constexpr ((kSet & kOtherIntegerDtypes) != 0) return fn(int16_t{});
+      break;
+    case WEFT_UINT16:
+      if constexpr ((kSet & kOtherIntegerDtypes) != 0) return fn(uint16_t{});
+      break;
+    case WEFT_UINT32:
+      if constexpr ((kSet & kOtherIntegerDtypes) != 0) return fn(uint32_t{});
+      break;
+    case WEFT_UINT64:
+      if constexpr ((kSet & kOtherIntegerDtypes) != 0) return fn(uint64_t{});
+      break;
     default:
       break;
   }
@@ -92,21 +112,26 @@ weft_status* DispatchDtype(const weft_kernel_context* ctx, int32_t dtype,
 inline weft_status* RegisterForDtypes(const Registrar& registrar,
                                       const char* op, unsigned set,
                                       weft_kernel_compute_fn compute) {
-  switch (set) {
-    case kFloatDtypes:
-      return registrar.Add(op, {WEFT_FLOAT32, WEFT_FLOAT64}, compute);
-    case kNumericDtypes:
-      return registrar.Add(op, {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
-                                WEFT_INT64, WEFT_UINT8}, compute);
-    case kNumericDtypes | kBoolDtype:
-      return registrar.Add(op, {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
-                                WEFT_INT64, WEFT_UINT8, WEFT_BOOL}, compute);
-    case kBoolDtype:
-      return registrar.Add(op, {WEFT_BOOL}, compute);
-    default:
-      return MakeStatus(WEFT_INTERNAL, "weft-cpu: no dtype list for set %u",
-                        set);
+  static constexpr struct {
+    unsigned set;
+    int32_t dtype;
+  } kMembers[] = {
+      {kFloatDtypes, WEFT_FLOAT32},         {kFloatDtypes, WEFT_FLOAT64},
+      {kIntegerDtypes, WEFT_INT32},         {kIntegerDtypes, WEFT_INT64},
+      {kIntegerDtypes, WEFT_UINT8},         {kBoolDtype, WEFT_BOOL},
+      {kOtherIntegerDtypes, WEFT_INT8},     {kOtherIntegerDtypes, WEFT_INT16},
+      {kOtherIntegerDtypes, WEFT_UINT16},   {kOtherIntegerDtypes, WEFT_UINT32},
+      {kOtherIntegerDtypes, WEFT_UINT64},
+  };
+  int32_t dtypes[sizeof kMembers / sizeof kMembers[0]];
+  int32_t n = 0;
+  for (const auto& m : kMembers) {
+    if ((set & m.set) != 0) dtypes[n++] = m.dtype;
   }
+  if (n == 0) {
+    return MakeStatus(WEFT_INTERNAL, "weft-cpu: no dtypes in set %u", set);
+  }
+  return registrar.Add(op, dtypes, n, compute);
 }
 
 }  // namespace weft_cpu

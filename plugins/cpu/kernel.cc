@@ -158,6 +158,13 @@ weft_status* Registrar::Add(const char* op,
       static_cast<int32_t>(dtypes.size()), compute, nullptr);
 }
 
+weft_status* Registrar::Add(const char* op, const int32_t* dtypes, int32_t n,
+                            weft_kernel_compute_fn compute,
+                            const char* dtype_attr) const {
+  return weft_plugin_kit::RegisterKernel(host_, registrar_, op, dtype_attr,
+                                         dtypes, n, compute, nullptr);
+}
+
 weft_status* Registrar::Add(const char* op, const char* dtype_attr,
                             std::initializer_list<int32_t> dtypes,
                             const char* attr2,

@@ -204,6 +204,10 @@ class Registrar {
   weft_status* Add(const char* op, std::initializer_list<int32_t> dtypes,
                    weft_kernel_compute_fn compute,
                    const char* dtype_attr = "T") const;
+  // The same with the list as an array of n dtypes (n > 0).
+  weft_status* Add(const char* op, const int32_t* dtypes, int32_t n,
+                   weft_kernel_compute_fn compute,
+                   const char* dtype_attr = "T") const;
   // The same, for a kernel that also constrains type attribute `attr2` to
   // `dtypes2` (Cast: SrcT and DstT).
   weft_status* Add(const char* op, const char* dtype_attr,

@@ -339,6 +339,10 @@ weft_output Importer::Const(TensorPtr value) {
 }
 
 weft_output Importer::Scalar(weft_dtype dtype, double value) {
+  // A 16-bit float constant is made in float32 and cast: the cast rounds
+  // to nearest even, which is what a literal in the model would hold.
+  if (dtype == WEFT_FLOAT16 || dtype == WEFT_BFLOAT16)
+    return Cast(Const(MakeTensor(WEFT_FLOAT32, {}, {value})), dtype);
   return Const(MakeTensor(dtype, {}, {value}));
 }
 

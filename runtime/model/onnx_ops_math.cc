@@ -413,9 +413,16 @@ void Dropout(OnnxNode& n) {
   if (n.Has(2)) {
     std::vector<double> training =
         DoublesOf(n.ConstIn(2, "training_mode"), "training_mode");
-    if (training.size() == 1 && training[0] != 0)
-      Unsupported("training_mode is true: Weft imports inference graphs, "
-                  "and ONNX's random mask cannot be reproduced");
+    // Training with a ratio of 0 keeps every element: the identity again.
+    double ratio = 0.5;
+    if (training.size() == 1 && training[0] != 0 && n.Has(1)) {
+      std::vector<double> r = DoublesOf(n.ConstIn(1, "ratio"), "ratio");
+      if (r.size() == 1) ratio = r[0];
+    }
+    if (training.size() == 1 && training[0] != 0 && ratio != 0)
+      Unsupported("training_mode is true with a ratio other than 0: Weft "
+                  "imports inference graphs, and ONNX's random mask cannot "
+                  "be reproduced");
   }
   Unary(n, [](Importer& imp, weft_output x) {
     return imp.Op("Identity", {x});

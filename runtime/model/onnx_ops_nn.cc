@@ -251,7 +251,13 @@ void MaxPoolOp(OnnxNode& n) {
   int spatial = 0;
   int64_t in[2];
   weft_output x = SpatialInput(n, &spatial, in);
-  RequireFloatInput(im, x, "MaxPool");
+  // Integers of up to 16 bits are exact in float32, and a maximum of exact
+  // values is exact: pooled there and cast back.
+  const weft_dtype dt = im.Dtype(x);
+  const bool narrow_int = dt == WEFT_UINT8 || dt == WEFT_INT8 ||
+                          dt == WEFT_UINT16 || dt == WEFT_INT16;
+  if (narrow_int) x = im.Cast(x, WEFT_FLOAT32);
+  else RequireFloatInput(im, x, "MaxPool");
   n.Ignore("storage_order");  // the layout of Indices, which is refused
   Window w = ReadWindow(n, spatial, in, {}, true);
   if (w.d[0] != 1 || w.d[1] != 1)
@@ -260,9 +266,10 @@ void MaxPoolOp(OnnxNode& n) {
     x = PadNhwc(im, x, w.before, w.after, -INFINITY);
     w.mode = PadMode::kValid;
   }
-  SetSpatialOut(n, spatial, im.Op("MaxPool", {x}, [&](weft_op_builder* b) {
-                  PoolAttrs(b, w, w.mode);
-                }));
+  weft_output y = im.Op("MaxPool", {x}, [&](weft_op_builder* b) {
+    PoolAttrs(b, w, w.mode);
+  });
+  SetSpatialOut(n, spatial, narrow_int ? im.Cast(y, dt) : y);
 }
 
 void AveragePool(OnnxNode& n) {
@@ -343,19 +350,54 @@ weft_output PerChannel(Importer& im, weft_output v, int32_t rank) {
   return im.Reshape(v, shape);
 }
 
+weft_output MeanOver(Importer& im, weft_output x,
+                     const std::vector<int64_t>& axes);
+
+// Training mode (opset 14): the batch's own statistics normalize, and the
+// running ones come out moved towards them by 1 - momentum.  The variance
+// is the population's (divided by the count), as ONNX defines it.
+void BatchNormalizationTraining(OnnxNode& n, double eps, weft_dtype dt) {
+  Importer& im = n.importer();
+  const double momentum = n.Float("momentum", 0.9);
+  weft_output x = n.In(0);
+  const int32_t rank = im.Rank(x);
+  if (rank < 2) Unsupported("an input of rank below 2 or unknown");
+  if (im.Dtype(x) != dt)
+    Unsupported("an input whose dtype differs from its scale's");
+  std::vector<int64_t> axes = {0};
+  for (int32_t i = 2; i < rank; ++i) axes.push_back(i);
+  weft_output mean = MeanOver(im, x, axes);  // [1, C, 1, ...]
+  weft_output d = im.Op("Sub", {x, mean});
+  weft_output var = MeanOver(im, im.Op("Square", {d}), axes);
+  weft_output inv =
+      im.Op("Rsqrt", {im.Op("Add", {var, im.Scalar(dt, eps)})});
+  weft_output y = im.Op("Mul", {im.Op("Mul", {d, inv}),
+                                PerChannel(im, n.In(1), rank)});
+  n.SetOut(0, im.Op("Add", {y, PerChannel(im, n.In(2), rank)}));
+  auto moved = [&](weft_output running, weft_output batch) {
+    return im.Op("Add", {im.Op("Mul", {running, im.Scalar(dt, momentum)}),
+                         im.Op("Mul", {im.Reshape(batch, {-1}),
+                                       im.Scalar(dt, 1 - momentum)})});
+  };
+  if (n.Wants(1)) n.SetOut(1, moved(n.In(3), mean));
+  if (n.Wants(2)) n.SetOut(2, moved(n.In(4), var));
+}
+
 void BatchNormalization(OnnxNode& n) {
   Importer& im = n.importer();
   const double eps = n.Float("epsilon", 1e-5);
-  n.Ignore("momentum");  // updates running statistics in training only
   if (n.opset() < 9 && n.Int("spatial", 1) != 1)
     Unsupported("spatial = 0 (statistics per element)");
   if (n.opset() < 7) n.Ignore("is_test");
-  if (n.Int("training_mode", 0) != 0)
-    Unsupported("training_mode = 1: Weft imports inference graphs");
   weft_output scale = n.In(1), bias = n.In(2), mean = n.In(3), var = n.In(4);
   const weft_dtype dt = im.Dtype(scale);
   if (dt != WEFT_FLOAT32 && dt != WEFT_FLOAT64)
     Unsupported(std::string("BatchNormalization of ") + weft_dtype_name(dt));
+  if (n.Int("training_mode", 0) != 0) {
+    BatchNormalizationTraining(n, eps, dt);
+    return;
+  }
+  n.Ignore("momentum");  // updates running statistics in training only
   // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a:
   // constants when the statistics are, so one Mul and one Add per element.
   weft_output a = im.Op(
