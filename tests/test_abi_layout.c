@@ -239,6 +239,11 @@ struct pin {
   F(weft_model_load_options, graphdef_outputs, 24)          \
   F(weft_model_load_options, num_graphdef_outputs, 32)
 
+#define RUN_OPTIONS_LAYOUT(S, F)         \
+  S(weft_run_options, 16)                \
+  F(weft_run_options, struct_size, 0)    \
+  F(weft_run_options, timeout_ms, 8)
+
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 48)                    \
   F(weft_device_properties, struct_size, 0)        \
@@ -302,6 +307,7 @@ struct pin {
   OP_DEF_LAYOUT(S, F)                \
   SIGNATURE_DEF_LAYOUT(S, F)         \
   MODEL_LOAD_OPTIONS_LAYOUT(S, F)    \
+  RUN_OPTIONS_LAYOUT(S, F)           \
   DEVICE_PROPERTIES_LAYOUT(S, F)     \
   PLUGIN_API_LAYOUT(S, F)            \
   PLUGIN_INIT_ARGS_LAYOUT(S, F)
@@ -335,6 +341,7 @@ LAYOUT_TEST(weft_kernel_type_constraint, KERNEL_TYPE_CONSTRAINT_LAYOUT)
 LAYOUT_TEST(weft_host_api, HOST_API_LAYOUT)
 LAYOUT_TEST(weft_signature_def, SIGNATURE_DEF_LAYOUT)
 LAYOUT_TEST(weft_model_load_options, MODEL_LOAD_OPTIONS_LAYOUT)
+LAYOUT_TEST(weft_run_options, RUN_OPTIONS_LAYOUT)
 LAYOUT_TEST(weft_device_properties, DEVICE_PROPERTIES_LAYOUT)
 LAYOUT_TEST(weft_plugin_api, PLUGIN_API_LAYOUT)
 LAYOUT_TEST(weft_plugin_init_args, PLUGIN_INIT_ARGS_LAYOUT)

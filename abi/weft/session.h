@@ -201,6 +201,41 @@ WEFT_API WEFT_MUST_USE weft_status* weft_session_run_with_metadata(
     weft_node* const* targets, int32_t num_targets,
     weft_tensor** out_values, weft_run_metadata* metadata);
 
+/* ---- Run options, deadlines and cancellation (user API 1.7). ---- */
+
+/* Options of one run.  A sized struct, as weft_session_options: fields are
+ * only appended; fill it with weft_run_options_init. */
+typedef struct weft_run_options {
+  size_t struct_size;
+  /* A run still going after this many milliseconds ends with
+   * DEADLINE_EXCEEDED: ops waiting (a dequeue on an empty queue) are
+   * cancelled at once, nodes not yet started are skipped, and a kernel
+   * already running finishes first.  0: no deadline. */
+  int64_t timeout_ms;
+} weft_run_options;
+
+WEFT_API void weft_run_options_init_sized(weft_run_options* options,
+                                          size_t size);
+#define weft_run_options_init(options) \
+  weft_run_options_init_sized((options), sizeof *(options))
+
+/* weft_session_run_with_metadata() under `options` (NULL: defaults).
+ * Errors beyond that function's: INVALID_ARGUMENT for bad options,
+ * DEADLINE_EXCEEDED when the run passes its deadline, CANCELLED when
+ * weft_session_cancel ends it.  A run ended either way leaves the session
+ * and its state (variables, queues) usable: the next run starts clean. */
+WEFT_API WEFT_MUST_USE weft_status* weft_session_run_with_options(
+    weft_session* session, const weft_run_options* options,
+    const weft_output* feeds, weft_tensor* const* feed_values,
+    int32_t num_feeds, const weft_output* fetches, int32_t num_fetches,
+    weft_node* const* targets, int32_t num_targets,
+    weft_tensor** out_values, weft_run_metadata* metadata);
+
+/* Ends every run of `session` in flight (on other threads) with CANCELLED,
+ * as a deadline would; runs started afterwards are not affected.  Returns
+ * how many runs it reached.  NULL is a no-op (0).  Thread-safe. */
+WEFT_API int32_t weft_session_cancel(weft_session* session);
+
 /* Placement: one entry per graph node the run needed, after CSE, in plan
  * order.  `reason` says why the node went where it did, for instance
  * "cost: 41.2 us here, 310.0 us on /device:CPU:0" or "constraint

@@ -31,9 +31,11 @@ extern "C" {
  *       weft_kernel_register_host, weft_kernel_attr, weft_node_attr;
  *       weft_op_description.origin.
  *  1.6  model files (weft/model.h): weft_model_create, _save, _load,
- *       _run, _export_onnx, signatures; ONNX and GraphDef import. */
+ *       _run, _export_onnx, signatures; ONNX and GraphDef import.
+ *  1.7  weft_run_options (timeout_ms), weft_run_options_init_sized,
+ *       weft_session_run_with_options, weft_session_cancel. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 6
+#define WEFT_ABI_VERSION_MINOR 7
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

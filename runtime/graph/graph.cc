@@ -85,11 +85,12 @@ weft_status* Graph::AddNode(std::unique_ptr<weft_node> n, weft_node** out) {
                     AttrTypeName(a.type));
   FillDefaults(n.get());
 
-  InferenceContext c{n->name, n->op_type, {}, {}, {}, &n->attrs, {}, {}};
+  InferenceContext c{n->name, n->op_type, {}, {}, {}, &n->attrs, {}, {}, {}};
   for (const weft_output& in : n->inputs) {
     c.input_dtypes.push_back(in.node->output_dtypes[in.index]);
     c.input_shapes.push_back(in.node->output_shapes[in.index]);
     c.input_ops.push_back(in.node->op_type);
+    c.input_attrs.push_back(&in.node->attrs);
   }
   WEFT_RETURN_IF_ERROR(def->infer(c));
   WEFT_RETURN_IF_ERROR(CheckOutputCounts(c));

@@ -163,13 +163,7 @@ weft_status* InferSize(InferenceContext& c) {
 
 OpDef RuntimeOpDef(const char* name, std::vector<std::string> inputs,
                    RuntimeOpFn fn, const char* summary) {
-  OpDef d;
-  d.name = name;
-  d.input_names = std::move(inputs);
-  d.exec = ExecKind::kRuntime;
-  d.runtime = fn;
-  d.stateful = true;
-  d.summary = summary;
+  OpDef d = RuntimeOp(name, std::move(inputs), fn, summary);
   d.attrs = {Required("accumulator", AttrType::kString)};
   return d;
 }

@@ -14,17 +14,11 @@
 namespace weft {
 namespace {
 
-AttrDef Optional(const char* name, AttrType type, AttrValue value) {
-  value.type = type;
-  return AttrDef{name, type, false, std::move(value)};
-}
-
 // An attribute whose absence means something of its own (Squeeze's dims).
 AttrDef Absent(const char* name, AttrType type) {
   return AttrDef{name, type, false, {}, false};
 }
 
-AttrValue Int(int64_t i) { AttrValue v; v.i = i; return v; }
 AttrValue Float(double f) { AttrValue v; v.f = f; return v; }
 
 // The usual result: one output of input 0's dtype.
@@ -171,7 +165,7 @@ void RegisterShapeOps(OpRegistry* r) {
     OpDef d = Base(is_size ? "Size" : "Shape", {"x"},
                    is_size ? "The element count of x, a scalar of out_type."
                            : "The dims of x, a vector of out_type.");
-    d.attrs = {Optional("out_type", AttrType::kDtype, Int(WEFT_INT32))};
+    d.attrs = {Optional("out_type", AttrType::kDtype, IntValue(WEFT_INT32))};
     d.infer = [is_size](InferenceContext& c) -> weft_status* {
       WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
       weft_dtype t;
@@ -445,7 +439,7 @@ void RegisterJoinOps(OpRegistry* r) {
 
   OpDef pack = Base("Pack", {"values"}, "values stacked along a new axis.");
   pack.variadic = true;
-  pack.attrs = {Optional("axis", AttrType::kInt, Int(0))};
+  pack.attrs = {Optional("axis", AttrType::kInt, IntValue(0))};
   pack.infer = [](InferenceContext& c) -> weft_status* {
     WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
     ShapeInfo out;
@@ -496,7 +490,7 @@ void RegisterJoinOps(OpRegistry* r) {
   OpDef unpack = Base("Unpack", {"value"}, "value cut into its slices "
                       "along axis, which is removed.");
   unpack.attrs = {Absent("num", AttrType::kInt),
-                  Optional("axis", AttrType::kInt, Int(0))};
+                  Optional("axis", AttrType::kInt, IntValue(0))};
   unpack.infer = [](InferenceContext& c) -> weft_status* {
     WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
     const ShapeInfo& in = c.input_shapes[0];
@@ -528,7 +522,7 @@ void RegisterJoinOps(OpRegistry* r) {
     if (num < 0)
       return c.Fail("attribute num is needed: the size of the unpacked axis "
                     "of %s is unknown", in.ToString().c_str());
-    SetAttr(c.attrs, "num", Int(num));
+    SetAttr(c.attrs, "num", IntValue(num));
     c.output_dtypes.assign(num, c.input_dtypes[0]);
     c.output_shapes.assign(num, piece);
     return nullptr;
@@ -557,7 +551,7 @@ void RegisterFillOps(OpRegistry* r) {
 void RegisterIndexOps(OpRegistry* r) {
   OpDef gather = Base("Gather", {"params", "indices"},
                       "Slices of params along axis picked by indices.");
-  gather.attrs = {Optional("axis", AttrType::kInt, Int(0))};
+  gather.attrs = {Optional("axis", AttrType::kInt, IntValue(0))};
   gather.infer = [](InferenceContext& c) -> weft_status* {
     AttrValue t;
     t.type = AttrType::kDtype;
@@ -591,8 +585,8 @@ void RegisterIndexOps(OpRegistry* r) {
   one_hot.attrs = {Required("depth", AttrType::kInt),
                    Optional("on_value", AttrType::kFloat, Float(1)),
                    Optional("off_value", AttrType::kFloat, Float(0)),
-                   Optional("axis", AttrType::kInt, Int(-1)),
-                   Optional("dtype", AttrType::kDtype, Int(WEFT_FLOAT32))};
+                   Optional("axis", AttrType::kInt, IntValue(-1)),
+                   Optional("dtype", AttrType::kDtype, IntValue(WEFT_FLOAT32))};
   one_hot.infer = [](InferenceContext& c) -> weft_status* {
     WEFT_RETURN_IF_ERROR(IndexType(c, 0, "indices", "TI"));
     int64_t depth = c.attr("depth")->i;

@@ -41,17 +41,6 @@ bool ShapeFits(const ShapeInfo& value, const ShapeInfo& declared) {
 
 namespace {
 
-AttrDef Optional(const char* name, AttrType type, AttrValue def) {
-  def.type = type;
-  return AttrDef{name, type, false, std::move(def)};
-}
-
-AttrValue Int(int64_t i) {
-  AttrValue v;
-  v.i = i;
-  return v;
-}
-
 weft_status* SameAsInput(InferenceContext& c) {
   WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
   c.output_dtypes = {c.input_dtypes[0]};
@@ -145,7 +134,7 @@ void RegisterControlFlowOps(OpRegistry* r) {
     AttrValue no;
     d.attrs = {Required("frame_name", AttrType::kString),
                Optional("is_constant", AttrType::kBool, no),
-               Optional("parallel_iterations", AttrType::kInt, Int(10))};
+               Optional("parallel_iterations", AttrType::kInt, IntValue(10))};
     d.infer = [](InferenceContext& c) -> weft_status* {
       if (c.attr("frame_name")->s.empty())
         return c.Fail("frame_name must not be empty");

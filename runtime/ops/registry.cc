@@ -129,6 +129,7 @@ OpRegistry& OpRegistry::GlobalMutable() {
     RegisterAccumulatorOps(r);
     RegisterForeignOps(r);
     RegisterTensorArrayOps(r);
+    RegisterQueueOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);
     return r;
@@ -207,6 +208,29 @@ weft_status* OpRegistry::AddDefined(std::vector<OpDef> defs,
 
 AttrDef Required(const char* name, AttrType type) {
   return AttrDef{name, type, true, {}};
+}
+
+AttrDef Optional(const char* name, AttrType type, AttrValue value) {
+  value.type = type;
+  return AttrDef{name, type, false, std::move(value)};
+}
+
+AttrValue IntValue(int64_t i) {
+  AttrValue v;
+  v.i = i;
+  return v;
+}
+
+OpDef RuntimeOp(const char* name, std::vector<std::string> inputs,
+                RuntimeOpFn fn, const char* summary) {
+  OpDef d;
+  d.name = name;
+  d.input_names = std::move(inputs);
+  d.exec = ExecKind::kRuntime;
+  d.runtime = fn;
+  d.stateful = true;
+  d.summary = summary;
+  return d;
 }
 
 OpDef TypedOp(const char* name, std::vector<std::string> inputs,

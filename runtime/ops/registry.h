@@ -40,6 +40,9 @@ struct InferenceContext {
   AttrMap* attrs;  // defaults already filled; may be extended (T, SrcT)
   std::vector<weft_dtype> output_dtypes;
   std::vector<ShapeInfo> output_shapes;
+  // The attributes of each input's producer (a queue's dequeue reads the
+  // component dtypes from the queue node).
+  std::vector<const AttrMap*> input_attrs;
 
   // An INVALID_ARGUMENT naming the node and op.
   weft_status* Fail(const char* format, ...) const
@@ -162,6 +165,7 @@ void RegisterControlFlowOps(OpRegistry* r);  // Switch, Merge, Enter, ...
 void RegisterAccumulatorOps(OpRegistry* r);  // loop gradients' saved values
 void RegisterForeignOps(OpRegistry* r);  // ForeignCall (libffi)
 void RegisterTensorArrayOps(OpRegistry* r);  // TensorArray, ...Read, ...
+void RegisterQueueOps(OpRegistry* r);  // FIFOQueue, QueueEnqueue, ...
 // Ops that gradients build (ReluGrad, Conv2DBackpropInput, ...).
 void RegisterElementwiseArrayGradientOps(OpRegistry* r);
 void RegisterReduceNnGradientOps(OpRegistry* r);
@@ -173,6 +177,13 @@ OpDef UnaryOp(const char* name, const std::vector<weft_dtype>& types,
 OpDef BinaryOp(const char* name, const char* summary);
 // A required attribute.
 AttrDef Required(const char* name, AttrType type);
+// An optional attribute of `type` with a default (`value`'s type is set).
+AttrDef Optional(const char* name, AttrType type, AttrValue value);
+// An int-valued AttrValue (int, bool or dtype once typed by Optional).
+AttrValue IntValue(int64_t i);
+// A stateful runtime op (runtime_op.h) with its inputs and summary.
+OpDef RuntimeOp(const char* name, std::vector<std::string> inputs,
+                RuntimeOpFn fn, const char* summary);
 // An op typed by attribute "T" over `types`, with its inputs, shape
 // function and summary.
 OpDef TypedOp(const char* name, std::vector<std::string> inputs,

@@ -25,4 +25,28 @@ RunResource* RunResources::Find(const std::string& key) {
   return it == map_.end() ? nullptr : it->second.get();
 }
 
+weft_status* SessionResources::GetOrCreate(
+    const std::string& key,
+    const std::function<weft_status*(std::shared_ptr<SessionResource>*)>& make,
+    std::shared_ptr<SessionResource>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it != map_.end()) {
+    *out = it->second;
+    return nullptr;
+  }
+  std::shared_ptr<SessionResource> made;
+  if (weft_status* st = make(&made)) return st;
+  *out = made;
+  map_.emplace(key, std::move(made));
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<SessionResource>> SessionResources::All() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<SessionResource>> all;
+  for (auto& entry : map_) all.push_back(entry.second);
+  return all;
+}
+
 }  // namespace weft

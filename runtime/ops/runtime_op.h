@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "tensor/tensor_value.h"
 #include "weft/status.h"
@@ -53,6 +54,56 @@ class RunResources {
 };
 
 // What a runtime op sees.  Implemented by the executor.
+// State that outlives a run: a session's queues.  Made by the runtime op
+// that first names it and kept until the session is destroyed.
+class SessionResource {
+ public:
+  virtual ~SessionResource() = default;
+};
+
+// A session's resources by key ("queue:NAME").  Thread-safe.
+class SessionResources {
+ public:
+  // The resource at `key`, made by `make` on first use; `make` may fail
+  // (returns its status, nothing stored).
+  weft_status* GetOrCreate(
+      const std::string& key,
+      const std::function<weft_status*(std::shared_ptr<SessionResource>*)>&
+          make,
+      std::shared_ptr<SessionResource>* out);
+  // Every resource, for shutting them down (queues close).
+  std::vector<std::shared_ptr<SessionResource>> All();
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<SessionResource>> map_;
+};
+
+class RuntimeOpContext;
+
+// The end of a parked (asynchronous) runtime op: whoever finishes its work,
+// on any thread, sets the outputs and calls Done exactly once.  The run
+// does not hold a thread for the node meanwhile.
+class AsyncDone {
+ public:
+  virtual ~AsyncDone() = default;
+  // Output `i` (a reference, no copy).  Before Done.
+  virtual void set_output(int32_t i, TensorValue value) = 0;
+  // Ends the node: `status` null for success, else the run fails with it
+  // (taken over; the node's name is added when missing).
+  virtual void Done(weft_status* status) = 0;
+  // "node 'q' (QueueDequeue)", for messages.
+  virtual const std::string& where() const = 0;
+};
+
+// Called when the run a parked op belongs to is cancelled, passes its
+// deadline or fails elsewhere: it must end the op promptly (Done with
+// `why`, which it then owns) unless the op has already been ended, in
+// which case it destroys `why`.  It may be called more than once and on
+// any thread, never while the op function that parked is still running
+// and holding locks the callback takes.
+using CancelFn = std::function<void(weft_status* why)>;
+
 class RuntimeOpContext {
  public:
   virtual ~RuntimeOpContext() = default;
@@ -107,8 +158,17 @@ class RuntimeOpContext {
                                  const TensorValue* const* inputs,
                                  int32_t num_inputs, TensorValue* outputs,
                                  int32_t num_outputs) = 0;
+
+  // The session's resources (queues), which outlive the run.
+  virtual SessionResources* session_resources() = 0;
+  // Parks the node: it completes when the returned AsyncDone's Done is
+  // called, and the op function returns null at once (outputs set through
+  // the AsyncDone, not set_output).  `cancel` ends the wait early (see
+  // CancelFn).  At most once per call of the op function.
+  virtual std::shared_ptr<AsyncDone> Park(CancelFn cancel) = 0;
 };
 
 using RuntimeOpFn = weft_status* (*)(RuntimeOpContext* ctx);
+
 
 }  // namespace weft

@@ -6,11 +6,6 @@
 namespace weft {
 namespace {
 
-AttrDef Optional(const char* name, AttrType type, AttrValue def) {
-  def.type = type;
-  return AttrDef{name, type, false, std::move(def)};
-}
-
 ShapeInfo ShapeFromAttr(const AttrValue& v) {
   ShapeInfo s;
   s.rank = static_cast<int32_t>(v.i);

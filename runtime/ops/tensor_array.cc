@@ -510,15 +510,6 @@ weft_status* Size(RuntimeOpContext* ctx) {
 
 // --- schemas ---------------------------------------------------------------
 
-AttrDef Optional(const char* name, AttrType type, AttrValue v) {
-  v.type = type;
-  return AttrDef{name, type, false, std::move(v)};
-}
-AttrValue Int(int64_t i) {
-  AttrValue v;
-  v.i = i;
-  return v;
-}
 AttrValue UnknownShape() {
   AttrValue v;
   v.type = AttrType::kShape;
@@ -528,15 +519,9 @@ AttrValue UnknownShape() {
 
 OpDef ArrayOp(const char* name, std::vector<std::string> inputs,
               RuntimeOpFn fn, const char* summary, bool names_array = true) {
-  OpDef d;
-  d.name = name;
-  d.input_names = std::move(inputs);
-  d.exec = ExecKind::kRuntime;
-  d.runtime = fn;
-  d.stateful = true;
-  d.summary = summary;
+  OpDef d = RuntimeOp(name, std::move(inputs), fn, summary);
   if (names_array) d.attrs.push_back(Required("tensor_array", AttrType::kString));
-  d.attrs.push_back(Optional("depth", AttrType::kInt, Int(0)));
+  d.attrs.push_back(Optional("depth", AttrType::kInt, IntValue(0)));
   return d;
 }
 
@@ -590,7 +575,7 @@ void RegisterTensorArrayOps(OpRegistry* r) {
                       false);
     d.attrs.push_back(Required("dtype", AttrType::kDtype));
     d.attrs.push_back(element_shape);
-    d.attrs.push_back(Optional("dynamic_size", AttrType::kBool, Int(0)));
+    d.attrs.push_back(Optional("dynamic_size", AttrType::kBool, IntValue(0)));
     d.infer = [](InferenceContext& c) -> weft_status* {
       WEFT_RETURN_IF_ERROR(CheckIndex(c, 0));
       WEFT_RETURN_IF_ERROR(CheckDepth(c));
@@ -608,7 +593,7 @@ void RegisterTensorArrayOps(OpRegistry* r) {
                   : ArrayOp(name, {"value", "flow_in"}, Unstack,
                             "Writes value[i] to element i for every i (no "
                             "copies); returns the array's new flow.");
-    d.attrs.push_back(Optional("aggregate", AttrType::kBool, Int(0)));
+    d.attrs.push_back(Optional("aggregate", AttrType::kBool, IntValue(0)));
     d.infer = [write](InferenceContext& c) -> weft_status* {
       if (write) WEFT_RETURN_IF_ERROR(CheckIndex(c, 0));
       if (!write && c.input_shapes[0].rank == 0)

@@ -277,6 +277,11 @@ void Run::Process(const int32_t* ids, size_t n) {
   while (!ready.empty()) {
     const int32_t id = ready.pop();
     const PlanNode& p = plan_.nodes[id];
+    // A deadline is checked between nodes (one clock read each, only when
+    // the run has one): a kernel that has started finishes first.
+    if (control_.has_deadline && !failed_.load(std::memory_order_relaxed) &&
+        std::chrono::steady_clock::now() >= control_.deadline)
+      Expire();
     if (!failed_.load(std::memory_order_acquire)) {
       TensorValue* out = slots_.data() + p.output_base;
       if (weft_status* st = p.kind == ExecKind::kKernel
@@ -805,6 +810,13 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
       // Routed as Process routes what a node makes ready.
       Process(roots.data(), roots.size());
       std::unique_lock<std::mutex> lock(mu_);
+      if (control_.has_deadline &&
+          !cv_.wait_until(lock, control_.deadline,
+                          [this] { return finished_; })) {
+        lock.unlock();
+        Expire();  // what has not started is skipped
+        lock.lock();
+      }
       cv_.wait(lock, [this] { return finished_; });
     } else {
       for (size_t i = roots.size(); i-- > 0;) local_ready_.push_back(roots[i]);
@@ -836,9 +848,17 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
 
 }  // namespace exec
 
+int32_t CancelRuns(weft_session* session, const weft_status* why) {
+  std::lock_guard<std::mutex> lock(session->runs_mu);
+  for (exec::Run* run : session->runs)
+    run->Cancel(Error(weft_status_code(why), weft_status_message(why)));
+  return static_cast<int32_t>(session->runs.size());
+}
+
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
-                     std::vector<TensorValue>* fetched, RunStats* stats) {
+                     std::vector<TensorValue>* fetched, RunStats* stats,
+                     const RunControl& control) {
   ThreadTuner* tuner = session->intra_op_auto ? plan.tuner.get() : nullptr;
   const int32_t threads = tuner ? tuner->Choose(session->intra_op_threads)
                                 : session->intra_op_threads;
@@ -846,7 +866,16 @@ weft_status* Execute(weft_session* session, const Plan& plan,
   weft_status* st;
   {
     exec::Run run(session, plan, threads);
+    run.SetControl(control);
+    {
+      std::lock_guard<std::mutex> lock(session->runs_mu);
+      session->runs.insert(&run);
+    }
     st = run.Execute(feeds, fetched, stats);
+    // Out of the set before it is destroyed: CancelRuns holds runs_mu
+    // while it reaches a run.
+    std::lock_guard<std::mutex> lock(session->runs_mu);
+    session->runs.erase(&run);
   }
   if (tuner != nullptr && st == nullptr)
     tuner->Report(threads, std::chrono::duration<double>(

@@ -2,6 +2,7 @@
 // inter-op pool, and asynchronous device work through plugin streams.
 #pragma once
 
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -26,11 +27,25 @@ struct RunStats {
   int32_t intra_op_threads = 0;
 };
 
+// What the caller asks of one run beyond its plan.
+struct RunControl {
+  // A run still going at `deadline` ends with DEADLINE_EXCEEDED: parked
+  // ops are cancelled and nodes not yet started are skipped (a kernel
+  // already running finishes first).
+  bool has_deadline = false;
+  std::chrono::steady_clock::time_point deadline;
+};
+
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is
 // the value of fetch i (on whatever device produced it).  `stats` may be
-// null.
+// null.  The run can be cancelled while it goes (weft_session_cancel).
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
-                     std::vector<TensorValue>* fetched, RunStats* stats);
+                     std::vector<TensorValue>* fetched, RunStats* stats,
+                     const RunControl& control = RunControl());
+
+// Ends every run of `session` in flight with a copy of `why` (CANCELLED),
+// as a deadline would.  Returns how many runs it reached.
+int32_t CancelRuns(weft_session* session, const weft_status* why);
 
 }  // namespace weft

@@ -5,6 +5,8 @@
 // lists; Switch, Merge, Enter, Exit and NextIteration move values between
 // them under cf_mu_, kernels run outside the lock.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include "base/status.h"
@@ -26,11 +28,48 @@ std::string Run::FrameDescription(const Iteration* it) const {
   return s;
 }
 
+// A parked runtime op: its node's item, waiting for Done.
+class ParkedOp : public AsyncDone {
+ public:
+  ParkedOp(Run* run, const PlanNode& p, const CfItem& item, CancelFn cancel)
+      : run_(run), p_(p), item_(item), cancel_(std::move(cancel)),
+        where_("node '" + p.node->name + "' (" + p.node->op_type + ")") {}
+  void set_output(int32_t i, TensorValue value) override {
+    item_.iter->slots[p_.output_base + i] = std::move(value);
+  }
+  void Done(weft_status* status) override {
+    if (done_.exchange(true)) {
+      weft_status_destroy(status);  // a second Done: the first one counts
+      return;
+    }
+    run_->ParkedDone(this, status);
+  }
+  const std::string& where() const override { return where_; }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  void Cancel(weft_status* why) {
+    if (done()) {
+      weft_status_destroy(why);
+      return;
+    }
+    cancel_(why);
+  }
+
+ private:
+  friend class Run;
+  Run* run_;
+  const PlanNode& p_;
+  CfItem item_;
+  CancelFn cancel_;
+  std::string where_;
+  std::atomic<bool> done_{false};
+};
+
 // What a runtime op sees: its node's iteration of its frame.
 class CfRuntimeContext : public RuntimeOpContext {
  public:
-  CfRuntimeContext(Run* run, const PlanNode& p, Iteration* it)
-      : run_(run), p_(p), it_(it) {
+  CfRuntimeContext(Run* run, const PlanNode& p, const CfItem& item)
+      : run_(run), p_(p), it_(item.iter), item_(item) {
+    Iteration* it = item.iter;
     for (const Iteration* i = it; i != nullptr && i->frame->frame != 0;
          i = i->frame->parent_iter)
       path_.insert(path_.begin(), i->number);
@@ -142,20 +181,116 @@ class CfRuntimeContext : public RuntimeOpContext {
     return run_->RunKernel(h, helper, kernel, inputs, num_inputs, outputs,
                            num_outputs);
   }
+  SessionResources* session_resources() override {
+    return &run_->session_->resources;
+  }
+  std::shared_ptr<AsyncDone> Park(CancelFn cancel) override {
+    parked_ = true;
+    return run_->Park(p_, item_, std::move(cancel));
+  }
+  bool parked() const { return parked_; }
 
  private:
   Run* run_;
   const PlanNode& p_;
   Iteration* it_;
+  CfItem item_;
   std::vector<int64_t> path_;
   bool dead_ = false;
+  bool parked_ = false;
 };
 
-weft_status* Run::RunRuntimeOp(const PlanNode& p, Iteration* it,
-                               bool* dead) {
-  CfRuntimeContext ctx(this, p, it);
+std::shared_ptr<ParkedOp> Run::Park(const PlanNode& p, const CfItem& item,
+                                    CancelFn cancel) {
+  auto op = std::make_shared<ParkedOp>(this, p, item, std::move(cancel));
+  {
+    // Counted before anyone can call Done, so the run never looks finished
+    // while the op waits.
+    std::lock_guard<std::mutex> lock(cf_mu_);
+    cf_parked_++;
+  }
+  std::lock_guard<std::mutex> lock(parked_mu_);
+  parked_.push_back(op);
+  return op;
+}
+
+void Run::ParkedDone(ParkedOp* op, weft_status* st) {
+  std::shared_ptr<ParkedOp> keep;  // alive to the end of this function
+  {
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    for (size_t i = 0; i < parked_.size(); ++i)
+      if (parked_[i].get() == op) {
+        keep = std::move(parked_[i]);
+        parked_.erase(parked_.begin() + static_cast<long>(i));
+        break;
+      }
+  }
+  if (st != nullptr) {
+    if (std::string(weft_status_message(st)).find(op->p_.node->name) ==
+        std::string::npos)
+      st = Annotate(st, op->where_);
+    std::string where = FrameDescription(op->item_.iter);
+    if (!where.empty()) st = Annotate(st, "in " + where);
+    Fail(st);
+    op->item_.dead = true;
+    CancelParked();  // the run is over: nothing else may wait on
+  }
+  std::lock_guard<std::mutex> lock(cf_mu_);
+  TensorValue carried;
+  CfComplete(op->item_, &carried, false);
+  cf_parked_--;
+  if (session_->pool) CfDispatch();
+  cf_cv_.notify_all();  // under the lock: the waiter may destroy us next
+}
+
+weft_status* Run::CancelReason() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_ == nullptr)
+    return Error(WEFT_CANCELLED, "the run was cancelled");
+  return Error(weft_status_code(error_), weft_status_message(error_));
+}
+
+void Run::CancelParked() {
+  std::vector<std::shared_ptr<ParkedOp>> ops;
+  {
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    ops = parked_;
+  }
+  for (const std::shared_ptr<ParkedOp>& op : ops)
+    if (!op->done()) op->Cancel(CancelReason());
+}
+
+void Run::Cancel(weft_status* why) {
+  Fail(why);
+  CancelParked();
+}
+
+void Run::Expire() {
+  Cancel(Errorf(WEFT_DEADLINE_EXCEEDED,
+                "the run passed its deadline (run option timeout_ms) with "
+                "work left"));
+}
+
+template <typename Pred>
+void Run::CfWait(std::unique_lock<std::mutex>& lock, Pred done) {
+  while (!done()) {
+    if (!control_.has_deadline || failed_.load(std::memory_order_acquire)) {
+      cf_cv_.wait(lock, done);
+      return;
+    }
+    if (cf_cv_.wait_until(lock, control_.deadline, done)) return;
+    lock.unlock();
+    Expire();
+    lock.lock();
+  }
+}
+
+weft_status* Run::RunRuntimeOp(const PlanNode& p, const CfItem& item,
+                               bool* dead, bool* parked) {
+  CfRuntimeContext ctx(this, p, item);
   weft_status* st = p.node->def->runtime(&ctx);
   *dead = ctx.dead();
+  *parked = ctx.parked();
   if (st != nullptr && std::string(weft_status_message(st))
                                .find(p.node->name) == std::string::npos)
     st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type + ")");
@@ -452,6 +587,10 @@ void Run::CfProcess(CfItem item) {
     Iteration* it = item.iter;
     TensorValue carried;
     bool pred = false;
+    bool parked = false;  // a runtime op that completes later
+    if (control_.has_deadline && !failed_.load(std::memory_order_relaxed) &&
+        std::chrono::steady_clock::now() >= control_.deadline)
+      Expire();
     if (!item.dead && failed_.load(std::memory_order_acquire))
       item.dead = true;  // after an error, everything left drains as dead
     if (!item.dead) {
@@ -474,7 +613,7 @@ void Run::CfProcess(CfItem item) {
           break;
         case ExecKind::kRuntime: {
           bool dead = false;
-          st = RunRuntimeOp(p, it, &dead);
+          st = RunRuntimeOp(p, item, &dead, &parked);
           if (st == nullptr && dead) item.dead = true;
           break;
         }
@@ -495,10 +634,15 @@ void Run::CfProcess(CfItem item) {
         item.dead = true;
       }
     }
+    if (parked) {
+      // Its Done completes the item.  A failure or cancellation that came
+      // before the op registered its wait finds it here.
+      if (failed_.load(std::memory_order_acquire)) CancelParked();
+    }
     bool more;
     {
       std::lock_guard<std::mutex> lock(cf_mu_);
-      CfComplete(item, &carried, pred);
+      if (!parked) CfComplete(item, &carried, pred);
       if (cf_done_ || cf_queue_.empty()) {
         more = false;
       } else {
@@ -536,14 +680,18 @@ weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
   if (session_->pool) {
     std::unique_lock<std::mutex> lock(cf_mu_);
     CfDispatch();
-    cf_cv_.wait(lock, [this] {
-      return (cf_done_ || cf_queue_.empty()) && cf_tasks_ == 0;
+    CfWait(lock, [this] {
+      return (cf_done_ || cf_queue_.empty()) && cf_tasks_ == 0 &&
+             cf_parked_ == 0;
     });
   } else {
     for (;;) {
       CfItem item;
       {
-        std::lock_guard<std::mutex> lock(cf_mu_);
+        std::unique_lock<std::mutex> lock(cf_mu_);
+        // Parked ops complete on other threads and queue what they make
+        // ready here.
+        CfWait(lock, [this] { return !cf_queue_.empty() || cf_parked_ == 0; });
         if (cf_queue_.empty()) break;
         item = cf_queue_.back();
         cf_queue_.pop_back();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -96,6 +97,8 @@ struct CfItem {
   int32_t merge_input = -1;  // kMerge: the live input it fires with
 };
 
+class ParkedOp;
+
 class Run {
  public:
   Run(weft_session* s, const Plan& p, int32_t intra_op_threads)
@@ -128,6 +131,12 @@ class Run {
                        std::vector<TensorValue>* fetched, RunStats* stats);
   ~Run();
 
+  void SetControl(const RunControl& control) { control_ = control; }
+  // Ends the run early with `why` (taken over) unless it has failed
+  // already: nodes not yet started are skipped and parked ops cancelled.
+  // Thread-safe; the run must still be in Execute.
+  void Cancel(weft_status* why);
+
  private:
   // Control flow (plans with frames).
   weft_status* ExecuteFrames(std::vector<TensorValue>& feeds,
@@ -150,8 +159,23 @@ class Run {
   void CfFinishFrame(FrameInstance* f);
   void CfGiveInvariants(FrameInstance* f, Iteration* it);
   std::string FrameDescription(const Iteration* it) const;
-  weft_status* RunRuntimeOp(const PlanNode& p, Iteration* it, bool* dead);
+  weft_status* RunRuntimeOp(const PlanNode& p, const CfItem& item, bool* dead,
+                            bool* parked);
   friend class CfRuntimeContext;
+  friend class ParkedOp;
+  // Parked (asynchronous) runtime ops.
+  std::shared_ptr<ParkedOp> Park(const PlanNode& p, const CfItem& item,
+                                 CancelFn cancel);
+  void ParkedDone(ParkedOp* op, weft_status* st);
+  // Cancels every parked op with the run's error.
+  void CancelParked();
+  // The run's error, copied, for a parked op's cancellation.
+  weft_status* CancelReason();
+  // Waits on cf_cv_ until `done` holds, ending the run at its deadline.
+  template <typename Pred>
+  void CfWait(std::unique_lock<std::mutex>& lock, Pred done);
+  // After the deadline: ends the run with DEADLINE_EXCEEDED.
+  void Expire();
   weft_status* ReadPred(const PlanNode& p, const TensorValue& v, bool* pred);
   void Process(int32_t id);
   void Process(const int32_t* ids, size_t n);
@@ -249,6 +273,10 @@ class Run {
   std::condition_variable cf_cv_;  // cf_done_ with no task left
   bool cf_done_ = false;
   RunResources resources_;  // runtime ops' state for this run
+  int32_t cf_parked_ = 0;   // under cf_mu_: parked ops not yet done
+  std::mutex parked_mu_;
+  std::vector<std::shared_ptr<ParkedOp>> parked_;  // under parked_mu_
+  RunControl control_;
   std::vector<int64_t> cf_iterations_;     // per frame, for RunStats
   std::vector<int32_t> cf_max_in_flight_;  // per frame, for RunStats
 };

@@ -1,6 +1,7 @@
 // The session C API: options, plan caching, feeds and fetches.
 #include "session/session.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -291,8 +292,60 @@ weft_status* weft_session_run_with_metadata(
     const weft_output* fetches, int32_t num_fetches,
     weft_node* const* targets, int32_t num_targets,
     weft_tensor** out_values, weft_run_metadata* metadata) {
+  return weft_session_run_with_options(session, nullptr, feeds, feed_values,
+                                       num_feeds, fetches, num_fetches,
+                                       targets, num_targets, out_values,
+                                       metadata);
+}
+
+void weft_run_options_init_sized(weft_run_options* options, size_t size) {
+  if (options == nullptr || size < sizeof options->struct_size) return;
+  weft_run_options full;
+  std::memset(&full, 0, sizeof full);
+  full.struct_size = std::min(size, sizeof full);
+  std::memcpy(options, &full, full.struct_size);
+}
+
+int32_t weft_session_cancel(weft_session* session) {
+  if (session == nullptr) return 0;
+  weft_status* why = Error(WEFT_CANCELLED,
+                           "the run was cancelled (weft_session_cancel)");
+  int32_t n = weft::CancelRuns(session, why);
+  weft_status_destroy(why);
+  return n;
+}
+
+weft_status* weft_session_run_with_options(
+    weft_session* session, const weft_run_options* options,
+    const weft_output* feeds, weft_tensor* const* feed_values,
+    int32_t num_feeds, const weft_output* fetches, int32_t num_fetches,
+    weft_node* const* targets, int32_t num_targets,
+    weft_tensor** out_values, weft_run_metadata* metadata) {
   if (metadata) metadata->Clear();
   if (session == nullptr) return Error(WEFT_INVALID_ARGUMENT, "session is NULL");
+  weft_run_options opts;
+  weft_run_options_init(&opts);
+  if (options != nullptr) {
+    if (options->struct_size < sizeof options->struct_size + sizeof(int64_t))
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "run options struct_size %zu is too small (set it with "
+                    "weft_run_options_init)", options->struct_size);
+    std::memcpy(&opts, options, std::min(options->struct_size, sizeof opts));
+  }
+  if (opts.timeout_ms < 0)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "run option timeout_ms is %lld: give 0 for none or a "
+                  "positive number of milliseconds",
+                  static_cast<long long>(opts.timeout_ms));
+  weft::RunControl control;
+  if (opts.timeout_ms > 0) {
+    control.has_deadline = true;
+    // Far deadlines saturate instead of overflowing the clock.
+    const int64_t max_ms = int64_t{1} << 40;  // ~35 years
+    control.deadline = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(
+                           std::min(opts.timeout_ms, max_ms));
+  }
   if (num_feeds < 0 || num_fetches < 0 || num_targets < 0)
     return Error(WEFT_INVALID_ARGUMENT, "negative count");
   if ((num_feeds > 0 && (feeds == nullptr || feed_values == nullptr)) ||
@@ -345,7 +398,8 @@ weft_status* weft_session_run_with_metadata(
     weft::RunStats stats;
     if (metadata) metadata->Describe(*plan);
     WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
-                                       &fetched, metadata ? &stats : nullptr));
+                                       &fetched, metadata ? &stats : nullptr,
+                                       control));
     if (metadata) metadata->SetPeaks(*plan, stats);
     for (int32_t i = 0; i < num_fetches; ++i) {
       if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {

@@ -2,16 +2,21 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/runtime_op.h"
 #include "session/plan.h"
 #include "session/thread_pool.h"
 #include "session/variables.h"
 
 namespace weft {
+namespace exec {
+class Run;
+}
 
 // Streams of one async device, reused across runs: each run takes one.
 class StreamPool {
@@ -49,4 +54,10 @@ struct weft_session {
   std::mutex stream_mu;
   std::vector<std::unique_ptr<weft::StreamPool>> stream_pools;
   weft::StreamPool* StreamsFor(weft::Device* d);
+
+  // Queues and other state of runtime ops that outlives a run.
+  weft::SessionResources resources;
+  // Runs in flight, for weft_session_cancel.
+  std::mutex runs_mu;
+  std::set<weft::exec::Run*> runs;
 };
