@@ -498,3 +498,120 @@ Test(queue, deadline_on_a_plain_graph) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* ---- Queue runners -------------------------------------------------------- */
+
+#include <dirent.h>
+
+static int thread_count(void) {
+  DIR* d = opendir("/proc/self/task");
+  cr_assert_not_null(d);
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+/* A source queue holding 0..9 and closed feeds, through a runner of two
+ * threads, a second queue: the runner's threads end when the source is
+ * exhausted, close the second queue, and the consumer sees every element
+ * and then OUT_OF_RANGE.  No thread outlives the runner. */
+Test(queue, runner_moves_a_closed_source_then_closes) {
+  struct qgraph src = make_graph("FIFOQueue", NULL, 0, -1);
+  weft_graph* g = src.g;
+  const int64_t types[1] = {WEFT_FLOAT32};
+  weft_op_builder* b = weft_op_begin(g, "FIFOQueue", "dst");
+  weft_op_set_attr_int_list(b, "component_types", types, 1);
+  weft_op_set_attr_int(b, "capacity", 2);
+  weft_node* dst = NULL;
+  WT_OK(weft_op_finish(b, &dst));
+  weft_output h = {dst, 0};
+  weft_output item = {src.dequeue, 0};
+  weft_node* move = queue_node(g, "QueueEnqueue", "move", h, &item, 1);
+  weft_node* take = queue_node(g, "QueueDequeue", "take", h, NULL, 0);
+  weft_node* close = queue_node(g, "QueueClose", "close_dst", h, NULL, 0);
+  weft_session* s = session_with(g, 2);
+  float all[10];
+  for (int i = 0; i < 10; ++i) all[i] = (float)i;
+  WT_OK(enqueue_f32(s, &src, 1, all, 10));
+  run_target(s, src.close);
+  const int before = thread_count();
+  weft_queue_runner* r = NULL;
+  WT_OK(weft_queue_runner_start(s, move, 2, close, &r));
+  float sum = 0;
+  int got = 0;
+  for (;;) {
+    weft_output f = {take, 0};
+    weft_tensor* out = NULL;
+    weft_status* st =
+        weft_session_run(s, NULL, NULL, 0, &f, 1, NULL, 0, &out);
+    if (st != NULL) {
+      WT_EXPECT_ERROR(st, WEFT_OUT_OF_RANGE, "'dst'");
+      break;
+    }
+    sum += scalar(out);
+    got++;
+    cr_assert(got <= 10);
+  }
+  cr_expect_eq(got, 10);
+  cr_expect_eq(sum, 45.f);
+  WT_OK(weft_queue_runner_error(r));
+  WT_OK(weft_queue_runner_stop(r, NULL));
+  cr_expect_eq(thread_count(), before, "threads left behind");
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* Stopping a runner whose enqueue waits for room (nobody dequeues) ends it
+ * at once; an enqueue that fails is the runner's error. */
+Test(queue, runner_stop_and_error) {
+  struct qgraph q = make_graph("FIFOQueue", NULL, 0, 3);
+  float one = 1;
+  weft_output c = wt_const_f32(q.g, "one", NULL, 0, &one);
+  weft_node* fill = queue_node(q.g, "QueueEnqueue", "fill", q.handle, &c, 1);
+  /* A target that fails every run: it needs placeholder zp, which the
+   * runner cannot feed. */
+  const int32_t ten = 10;
+  weft_output zp = wt_placeholder(q.g, "zp", WEFT_INT32, NULL, 0);
+  weft_output tenc = wt_const(q.g, "ten", wt_tensor(WEFT_INT32, NULL, 0, &ten));
+  weft_output quotient = wt_apply2(q.g, "Div", "quotient", tenc, zp);
+  weft_session* s = session_with(q.g, 2);
+  const int before = thread_count();
+  weft_queue_runner* r = NULL;
+  WT_OK(weft_queue_runner_start(s, fill, 3, NULL, &r));
+  for (int i = 0; i < 200 && size_of(s, &q) < 3; ++i) usleep(5000);
+  cr_expect_eq(size_of(s, &q), 3, "the runner filled the queue");
+  double t0 = now_s();
+  WT_OK(weft_queue_runner_stop(r, q.close_cancel));
+  cr_expect(now_s() - t0 < 2.0, "stop took %.3f s", now_s() - t0);
+  cr_expect_eq(thread_count(), before, "threads left behind");
+  weft_session_destroy(s);
+
+  /* A runner whose target fails keeps the first error. */
+  weft_session* s2 = session_with(q.g, 2);
+  weft_op_builder* b = weft_op_begin(q.g, "NoOp", "bad_target");
+  weft_op_add_control_input(b, quotient.node);
+  weft_node* bad = NULL;
+  WT_OK(weft_op_finish(b, &bad));
+  WT_EXPECT_ERROR(weft_queue_runner_start(s2, bad, 0, NULL, &r),
+                  WEFT_INVALID_ARGUMENT, "num_threads");
+  cr_expect_null(r);
+  WT_OK(weft_queue_runner_start(s2, bad, 1, q.close, &r));
+  weft_status* err = NULL;
+  for (int i = 0; i < 400 && err == NULL; ++i) {
+    usleep(5000);
+    err = weft_queue_runner_error(r);
+  }
+  cr_assert_not_null(err, "the runner reported no error");
+  cr_expect_eq(weft_status_code(err), WEFT_INVALID_ARGUMENT, "%s",
+               weft_status_message(err));
+  weft_status_destroy(err);
+  WT_EXPECT_ERROR(weft_queue_runner_stop(r, NULL), WEFT_INVALID_ARGUMENT,
+                  "zp");
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(fetch(s2, &q, q.dequeue, 0, 0, &out), WEFT_OUT_OF_RANGE,
+                  "closed");
+  weft_session_destroy(s2);
+  weft_graph_destroy(q.g);
+}

@@ -236,6 +236,31 @@ WEFT_API WEFT_MUST_USE weft_status* weft_session_run_with_options(
  * how many runs it reached.  NULL is a no-op (0).  Thread-safe. */
 WEFT_API int32_t weft_session_cancel(weft_session* session);
 
+/* A queue runner: threads that run a queue's enqueue op over and over, so
+ * that a graph's input stage fills a queue while training dequeues.  Each
+ * of `num_threads` threads (1 to 64) runs target `enqueue` in `session`
+ * until a run fails.  A run ending with OUT_OF_RANGE (its input is
+ * exhausted) or CANCELLED (the queue was closed) ends that thread quietly;
+ * when the last thread ends that way, `close` (a QueueClose node; may be
+ * NULL) runs so that consumers drain the queue and then see OUT_OF_RANGE.
+ * Any other error is kept (the first one), runs `close` and stops every
+ * thread.  (User API 1.7.) */
+typedef struct weft_queue_runner weft_queue_runner;
+WEFT_API WEFT_MUST_USE weft_status* weft_queue_runner_start(
+    weft_session* session, weft_node* enqueue, int32_t num_threads,
+    weft_node* close, weft_queue_runner** out_runner);
+/* The first error a thread met, copied (NULL while there is none); the
+ * runner goes on running.  Thread-safe. */
+WEFT_API WEFT_MUST_USE weft_status* weft_queue_runner_error(
+    weft_queue_runner* runner);
+/* Stops the threads and waits for them: their runs in flight are cancelled
+ * (an enqueue waiting for room ends at once), `cancel` (a QueueClose with
+ * cancel_pending_enqueues, or NULL) runs first.  Returns the first error a
+ * thread met (NULL when none; CANCELLED from the stop itself is not one)
+ * and destroys the runner.  NULL is a no-op. */
+WEFT_API WEFT_MUST_USE weft_status* weft_queue_runner_stop(
+    weft_queue_runner* runner, weft_node* cancel);
+
 /* Placement: one entry per graph node the run needed, after CSE, in plan
  * order.  `reason` says why the node went where it did, for instance
  * "cost: 41.2 us here, 310.0 us on /device:CPU:0" or "constraint

@@ -33,7 +33,8 @@ extern "C" {
  *  1.6  model files (weft/model.h): weft_model_create, _save, _load,
  *       _run, _export_onnx, signatures; ONNX and GraphDef import.
  *  1.7  weft_run_options (timeout_ms), weft_run_options_init_sized,
- *       weft_session_run_with_options, weft_session_cancel. */
+ *       weft_session_run_with_options, weft_session_cancel;
+ *       weft_queue_runner_start, _error, _stop. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 7
 

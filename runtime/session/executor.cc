@@ -848,11 +848,16 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
 
 }  // namespace exec
 
-int32_t CancelRuns(weft_session* session, const weft_status* why) {
+int32_t CancelRuns(weft_session* session, const weft_status* why,
+                   const void* group) {
   std::lock_guard<std::mutex> lock(session->runs_mu);
-  for (exec::Run* run : session->runs)
+  int32_t n = 0;
+  for (exec::Run* run : session->runs) {
+    if (group != nullptr && run->group() != group) continue;
     run->Cancel(Error(weft_status_code(why), weft_status_message(why)));
-  return static_cast<int32_t>(session->runs.size());
+    n++;
+  }
+  return n;
 }
 
 weft_status* Execute(weft_session* session, const Plan& plan,

@@ -34,6 +34,9 @@ struct RunControl {
   // already running finishes first).
   bool has_deadline = false;
   std::chrono::steady_clock::time_point deadline;
+  // Runs started for one owner (a queue runner) share a group, which
+  // CancelRuns can end alone; null for none.
+  const void* group = nullptr;
 };
 
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is
@@ -44,8 +47,20 @@ weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue>* fetched, RunStats* stats,
                      const RunControl& control = RunControl());
 
-// Ends every run of `session` in flight with a copy of `why` (CANCELLED),
-// as a deadline would.  Returns how many runs it reached.
-int32_t CancelRuns(weft_session* session, const weft_status* why);
+// Ends every run of `session` in flight (of `group` only, when not null)
+// with a copy of `why` (CANCELLED), as a deadline would.  Returns how many
+// runs it reached.
+int32_t CancelRuns(weft_session* session, const weft_status* why,
+                   const void* group = nullptr);
+
+// weft_session_run_with_options once the options are read: plans (or finds
+// the plan) and executes under `control`.
+weft_status* RunSession(weft_session* session, const RunControl& control,
+                        const weft_output* feeds,
+                        weft_tensor* const* feed_values, int32_t num_feeds,
+                        const weft_output* fetches, int32_t num_fetches,
+                        weft_node* const* targets, int32_t num_targets,
+                        weft_tensor** out_values,
+                        weft_run_metadata* metadata);
 
 }  // namespace weft

@@ -180,6 +180,79 @@ weft::StreamPool* weft_session::StreamsFor(weft::Device* d) {
 using weft::Error;
 using weft::Errorf;
 
+namespace weft {
+
+weft_status* RunSession(weft_session* session, const RunControl& control,
+                        const weft_output* feeds,
+                        weft_tensor* const* feed_values, int32_t num_feeds,
+                        const weft_output* fetches, int32_t num_fetches,
+                        weft_node* const* targets, int32_t num_targets,
+                        weft_tensor** out_values,
+                        weft_run_metadata* metadata) {
+  for (int32_t i = 0; i < num_fetches; ++i) out_values[i] = nullptr;
+
+  return weft::Guard([&]() -> weft_status* {
+    std::string key;
+    key.reserve(9 * (num_feeds + num_fetches + num_targets));
+    for (int32_t i = 0; i < num_feeds; ++i) {
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, feeds[i], "feed", i));
+      WEFT_RETURN_IF_ERROR(weft::CheckFeed(feeds[i], feed_values[i], i));
+      weft::KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
+    }
+    for (int32_t i = 0; i < num_fetches; ++i) {
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, fetches[i], "fetch", i));
+      weft::KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
+    }
+    for (int32_t i = 0; i < num_targets; ++i) {
+      if (!session->graph->Owns(targets[i]))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "target %d is not a node of this session's graph", i);
+      weft::KeyAppend(&key, 't', targets[i]->id, 0);
+    }
+
+    std::shared_ptr<weft::Plan> plan;
+    {
+      std::lock_guard<std::mutex> lock(session->plan_mu);
+      auto it = session->plans.find(key);
+      if (it != session->plans.end()) plan = it->second;
+    }
+    if (!plan) {
+      std::vector<weft_output> fv(feeds, feeds + num_feeds);
+      std::vector<weft_output> ov(fetches, fetches + num_fetches);
+      std::vector<weft_node*> tv(targets, targets + num_targets);
+      weft::PlanRequest req{&fv, &ov, &tv, &session->devices,
+                            &session->variables, &session->plan_options,
+                            session->costs.get()};
+      WEFT_RETURN_IF_ERROR(weft::BuildPlan(req, &plan));
+      std::lock_guard<std::mutex> lock(session->plan_mu);
+      auto inserted = session->plans.emplace(key, plan);
+      plan = inserted.first->second;  // another thread may have won
+    }
+
+    std::vector<weft::TensorValue> in(num_feeds);
+    for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
+    std::vector<weft::TensorValue> fetched;
+    weft::RunStats stats;
+    if (metadata) metadata->Describe(*plan);
+    WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
+                                       &fetched, metadata ? &stats : nullptr,
+                                       control));
+    if (metadata) metadata->SetPeaks(*plan, stats);
+    for (int32_t i = 0; i < num_fetches; ++i) {
+      if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
+        for (int32_t j = 0; j < i; ++j) {
+          weft_tensor_destroy(out_values[j]);
+          out_values[j] = nullptr;
+        }
+        return st;
+      }
+    }
+    return nullptr;
+  });
+}
+
+}  // namespace weft
+
 extern "C" {
 
 void weft_session_options_init_sized(weft_session_options* options,
@@ -352,66 +425,9 @@ weft_status* weft_session_run_with_options(
       (num_fetches > 0 && (fetches == nullptr || out_values == nullptr)) ||
       (num_targets > 0 && targets == nullptr))
     return Error(WEFT_INVALID_ARGUMENT, "an array argument is NULL");
-  for (int32_t i = 0; i < num_fetches; ++i) out_values[i] = nullptr;
-
-  return weft::Guard([&]() -> weft_status* {
-    std::string key;
-    key.reserve(9 * (num_feeds + num_fetches + num_targets));
-    for (int32_t i = 0; i < num_feeds; ++i) {
-      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, feeds[i], "feed", i));
-      WEFT_RETURN_IF_ERROR(weft::CheckFeed(feeds[i], feed_values[i], i));
-      weft::KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
-    }
-    for (int32_t i = 0; i < num_fetches; ++i) {
-      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, fetches[i], "fetch", i));
-      weft::KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
-    }
-    for (int32_t i = 0; i < num_targets; ++i) {
-      if (!session->graph->Owns(targets[i]))
-        return Errorf(WEFT_INVALID_ARGUMENT,
-                      "target %d is not a node of this session's graph", i);
-      weft::KeyAppend(&key, 't', targets[i]->id, 0);
-    }
-
-    std::shared_ptr<weft::Plan> plan;
-    {
-      std::lock_guard<std::mutex> lock(session->plan_mu);
-      auto it = session->plans.find(key);
-      if (it != session->plans.end()) plan = it->second;
-    }
-    if (!plan) {
-      std::vector<weft_output> fv(feeds, feeds + num_feeds);
-      std::vector<weft_output> ov(fetches, fetches + num_fetches);
-      std::vector<weft_node*> tv(targets, targets + num_targets);
-      weft::PlanRequest req{&fv, &ov, &tv, &session->devices,
-                            &session->variables, &session->plan_options,
-                            session->costs.get()};
-      WEFT_RETURN_IF_ERROR(weft::BuildPlan(req, &plan));
-      std::lock_guard<std::mutex> lock(session->plan_mu);
-      auto inserted = session->plans.emplace(key, plan);
-      plan = inserted.first->second;  // another thread may have won
-    }
-
-    std::vector<weft::TensorValue> in(num_feeds);
-    for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
-    std::vector<weft::TensorValue> fetched;
-    weft::RunStats stats;
-    if (metadata) metadata->Describe(*plan);
-    WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
-                                       &fetched, metadata ? &stats : nullptr,
-                                       control));
-    if (metadata) metadata->SetPeaks(*plan, stats);
-    for (int32_t i = 0; i < num_fetches; ++i) {
-      if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
-        for (int32_t j = 0; j < i; ++j) {
-          weft_tensor_destroy(out_values[j]);
-          out_values[j] = nullptr;
-        }
-        return st;
-      }
-    }
-    return nullptr;
-  });
+  return weft::RunSession(session, control, feeds, feed_values, num_feeds,
+                          fetches, num_fetches, targets, num_targets,
+                          out_values, metadata);
 }
 
 }  // extern "C"
