@@ -9,6 +9,7 @@ WEFT_PACKAGES=(
   libeigen3-dev libdnnl-dev libdlpack-dev libcriterion-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   zlib1g-dev libffi-dev dataset-fashion-mnist
+  libpng-dev libjpeg62-turbo-dev
   openjdk-17-jdk-headless junit5
   abigail-tools
   libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx

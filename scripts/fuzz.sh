@@ -15,6 +15,8 @@
 #   ./scripts/fuzz.sh graphdef_loader
 #   ./scripts/fuzz.sh onnx_loader
 #   ./scripts/fuzz.sh graph_file
+#   ./scripts/fuzz.sh record_reader
+#   ./scripts/fuzz.sh decoders
 #   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,7 +100,7 @@ build_c_api() {
   build_runtime_archive
   [ -d build ] || meson setup build
   ninja -C build plugins/cpu/weft-cpu.so \
-    $(ninja -C build -t targets all 2>/dev/null | grep -o "^plugins/cpu/weft-cpu-isa/[^:]*\.so" || true)
+    $(ninja -C build -t targets all 2>/dev/null | grep -o "^plugins/cpu/weft-cpu-isa/[^:/]*\.so" | sort -u || true)
   "$cxx" -std=c++17 "${flags[@]}" -Iabi tests/fuzz/c_api.cc \
     "$out/libweft_fuzz.a" -ldl -pthread -o "$out/c_api"
 }
@@ -145,6 +147,24 @@ build_graph_file() {
     "$out/proto/tf_graph.pb.cc" "$out/libweft_fuzz.a" -lonnx -lonnx_proto \
     -lprotobuf -ldl -pthread -o "$out/graph_file"
 }
+# The record readers of input pipelines (runtime/io/record_io.cc).
+build_record_reader() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi \
+    tests/fuzz/record_reader.cc "$out/libweft_fuzz.a" -lz -ldl -pthread \
+    -o "$out/record_reader"
+}
+
+# The CPU plugin's PNG, JPEG and Example decoders, compiled into the target
+# with the sanitizers; libpng, libjpeg and libprotobuf are the system's.
+build_decoders() {
+  "$cxx" -std=c++17 "${flags[@]}" -Iplugins/cpu \
+    $(pkg-config --cflags libpng libjpeg protobuf) tests/fuzz/decoders.cc \
+    plugins/cpu/image_decode.cc plugins/cpu/example_parser.cc \
+    $(pkg-config --libs libpng libjpeg protobuf) -pthread \
+    -o "$out/decoders"
+}
+
 # Seeds for graph_file: the graph files of the test suite's two model
 # bundles (built in build/), whole (first byte 0) and as payloads (1).
 seed_graph_file() {
@@ -178,6 +198,10 @@ seed_corpus() {
       python3 tests/fuzz/make_seeds.py onnx "$dir" ;;
     graph_file)
       seed_graph_file "$dir" ;;
+    record_reader)
+      python3 tests/fuzz/make_seeds.py records "$dir" ;;
+    decoders)
+      python3 tests/fuzz/make_seeds.py decoders "$dir" ;;
   esac
 }
 
@@ -187,6 +211,7 @@ targets=("$@")
 [ $# -gt 0 ] || targets+=(graphdef_loader)
 [ $# -gt 0 ] || targets+=(onnx_loader)
 [ $# -gt 0 ] || targets+=(graph_file)
+[ $# -gt 0 ] || targets+=(record_reader decoders)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"

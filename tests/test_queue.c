@@ -501,17 +501,6 @@ Test(queue, deadline_on_a_plain_graph) {
 
 /* ---- Queue runners -------------------------------------------------------- */
 
-#include <dirent.h>
-
-static int thread_count(void) {
-  DIR* d = opendir("/proc/self/task");
-  cr_assert_not_null(d);
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n;
-}
 
 /* A source queue holding 0..9 and closed feeds, through a runner of two
  * threads, a second queue: the runner's threads end when the source is
@@ -536,7 +525,7 @@ Test(queue, runner_moves_a_closed_source_then_closes) {
   for (int i = 0; i < 10; ++i) all[i] = (float)i;
   WT_OK(enqueue_f32(s, &src, 1, all, 10));
   run_target(s, src.close);
-  const int before = thread_count();
+  const int before = wt_thread_count();
   weft_queue_runner* r = NULL;
   WT_OK(weft_queue_runner_start(s, move, 2, close, &r));
   float sum = 0;
@@ -558,7 +547,7 @@ Test(queue, runner_moves_a_closed_source_then_closes) {
   cr_expect_eq(sum, 45.f);
   WT_OK(weft_queue_runner_error(r));
   WT_OK(weft_queue_runner_stop(r, NULL));
-  cr_expect_eq(thread_count(), before, "threads left behind");
+  cr_expect_eq(wt_thread_count(), before, "threads left behind");
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
@@ -577,7 +566,7 @@ Test(queue, runner_stop_and_error) {
   weft_output tenc = wt_const(q.g, "ten", wt_tensor(WEFT_INT32, NULL, 0, &ten));
   weft_output quotient = wt_apply2(q.g, "Div", "quotient", tenc, zp);
   weft_session* s = session_with(q.g, 2);
-  const int before = thread_count();
+  const int before = wt_thread_count();
   weft_queue_runner* r = NULL;
   WT_OK(weft_queue_runner_start(s, fill, 3, NULL, &r));
   for (int i = 0; i < 200 && size_of(s, &q) < 3; ++i) usleep(5000);
@@ -585,7 +574,7 @@ Test(queue, runner_stop_and_error) {
   double t0 = now_s();
   WT_OK(weft_queue_runner_stop(r, q.close_cancel));
   cr_expect(now_s() - t0 < 2.0, "stop took %.3f s", now_s() - t0);
-  cr_expect_eq(thread_count(), before, "threads left behind");
+  cr_expect_eq(wt_thread_count(), before, "threads left behind");
   weft_session_destroy(s);
 
   /* A runner whose target fails keeps the first error. */

@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -239,4 +240,14 @@ const char* wt_no_opencl(void) {
     if (d.name != NULL && strcmp(d.name, "/device:OPENCL:0") == 0) return NULL;
   }
   return "no OpenCL device (the weft-opencl plugin found none here)";
+}
+
+int wt_thread_count(void) {
+  DIR* d = opendir("/proc/self/task");
+  cr_assert_not_null(d, "cannot list /proc/self/task");
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
 }

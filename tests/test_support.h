@@ -100,6 +100,10 @@ void wt_expect_shape(const weft_tensor* tensor, weft_dtype dtype,
 void wt_expect_f32(const weft_tensor* tensor, const double* ref, int64_t n,
                    double abs_tol, double rel_tol);
 
+/* The threads of this process (entries of /proc/self/task), to show that
+ * work leaves none behind. */
+int wt_thread_count(void);
+
 /* NULL when /device:OPENCL:0 exists, else why not (for WT_SKIP). */
 const char* wt_no_opencl(void);
 

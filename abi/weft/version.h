@@ -34,7 +34,8 @@ extern "C" {
  *       _run, _export_onnx, signatures; ONNX and GraphDef import.
  *  1.7  weft_run_options (timeout_ms), weft_run_options_init_sized,
  *       weft_session_run_with_options, weft_session_cancel;
- *       weft_queue_runner_start, _error, _stop. */
+ *       weft_queue_runner_start, _error, _stop; datasets
+ *       (weft/dataset.h). */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 7
 

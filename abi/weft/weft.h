@@ -3,6 +3,7 @@
 #define WEFT_WEFT_H_
 
 #include "weft/control.h"
+#include "weft/dataset.h"
 #include "weft/device.h"
 #include "weft/dtype.h"
 #include "weft/graph.h"

@@ -235,6 +235,8 @@ weft_status* RegisterLinalgKernels(const Registrar& registrar);
 weft_status* RegisterTrainKernels(const Registrar& registrar);
 weft_status* RegisterGradKernelsA(const Registrar& registrar);
 weft_status* RegisterGradKernelsB(const Registrar& registrar);
+// DecodeRaw, DecodePng, DecodeJpeg, ParseExampleFeature (decode.cc).
+weft_status* RegisterDecodeKernels(const Registrar& registrar);
 
 }  // namespace weft_cpu
 

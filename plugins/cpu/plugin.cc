@@ -69,7 +69,7 @@ weft_status* RegisterAll(const Registrar& registrar) {
       RegisterReduceKernels, RegisterCastKernels,  RegisterMatMulKernels,
       RegisterCompareKernels, RegisterArrayKernels, RegisterRandomKernels,
       RegisterNnKernels,     RegisterLinalgKernels, RegisterGradKernelsA,
-      RegisterGradKernelsB,  RegisterTrainKernels,
+      RegisterGradKernelsB,  RegisterTrainKernels,  RegisterDecodeKernels,
   };
   for (RegisterFn family : kFamilies) {
     if (weft_status* s = family(registrar)) return s;

@@ -36,14 +36,6 @@ uint32_t ChainStep(uint32_t chain, uint32_t header_crc, uint32_t data_crc) {
   return Crc32c(chain, pair, sizeof pair);
 }
 
-// The directory holding `path`, for the fsync that makes a rename durable.
-std::string DirectoryOf(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 // The test hook: WEFT_CHECKPOINT_TEST_PAUSE_AFTER_BYTES=N makes a writer
 // stop for good once N bytes of its temporary file are on disk, so a test
 // can kill it mid-write.  Debugging only; see FORMAT.md.
@@ -54,8 +46,6 @@ uint64_t PauseAfterBytes() {
   unsigned long long n = strtoull(e, &end, 10);
   return *end == '\0' ? n : UINT64_MAX;
 }
-
-std::atomic<uint64_t> temp_counter{0};
 
 // A name for messages: names may be up to 64 KiB long.
 std::string Shown(const std::string& name) {
@@ -150,6 +140,53 @@ weft_status* OsError(int err, const std::string& what,
   return Error(code, what + " '" + path + "': " + strerror(err));
 }
 
+namespace {
+
+// The directory holding `path`, for the fsync that makes a rename durable.
+std::string DirectoryOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
+
+weft_status* CreateTempBeside(const std::string& path, std::string* temp,
+                              int* out_fd) {
+  temp->clear();
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error(WEFT_FAILED_PRECONDITION,
+                 std::string("the path is not a regular file: it is ") +
+                     FileKind(st.st_mode));
+  std::string name = path + ".weft-tmp." + std::to_string(getpid()) + "." +
+                     std::to_string(temp_counter.fetch_add(1));
+  int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return OsError(errno, "cannot create temporary file",
+                   path + ".weft-tmp.*");
+  *temp = std::move(name);
+  *out_fd = fd;
+  return nullptr;
+}
+
+weft_status* RenameIntoPlace(const std::string& temp,
+                             const std::string& path) {
+  if (rename(temp.c_str(), path.c_str()) != 0)
+    return OsError(errno, "cannot rename the temporary file over", path);
+  std::string dir = DirectoryOf(path);
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return OsError(errno, "cannot open directory", dir);
+  int rc = fsync(dfd);
+  int err = errno;
+  close(dfd);
+  if (rc != 0) return OsError(err, "cannot flush directory", dir);
+  return nullptr;
+}
+
 // ---- Writer -----------------------------------------------------------------
 
 CheckpointWriter::~CheckpointWriter() {
@@ -174,28 +211,11 @@ weft_status* CheckpointWriter::Open(
     if (!problem.empty())
       return Error(WEFT_INVALID_ARGUMENT, saving + problem);
   }
-  // The rename would replace a FIFO or a device node with the file, or
-  // fail on a directory only after everything was written.
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return Error(WEFT_FAILED_PRECONDITION,
-                 saving + "the path is not a regular file: it is " +
-                     FileKind(st.st_mode));
+  int fd = -1;
+  WEFT_RETURN_IF_ERROR(Annotate(CreateTempBeside(path, &temp_, &fd), saving));
   entries_ = entries;
   declared_ = entries.size();
   pause_after_ = PauseAfterBytes();
-  // A name no other save uses, in this process or another: a temporary a
-  // crash left behind is never reopened, so it cannot spoil a later save.
-  temp_ = path + ".weft-tmp." + std::to_string(getpid()) + "." +
-          std::to_string(temp_counter.fetch_add(1));
-  int fd = open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    int err = errno;
-    temp_.clear();  // not ours to remove
-    return Annotate(OsError(err, "cannot create temporary file",
-                            path + ".weft-tmp.*"),
-                    saving);
-  }
   file_ = fdopen(fd, "wb");
   if (file_ == nullptr) {
     int err = errno;
@@ -276,23 +296,9 @@ weft_status* CheckpointWriter::Commit() {
   if (fsync(fileno(file_)) != 0) return IoError("cannot flush to disk", errno);
   FILE* f = std::exchange(file_, nullptr);
   if (fclose(f) != 0) return IoError("cannot close", errno);
-  if (rename(temp_.c_str(), path_.c_str()) != 0)
-    return Annotate(OsError(errno, "cannot rename the temporary file over",
-                            path_),
-                    "saving checkpoint '" + path_ + "': ");
+  WEFT_RETURN_IF_ERROR(Annotate(RenameIntoPlace(temp_, path_),
+                                "saving checkpoint '" + path_ + "': "));
   committed_ = true;
-  // Without this the rename itself may not survive a power cut.
-  std::string dir = DirectoryOf(path_);
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return Annotate(OsError(errno, "cannot open directory", dir),
-                    "saving checkpoint '" + path_ + "': ");
-  int rc = fsync(dfd);
-  int err = errno;
-  close(dfd);
-  if (rc != 0)
-    return Annotate(OsError(err, "cannot flush directory", dir),
-                    "saving checkpoint '" + path_ + "': ");
   return nullptr;
 }
 

@@ -130,6 +130,24 @@ weft_status* OpenRegularForReading(const std::string& path,
                                    const std::string& where, const char* kind,
                                    int* out_fd, uint64_t* out_size);
 
+// Files written whole or not at all (checkpoints, TFRecord files): the
+// writer fills a temporary file beside the target and renames it over the
+// target once it is flushed to disk.
+//
+// Refuses a `path` that exists and is not a regular file
+// (FAILED_PRECONDITION: the rename would replace a FIFO or a device node,
+// or fail on a directory only after everything was written), then creates
+// the temporary "<path>.weft-tmp.<pid>.<n>", a name no other writer in this
+// process or another uses, so a temporary a crash left behind is never
+// reopened.  Sets *temp (left empty on failure) and *out_fd, which the
+// caller closes.  Messages are not prefixed: callers say what they save.
+weft_status* CreateTempBeside(const std::string& path, std::string* temp,
+                              int* out_fd);
+// Renames `temp`, which the caller has written, flushed to disk and closed,
+// over `path`, then flushes the directory, without which the rename itself
+// may not survive a power cut.
+weft_status* RenameIntoPlace(const std::string& temp, const std::string& path);
+
 // Little-endian fields of the checksummed file formats (checkpoints, graph
 // files): appended in host order, which the formats require to be little-
 // endian, with the CRC-32C of what was appended.

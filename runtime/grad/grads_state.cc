@@ -19,7 +19,15 @@ void RegisterStateGradients() {
            // Random draws: RandomShuffle's permutation cannot be redrawn
            // for its gradient (each node counts its own runs).
            "RandomUniform", "RandomNormal", "TruncatedNormal",
-           "RandomShuffle"})
+           "RandomShuffle",
+           // Decoders (ops/io_ops.cc): values made from bytes.
+           "DecodeRaw", "DecodePng", "DecodeJpeg", "ParseExampleFeature",
+           // Input pipelines: queues and iterators hand out data, whose
+           // gradient no one can use (ops/queue.cc, data/dataset.cc).
+           "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue",
+           "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
+           "QueueDequeueMany", "QueueDequeueUpTo", "QueueClose", "QueueSize",
+           "IteratorGetNext", "IteratorInit"})
     RegisterNotDifferentiable(op);
   // Update ops (optimizers) replace variables' values: state, like Assign.
   for (const OpDef* d : OpRegistry::Global().All())

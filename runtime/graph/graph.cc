@@ -208,6 +208,17 @@ weft_node* Graph::At(int32_t index) const {
   return nodes_[index].get();
 }
 
+void Graph::Attach(const std::string& key, std::shared_ptr<const void> object) {
+  std::lock_guard<std::mutex> lock(mu_);
+  attached_[key] = std::move(object);
+}
+
+std::shared_ptr<const void> Graph::Attached(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = attached_.find(key);
+  return it == attached_.end() ? nullptr : it->second;
+}
+
 void Graph::SetTrainable(const weft_node* variable, bool trainable) {
   std::lock_guard<std::mutex> lock(mu_);
   if (trainable) not_trainable_.erase(variable);

@@ -87,6 +87,11 @@ class Graph {
   std::vector<const WhileLoopInfo*> WhileLoopsOf(const weft_node* node) const;
   bool CondPredicate(const weft_node* merge, weft_output* pred) const;
 
+  // Objects the graph keeps alive for its nodes (a dataset an iterator
+  // node reads), by key; Attached is null for an unknown key.
+  void Attach(const std::string& key, std::shared_ptr<const void> object);
+  std::shared_ptr<const void> Attached(const std::string& key) const;
+
   // Whether weft_minimize() updates a Variable node (all are, until told).
   void SetTrainable(const weft_node* variable, bool trainable);
   bool IsTrainable(const weft_node* variable) const;
@@ -100,6 +105,7 @@ class Graph {
   std::unordered_map<std::string, weft_node*> by_name_;
   std::unordered_map<std::string, int> name_counters_;
   std::unordered_set<const weft_node*> not_trainable_;
+  std::unordered_map<std::string, std::shared_ptr<const void>> attached_;
   std::unordered_map<const weft_node*, std::vector<weft_node*>> back_edges_;
   std::unordered_map<const weft_node*, weft_output> cond_predicates_;
   std::unordered_map<const weft_node*,

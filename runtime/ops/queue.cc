@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "data/dataset.h"
 #include "graph/graph.h"
 #include "ops/registry.h"
 #include "ops/runtime_op.h"
@@ -376,21 +377,10 @@ std::string NodeWhere(RuntimeOpContext* ctx) {
   return "node '" + ctx->node()->name + "' (" + ctx->node()->op_type + ")";
 }
 
-weft_status* HostValue(weft_dtype dtype, const Dims& dims, TensorValue* out) {
-  out->dtype = dtype;
-  out->dims = dims;
-  out->offset = 0;
-  const size_t bytes = out->byte_size();
-  out->buffer = AllocateHostBuffer(bytes);
-  if (bytes != 0 && !out->buffer)
-    return Error(WEFT_RESOURCE_EXHAUSTED, "out of memory for a queue element");
-  return nullptr;
-}
-
 // A host copy of `bytes` bytes of `v` starting at byte `offset`.
 weft_status* CopyToHost(RuntimeOpContext* ctx, const TensorValue& v,
                         uint64_t offset, const Dims& dims, TensorValue* out) {
-  WEFT_RETURN_IF_ERROR(HostValue(v.dtype, dims, out));
+  WEFT_RETURN_IF_ERROR(data::HostTensor(v.dtype, dims, out));
   const size_t bytes = out->byte_size();
   if (bytes == 0) return nullptr;
   if (const void* host = v.host_data()) {
@@ -421,84 +411,30 @@ std::string DimsString(const Dims& d) {
 }
 
 // Dequeue outputs: the element itself, or `got` stacked along a new first
-// dimension (padded with zeros to the largest of each dim).
+// dimension (a PaddingFIFOQueue pads with zeros to the largest of each
+// dim; the others' elements agree, as enqueue checked against the shapes
+// DequeueMany requires).
 weft_status* Stack(const Queue& q, std::vector<Tuple>& got, bool many,
                    std::vector<TensorValue>* outputs) {
-  const size_t n = q.spec().types.size();
-  outputs->assign(n, TensorValue());
+  const QueueSpec& spec = q.spec();
+  const size_t n = spec.types.size();
   if (!many) {
+    outputs->assign(n, TensorValue());
     for (size_t c = 0; c < n; ++c) (*outputs)[c] = std::move(got[0][c]);
     return nullptr;
   }
+  if (!got.empty())
+    return data::Stack(spec.types, got, spec.kind == QueueKind::kPadding,
+                       "queue '" + q.name() + "'", outputs);
+  // An empty batch: [0] followed by the element's dims (padded ones 0).
+  outputs->assign(n, TensorValue());
   for (size_t c = 0; c < n; ++c) {
-    const weft_dtype dt = q.spec().types[c];
-    const size_t esize = weft_dtype_size_of(dt);
-    // The element shape: the spec's, or the largest seen per dim.
-    std::vector<int64_t> shape;
-    if (!q.spec().shapes.empty()) shape = q.spec().shapes[c].dims;
-    for (const Tuple& t : got) {
-      const Dims& d = t[c].dims;
-      if (shape.empty() && d.rank() > 0 && q.spec().shapes.empty())
-        shape.assign(d.data(), d.data() + d.rank());
-      if (static_cast<size_t>(d.rank()) != shape.size())
-        return Errorf(WEFT_INVALID_ARGUMENT,
-                      "queue '%s': component %zu has elements of different "
-                      "ranks, which cannot be stacked", q.name().c_str(), c);
-      for (int32_t i = 0; i < d.rank(); ++i) {
-        if (q.spec().kind == QueueKind::kPadding &&
-            q.spec().shapes[c].dims[static_cast<size_t>(i)] < 0) {
-          shape[static_cast<size_t>(i)] =
-              std::max(shape[static_cast<size_t>(i)], d[i]);
-        } else if (shape[static_cast<size_t>(i)] != d[i]) {
-          return Errorf(WEFT_INVALID_ARGUMENT,
-                        "queue '%s': component %zu has elements of shapes "
-                        "%s and another, which cannot be stacked (give the "
-                        "queue shapes, or use a PaddingFIFOQueue)",
-                        q.name().c_str(), c, DimsString(d).c_str());
-        }
-      }
-    }
-    for (int64_t& d : shape) d = std::max<int64_t>(d, 0);
-    std::vector<int64_t> dims = {static_cast<int64_t>(got.size())};
-    dims.insert(dims.end(), shape.begin(), shape.end());
-    TensorValue& out = (*outputs)[c];
-    size_t total = 0;
-    WEFT_RETURN_IF_ERROR(CheckedByteSize(dt, dims.data(),
-                                         static_cast<int32_t>(dims.size()),
-                                         &total));
-    WEFT_RETURN_IF_ERROR(
-        HostValue(dt, Dims(dims.data(), static_cast<int32_t>(dims.size())),
-                  &out));
-    char* dst = static_cast<char*>(out.host_data());
-    int64_t slot = 1;
-    for (int64_t d : shape) slot *= d;
-    const size_t slot_bytes = static_cast<size_t>(slot) * esize;
-    if (slot_bytes == 0) continue;
-    std::memset(dst, 0, slot_bytes * got.size());  // padding is zeros
-    for (size_t k = 0; k < got.size(); ++k) {
-      const TensorValue& e = got[k][c];
-      const char* src = static_cast<const char*>(e.host_data());
-      const int32_t rank = e.dims.rank();
-      if (rank == 0) {
-        std::memcpy(dst + k * slot_bytes, src, esize);
-        continue;
-      }
-      // Rows of the element's last dim, each at its place in the slot.
-      const int64_t row = e.dims[rank - 1];
-      const int64_t rows = e.elements() / std::max<int64_t>(row, 1);
-      if (row == 0) continue;
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t rem = r, at = 0, stride = shape.back();
-        for (int32_t i = rank - 2; i >= 0; --i) {
-          at += (rem % e.dims[i]) * stride;
-          rem /= e.dims[i];
-          stride *= shape[static_cast<size_t>(i)];
-        }
-        std::memcpy(dst + k * slot_bytes + static_cast<size_t>(at) * esize,
-                    src + static_cast<size_t>(r * row) * esize,
-                    static_cast<size_t>(row) * esize);
-      }
-    }
+    std::vector<int64_t> dims = {0};
+    if (!spec.shapes.empty())
+      for (int64_t d : spec.shapes[c].dims) dims.push_back(std::max<int64_t>(d, 0));
+    WEFT_RETURN_IF_ERROR(data::HostTensor(
+        spec.types[c], Dims(dims.data(), static_cast<int32_t>(dims.size())),
+        &(*outputs)[c]));
   }
   return nullptr;
 }
@@ -553,7 +489,7 @@ weft_status* FindQueue(RuntimeOpContext* ctx, std::shared_ptr<Queue>* out) {
 
 weft_status* HandleOutput(RuntimeOpContext* ctx) {
   TensorValue h;
-  WEFT_RETURN_IF_ERROR(HostValue(WEFT_INT32, Dims(), &h));
+  WEFT_RETURN_IF_ERROR(data::HostTensor(WEFT_INT32, Dims(), &h));
   ctx->set_output(0, std::move(h));
   return nullptr;
 }
@@ -722,7 +658,7 @@ weft_status* Size(RuntimeOpContext* ctx) {
   WEFT_RETURN_IF_ERROR(FindQueue(ctx, &q));
   const int64_t size = q->Size();
   TensorValue v;
-  WEFT_RETURN_IF_ERROR(HostValue(WEFT_INT32, Dims(), &v));
+  WEFT_RETURN_IF_ERROR(data::HostTensor(WEFT_INT32, Dims(), &v));
   const int32_t n = static_cast<int32_t>(std::min<int64_t>(size, INT32_MAX));
   std::memcpy(v.host_data(), &n, sizeof n);
   ctx->set_output(0, std::move(v));

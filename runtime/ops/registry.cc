@@ -1,5 +1,7 @@
 #include "ops/registry.h"
 
+#include "data/dataset.h"
+
 #include <cstdarg>
 #include <cstdio>
 #include <memory>
@@ -129,7 +131,9 @@ OpRegistry& OpRegistry::GlobalMutable() {
     RegisterAccumulatorOps(r);
     RegisterForeignOps(r);
     RegisterTensorArrayOps(r);
+    RegisterIoOps(r);
     RegisterQueueOps(r);
+    data::RegisterDatasetOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);
     return r;

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Writes seed inputs for the fuzz targets (scripts/fuzz.sh): valid files,
 so the fuzzer starts past the headers.  Usage: make_seeds.py KIND DIR, KIND
-being `checkpoint` (runtime/checkpoint/FORMAT.md, version 1), `idx` or
-`c_api`."""
+being `checkpoint` (runtime/checkpoint/FORMAT.md, version 1), `idx`,
+`c_api`, `npy`, `graphdef`, `onnx`, `records` or `decoders`."""
 
+import base64
 import gzip
 import os
 import random
 import struct
 import sys
+import zlib
 
 
 def crc32c(data: bytes) -> int:
@@ -282,6 +284,163 @@ def onnx_seeds() -> dict:
     return {"cnn": cnn, "shapes": shapes, "opset4": old}
 
 
+# ---- Input pipelines: record files (tests/fuzz/record_reader.cc) and
+# decoders (tests/fuzz/decoders.cc).
+
+
+def masked_crc32c(data: bytes) -> int:
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def tfrecord(records) -> bytes:
+    out = b""
+    for r in records:
+        length = struct.pack("<Q", len(r))
+        out += (length + struct.pack("<I", masked_crc32c(length)) + r +
+                struct.pack("<I", masked_crc32c(r)))
+    return out
+
+
+def idx(type_code: int, fmt: str, dims, values) -> bytes:
+    return (bytes([0, 0, type_code, len(dims)]) +
+            b"".join(struct.pack(">I", d) for d in dims) +
+            b"".join(struct.pack(">" + fmt, v) for v in values))
+
+
+def record_seeds() -> dict:
+    """The target's first four bytes pick the reader, how the file is
+    compressed and the fixed-length sizes (record_reader.cc)."""
+    records = [b"", b"one", bytes(range(40)), b"\xff" * 300]
+    plain = tfrecord(records)
+    seeds = {
+        "tfrecord": b"\x00\x00\x00\x00" + plain,
+        "tfrecord_gzip": b"\x04\x00\x01\x00" + plain,
+        "tfrecord_zlib": b"\x08\x00\x02\x00" + plain,
+        "tfrecord_gzip_stream": b"\x0c\x00\x00\x00" + gzip.compress(plain),
+        # header 2, records of 1 + 3 = 4 bytes, footer 1
+        "fixed": b"\x01\x02\x03\x01" + b"hh" + bytes(range(12)) + b"f",
+        "fixed_gzip": b"\x05\x02\x03\x01" + b"hh" + bytes(range(12)) + b"f",
+        "text": b"\x02\x01\x00\x00" + b"header\nline one\r\nline two\n\nlast",
+        "text_gzip": b"\x06\x00\x00\x00" + b"a\nb\r\n",
+        "idx_u8": b"\x03\x00\x00\x00" + idx(0x08, "B", [2, 2, 2], range(8)),
+        "idx_i16_gzip": b"\x07\x00\x00\x00" + idx(0x0B, "h", [3, 2],
+                                                  [-1, 2, -3, 4, -5, 6]),
+        "idx_f32": b"\x03\x00\x00\x00" + idx(0x0D, "f", [3], [1.5, -2, 0]),
+        "idx_f64": b"\x03\x00\x00\x00" + idx(0x0E, "d", [1, 2], [1e300, 2]),
+        "idx_i32": b"\x03\x00\x00\x00" + idx(0x0C, "i", [2], [7, -7]),
+        "idx_i8": b"\x03\x00\x00\x00" + idx(0x09, "b", [2], [-128, 127]),
+    }
+    return seeds
+
+
+def png(width, height, color_type, bit_depth, rows, palette=None, trns=None,
+        interlaced=False) -> bytes:
+    """rows: the filtered scanlines (each starting with its filter type),
+    in Adam7 order when interlaced."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data)))
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0,
+                       int(interlaced))
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+    if palette:
+        out += chunk(b"PLTE", palette)
+    if trns:
+        out += chunk(b"tRNS", trns)
+    return (out + chunk(b"IDAT", zlib.compress(rows)) +
+            chunk(b"IEND", b""))
+
+
+def example(features) -> bytes:
+    """features: key -> ("bytes" | "float" | "int64", values)."""
+    entries = b""
+    for key, (kind, values) in features.items():
+        if kind == "bytes":
+            inner = b"".join(pb_field(1, v) for v in values)
+            feature = pb_field(1, inner)
+        elif kind == "float":
+            feature = pb_field(2, pb_field(1, b"".join(
+                struct.pack("<f", v) for v in values)))
+        else:
+            feature = pb_field(3, pb_field(1, b"".join(
+                pb_varint(v) for v in values)))
+        entries += pb_field(1, pb_field(1, key) + pb_field(2, feature))
+    return pb_field(1, entries)
+
+
+def decoder_seeds() -> dict:
+    """The target's first byte picks the decoder (and channels), the second
+    the feature key (decoders.cc)."""
+    seeds = {}
+    gray = b"".join(b"\x00" + bytes(range(y * 4, y * 4 + 4)) for y in range(3))
+    rgb = b"".join(b"\x01" + bytes(range(12)) for _ in range(2))  # Sub filter
+    rgba16 = b"".join(b"\x00" + bytes(range(16)) for _ in range(2))
+    seeds["png_gray"] = b"\x00\x00" + png(4, 3, 0, 8, gray)
+    seeds["png_rgb"] = b"\x03\x00" + png(4, 2, 2, 8, rgb)
+    seeds["png_rgba16"] = b"\x8a\x00" + png(2, 2, 6, 16, rgba16)
+    seeds["png_palette"] = b"\x00\x00" + png(
+        2, 2, 3, 2, b"\x00\x10\x00\x20", palette=bytes(range(9)),
+        trns=b"\x00\x80")
+    # Adam7 over 3 x 3 gray: passes 1, 4, 5, 6, 7 hold pixels.
+    seeds["png_interlaced"] = b"\x06\x00" + png(
+        3, 3, 0, 8, b"\x00\x01" + b"\x00\x02" + b"\x00\x03\x04" +
+        b"\x00\x05\x00\x06" + b"\x00\x07\x08\x09", interlaced=True)
+    for name, text in JPEG_SEEDS.items():
+        seeds["jpeg_" + name] = b"\x01\x00" + base64.b64decode(text)
+    ex = example({"image": ("bytes", [b"\x89PNG", b""]),
+                  "label": ("int64", [3, -1]),
+                  "f": ("float", [1.5, -2.0])})
+    for i, key in enumerate(["image", "label", "f"]):
+        seeds["example_" + key] = b"\x02" + bytes([i if i < 2 else 4]) + ex
+    return seeds
+
+
+# Small JPEG files made by libjpeg-turbo 2.1 (cjpeg-like defaults, quality
+# 50): 8 x 8 gray, 16 x 16 RGB (4:2:0), 16 x 8 RGB progressive.
+JPEG_SEEDS = {
+    "gray": (
+        "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0o"
+        "OjM9PDkzODdASFxOQERXRTc4UG1RV19iZ2hnPk1xeXBkeFxlZ2P/wAALCAAIAAgBAREA"
+        "/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQA"
+        "AAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJico"
+        "KSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKT"
+        "lJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo"
+        "6erx8vP09fb3+Pn6/9oACAEBAAA/AMKz0vp8tf/Z"
+    ),
+    "rgb": (
+        "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0o"
+        "OjM9PDkzODdASFxOQERXRTc4UG1RV19iZ2hnPk1xeXBkeFxlZ2P/2wBDARESEhgVGC8a"
+        "Gi9jQjhCY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2Nj"
+        "Y2NjY2P/wAARCAAQABADASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQF"
+        "BgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEI"
+        "I0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNk"
+        "ZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLD"
+        "xMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEB"
+        "AQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJB"
+        "UQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZH"
+        "SElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaan"
+        "qKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oA"
+        "DAMBAAIRAxEAPwBvhzS/ufLVfVLk6xq4jhYNZ2x2RY6Mf4mz3yensB61o65dDTdLWxgO"
+        "Lq7XHBGUj7n8eQPx9Kb4f05Y0DvhVUZLHgAetPdgvI//2Q=="
+    ),
+    "progressive": (
+        "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0o"
+        "OjM9PDkzODdASFxOQERXRTc4UG1RV19iZ2hnPk1xeXBkeFxlZ2P/2wBDARESEhgVGC8a"
+        "Gi9jQjhCY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2Nj"
+        "Y2NjY2P/wgARCAAIABADASIAAhEBAxEB/8QAFgABAQEAAAAAAAAAAAAAAAAAAAED/8QA"
+        "FQEBAQAAAAAAAAAAAAAAAAAAAAH/2gAMAwEAAhADEAAAAZmJ/8QAGBAAAgMAAAAAAAAA"
+        "AAAAAAAAAAMCBBP/2gAIAQEAAQUCrqGy2b//xAAUEQEAAAAAAAAAAAAAAAAAAAAA/9oA"
+        "CAEDAQE/AX//xAAUEQEAAAAAAAAAAAAAAAAAAAAA/9oACAECAQE/AX//xAAZEAABBQAA"
+        "AAAAAAAAAAAAAAAAAQIRMTL/2gAIAQEABj8CITDaP//EABoQAAICAwAAAAAAAAAAAAAA"
+        "AAAhARExUWH/2gAIAQEAAT8hxIYto63J/9oADAMBAAIAAwAAABAP/8QAFhEBAQEAAAAA"
+        "AAAAAAAAAAAAAQAR/9oACAEDAQE/EBy//8QAFhEBAQEAAAAAAAAAAAAAAAAAAQAx/9oA"
+        "CAECAQE/EHQv/8QAGxABAAICAwAAAAAAAAAAAAAAAQAxEVEhQWH/2gAIAQEAAT8QlKIE"
+        "8dLZ3lrwNz//2Q=="
+    ),
+}
+
+
 def main() -> None:
     kind, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -307,6 +466,10 @@ def main() -> None:
         seeds.update(graphdef_seeds())
     elif kind == "onnx":
         seeds.update(onnx_seeds())
+    elif kind == "records":
+        seeds.update(record_seeds())
+    elif kind == "decoders":
+        seeds.update(decoder_seeds())
     elif kind == "npy":
         # NumPy .npy files (tools/npy.h): each dtype, each format version,
         # Fortran order, a scalar, an empty array.

@@ -1,0 +1,962 @@
+// The datasets: sources (tensor slices, ranges, TFRecord, IDX and text
+// files) and transformations (map, filter, shuffle, batch, padded batch,
+// repeat, take, skip, prefetch), and the C API over them
+// (weft/dataset.h).  Deterministic for a seed: a shuffle's k-th pass draws
+// from seed and k.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "base/status.h"
+#include "data/dataset.h"
+#include "graph/graph.h"
+#include "io/record_io.h"
+#include "session/session.h"
+#include "session/thread_pool.h"
+#include "weft/dataset.h"
+
+struct weft_dataset {
+  weft::data::DatasetPtr impl;
+};
+
+namespace weft {
+namespace data {
+namespace {
+
+using Make = std::function<weft_status*(std::unique_ptr<Iterator>*)>;
+
+// A dataset given by its iterator factory (most are a few lines).
+class FnDataset : public Dataset {
+ public:
+  FnDataset(std::string name, std::vector<weft_dtype> t,
+            std::vector<ShapeInfo> s, Make make)
+      : name_(std::move(name)), make_(std::move(make)) {
+    types = std::move(t);
+    shapes = std::move(s);
+  }
+  weft_status* MakeIterator(std::unique_ptr<Iterator>* out) const override {
+    return make_(out);
+  }
+  std::string Name() const override { return name_; }
+
+ private:
+  std::string name_;
+  Make make_;
+};
+
+// An iterator from a Next function.
+class FnIterator : public Iterator {
+ public:
+  explicit FnIterator(std::function<weft_status*(Element*, bool*)> next)
+      : next_(std::move(next)) {}
+  weft_status* Next(Element* out, bool* end) override {
+    return next_(out, end);
+  }
+
+ private:
+  std::function<weft_status*(Element*, bool*)> next_;
+};
+
+weft_status* Slice(const TensorValue& v, int64_t i, TensorValue* out) {
+  Dims d(v.dims.data() + 1, v.dims.rank() - 1);
+  WEFT_RETURN_IF_ERROR(HostTensor(v.dtype, d, out));
+  const size_t bytes = out->byte_size();
+  if (bytes != 0)
+    std::memcpy(out->host_data(),
+                static_cast<const char*>(v.host_data()) +
+                    static_cast<size_t>(i) * bytes,
+                bytes);
+  return nullptr;
+}
+
+weft_status* BytesElement(const std::string& bytes, Element* out) {
+  TensorValue v;
+  int64_t n = static_cast<int64_t>(bytes.size());
+  WEFT_RETURN_IF_ERROR(HostTensor(WEFT_UINT8, Dims(&n, 1), &v));
+  if (n != 0) std::memcpy(v.host_data(), bytes.data(), bytes.size());
+  out->assign(1, std::move(v));
+  return nullptr;
+}
+
+// Files read one after another by a reader of type R.
+template <typename R>
+class FilesIterator : public Iterator {
+ public:
+  FilesIterator(std::vector<std::string> paths,
+                std::function<weft_status*(R*, const std::string&)> open)
+      : paths_(std::move(paths)), open_(std::move(open)) {}
+  weft_status* Next(Element* out, bool* end) override {
+    for (;;) {
+      if (!reader_) {
+        if (next_ == paths_.size()) return *end = true, nullptr;
+        reader_ = std::make_unique<R>();
+        WEFT_RETURN_IF_ERROR(open_(reader_.get(), paths_[next_++]));
+      }
+      std::string record;
+      bool file_end = false;
+      WEFT_RETURN_IF_ERROR(reader_->Next(&record, &file_end));
+      if (!file_end) {
+        *end = false;
+        return BytesElement(record, out);
+      }
+      reader_.reset();
+    }
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::function<weft_status*(R*, const std::string&)> open_;
+  size_t next_ = 0;
+  std::unique_ptr<R> reader_;
+};
+
+// ---- Map and filter: a function graph run in its own session -----------------
+
+struct Function {
+  weft_session* session = nullptr;
+  std::vector<weft_output> inputs, outputs;
+  ~Function() { weft_session_destroy(session); }
+
+  weft_status* Call(const Element& in, Element* out) const {
+    std::vector<weft_tensor*> feeds(in.size());
+    for (size_t i = 0; i < in.size(); ++i) feeds[i] = new weft_tensor{in[i]};
+    std::vector<weft_tensor*> got(outputs.size(), nullptr);
+    weft_status* st = weft_session_run(
+        session, inputs.data(), feeds.data(), static_cast<int32_t>(feeds.size()),
+        outputs.data(), static_cast<int32_t>(outputs.size()), nullptr, 0,
+        got.data());
+    for (weft_tensor* t : feeds) weft_tensor_destroy(t);
+    out->assign(outputs.size(), TensorValue());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] != nullptr) (*out)[i] = got[i]->value;
+      weft_tensor_destroy(got[i]);
+    }
+    return st;
+  }
+};
+
+class MapIterator : public Iterator {
+ public:
+  MapIterator(std::unique_ptr<Iterator> in, std::shared_ptr<Function> fn,
+              int32_t parallel, std::unique_ptr<ThreadPool> pool,
+              std::string name)
+      : in_(std::move(in)), fn_(std::move(fn)), parallel_(parallel),
+        pool_(std::move(pool)), name_(std::move(name)) {}
+  ~MapIterator() override {
+    // Calls in flight finish before the pool (and this) goes.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return running_ == 0; });
+  }
+
+  weft_status* Next(Element* out, bool* end) override {
+    if (!pool_) {  // sequential
+      Element e;
+      WEFT_RETURN_IF_ERROR(in_->Next(&e, end));
+      if (*end) return nullptr;
+      return Annotate(fn_->Call(e, out), name_);
+    }
+    // Up to `parallel_` calls in flight, results in input order.
+    while (!input_end_ && static_cast<int32_t>(slots_.size()) < parallel_) {
+      auto slot = std::make_shared<Slot>();
+      bool end = false;
+      WEFT_RETURN_IF_ERROR(in_->Next(&slot->in, &end));
+      if (end) {
+        input_end_ = true;
+        break;
+      }
+      slots_.push_back(slot);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_++;
+      }
+      pool_->Schedule([this, slot] {
+        weft_status* st = fn_->Call(slot->in, &slot->out);
+        std::lock_guard<std::mutex> lock(mu_);
+        slot->status = st;
+        slot->done = true;
+        running_--;
+        cv_.notify_all();
+      });
+    }
+    if (slots_.empty()) return *end = true, nullptr;
+    std::shared_ptr<Slot> first = slots_.front();
+    slots_.pop_front();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return first->done; });
+    *end = false;
+    *out = std::move(first->out);
+    return Annotate(std::exchange(first->status, nullptr), name_);
+  }
+
+ private:
+  struct Slot {
+    Element in, out;
+    bool done = false;
+    weft_status* status = nullptr;
+    ~Slot() { weft_status_destroy(status); }
+  };
+  std::unique_ptr<Iterator> in_;
+  std::shared_ptr<Function> fn_;
+  int32_t parallel_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::string name_;
+  std::deque<std::shared_ptr<Slot>> slots_;
+  bool input_end_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int32_t running_ = 0;
+};
+
+// ---- Prefetch: a producer thread ahead of the consumer -----------------------
+
+class PrefetchIterator : public Iterator {
+ public:
+  PrefetchIterator(std::unique_ptr<Iterator> in, int64_t buffer)
+      : in_(std::move(in)), buffer_(buffer) {
+    producer_ = std::thread([this] { Produce(); });
+  }
+  ~PrefetchIterator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    producer_.join();
+    weft_status_destroy(error_);
+  }
+  weft_status* Next(Element* out, bool* end) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !items_.empty() || done_; });
+    if (!items_.empty()) {
+      *out = std::move(items_.front());
+      items_.pop_front();
+      *end = false;
+      cv_.notify_all();
+      return nullptr;
+    }
+    if (error_ != nullptr)
+      return Error(weft_status_code(error_), weft_status_message(error_));
+    return *end = true, nullptr;
+  }
+
+ private:
+  void Produce() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] {
+          return stop_ || static_cast<int64_t>(items_.size()) < buffer_;
+        });
+        if (stop_) return;
+      }
+      Element e;
+      bool end = false;
+      weft_status* st = in_->Next(&e, &end);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (st != nullptr || end) {
+        error_ = st;
+        done_ = true;
+        cv_.notify_all();
+        return;
+      }
+      items_.push_back(std::move(e));
+      cv_.notify_all();
+    }
+  }
+
+  std::unique_ptr<Iterator> in_;
+  int64_t buffer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Element> items_;
+  bool done_ = false, stop_ = false;
+  weft_status* error_ = nullptr;
+  std::thread producer_;
+};
+
+uint64_t Mix(uint64_t seed, uint64_t pass) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (pass + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+DatasetPtr Fn(std::string name, std::vector<weft_dtype> t,
+              std::vector<ShapeInfo> s, Make make) {
+  return std::make_shared<FnDataset>(std::move(name), std::move(t),
+                                     std::move(s), std::move(make));
+}
+
+std::vector<ShapeInfo> Batched(const std::vector<ShapeInfo>& shapes,
+                               int64_t first) {
+  std::vector<ShapeInfo> out;
+  for (const ShapeInfo& s : shapes) {
+    ShapeInfo b = s;
+    if (b.known_rank()) {
+      b.dims.insert(b.dims.begin(), first);
+      b.rank++;
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace data
+}  // namespace weft
+
+// ---- The C API ---------------------------------------------------------------
+
+using weft::Error;
+using weft::Errorf;
+using weft::data::DatasetPtr;
+using weft::data::Element;
+using weft::data::Iterator;
+
+namespace {
+
+weft_status* Wrap(DatasetPtr ds, weft_dataset** out) {
+  *out = new weft_dataset{std::move(ds)};
+  return nullptr;
+}
+
+weft_status* CheckOut(weft_dataset** out) {
+  if (out == nullptr) return Error(WEFT_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  return nullptr;
+}
+
+weft_status* CheckInput(const weft_dataset* in, weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  if (in == nullptr) return Error(WEFT_INVALID_ARGUMENT, "input is NULL");
+  return nullptr;
+}
+
+weft_status* CheckPaths(const char* const* paths, int32_t n) {
+  if (n < 1 || paths == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "give at least one path");
+  for (int32_t i = 0; i < n; ++i)
+    if (paths[i] == nullptr || paths[i][0] == '\0')
+      return Errorf(WEFT_INVALID_ARGUMENT, "path %d is NULL or empty", i);
+  return nullptr;
+}
+
+// A function graph's session (CPU, one thread: parallelism comes from
+// running several elements at once) and its signature against the input
+// dataset's.
+weft_status* MakeFunction(const weft_dataset* in, weft_graph* fn,
+                          const weft_output* inputs, int32_t num_inputs,
+                          const weft_output* outputs, int32_t num_outputs,
+                          std::shared_ptr<weft::data::Function>* out) {
+  if (fn == nullptr) return Error(WEFT_INVALID_ARGUMENT, "graph is NULL");
+  const auto& types = in->impl->types;
+  if (num_inputs != static_cast<int32_t>(types.size()) ||
+      (num_inputs > 0 && inputs == nullptr))
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "the function takes %d inputs; the dataset's elements have "
+                  "%zu components", num_inputs, types.size());
+  if (num_outputs < 1 || outputs == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "the function has no outputs");
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    if (!fn->impl->Owns(inputs[i].node) ||
+        inputs[i].node->op_type != "Placeholder")
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "function input %d is not a Placeholder of its graph", i);
+    if (inputs[i].node->output_dtypes[0] != types[static_cast<size_t>(i)])
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "function input %d is %s; the dataset's component is %s",
+                    i, weft_dtype_name(inputs[i].node->output_dtypes[0]),
+                    weft_dtype_name(types[static_cast<size_t>(i)]));
+  }
+  for (int32_t i = 0; i < num_outputs; ++i)
+    if (!fn->impl->Owns(outputs[i].node) || outputs[i].index < 0 ||
+        outputs[i].index >= static_cast<int32_t>(
+                                outputs[i].node->output_dtypes.size()))
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "function output %d is not an output of its graph", i);
+  auto f = std::make_shared<weft::data::Function>();
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.devices = "/device:CPU:0";
+  o.inter_op_threads = 1;
+  o.intra_op_threads = 1;
+  WEFT_RETURN_IF_ERROR(weft_session_create(fn, &o, &f->session));
+  f->inputs.assign(inputs, inputs + num_inputs);
+  f->outputs.assign(outputs, outputs + num_outputs);
+  *out = std::move(f);
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+void weft_dataset_destroy(weft_dataset* dataset) { delete dataset; }
+
+int32_t weft_dataset_num_components(const weft_dataset* ds) {
+  return ds ? static_cast<int32_t>(ds->impl->types.size()) : 0;
+}
+
+weft_dtype weft_dataset_component_dtype(const weft_dataset* ds, int32_t i) {
+  if (ds == nullptr || i < 0 ||
+      i >= static_cast<int32_t>(ds->impl->types.size()))
+    return WEFT_DTYPE_INVALID;
+  return ds->impl->types[static_cast<size_t>(i)];
+}
+
+const char* weft_dataset_name(const weft_dataset* ds) {
+  if (ds == nullptr) return nullptr;
+  thread_local std::string name;
+  name = ds->impl->Name();
+  return name.c_str();
+}
+
+weft_status* weft_dataset_from_tensor_slices(weft_tensor* const* components,
+                                             int32_t n, weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  if (n < 1 || n > 1024 || components == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "give 1 to 1024 components");
+  return weft::Guard([&]() -> weft_status* {
+    auto values = std::make_shared<Element>();
+    std::vector<weft_dtype> types;
+    std::vector<weft::ShapeInfo> shapes;
+    for (int32_t i = 0; i < n; ++i) {
+      if (components[i] == nullptr)
+        return Errorf(WEFT_INVALID_ARGUMENT, "component %d is NULL", i);
+      const weft::TensorValue& v = components[i]->value;
+      if (v.dims.rank() < 1)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "component %d is a scalar: slices are taken along "
+                      "dimension 0", i);
+      if (v.dims[0] != components[0]->value.dims[0])
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "component %d has %lld slices, component 0 %lld", i,
+                      static_cast<long long>(v.dims[0]),
+                      static_cast<long long>(components[0]->value.dims[0]));
+      // A copy: the caller may change or free its tensors afterwards.
+      weft::TensorValue copy;
+      WEFT_RETURN_IF_ERROR(weft::data::HostTensor(v.dtype, v.dims, &copy));
+      if (copy.byte_size() != 0)
+        std::memcpy(copy.host_data(), v.host_data(), copy.byte_size());
+      values->push_back(std::move(copy));
+      types.push_back(v.dtype);
+      shapes.push_back(weft::ShapeInfo::Of(
+          std::vector<int64_t>(v.dims.data() + 1, v.dims.data() + v.dims.rank())));
+    }
+    const int64_t count = (*values)[0].dims[0];
+    return Wrap(weft::data::Fn(
+                    "TensorSlices", types, shapes,
+                    [values, count](std::unique_ptr<Iterator>* it) -> weft_status* {
+                      auto i = std::make_shared<int64_t>(0);
+                      *it = std::make_unique<weft::data::FnIterator>(
+                          [values, count, i](Element* e, bool* end) -> weft_status* {
+                            if (*i == count) return *end = true, nullptr;
+                            *end = false;
+                            e->resize(values->size());
+                            for (size_t c = 0; c < values->size(); ++c)
+                              WEFT_RETURN_IF_ERROR(weft::data::Slice(
+                                  (*values)[c], *i, &(*e)[c]));
+                            ++*i;
+                            return static_cast<weft_status*>(nullptr);
+                          });
+                      return static_cast<weft_status*>(nullptr);
+                    }),
+                out);
+  });
+}
+
+weft_status* weft_dataset_range(int64_t start, int64_t stop, int64_t step,
+                                weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  if (step == 0) return Error(WEFT_INVALID_ARGUMENT, "step is 0");
+  return weft::Guard([&]() -> weft_status* {
+    return Wrap(
+        weft::data::Fn(
+            "Range", {WEFT_INT64}, {weft::ShapeInfo::Of({})},
+            [start, stop, step](std::unique_ptr<Iterator>* it) -> weft_status* {
+              auto at = std::make_shared<int64_t>(start);
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [at, stop, step](Element* e, bool* end) -> weft_status* {
+                    if (step > 0 ? *at >= stop : *at <= stop)
+                      return *end = true, nullptr;
+                    *end = false;
+                    e->resize(1);
+                    WEFT_RETURN_IF_ERROR(weft::data::HostTensor(
+                        WEFT_INT64, weft::Dims(), &(*e)[0]));
+                    std::memcpy((*e)[0].host_data(), at.get(), 8);
+                    // Saturating: a step past INT64_MAX ends the range.
+                    if (__builtin_add_overflow(*at, step, at.get()))
+                      *at = stop;
+                    return nullptr;
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+weft_status* weft_dataset_tfrecord(const char* const* paths, int32_t n,
+                                   const char* compression,
+                                   weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  WEFT_RETURN_IF_ERROR(CheckPaths(paths, n));
+  std::string comp = compression ? compression : "";
+  if (comp != "" && comp != "GZIP" && comp != "ZLIB")
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "compression '%s': give \"\", \"GZIP\" or \"ZLIB\"",
+                  comp.c_str());
+  return weft::Guard([&]() -> weft_status* {
+    std::vector<std::string> files(paths, paths + n);
+    return Wrap(weft::data::Fn(
+                    "TFRecord", {WEFT_UINT8}, {weft::ShapeInfo::Of({-1})},
+                    [files, comp](std::unique_ptr<Iterator>* it) -> weft_status* {
+                      *it = std::make_unique<
+                          weft::data::FilesIterator<weft::io::TfRecordReader>>(
+                          files, [comp](weft::io::TfRecordReader* r,
+                                        const std::string& p) {
+                            return r->Open(p, comp);
+                          });
+                      return static_cast<weft_status*>(nullptr);
+                    }),
+                out);
+  });
+}
+
+weft_status* weft_dataset_text_lines(const char* const* paths, int32_t n,
+                                     weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  WEFT_RETURN_IF_ERROR(CheckPaths(paths, n));
+  return weft::Guard([&]() -> weft_status* {
+    std::vector<std::string> files(paths, paths + n);
+    return Wrap(weft::data::Fn(
+                    "TextLines", {WEFT_UINT8}, {weft::ShapeInfo::Of({-1})},
+                    [files](std::unique_ptr<Iterator>* it) -> weft_status* {
+                      *it = std::make_unique<
+                          weft::data::FilesIterator<weft::io::TextLineReader>>(
+                          files, [](weft::io::TextLineReader* r,
+                                    const std::string& p) {
+                            return r->Open(p, 0);
+                          });
+                      return static_cast<weft_status*>(nullptr);
+                    }),
+                out);
+  });
+}
+
+weft_status* weft_dataset_idx(const char* path, weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  WEFT_RETURN_IF_ERROR(CheckPaths(&path, 1));
+  return weft::Guard([&]() -> weft_status* {
+    // The header now: the element's dtype and shape are the dataset's.
+    weft::io::IdxReader probe;
+    WEFT_RETURN_IF_ERROR(probe.Open(path));
+    const weft_dtype dtype = probe.dtype();
+    std::vector<int64_t> dims(probe.dims().begin() + 1, probe.dims().end());
+    std::string file = path;
+    return Wrap(
+        weft::data::Fn(
+            "IDX", {dtype}, {weft::ShapeInfo::Of(dims)},
+            [file, dims, dtype](std::unique_ptr<Iterator>* it) -> weft_status* {
+              auto reader = std::make_shared<weft::io::IdxReader>();
+              WEFT_RETURN_IF_ERROR(reader->Open(file));
+              if (reader->dtype() != dtype ||
+                  std::vector<int64_t>(reader->dims().begin() + 1,
+                                       reader->dims().end()) != dims)
+                return Errorf(WEFT_FAILED_PRECONDITION,
+                              "'%s' changed since its dataset was made",
+                              file.c_str());
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [reader, dims, dtype](Element* e, bool* end)
+                      -> weft_status* {
+                    std::string record;
+                    WEFT_RETURN_IF_ERROR(reader->Next(&record, end));
+                    if (*end) return nullptr;
+                    e->resize(1);
+                    WEFT_RETURN_IF_ERROR(weft::data::HostTensor(
+                        dtype,
+                        weft::Dims(dims.data(),
+                                   static_cast<int32_t>(dims.size())),
+                        &(*e)[0]));
+                    if ((*e)[0].byte_size() != record.size())
+                      return Error(WEFT_INTERNAL, "IDX record size");
+                    std::memcpy((*e)[0].host_data(), record.data(),
+                                record.size());
+                    return nullptr;
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+weft_status* weft_dataset_map(const weft_dataset* input, weft_graph* fn,
+                              const weft_output* fn_inputs,
+                              int32_t num_inputs,
+                              const weft_output* fn_outputs,
+                              int32_t num_outputs, int32_t num_parallel_calls,
+                              weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  if (num_parallel_calls < 1 || num_parallel_calls > 64)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "num_parallel_calls is %d: give 1 to 64",
+                  num_parallel_calls);
+  return weft::Guard([&]() -> weft_status* {
+    std::shared_ptr<weft::data::Function> f;
+    WEFT_RETURN_IF_ERROR(MakeFunction(input, fn, fn_inputs, num_inputs,
+                                      fn_outputs, num_outputs, &f));
+    std::vector<weft_dtype> types;
+    std::vector<weft::ShapeInfo> shapes;
+    for (int32_t i = 0; i < num_outputs; ++i) {
+      types.push_back(fn_outputs[i].node->output_dtypes[static_cast<size_t>(
+          fn_outputs[i].index)]);
+      shapes.push_back(fn_outputs[i].node->output_shapes[static_cast<size_t>(
+          fn_outputs[i].index)]);
+    }
+    DatasetPtr in = input->impl;
+    const std::string name = "Map(" + in->Name() + ")";
+    const int32_t parallel = num_parallel_calls;
+    return Wrap(
+        weft::data::Fn(
+            name, types, shapes,
+            [in, f, parallel, name](std::unique_ptr<Iterator>* it) -> weft_status* {
+              std::unique_ptr<Iterator> src;
+              WEFT_RETURN_IF_ERROR(in->MakeIterator(&src));
+              std::unique_ptr<weft::ThreadPool> pool;
+              if (parallel > 1)
+                WEFT_RETURN_IF_ERROR(weft::ThreadPool::Create(
+                    parallel, "num_parallel_calls", &pool));
+              *it = std::make_unique<weft::data::MapIterator>(
+                  std::move(src), f, parallel, std::move(pool),
+                  "in the map function of dataset " + name);
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+weft_status* weft_dataset_filter(const weft_dataset* input, weft_graph* fn,
+                                 const weft_output* fn_inputs,
+                                 int32_t num_inputs, weft_output predicate,
+                                 weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  return weft::Guard([&]() -> weft_status* {
+    std::shared_ptr<weft::data::Function> f;
+    WEFT_RETURN_IF_ERROR(MakeFunction(input, fn, fn_inputs, num_inputs,
+                                      &predicate, 1, &f));
+    if (predicate.node->output_dtypes[static_cast<size_t>(predicate.index)] !=
+        WEFT_BOOL)
+      return Error(WEFT_INVALID_ARGUMENT, "the predicate must be a bool");
+    DatasetPtr in = input->impl;
+    const std::string name = "Filter(" + in->Name() + ")";
+    return Wrap(
+        weft::data::Fn(
+            name, in->types, in->shapes,
+            [in, f, name](std::unique_ptr<Iterator>* it) -> weft_status* {
+              std::shared_ptr<Iterator> src;
+              std::unique_ptr<Iterator> made;
+              WEFT_RETURN_IF_ERROR(in->MakeIterator(&made));
+              src = std::move(made);
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [src, f, name](Element* e, bool* end) -> weft_status* {
+                    for (;;) {
+                      WEFT_RETURN_IF_ERROR(src->Next(e, end));
+                      if (*end) return nullptr;
+                      Element keep;
+                      WEFT_RETURN_IF_ERROR(weft::Annotate(
+                          f->Call(*e, &keep), "in the predicate of " + name));
+                      if (keep[0].elements() != 1)
+                        return Errorf(WEFT_INVALID_ARGUMENT,
+                                      "the predicate of %s gave %lld values, "
+                                      "not one", name.c_str(),
+                                      static_cast<long long>(
+                                          keep[0].elements()));
+                      if (*static_cast<const uint8_t*>(keep[0].host_data()))
+                        return nullptr;
+                    }
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+weft_status* weft_dataset_shuffle(const weft_dataset* input,
+                                  int64_t buffer_size, int64_t seed,
+                                  weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  if (buffer_size < 1 || buffer_size > (int64_t{1} << 30))
+    return Errorf(WEFT_INVALID_ARGUMENT, "buffer_size is %lld: give 1 to 2^30",
+                  static_cast<long long>(buffer_size));
+  return weft::Guard([&]() -> weft_status* {
+    DatasetPtr in = input->impl;
+    auto passes = std::make_shared<std::atomic<uint64_t>>(0);
+    return Wrap(
+        weft::data::Fn(
+            "Shuffle(" + in->Name() + ")", in->types, in->shapes,
+            [in, buffer_size, seed, passes](std::unique_ptr<Iterator>* it) -> weft_status* {
+              std::shared_ptr<Iterator> src;
+              std::unique_ptr<Iterator> made;
+              WEFT_RETURN_IF_ERROR(in->MakeIterator(&made));
+              src = std::move(made);
+              auto rng = std::make_shared<std::mt19937_64>(
+                  weft::data::Mix(static_cast<uint64_t>(seed), passes->fetch_add(1)));
+              auto buffer = std::make_shared<std::vector<Element>>();
+              auto src_end = std::make_shared<bool>(false);
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [=](Element* e, bool* end) -> weft_status* {
+                    while (!*src_end &&
+                           static_cast<int64_t>(buffer->size()) < buffer_size) {
+                      Element next;
+                      bool done = false;
+                      WEFT_RETURN_IF_ERROR(src->Next(&next, &done));
+                      if (done) *src_end = true;
+                      else buffer->push_back(std::move(next));
+                    }
+                    if (buffer->empty()) return *end = true, nullptr;
+                    std::uniform_int_distribution<size_t> pick(
+                        0, buffer->size() - 1);
+                    const size_t k = pick(*rng);
+                    std::swap((*buffer)[k], buffer->back());
+                    *e = std::move(buffer->back());
+                    buffer->pop_back();
+                    *end = false;
+                    return nullptr;
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+namespace {
+
+weft_status* BatchImpl(const weft_dataset* input, int64_t batch_size,
+                       int32_t drop_remainder, bool pad, weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  if (batch_size < 1 || batch_size > (int64_t{1} << 30))
+    return Errorf(WEFT_INVALID_ARGUMENT, "batch_size is %lld: give 1 to 2^30",
+                  static_cast<long long>(batch_size));
+  return weft::Guard([&]() -> weft_status* {
+    DatasetPtr in = input->impl;
+    const bool drop = drop_remainder != 0;
+    const std::string name =
+        std::string(pad ? "PaddedBatch(" : "Batch(") + in->Name() + ")";
+    std::vector<weft::ShapeInfo> shapes =
+        weft::data::Batched(in->shapes, drop ? batch_size : -1);
+    if (pad)
+      for (weft::ShapeInfo& s : shapes)
+        for (size_t i = 1; i < s.dims.size(); ++i) s.dims[i] = -1;
+    return Wrap(
+        weft::data::Fn(
+            name, in->types, shapes,
+            [in, batch_size, drop, pad, name](std::unique_ptr<Iterator>* it) -> weft_status* {
+              std::shared_ptr<Iterator> src;
+              std::unique_ptr<Iterator> made;
+              WEFT_RETURN_IF_ERROR(in->MakeIterator(&made));
+              src = std::move(made);
+              auto types = in->types;
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [=](Element* e, bool* end) -> weft_status* {
+                    std::vector<Element> batch;
+                    while (static_cast<int64_t>(batch.size()) < batch_size) {
+                      Element next;
+                      bool done = false;
+                      WEFT_RETURN_IF_ERROR(src->Next(&next, &done));
+                      if (done) break;
+                      batch.push_back(std::move(next));
+                    }
+                    if (batch.empty() ||
+                        (drop && static_cast<int64_t>(batch.size()) < batch_size))
+                      return *end = true, nullptr;
+                    *end = false;
+                    return weft::data::Stack(types, batch, pad, name, e);
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+}  // namespace
+
+weft_status* weft_dataset_batch(const weft_dataset* input, int64_t batch_size,
+                                int32_t drop_remainder, weft_dataset** out) {
+  return BatchImpl(input, batch_size, drop_remainder, false, out);
+}
+
+weft_status* weft_dataset_padded_batch(const weft_dataset* input,
+                                       int64_t batch_size,
+                                       int32_t drop_remainder,
+                                       weft_dataset** out) {
+  return BatchImpl(input, batch_size, drop_remainder, true, out);
+}
+
+weft_status* weft_dataset_repeat(const weft_dataset* input, int64_t count,
+                                 weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  if (count < -1)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "count is %lld: give -1 (forever) or a count >= 0",
+                  static_cast<long long>(count));
+  return weft::Guard([&]() -> weft_status* {
+    DatasetPtr in = input->impl;
+    return Wrap(
+        weft::data::Fn(
+            "Repeat(" + in->Name() + ")", in->types, in->shapes,
+            [in, count](std::unique_ptr<Iterator>* it) -> weft_status* {
+              struct State {
+                std::unique_ptr<Iterator> src;
+                int64_t done = 0;
+                bool empty_pass = true;
+              };
+              auto s = std::make_shared<State>();
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [in, count, s](Element* e, bool* end) -> weft_status* {
+                    for (;;) {
+                      if (count >= 0 && s->done >= count)
+                        return *end = true, nullptr;
+                      if (!s->src) {
+                        WEFT_RETURN_IF_ERROR(in->MakeIterator(&s->src));
+                        s->empty_pass = true;
+                      }
+                      WEFT_RETURN_IF_ERROR(s->src->Next(e, end));
+                      if (!*end) {
+                        s->empty_pass = false;
+                        return nullptr;
+                      }
+                      s->src.reset();
+                      s->done++;
+                      // An empty input repeated forever is still empty.
+                      if (s->empty_pass) return *end = true, nullptr;
+                    }
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+namespace {
+
+weft_status* TakeSkip(const weft_dataset* input, int64_t n, bool take,
+                      weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  if (n < -1)
+    return Errorf(WEFT_INVALID_ARGUMENT, "count is %lld",
+                  static_cast<long long>(n));
+  return weft::Guard([&]() -> weft_status* {
+    DatasetPtr in = input->impl;
+    return Wrap(
+        weft::data::Fn(
+            std::string(take ? "Take(" : "Skip(") + in->Name() + ")",
+            in->types, in->shapes,
+            [in, n, take](std::unique_ptr<Iterator>* it) -> weft_status* {
+              std::shared_ptr<Iterator> src;
+              std::unique_ptr<Iterator> made;
+              WEFT_RETURN_IF_ERROR(in->MakeIterator(&made));
+              src = std::move(made);
+              auto seen = std::make_shared<int64_t>(0);
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [src, n, take, seen](Element* e, bool* end) -> weft_status* {
+                    if (take) {
+                      if (n >= 0 && *seen >= n) return *end = true, nullptr;
+                      ++*seen;
+                      return src->Next(e, end);
+                    }
+                    while (n < 0 || *seen < n) {
+                      WEFT_RETURN_IF_ERROR(src->Next(e, end));
+                      if (*end) return nullptr;
+                      ++*seen;
+                    }
+                    return src->Next(e, end);
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+}  // namespace
+
+weft_status* weft_dataset_take(const weft_dataset* input, int64_t count,
+                               weft_dataset** out) {
+  return TakeSkip(input, count, true, out);
+}
+
+weft_status* weft_dataset_skip(const weft_dataset* input, int64_t count,
+                               weft_dataset** out) {
+  return TakeSkip(input, count, false, out);
+}
+
+weft_status* weft_dataset_prefetch(const weft_dataset* input,
+                                   int64_t buffer_size, weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckInput(input, out));
+  if (buffer_size < 1 || buffer_size > (int64_t{1} << 20))
+    return Errorf(WEFT_INVALID_ARGUMENT, "buffer_size is %lld: give 1 to 2^20",
+                  static_cast<long long>(buffer_size));
+  return weft::Guard([&]() -> weft_status* {
+    DatasetPtr in = input->impl;
+    return Wrap(weft::data::Fn(
+                    "Prefetch(" + in->Name() + ")", in->types, in->shapes,
+                    [in, buffer_size](std::unique_ptr<Iterator>* it) -> weft_status* {
+                      std::unique_ptr<Iterator> src;
+                      WEFT_RETURN_IF_ERROR(in->MakeIterator(&src));
+                      *it = std::make_unique<weft::data::PrefetchIterator>(
+                          std::move(src), buffer_size);
+                      return static_cast<weft_status*>(nullptr);
+                    }),
+                out);
+  });
+}
+
+weft_status* weft_dataset_iterator(weft_graph* graph, const char* name,
+                                   const weft_dataset* dataset,
+                                   weft_output* components,
+                                   weft_node** init) {
+  if (init != nullptr) *init = nullptr;
+  if (graph == nullptr || dataset == nullptr || components == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "graph, dataset or components is NULL");
+  if (name == nullptr || name[0] == '\0')
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "name the iterator: its state is kept per session by name");
+  return weft::Guard([&]() -> weft_status* {
+    static std::atomic<uint64_t> counter{0};
+    const std::string key = "dataset:" + std::to_string(++counter);
+    graph->impl->Attach(key, dataset->impl);
+    const weft::data::Dataset& ds = *dataset->impl;
+    std::vector<int64_t> types, shapes;
+    for (size_t c = 0; c < ds.types.size(); ++c) {
+      types.push_back(ds.types[c]);
+      const weft::ShapeInfo& s = ds.shapes[c];
+      shapes.push_back(s.rank);
+      if (s.known_rank()) shapes.insert(shapes.end(), s.dims.begin(), s.dims.end());
+    }
+    weft_op_builder* b = weft_op_begin(graph, "IteratorGetNext", name);
+    weft_op_set_attr_string(b, "dataset", key.c_str());
+    weft_node* node = nullptr;
+    weft_op_set_attr_string(b, "iterator", name);
+    weft_op_set_attr_int_list(b, "component_types", types.data(),
+                              static_cast<int32_t>(types.size()));
+    weft_op_set_attr_int_list(b, "shapes", shapes.data(),
+                              static_cast<int32_t>(shapes.size()));
+    WEFT_RETURN_IF_ERROR(weft_op_finish(b, &node));
+    const std::string iterator = name;
+    for (size_t c = 0; c < ds.types.size(); ++c)
+      components[c] = weft_output{node, static_cast<int32_t>(c)};
+    if (init != nullptr) {
+      weft_op_builder* ib =
+          weft_op_begin(graph, "IteratorInit", (iterator + "/init").c_str());
+      weft_op_set_attr_string(ib, "dataset", key.c_str());
+      weft_op_set_attr_string(ib, "iterator", iterator.c_str());
+      WEFT_RETURN_IF_ERROR(weft_op_finish(ib, init));
+    }
+    return nullptr;
+  });
+}
+
+}  // extern "C"
