@@ -27,7 +27,9 @@ void RegisterStateGradients() {
            "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue",
            "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
            "QueueDequeueMany", "QueueDequeueUpTo", "QueueClose", "QueueSize",
-           "IteratorGetNext", "IteratorInit"})
+           "IteratorGetNext", "IteratorInit",
+           // Checkpoints inside a graph (ops/checkpoint_ops.cc).
+           "Save", "RestoreTensor"})
     RegisterNotDifferentiable(op);
   // Update ops (optimizers) replace variables' values: state, like Assign.
   for (const OpDef* d : OpRegistry::Global().All())

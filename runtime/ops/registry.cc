@@ -133,6 +133,7 @@ OpRegistry& OpRegistry::GlobalMutable() {
     RegisterTensorArrayOps(r);
     RegisterIoOps(r);
     RegisterQueueOps(r);
+    RegisterCheckpointOps(r);
     data::RegisterDatasetOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);
