@@ -87,8 +87,26 @@ Test(dataset, range_take_skip_repeat_and_init) {
   r = open_reader(forever_empty);
   expect_end(&r);  /* not an endless loop */
   close_reader(&r);
+  /* Zip: side by side, ending with the shortest. */
+  weft_dataset* zipped = NULL;
+  const weft_dataset* pair[2] = {down, rep};
+  WT_OK(weft_dataset_zip(pair, 2, &zipped));
+  cr_expect_str_eq(weft_dataset_name(zipped),
+                   "Zip(Range, Repeat(Take(Skip(Range))))");
+  r = open_reader(zipped);
+  const int64_t left[3] = {5, 3, 1}, right[3] = {3, 6, 3};
+  for (int i = 0; i < 3; ++i) {
+    weft_tensor* t[2] = {0};
+    WT_OK(next(&r, t));
+    cr_expect_eq(*(const int64_t*)weft_tensor_data(t[0]), left[i]);
+    cr_expect_eq(*(const int64_t*)weft_tensor_data(t[1]), right[i]);
+    weft_tensor_destroy(t[0]);
+    weft_tensor_destroy(t[1]);
+  }
+  expect_end(&r);
+  close_reader(&r);
   weft_dataset* all[] = {range, skip, take, rep, down, none, empty_take,
-                         forever_empty};
+                         forever_empty, zipped};
   for (size_t i = 0; i < sizeof all / sizeof *all; ++i)
     weft_dataset_destroy(all[i]);
 }

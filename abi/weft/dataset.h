@@ -61,6 +61,12 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_idx(const char* path,
 
 /* ---- Transformations ---- */
 
+/* Elements of several datasets side by side: element i has the components
+ * of every input's element i, in order; it ends with the shortest. */
+WEFT_API WEFT_MUST_USE weft_status* weft_dataset_zip(
+    const weft_dataset* const* inputs, int32_t num_inputs,
+    weft_dataset** out);
+
 /* Each element through a function graph: `fn_inputs` are Placeholders of
  * `fn` (one per component, of its dtype), `fn_outputs` the new element's
  * components.  Up to num_parallel_calls (1 to 64) elements are mapped at

@@ -914,6 +914,56 @@ weft_status* weft_dataset_prefetch(const weft_dataset* input,
   });
 }
 
+weft_status* weft_dataset_zip(const weft_dataset* const* inputs, int32_t n,
+                              weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  if (n < 1 || n > 64 || inputs == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT, "give 1 to 64 datasets to zip");
+  return weft::Guard([&]() -> weft_status* {
+    std::vector<DatasetPtr> ins;
+    std::vector<weft_dtype> types;
+    std::vector<weft::ShapeInfo> shapes;
+    std::string name = "Zip(";
+    for (int32_t i = 0; i < n; ++i) {
+      if (inputs[i] == nullptr)
+        return Errorf(WEFT_INVALID_ARGUMENT, "dataset %d is NULL", i);
+      ins.push_back(inputs[i]->impl);
+      types.insert(types.end(), ins.back()->types.begin(),
+                   ins.back()->types.end());
+      shapes.insert(shapes.end(), ins.back()->shapes.begin(),
+                    ins.back()->shapes.end());
+      name += (i ? ", " : "") + ins.back()->Name();
+    }
+    if (types.size() > 1024)
+      return Error(WEFT_INVALID_ARGUMENT, "more than 1024 components");
+    return Wrap(
+        weft::data::Fn(
+            name + ")", types, shapes,
+            [ins](std::unique_ptr<Iterator>* it) -> weft_status* {
+              auto srcs = std::make_shared<std::vector<std::unique_ptr<Iterator>>>();
+              for (const DatasetPtr& d : ins) {
+                srcs->emplace_back();
+                WEFT_RETURN_IF_ERROR(d->MakeIterator(&srcs->back()));
+              }
+              *it = std::make_unique<weft::data::FnIterator>(
+                  [srcs](Element* e, bool* end) -> weft_status* {
+                    e->clear();
+                    // Ends with the shortest input.
+                    for (auto& src : *srcs) {
+                      Element part;
+                      WEFT_RETURN_IF_ERROR(src->Next(&part, end));
+                      if (*end) return nullptr;
+                      for (weft::TensorValue& v : part)
+                        e->push_back(std::move(v));
+                    }
+                    return nullptr;
+                  });
+              return nullptr;
+            }),
+        out);
+  });
+}
+
 weft_status* weft_dataset_iterator(weft_graph* graph, const char* name,
                                    const weft_dataset* dataset,
                                    weft_output* components,
