@@ -293,7 +293,8 @@ Test(dataset, tfrecord_text_lines_and_padded_batch) {
     WT_OK(next(&r, &t));
     const int64_t len = (int64_t)strlen(records[i]);
     wt_expect_shape(t, WEFT_UINT8, WT_DIMS(len), 1);
-    cr_expect(memcmp(weft_tensor_data(t), records[i], (size_t)len) == 0);
+    if (len > 0)  /* an empty tensor may have no data pointer */
+      cr_expect(memcmp(weft_tensor_data(t), records[i], (size_t)len) == 0);
     weft_tensor_destroy(t);
   }
   expect_end(&r);
