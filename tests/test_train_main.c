@@ -84,6 +84,29 @@ Test(train_main, softmax_reaches_80_percent_in_two_epochs, .timeout = 600) {
   expect_checkpoint(dir, "softmax.ckpt");
 }
 
+/* The same training with batches from a dataset pipeline inside the graph
+ * (slices, shuffle, batch, map, repeat, prefetch) instead of fed ones. */
+Test(train_main, softmax_through_the_input_pipeline, .timeout = 600) {
+  need_data();
+  char dir[64], args[512];
+  temp_dir(dir, sizeof dir);
+  snprintf(args, sizeof args,
+           "train fashion-mnist --model softmax --epochs 2 --device CPU "
+           "--input pipeline --checkpoint %s/softmax.ckpt --save %s/model",
+           dir, dir);
+  cr_assert_eq(weft(args), 0, "%s", output);
+  double acc = accuracy_of(output);
+  cr_expect_geq(acc, 80.0, "softmax: %.2f%%\n%s", acc, output);
+  cr_expect(strstr(output, "step 1200/1200") != NULL,
+            "not every batch was trained on:\n%s", output);
+  expect_checkpoint(dir, "softmax.ckpt");
+  snprintf(args, sizeof args,
+           "train fashion-mnist --input pipeline --resume --checkpoint "
+           "%s/softmax.ckpt", dir);
+  cr_expect_neq(weft(args), 0, "--resume with a pipeline was accepted");
+  cr_expect(strstr(output, "--input feed") != NULL, "%s", output);
+}
+
 Test(train_main, mlp_reaches_85_percent_in_two_epochs, .timeout = 900) {
   need_data();
   char dir[64], args[512];

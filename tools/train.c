@@ -60,6 +60,7 @@ typedef struct train_args {
   int32_t threads;
   const char* loss_log;  /* every step's loss, exactly, for tests */
   int explain;           /* print the first step's placement */
+  int pipeline;          /* --input pipeline: batches from a dataset */
 } train_args;
 
 typedef struct model {
@@ -318,17 +319,31 @@ static int build_lstm(weft_graph* g, weft_output x, uint64_t* seed,
 
 /* logits = x W + b, with a hidden ReLU layer first for the MLP, and the
  * LSTM's last state as x for the LSTM. */
-static int build_model(const train_args* a, model* m) {
+static int input_pipeline(const train_args* a, const idx_dataset* train,
+                          weft_graph* g, weft_output* batch);
+
+static int build_model(const train_args* a, model* m,
+                       const idx_dataset* train) {
   uint64_t seed = a->seed;
   weft_graph* g = NULL;
   if (!check(weft_graph_create(&g), "creating the graph")) return 0;
   m->graph = g;
   int64_t xd[2] = {-1, PIXELS}, ld[1] = {-1};
-  if (!check(weft_graph_placeholder(g, "images", WEFT_FLOAT32, xd, 2, &m->x),
-             "images") ||
-      !check(weft_graph_placeholder(g, "labels", WEFT_INT32, ld, 1,
-                                    &m->labels), "labels"))
+  if (a->pipeline) {
+    /* The model reads the dataset's batches; evaluation and serving feed
+     * "images" and "labels" (any output can be fed), which cuts the
+     * iterator out of their runs. */
+    weft_output batch[2];
+    if (!input_pipeline(a, train, g, batch) ||
+        !apply(g, "Identity", "images", batch[0], NULL, &m->x) ||
+        !apply(g, "Identity", "labels", batch[1], NULL, &m->labels))
+      return 0;
+  } else if (!check(weft_graph_placeholder(g, "images", WEFT_FLOAT32, xd, 2,
+                                           &m->x), "images") ||
+             !check(weft_graph_placeholder(g, "labels", WEFT_INT32, ld, 1,
+                                           &m->labels), "labels")) {
     return 0;
+  }
   weft_output h = m->x, w, b, t;
   int64_t in = PIXELS;
   int mlp = strcmp(a->model, "mlp") == 0;
@@ -453,6 +468,90 @@ static void epoch_order(uint64_t seed, int64_t epoch, int32_t* order,
     order[i] = order[j];
     order[j] = t;
   }
+}
+
+/* The training set as a dataset (--input pipeline): slices of the
+ * images and labels, shuffled over the whole set (seeded; each epoch
+ * differently), batched (a short last batch dropped, as the feeding loop
+ * does), cast and scaled by a map function, repeated for the epochs, and
+ * prefetched on a background thread while the step runs. */
+static int input_pipeline(const train_args* a, const idx_dataset* train,
+                          weft_graph* g, weft_output* batch) {
+  const int64_t n = train->images.dims[0];
+  int64_t xd[2] = {n, PIXELS}, ld[1] = {n};
+  weft_tensor *images = NULL, *labels = NULL;
+  weft_dataset *slices = NULL, *shuffled = NULL, *batched = NULL,
+               *mapped = NULL, *repeated = NULL, *prefetched = NULL;
+  weft_graph* fn = NULL;
+  int ok = 0;
+  /* Borrowed: the dataset copies them. */
+  if (!check(weft_tensor_create_from_data(WEFT_UINT8, xd, 2,
+                                          train->images.data,
+                                          (size_t)(n * PIXELS), NULL, NULL,
+                                          &images), "pipeline images") ||
+      !check(weft_tensor_create_from_data(WEFT_UINT8, ld, 1,
+                                          train->labels.data, (size_t)n,
+                                          NULL, NULL, &labels),
+             "pipeline labels"))
+    goto done;
+  weft_tensor* columns[2] = {images, labels};
+  if (!check(weft_dataset_from_tensor_slices(columns, 2, &slices),
+             "pipeline") ||
+      !check(weft_dataset_shuffle(slices, n, (int64_t)a->seed, &shuffled),
+             "pipeline shuffle") ||
+      !check(weft_dataset_batch(shuffled, a->batch, 1, &batched),
+             "pipeline batch") ||
+      !check(weft_graph_create(&fn), "pipeline map"))
+    goto done;
+  {
+    int64_t bx[2] = {-1, PIXELS}, bl[1] = {-1};
+    weft_output in[2], out[2], scale, f;
+    float inv255 = 1.0f / 255.0f;
+    weft_tensor* s = NULL;
+    if (!check(weft_graph_placeholder(fn, "x", WEFT_UINT8, bx, 2, &in[0]),
+               "map x") ||
+        !check(weft_graph_placeholder(fn, "y", WEFT_UINT8, bl, 1, &in[1]),
+               "map y") ||
+        !check(weft_tensor_create_from_data(WEFT_FLOAT32, NULL, 0, &inv255,
+                                            sizeof inv255, NULL, NULL, &s),
+               "map scale") ||
+        !check(weft_graph_constant(fn, "scale", s, &scale), "map scale")) {
+      weft_tensor_destroy(s);
+      goto done;
+    }
+    weft_tensor_destroy(s);
+    weft_op_builder* b = weft_op_begin(fn, "Cast", "xf");
+    weft_op_add_input(b, in[0]);
+    weft_op_set_attr_dtype(b, "DstT", WEFT_FLOAT32);
+    weft_node* node = NULL;
+    if (!check(weft_op_finish(b, &node), "map cast")) goto done;
+    f = (weft_output){node, 0};
+    if (!apply(fn, "Mul", "x01", f, &scale, &out[0])) goto done;
+    b = weft_op_begin(fn, "Cast", "yi");
+    weft_op_add_input(b, in[1]);
+    weft_op_set_attr_dtype(b, "DstT", WEFT_INT32);
+    if (!check(weft_op_finish(b, &node), "map cast")) goto done;
+    out[1] = (weft_output){node, 0};
+    if (!check(weft_dataset_map(batched, fn, in, 2, out, 2, 1, &mapped),
+               "pipeline map") ||
+        !check(weft_dataset_repeat(mapped, a->epochs, &repeated),
+               "pipeline repeat") ||
+        !check(weft_dataset_prefetch(repeated, 2, &prefetched),
+               "pipeline prefetch") ||
+        !check(weft_dataset_iterator(g, "train_input", prefetched, batch,
+                                     NULL), "pipeline iterator"))
+      goto done;
+  }
+  ok = 1;
+done:
+  weft_graph_destroy(fn);
+  weft_dataset* all[] = {slices, shuffled, batched, mapped, repeated,
+                         prefetched};
+  for (size_t i = 0; i < sizeof all / sizeof *all; ++i)
+    weft_dataset_destroy(all[i]);
+  weft_tensor_destroy(images);
+  weft_tensor_destroy(labels);
+  return ok;
 }
 
 /* ---- Running ------------------------------------------------------------------- */
@@ -725,14 +824,16 @@ static int run_training(const train_args* a, model* m,
       epoch = step / per_epoch;
       epoch_order(a->seed, epoch, order, n);
     }
-    fill_batch(train, order, (step % per_epoch) * a->batch, a->batch, x,
-               labels);
+    if (!a->pipeline)
+      fill_batch(train, order, (step % per_epoch) * a->batch, a->batch, x,
+                 labels);
     weft_tensor* loss_t = NULL;
     weft_run_metadata* md = a->explain && steps_done == 0
                                 ? weft_run_metadata_create()
                                 : NULL;
     weft_status* st = weft_session_run_with_metadata(
-        s, feeds, values, 2, &m->loss, 1, targets, 2, &loss_t, md);
+        s, feeds, values, a->pipeline ? 0 : 2, &m->loss, 1, targets, 2,
+        &loss_t, md);
     if (md) fputs(weft_run_metadata_to_string(md), stdout);
     weft_run_metadata_destroy(md);
     if (!check(st, "training step")) goto done;
@@ -852,6 +953,12 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->explain = 1;
       continue;
     }
+    if (strcmp(f, "--input") == 0 && i + 1 < argc &&
+        (strcmp(argv[i + 1], "pipeline") == 0 ||
+         strcmp(argv[i + 1], "feed") == 0)) {
+      a->pipeline = strcmp(argv[++i], "pipeline") == 0;
+      continue;
+    }
     if (v == NULL) {
       fprintf(stderr, "weft train: unknown or incomplete argument '%s'\n", f);
       return 0;
@@ -904,6 +1011,11 @@ static int parse_args(int argc, char** argv, train_args* a) {
       return 0;
     }
   }
+  if (a->pipeline && a->resume) {
+    fprintf(stderr, "weft train: --resume reads batches by step, which "
+            "--input pipeline does not yet (use --input feed)\n");
+    return 0;
+  }
   if (a->checkpoint == NULL) {
     snprintf(default_ckpt, sizeof default_ckpt, "fashion-mnist-%s.ckpt",
              a->model);
@@ -947,7 +1059,7 @@ int weft_command_train(int argc, char** argv) {
            a.model);
     model m;
     memset(&m, 0, sizeof m);
-    if (build_model(&a, &m)) rc = run_training(&a, &m, &train, &test);
+    if (build_model(&a, &m, &train)) rc = run_training(&a, &m, &train, &test);
     weft_graph_destroy(m.graph);
   }
   idx_free_dataset(&train);
