@@ -63,7 +63,8 @@ JNIEXPORT jlongArray NATIVE(sessionRun)(JNIEnv* env, jclass c, jlong session,
                                         jlongArray feed_tensors,
                                         jlongArray fetch_nodes,
                                         jintArray fetch_indices,
-                                        jlongArray targets, jlong metadata) {
+                                        jlongArray targets, jlong metadata,
+                                        jlong timeout_ms) {
   (void)c;
   if (weft_jni_null_handle(env, session)) return NULL;
   weft_jni_outputs feeds, fetches;
@@ -84,8 +85,11 @@ JNIEXPORT jlongArray NATIVE(sessionRun)(JNIEnv* env, jclass c, jlong session,
    * only for its storage. */
   if (!weft_jni_pointers_get(env, fetch_nodes, &results)) goto no_results;
 
-  weft_status* st = weft_session_run_with_metadata(
-      WEFT_JNI_PTR(weft_session, session), feeds.items,
+  weft_run_options options;
+  weft_run_options_init(&options);
+  options.timeout_ms = timeout_ms;
+  weft_status* st = weft_session_run_with_options(
+      WEFT_JNI_PTR(weft_session, session), &options, feeds.items,
       (weft_tensor* const*)values.items, feeds.count, fetches.items,
       fetches.count, (weft_node* const*)target_nodes.items,
       target_nodes.count, (weft_tensor**)results.items, METADATA(metadata));
@@ -111,6 +115,12 @@ no_fetches:
 no_values:
   weft_jni_outputs_release(&feeds);
   return out;
+}
+
+JNIEXPORT jint NATIVE(sessionCancel)(JNIEnv* env, jclass c, jlong session) {
+  (void)c;
+  if (weft_jni_null_handle(env, session)) return 0;
+  return weft_session_cancel(WEFT_JNI_PTR(weft_session, session));
 }
 
 /* ---- run metadata ---- */

@@ -159,7 +159,8 @@ final class Native {
   /** The fetched tensors' handles. */
   static native long[] sessionRun(long session, long[] feedNodes, int[] feedIndices,
       long[] feedTensors, long[] fetchNodes, int[] fetchIndices, long[] targets,
-      long metadata);
+      long metadata, long timeoutMillis);
+  static native int sessionCancel(long session);
   static native long metadataCreate();
   static native void metadataDestroy(long metadata);
   static native int metadataNumNodes(long metadata);

@@ -67,6 +67,19 @@ public final class Session extends NativeObject {
    */
   public Result run(Output[] feeds, Tensor[] feedValues, Output[] fetches, Node[] targets,
       RunMetadata metadata) {
+    return run(feeds, feedValues, fetches, targets, metadata, 0);
+  }
+
+  /**
+   * As {@link #run(Output[], Tensor[], Output[], Node[], RunMetadata)}, ending the run with
+   * a {@link WeftException} of code DEADLINE_EXCEEDED when it is still going after
+   * {@code timeoutMillis} (0: no deadline): a dequeue waiting on an empty queue, say.
+   */
+  public Result run(Output[] feeds, Tensor[] feedValues, Output[] fetches, Node[] targets,
+      RunMetadata metadata, long timeoutMillis) {
+    if (timeoutMillis < 0) {
+      throw new IllegalArgumentException("timeoutMillis is " + timeoutMillis);
+    }
     if (feeds.length != feedValues.length) {
       throw new IllegalArgumentException(feeds.length + " feeds but " + feedValues.length
           + " values");
@@ -95,7 +108,7 @@ public final class Session extends NativeObject {
       }
       try {
         long[] out = Native.sessionRun(s, feedNodes, feedIndices, feedTensors, fetchNodes,
-            fetchIndices, targetNodes, metadataHandle);
+            fetchIndices, targetNodes, metadataHandle, timeoutMillis);
         return new Result(fetches, out);
       } finally {
         if (metadata != null) {
@@ -107,6 +120,19 @@ public final class Session extends NativeObject {
         feedValues[i].release();
       }
       graph.release();
+      release();
+    }
+  }
+
+  /**
+   * Ends every run of this session in flight on other threads with a {@link WeftException}
+   * of code CANCELLED; later runs are not affected.  Returns how many runs it reached.
+   */
+  public int cancel() {
+    long s = acquire();
+    try {
+      return Native.sessionCancel(s);
+    } finally {
       release();
     }
   }
@@ -153,6 +179,13 @@ public final class Session extends NativeObject {
     private final List<Output> fetches = new ArrayList<>();
     private final List<Node> targets = new ArrayList<>();
     private RunMetadata metadata;
+    private long timeoutMillis;
+
+    /** Ends the run with DEADLINE_EXCEEDED after {@code millis} (0: no deadline). */
+    public Runner timeout(long millis) {
+      timeoutMillis = millis;
+      return this;
+    }
 
     public Runner feed(Output output, Tensor value) {
       feeds.add(output);
@@ -199,7 +232,8 @@ public final class Session extends NativeObject {
 
     public Result run() {
       return Session.this.run(feeds.toArray(new Output[0]), feedValues.toArray(new Tensor[0]),
-          fetches.toArray(new Output[0]), targets.toArray(new Node[0]), metadata);
+          fetches.toArray(new Output[0]), targets.toArray(new Node[0]), metadata,
+          timeoutMillis);
     }
   }
 
