@@ -114,7 +114,8 @@ feed_tensor(v::Tensor) = (v, false)
 feed_tensor(v) = (Tensor(v), true)
 
 """
-    run(session, fetches; feeds = (), targets = Node[], metadata = nothing)
+    run(session, fetches; feeds = (), targets = Node[], metadata = nothing,
+        timeout_ms = 0)
 
 Runs what `fetches` and `targets` need.  `fetches`: an `Output` (returns
 one `Tensor`), a vector of them (returns a `Vector{Tensor}`) or `nothing`.
@@ -122,10 +123,14 @@ one `Tensor`), a vector of them (returns a `Vector{Tensor}`) or `nothing`.
 Julia array (shared, not copied).  `targets`: nodes run for their effect.
 The returned tensors are owned by the caller (`close` them, or leave them to
 the garbage collector).  Safe to call on one session from several tasks or
-threads at once.
+threads at once.  A run still going after `timeout_ms` milliseconds (0: no
+deadline) throws a `WeftError` with code DEADLINE_EXCEEDED; `cancel(session)`
+from another task ends runs in flight with CANCELLED.
 """
 function Base.run(s::Session, fetches::Union{Output,AbstractVector{Output},Nothing} = nothing;
-                  feeds = (), targets = Node[], metadata::Union{RunMetadata,Nothing} = nothing)
+                  feeds = (), targets = Node[], metadata::Union{RunMetadata,Nothing} = nothing,
+                  timeout_ms::Integer = 0)
+    timeout_ms >= 0 || throw(ArgumentError("timeout_ms is $timeout_ms"))
     g = s.graph
     fetch_list = fetches === nothing ? Output[] :
         fetches isa Output ? [fetches] : collect(Output, fetches)
@@ -135,7 +140,7 @@ function Base.run(s::Session, fetches::Union{Output,AbstractVector{Output},Nothi
         end
         foreach(n -> check_graph(g, n), targets)
         results = run_raw(s, feed_keys, feed_values, fetch_list,
-                          collect(Node, targets), metadata)
+                          collect(Node, targets), metadata, Int64(timeout_ms))
         fetches isa Output ? results[1] : results
     end
 end
@@ -160,9 +165,25 @@ function with_feeds(f, feeds, ::Type{K}, key_of) where {K}
     end
 end
 
+# weft_run_options (abi/weft/session.h).
+# C: weft_run_options
+struct RunOptionsC
+    struct_size::Csize_t
+    timeout_ms::Int64
+end
+
+"""
+    cancel(session) -> Int
+
+Ends every run of `session` in flight on other tasks or threads with a
+`WeftError` of code CANCELLED; returns how many runs it reached.
+"""
+cancel(s::Session) = Int(GC.@preserve s @ccall libweft.weft_session_cancel(
+    s::Ptr{Cvoid})::Int32)
+
 function run_raw(s::Session, feed_keys::Vector{Output}, feed_values::Vector{Tensor},
                  fetch_list::Vector{Output}, targets::Vector{Node},
-                 metadata::Union{RunMetadata,Nothing})
+                 metadata::Union{RunMetadata,Nothing}, timeout_ms::Int64 = Int64(0))
     g = s.graph
     out = fill(C_NULL, length(fetch_list))
     GC.@preserve s g feed_values targets metadata begin
@@ -172,8 +193,10 @@ function run_raw(s::Session, feed_keys::Vector{Output}, feed_values::Vector{Tens
         targets_c = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, n) for n in targets]
         metadata_c = metadata === nothing ? C_NULL :
             Base.unsafe_convert(Ptr{Cvoid}, metadata)
-        check(@ccall libweft.weft_session_run_with_metadata(
-            s::Ptr{Cvoid}, feeds_c::Ptr{WeftOutput}, values_c::Ptr{Ptr{Cvoid}},
+        options = Ref(RunOptionsC(sizeof(RunOptionsC), timeout_ms))
+        check(@ccall libweft.weft_session_run_with_options(
+            s::Ptr{Cvoid}, options::Ref{RunOptionsC},
+            feeds_c::Ptr{WeftOutput}, values_c::Ptr{Ptr{Cvoid}},
             Int32(length(feeds_c))::Int32, fetches_c::Ptr{WeftOutput},
             Int32(length(fetches_c))::Int32, targets_c::Ptr{Ptr{Cvoid}},
             Int32(length(targets_c))::Int32, out::Ptr{Ptr{Cvoid}},
