@@ -606,3 +606,86 @@ Test(queue, runner_stop_and_error) {
   weft_session_destroy(s2);
   weft_graph_destroy(q.g);
 }
+
+/* ---- Mutexes ----------------------------------------------------------------- */
+
+struct mutex_graph {
+  weft_graph* g;
+  weft_output lock;
+  weft_node *lock_node, *consume;
+};
+
+static struct mutex_graph make_mutex_graph(void) {
+  struct mutex_graph m;
+  m.g = wt_graph_new();
+  weft_op_builder* b = weft_op_begin(m.g, "Mutex", "m");
+  weft_node* mutex = NULL;
+  WT_OK(weft_op_finish(b, &mutex));
+  b = weft_op_begin(m.g, "MutexLock", "lock");
+  weft_op_add_input(b, (weft_output){mutex, 0});
+  WT_OK(weft_op_finish(b, &m.lock_node));
+  m.lock = (weft_output){m.lock_node, 0};
+  b = weft_op_begin(m.g, "ConsumeMutexLock", "unlock");
+  weft_op_add_input(b, m.lock);
+  WT_OK(weft_op_finish(b, &m.consume));
+  return m;
+}
+
+static weft_status* lock_run(weft_session* s, const struct mutex_graph* m,
+                             int64_t timeout_ms, weft_tensor** token) {
+  weft_run_options o;
+  weft_run_options_init(&o);
+  o.timeout_ms = timeout_ms;
+  return weft_session_run_with_options(s, &o, NULL, NULL, 0, &m->lock, 1,
+                                       NULL, 0, token, NULL);
+}
+
+struct lock_waiter {
+  weft_session* s;
+  const struct mutex_graph* m;
+  weft_status* status;
+  weft_tensor* token;
+};
+
+static void* lock_thread(void* arg) {
+  struct lock_waiter* w = arg;
+  w->status = lock_run(w->s, w->m, 0, &w->token);
+  return NULL;
+}
+
+/* A held lock (its token fetched and kept) makes the next MutexLock wait:
+ * a deadline ends that wait; destroying the token releases the mutex and
+ * hands it to a waiting run; ConsumeMutexLock releases it within a run. */
+Test(queue, mutex_lock_waits_and_is_released) {
+  struct mutex_graph m = make_mutex_graph();
+  weft_session* s = session_with(m.g, 2);
+  weft_tensor* held = NULL;
+  WT_OK(lock_run(s, &m, 0, &held));
+  weft_tensor* other = NULL;
+  WT_EXPECT_ERROR(lock_run(s, &m, 100, &other), WEFT_DEADLINE_EXCEEDED,
+                  "deadline");
+  struct lock_waiter w = {s, &m, NULL, NULL};
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, lock_thread, &w), 0);
+  usleep(50000);
+  weft_tensor_destroy(held);  /* releases: the waiting run takes it */
+  pthread_join(t, NULL);
+  WT_OK(w.status);
+  weft_tensor_destroy(w.token);
+  /* Lock and release in one run, twice: never waits. */
+  for (int i = 0; i < 2; ++i) {
+    weft_run_options o;
+    weft_run_options_init(&o);
+    o.timeout_ms = 2000;
+    WT_OK(weft_session_run_with_options(s, &o, NULL, NULL, 0, NULL, 0,
+                                        &m.consume, 1, NULL, NULL));
+  }
+  weft_session_destroy(s);
+  weft_op_builder* b = weft_op_begin(m.g, "ConsumeMutexLock", "bad");
+  float one = 1;
+  weft_op_add_input(b, wt_const_f32(m.g, "one", NULL, 0, &one));
+  weft_node* bad = NULL;
+  WT_EXPECT_ERROR(weft_op_finish(b, &bad), WEFT_INVALID_ARGUMENT, "'bad'",
+                  "MutexLock");
+  weft_graph_destroy(m.g);
+}

@@ -29,7 +29,9 @@ void RegisterStateGradients() {
            "QueueDequeueMany", "QueueDequeueUpTo", "QueueClose", "QueueSize",
            "IteratorGetNext", "IteratorInit",
            // Checkpoints inside a graph (ops/checkpoint_ops.cc).
-           "Save", "RestoreTensor"})
+           "Save", "RestoreTensor",
+           // Critical sections (ops/mutex.cc).
+           "Mutex", "MutexLock", "ConsumeMutexLock"})
     RegisterNotDifferentiable(op);
   // Update ops (optimizers) replace variables' values: state, like Assign.
   for (const OpDef* d : OpRegistry::Global().All())

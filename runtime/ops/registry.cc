@@ -134,6 +134,7 @@ OpRegistry& OpRegistry::GlobalMutable() {
     RegisterIoOps(r);
     RegisterQueueOps(r);
     RegisterCheckpointOps(r);
+    RegisterMutexOps(r);
     data::RegisterDatasetOps(r);
     RegisterElementwiseArrayGradientOps(r);
     RegisterReduceNnGradientOps(r);
