@@ -330,6 +330,104 @@ def weft_child(spec_path: str) -> None:
     lib.weft_graph_destroy(graph)
 
 
+def weft_records_child(spec_path: str) -> None:
+    """Reads each fixture file through a Weft TFRecord dataset and writes
+    the records again with weft_tfrecord_write; prints one JSON line per
+    file."""
+    import ctypes as C
+
+    spec = json.loads(Path(spec_path).read_text())
+    lib = C.CDLL(spec['lib'])
+    p = C.c_void_p
+
+    class Output(C.Structure):
+        _fields_ = [('node', p), ('index', C.c_int32)]
+
+    for fn, res, args in [
+            ('weft_status_code', C.c_int, [p]),
+            ('weft_status_message', C.c_char_p, [p]),
+            ('weft_status_destroy', None, [p]),
+            ('weft_graph_create', p, [C.POINTER(p)]),
+            ('weft_graph_destroy', None, [p]),
+            ('weft_dataset_tfrecord', p, [C.POINTER(C.c_char_p), C.c_int32,
+                                          C.c_char_p, C.POINTER(p)]),
+            ('weft_dataset_destroy', None, [p]),
+            ('weft_dataset_iterator', p, [p, C.c_char_p, p,
+                                          C.POINTER(Output), C.POINTER(p)]),
+            ('weft_tfrecord_write', p, [C.c_char_p, C.c_char_p,
+                                        C.POINTER(p), C.c_int32]),
+            ('weft_session_create', p, [p, p, C.POINTER(p)]),
+            ('weft_session_destroy', None, [p]),
+            ('weft_session_run', p, [p, p, p, C.c_int32, C.POINTER(Output),
+                                     C.c_int32, p, C.c_int32, C.POINTER(p)]),
+            ('weft_tensor_destroy', None, [p]),
+            ('weft_tensor_byte_size', C.c_size_t, [p]),
+            ('weft_tensor_data', p, [p])]:
+        getattr(lib, fn).restype = res
+        getattr(lib, fn).argtypes = args
+
+    def check(status):
+        if status:
+            message = lib.weft_status_message(status).decode(errors='replace')
+            lib.weft_status_destroy(status)
+            raise RuntimeError(message)
+
+    for name, entry in spec['files'].items():
+        want = [Path(r + '.bin').read_bytes() for r in entry['records']]
+        paths = (C.c_char_p * 1)(str(Path(spec['dir']) / name).encode())
+        ds, graph, session = p(), p(), p()
+        check(lib.weft_dataset_tfrecord(paths, 1,
+                                        entry['compression'].encode(),
+                                        C.byref(ds)))
+        check(lib.weft_graph_create(C.byref(graph)))
+        out = Output()
+        check(lib.weft_dataset_iterator(graph, b'records', ds, C.byref(out),
+                                        None))
+        check(lib.weft_session_create(graph, None, C.byref(session)))
+        got, tensors, end = [], [], ''
+        while True:
+            t = p()
+            st = lib.weft_session_run(session, None, None, 0, C.byref(out), 1,
+                                      None, 0, C.byref(t))
+            if st:
+                code = lib.weft_status_code(st)
+                end = lib.weft_status_message(st).decode(errors='replace')
+                lib.weft_status_destroy(st)
+                if code != 11:  # OUT_OF_RANGE ends the data
+                    raise RuntimeError(end)
+                break
+            n = lib.weft_tensor_byte_size(t)
+            got.append(C.string_at(lib.weft_tensor_data(t), n) if n else b'')
+            tensors.append(t)
+        written = str(Path(spec['out']) / (name + '.weft'))
+        check(lib.weft_tfrecord_write(written.encode(),
+                                      entry['compression'].encode(),
+                                      (p * len(tensors))(*tensors),
+                                      len(tensors)))
+        for t in tensors:
+            lib.weft_tensor_destroy(t)
+        lib.weft_session_destroy(session)
+        lib.weft_graph_destroy(graph)
+        lib.weft_dataset_destroy(ds)
+        print(json.dumps({'file': name, 'same': got == want,
+                          'count': len(got), 'end': end,
+                          'written': written}), flush=True)
+
+
+def tf_reads_weft_files(spec_path: str) -> None:
+    """TensorFlow reads the files Weft wrote; prints whether each holds the
+    fixture's records."""
+    import tensorflow as tf
+
+    spec = json.loads(Path(spec_path).read_text())
+    for name, entry in spec['files'].items():
+        want = [Path(r + '.bin').read_bytes() for r in entry['records']]
+        written = str(Path(spec['out']) / (name + '.weft'))
+        got = [r.numpy() for r in tf.data.TFRecordDataset(
+            written, compression_type=entry['compression'])]
+        print(json.dumps({'file': name, 'same': got == want}), flush=True)
+
+
 # ---- The test: runs under meson's python --------------------------------------
 
 if __name__ == '__main__' and len(sys.argv) == 3 and sys.argv[1] == '--generate':
@@ -337,6 +435,12 @@ if __name__ == '__main__' and len(sys.argv) == 3 and sys.argv[1] == '--generate'
     sys.exit(0)
 if __name__ == '__main__' and len(sys.argv) == 3 and sys.argv[1] == '--weft':
     weft_child(sys.argv[2])
+    sys.exit(0)
+if __name__ == '__main__' and len(sys.argv) == 3 and sys.argv[1] == '--weft-records':
+    weft_records_child(sys.argv[2])
+    sys.exit(0)
+if __name__ == '__main__' and len(sys.argv) == 3 and sys.argv[1] == '--tf-read':
+    tf_reads_weft_files(sys.argv[2])
     sys.exit(0)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -434,6 +538,45 @@ def gzip_records_decode_as_in_tensorflow():
 @tap.case
 def zlib_records_decode_as_in_tensorflow():
     check_file('examples.zlib.tfrecord')
+
+
+def records_spec():
+    need_fixtures()
+    spec = WORK / 'records.json'
+    out = WORK / 'weft-written'
+    out.mkdir(exist_ok=True)
+    spec.write_text(json.dumps({'lib': LIBWEFT, 'dir': str(WORK),
+                                'out': str(out),
+                                'files': state['manifest']['files']}))
+    return spec
+
+
+def child_lines(mode, spec):
+    r = subprocess.run([str(PYTHON), THIS, mode, str(spec)],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
+                                CUDA_VISIBLE_DEVICES=''))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return [json.loads(line) for line in r.stdout.splitlines()
+            if line.startswith('{')]
+
+
+@tap.case
+def weft_dataset_reads_tensorflows_files_and_writes_them_again():
+    lines = child_lines('--weft-records', records_spec())
+    assert len(lines) == 3, lines
+    for line in lines:
+        assert line['same'] and line['count'] == NUM_EXAMPLES, line
+        assert 'end of dataset' in line['end'], line
+    state['written'] = True
+
+
+@tap.case
+def tensorflow_reads_the_files_weft_wrote():
+    if not state.get('written'):
+        raise AssertionError('Weft wrote no files (see the case before)')
+    lines = child_lines('--tf-read', WORK / 'records.json')
+    assert len(lines) == 3 and all(line['same'] for line in lines), lines
 
 
 code = tap.finish()

@@ -107,6 +107,17 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_skip(
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_prefetch(
     const weft_dataset* input, int64_t buffer_size, weft_dataset** out);
 
+/* ---- Writing records ---- */
+
+/* Writes `records` (uint8 vectors, or any tensor: its bytes) as a TFRecord
+ * file at `path` (compression "" or NULL, "GZIP", "ZLIB"), TensorFlow's
+ * format: written beside and renamed in, so a reader sees the old file or
+ * the whole new one.  A path that is not absent or a regular file is
+ * FAILED_PRECONDITION. */
+WEFT_API WEFT_MUST_USE weft_status* weft_tfrecord_write(
+    const char* path, const char* compression,
+    const weft_tensor* const* records, int32_t num_records);
+
 /* ---- Reading it in a graph ---- */
 
 /* Adds node `name` (IteratorGetNext) to `graph`: components[i] (room for

@@ -964,6 +964,33 @@ weft_status* weft_dataset_zip(const weft_dataset* const* inputs, int32_t n,
   });
 }
 
+weft_status* weft_tfrecord_write(const char* path, const char* compression,
+                                 const weft_tensor* const* records,
+                                 int32_t num_records) {
+  WEFT_RETURN_IF_ERROR(CheckPaths(&path, 1));
+  if (num_records < 0 || (num_records > 0 && records == nullptr))
+    return Error(WEFT_INVALID_ARGUMENT, "records is NULL");
+  std::string comp = compression ? compression : "";
+  if (comp != "" && comp != "GZIP" && comp != "ZLIB")
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "compression '%s': give \"\", \"GZIP\" or \"ZLIB\"",
+                  comp.c_str());
+  for (int32_t i = 0; i < num_records; ++i)
+    if (records[i] == nullptr)
+      return Errorf(WEFT_INVALID_ARGUMENT, "record %d is NULL", i);
+  return weft::Guard([&]() -> weft_status* {
+    weft::io::TfRecordWriter writer;
+    WEFT_RETURN_IF_ERROR(writer.Open(path, comp));
+    for (int32_t i = 0; i < num_records; ++i) {
+      const weft::TensorValue& v = records[i]->value;
+      static const char kNothing = 0;  // an empty tensor may have no data
+      WEFT_RETURN_IF_ERROR(writer.Write(
+          v.byte_size() != 0 ? v.host_data() : &kNothing, v.byte_size()));
+    }
+    return writer.Close();
+  });
+}
+
 weft_status* weft_dataset_iterator(weft_graph* graph, const char* name,
                                    const weft_dataset* dataset,
                                    weft_output* components,
