@@ -173,15 +173,12 @@ def generate(out: Path) -> None:
 # ---- Weft through ctypes: runs in the venv, for NumPy -----------------------
 
 
-def weft_child(spec_path: str) -> None:
-    """Decodes each record of the spec with one Weft graph, printing a JSON
-    line per record as soon as it is done."""
+def load_weft(path):
+    """libweft by ctypes, with the prototypes both children call; returns
+    (lib, Output, check)."""
     import ctypes as C
 
-    import numpy as np
-
-    spec = json.loads(Path(spec_path).read_text())
-    lib = C.CDLL(spec['lib'])
+    lib = C.CDLL(path)
     p = C.c_void_p
 
     class Output(C.Structure):
@@ -221,17 +218,38 @@ def weft_child(spec_path: str) -> None:
             ('weft_tensor_rank', C.c_int32, [p]),
             ('weft_tensor_dim', C.c_int64, [p, C.c_int32]),
             ('weft_tensor_byte_size', C.c_size_t, [p]),
-            ('weft_tensor_data', p, [p])]:
+            ('weft_tensor_data', p, [p]),
+            ('weft_dataset_tfrecord', p, [C.POINTER(C.c_char_p), C.c_int32,
+                                          C.c_char_p, C.POINTER(p)]),
+            ('weft_dataset_destroy', None, [p]),
+            ('weft_dataset_iterator', p, [p, C.c_char_p, p,
+                                          C.POINTER(Output), C.POINTER(p)]),
+            ('weft_tfrecord_write', p, [C.c_char_p, C.c_char_p,
+                                        C.POINTER(p), C.c_int32])]:
         getattr(lib, fn).restype = res
         getattr(lib, fn).argtypes = args
-    dtypes = {'float32': 1, 'int64': 4, 'uint8': 5, 'uint16': 11}
-    numpy_of = {1: np.float32, 4: np.int64, 5: np.uint8, 11: np.uint16}
 
     def check(status):
         if status:
             message = lib.weft_status_message(status).decode(errors='replace')
             lib.weft_status_destroy(status)
             raise RuntimeError(message)
+
+    return lib, Output, check
+
+
+def weft_child(spec_path: str) -> None:
+    """Decodes each record of the spec with one Weft graph, printing a JSON
+    line per record as soon as it is done."""
+    import ctypes as C
+
+    import numpy as np
+
+    spec = json.loads(Path(spec_path).read_text())
+    lib, Output, check = load_weft(spec['lib'])
+    p = C.c_void_p
+    dtypes = {'float32': 1, 'int64': 4, 'uint8': 5, 'uint16': 11}
+    numpy_of = {1: np.float32, 4: np.int64, 5: np.uint8, 11: np.uint16}
 
     graph = p()
     check(lib.weft_graph_create(C.byref(graph)))
@@ -337,40 +355,8 @@ def weft_records_child(spec_path: str) -> None:
     import ctypes as C
 
     spec = json.loads(Path(spec_path).read_text())
-    lib = C.CDLL(spec['lib'])
+    lib, Output, check = load_weft(spec['lib'])
     p = C.c_void_p
-
-    class Output(C.Structure):
-        _fields_ = [('node', p), ('index', C.c_int32)]
-
-    for fn, res, args in [
-            ('weft_status_code', C.c_int, [p]),
-            ('weft_status_message', C.c_char_p, [p]),
-            ('weft_status_destroy', None, [p]),
-            ('weft_graph_create', p, [C.POINTER(p)]),
-            ('weft_graph_destroy', None, [p]),
-            ('weft_dataset_tfrecord', p, [C.POINTER(C.c_char_p), C.c_int32,
-                                          C.c_char_p, C.POINTER(p)]),
-            ('weft_dataset_destroy', None, [p]),
-            ('weft_dataset_iterator', p, [p, C.c_char_p, p,
-                                          C.POINTER(Output), C.POINTER(p)]),
-            ('weft_tfrecord_write', p, [C.c_char_p, C.c_char_p,
-                                        C.POINTER(p), C.c_int32]),
-            ('weft_session_create', p, [p, p, C.POINTER(p)]),
-            ('weft_session_destroy', None, [p]),
-            ('weft_session_run', p, [p, p, p, C.c_int32, C.POINTER(Output),
-                                     C.c_int32, p, C.c_int32, C.POINTER(p)]),
-            ('weft_tensor_destroy', None, [p]),
-            ('weft_tensor_byte_size', C.c_size_t, [p]),
-            ('weft_tensor_data', p, [p])]:
-        getattr(lib, fn).restype = res
-        getattr(lib, fn).argtypes = args
-
-    def check(status):
-        if status:
-            message = lib.weft_status_message(status).decode(errors='replace')
-            lib.weft_status_destroy(status)
-            raise RuntimeError(message)
 
     for name, entry in spec['files'].items():
         want = [Path(r + '.bin').read_bytes() for r in entry['records']]

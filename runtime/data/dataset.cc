@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -147,18 +148,20 @@ class IteratorResource : public SessionResource {
 
   const Dataset& dataset() const { return *ds_; }
 
-  // Serves a get_next (done set) or a restart (init) on the worker thread.
-  // Returns the request's id.
-  uint64_t Submit(bool init, std::shared_ptr<AsyncDone> done) {
+  // An id for the next request.
+  uint64_t NewId() { return next_id_.fetch_add(1) + 1; }
+
+  // Serves request `id`, a get_next or a restart (init), on the worker
+  // thread, answering through `done`.
+  void Submit(uint64_t id, bool init, std::shared_ptr<AsyncDone> done) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
     Request r;
-    r.id = ++next_id_;
+    r.id = id;
     r.init = init;
     r.done = std::move(done);
     requests_.push_back(std::move(r));
     cv_.notify_all();
-    return next_id_;
   }
 
   // An element kept from a cancelled get_next, if any.
@@ -277,16 +280,12 @@ class IteratorResource : public SessionResource {
   Request current_;
   bool busy_ = false;
   bool stop_ = false;
-  uint64_t next_id_ = 0;
+  std::atomic<uint64_t> next_id_{0};
   std::deque<Element> stash_;
   std::thread worker_;
   std::unique_ptr<Iterator> it_;
   bool ended_ = false;
 };
-
-std::string Where(RuntimeOpContext* ctx) {
-  return "node '" + ctx->node()->name + "' (" + ctx->node()->op_type + ")";
-}
 
 weft_status* FindIterator(RuntimeOpContext* ctx,
                           std::shared_ptr<IteratorResource>* out) {
@@ -299,7 +298,7 @@ weft_status* FindIterator(RuntimeOpContext* ctx,
     return Errorf(WEFT_FAILED_PRECONDITION,
                   "%s: its graph holds no dataset '%s' (datasets are "
                   "attached by weft_dataset_iterator and are not saved in "
-                  "graph files)", Where(ctx).c_str(),
+                  "graph files)", NodeWhere(ctx->node()).c_str(),
                   key != nullptr ? key->s.c_str() : "");
   auto ds = std::static_pointer_cast<const Dataset>(attached);
   std::shared_ptr<SessionResource> r;
@@ -323,52 +322,34 @@ weft_status* GetNext(RuntimeOpContext* ctx) {
       ctx->set_output(static_cast<int32_t>(i), std::move(kept[i]));
     return nullptr;
   }
-  // Parked first, then submitted: the worker may answer at once.
-  auto id = std::make_shared<std::atomic<uint64_t>>(0);
+  // Parked first, then submitted: the worker may answer at once.  A cancel
+  // that comes before the submission finds nothing; the executor cancels
+  // again once the op has returned.
+  const uint64_t id = it->NewId();
   std::weak_ptr<IteratorResource> weak = it;
   std::shared_ptr<AsyncDone> done = ctx->Park([weak, id](weft_status* why) {
     std::shared_ptr<IteratorResource> r = weak.lock();
-    if (r) r->Cancel(id->load(), why);
+    if (r) r->Cancel(id, why);
     else weft_status_destroy(why);
   });
-  id->store(it->Submit(ctx->node()->op_type == "IteratorInit", done));
+  it->Submit(id, ctx->node()->op_type == "IteratorInit", std::move(done));
   return nullptr;
 }
 
 weft_status* InferGetNext(InferenceContext& c) {
   const AttrValue* types = c.attr("component_types");
   const AttrValue* shapes = c.attr("shapes");
-  if (types == nullptr || types->ints.empty() || types->ints.size() > 1024)
-    return c.Fail("component_types must list 1 to 1024 dtypes");
   c.output_dtypes.clear();
   c.output_shapes.clear();
-  size_t k = 0;
-  for (int64_t t : types->ints) {
-    if (t < 0 || t > 0xffff ||
-        weft_dtype_size_of(static_cast<weft_dtype>(t)) == 0)
-      return c.Fail("component_types holds %lld, which is not a dtype",
-                    static_cast<long long>(t));
-    c.output_dtypes.push_back(static_cast<weft_dtype>(t));
-    ShapeInfo s = ShapeInfo::Unknown();
-    if (shapes != nullptr && k < shapes->ints.size()) {
-      const int64_t rank = shapes->ints[k++];
-      if (rank < -1 || rank > WEFT_MAX_RANK ||
-          (rank > 0 && static_cast<size_t>(rank) > shapes->ints.size() - k))
-        return c.Fail("shapes: a rank of %lld, or fewer dims than it says",
-                      static_cast<long long>(rank));
-      if (rank >= 0) {
-        std::vector<int64_t> dims(
-            shapes->ints.begin() + static_cast<long>(k),
-            shapes->ints.begin() + static_cast<long>(k + rank));
-        for (int64_t d : dims)
-          if (d < -1) return c.Fail("shapes: a dim of %lld",
-                                    static_cast<long long>(d));
-        s = ShapeInfo::Of(std::move(dims));
-        k += static_cast<size_t>(rank);
-      }
-    }
-    c.output_shapes.push_back(std::move(s));
-  }
+  std::string why = DecodeDtypeList(types->ints, &c.output_dtypes);
+  if (!why.empty()) return c.Fail("component_types: %s", why.c_str());
+  why = DecodeShapeList(shapes->ints, &c.output_shapes);
+  if (!why.empty()) return c.Fail("shapes: %s", why.c_str());
+  if (c.output_shapes.empty())
+    c.output_shapes.assign(c.output_dtypes.size(), ShapeInfo::Unknown());
+  if (c.output_shapes.size() != c.output_dtypes.size())
+    return c.Fail("shapes describes %zu components; component_types has %zu",
+                  c.output_shapes.size(), c.output_dtypes.size());
   return nullptr;
 }
 

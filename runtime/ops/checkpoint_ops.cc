@@ -26,10 +26,6 @@
 namespace weft {
 namespace {
 
-std::string Where(RuntimeOpContext* ctx) {
-  return "node '" + ctx->node()->name + "' (" + ctx->node()->op_type + ")";
-}
-
 const std::string& StringAttr(RuntimeOpContext* ctx, const char* name) {
   static const std::string empty;
   const AttrValue* a = FindAttr(ctx->node()->attrs, name);
@@ -41,7 +37,7 @@ weft_status* Save(RuntimeOpContext* ctx) {
   int64_t step = 0;
   if (step_v.dtype != WEFT_INT64 || step_v.elements() != 1)
     return Errorf(WEFT_INVALID_ARGUMENT, "%s: step must be one int64",
-                  Where(ctx).c_str());
+                  NodeWhere(ctx->node()).c_str());
   WEFT_RETURN_IF_ERROR(ctx->ReadToHost(step_v, &step, sizeof step));
   std::string path = StringAttr(ctx, "path");
   const std::string mark = "{step}";
@@ -49,7 +45,7 @@ weft_status* Save(RuntimeOpContext* ctx) {
     path.replace(at, mark.size(), std::to_string(step));
   if (path.empty())
     return Errorf(WEFT_INVALID_ARGUMENT, "%s: attribute path is empty",
-                  Where(ctx).c_str());
+                  NodeWhere(ctx->node()).c_str());
   const weft_node* n = ctx->node();
   std::vector<CheckpointEntry> entries;
   std::vector<std::vector<char>> data;
@@ -64,7 +60,7 @@ weft_status* Save(RuntimeOpContext* ctx) {
       if (other.name == e.name)
         return Errorf(WEFT_INVALID_ARGUMENT,
                       "%s: two values come from node '%s'; a checkpoint "
-                      "names each value once", Where(ctx).c_str(),
+                      "names each value once", NodeWhere(ctx->node()).c_str(),
                       e.name.c_str());
     data.emplace_back(e.bytes);
     if (e.bytes != 0)
@@ -72,10 +68,10 @@ weft_status* Save(RuntimeOpContext* ctx) {
     entries.push_back(std::move(e));
   }
   CheckpointWriter writer;
-  WEFT_RETURN_IF_ERROR(Annotate(writer.Open(path, entries), Where(ctx)));
+  WEFT_RETURN_IF_ERROR(Annotate(writer.Open(path, entries), NodeWhere(ctx->node())));
   for (size_t i = 0; i < entries.size(); ++i)
     WEFT_RETURN_IF_ERROR(writer.Add(entries[i], data[i].data()));
-  return Annotate(writer.Commit(), Where(ctx));
+  return Annotate(writer.Commit(), NodeWhere(ctx->node()));
 }
 
 weft_status* RestoreTensor(RuntimeOpContext* ctx) {
@@ -85,7 +81,7 @@ weft_status* RestoreTensor(RuntimeOpContext* ctx) {
   const weft_dtype want = n->output_dtypes[0];
   const ShapeInfo& shape = n->output_shapes[0];
   CheckpointReader reader;
-  WEFT_RETURN_IF_ERROR(Annotate(reader.Open(path), Where(ctx)));
+  WEFT_RETURN_IF_ERROR(Annotate(reader.Open(path), NodeWhere(ctx->node())));
   for (uint64_t i = 0; i < reader.num_records(); ++i) {
     CheckpointEntry e;
     WEFT_RETURN_IF_ERROR(reader.Next(&e));
@@ -97,7 +93,7 @@ weft_status* RestoreTensor(RuntimeOpContext* ctx) {
     if (!fits)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "%s: '%s' is %s %s in %s, but the node wants %s %s",
-                    Where(ctx).c_str(), name.c_str(),
+                    NodeWhere(ctx->node()).c_str(), name.c_str(),
                     weft_dtype_name(e.dtype), e.dims.ToString().c_str(),
                     reader.Where().c_str(), weft_dtype_name(want),
                     shape.ToString().c_str());
@@ -108,7 +104,7 @@ weft_status* RestoreTensor(RuntimeOpContext* ctx) {
     ctx->set_output(0, std::move(out));
     return nullptr;
   }
-  return Errorf(WEFT_NOT_FOUND, "%s: %s holds no '%s'", Where(ctx).c_str(),
+  return Errorf(WEFT_NOT_FOUND, "%s: %s holds no '%s'", NodeWhere(ctx->node()).c_str(),
                 reader.Where().c_str(), name.c_str());
 }
 

@@ -14,10 +14,12 @@
 // MutexLock is cancelled with its run (deadline, weft_session_cancel).
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 
 #include "base/status.h"
+#include "data/dataset.h"
 #include "graph/graph.h"
 #include "ops/registry.h"
 #include "ops/runtime_op.h"
@@ -41,46 +43,21 @@ class MutexResource : public SessionResource,
   explicit MutexResource(std::string name) : name_(std::move(name)) {}
   const std::string& name() const { return name_; }
 
-  // Takes the mutex now (true) or queues `done` (false).
-  bool LockOrWait(uint64_t* id) {
+  // Takes the mutex (true), or queues the running op as a waiter, parked
+  // by `park` under the lock so that a release finds it ready (false).
+  bool LockOrPark(
+      const std::function<std::shared_ptr<AsyncDone>(uint64_t id)>& park) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!held_) {
       held_ = true;
       return true;
     }
-    waiters_.push_back({++next_id_, nullptr});
-    *id = next_id_;
+    const uint64_t id = ++next_id_;
+    waiters_.push_back({id, park(id)});
     return false;
   }
-  void Attach(uint64_t id, std::shared_ptr<AsyncDone> done) {
-    bool grant = false;
-    weft_status* why = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (Waiter& w : waiters_)
-        if (w.id == id) {
-          w.done = std::move(done);
-          return;
-        }
-      for (auto it = granted_.begin(); it != granted_.end(); ++it)
-        if (*it == id) {  // handed the mutex before it could attach
-          granted_.erase(it);
-          grant = true;
-          break;
-        }
-      for (auto it = cancelled_.begin(); !grant && it != cancelled_.end();
-           ++it)
-        if (it->first == id) {  // cancelled before it could attach
-          why = it->second;
-          cancelled_.erase(it);
-          break;
-        }
-    }
-    if (grant) Grant(done);
-    else if (why != nullptr) done->Done(why);
-  }
-  // Cancels waiter `id` with `why` (taken over): answered now when
-  // attached, on Attach otherwise; nothing when it got the mutex.
+  // Cancels waiter `id` with `why` (taken over); nothing when it has the
+  // mutex already.
   void Cancel(uint64_t id, weft_status* why) {
     std::shared_ptr<AsyncDone> d;
     {
@@ -89,10 +66,6 @@ class MutexResource : public SessionResource,
         if (it->id == id) {
           d = std::move(it->done);
           waiters_.erase(it);
-          if (d == nullptr) {
-            cancelled_.emplace_back(id, why);
-            return;
-          }
           break;
         }
     }
@@ -107,13 +80,8 @@ class MutexResource : public SessionResource,
         held_ = false;
         return;
       }
-      Waiter w = std::move(waiters_.front());
+      next = std::move(waiters_.front().done);
       waiters_.pop_front();
-      if (w.done == nullptr) {  // not attached yet: it takes it on Attach
-        granted_.push_back(w.id);
-        return;
-      }
-      next = std::move(w.done);
     }
     Grant(next);
   }
@@ -141,8 +109,6 @@ class MutexResource : public SessionResource,
   bool held_ = false;
   uint64_t next_id_ = 0;
   std::deque<Waiter> waiters_;
-  std::deque<uint64_t> granted_;
-  std::deque<std::pair<uint64_t, weft_status*>> cancelled_;
 };
 
 void ReleaseToken(void* data, size_t bytes, void* arg) {
@@ -170,10 +136,6 @@ weft_status* MutexResource::Token(TensorValue* out) {
   return nullptr;
 }
 
-std::string Where(RuntimeOpContext* ctx) {
-  return "node '" + ctx->node()->name + "' (" + ctx->node()->op_type + ")";
-}
-
 std::string MutexName(const weft_node* n) {
   const AttrValue* shared = FindAttr(n->attrs, "shared_name");
   return shared != nullptr && !shared->s.empty() ? shared->s : n->name;
@@ -193,7 +155,7 @@ weft_status* GetMutex(RuntimeOpContext* ctx, const weft_node* mutex_node,
   *out = std::dynamic_pointer_cast<MutexResource>(r);
   if (*out == nullptr)
     return Errorf(WEFT_INTERNAL, "%s: 'mutex:%s' is not a mutex",
-                  Where(ctx).c_str(), name.c_str());
+                  NodeWhere(ctx->node()).c_str(), name.c_str());
   return nullptr;
 }
 
@@ -201,9 +163,7 @@ weft_status* MakeMutex(RuntimeOpContext* ctx) {
   std::shared_ptr<MutexResource> m;
   WEFT_RETURN_IF_ERROR(GetMutex(ctx, ctx->node(), &m));
   TensorValue h;
-  h.dtype = WEFT_INT32;
-  h.buffer = AllocateHostBuffer(sizeof(int32_t));
-  if (!h.buffer) return Error(WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  WEFT_RETURN_IF_ERROR(data::HostTensor(WEFT_INT32, Dims(), &h));
   ctx->set_output(0, std::move(h));
   return nullptr;
 }
@@ -212,22 +172,20 @@ weft_status* Lock(RuntimeOpContext* ctx) {
   const weft_node* qn = ctx->node()->inputs[0].node;
   if (qn->op_type != "Mutex")
     return Errorf(WEFT_INVALID_ARGUMENT, "%s: input 0 must be a Mutex",
-                  Where(ctx).c_str());
+                  NodeWhere(ctx->node()).c_str());
   std::shared_ptr<MutexResource> m;
   WEFT_RETURN_IF_ERROR(GetMutex(ctx, qn, &m));
-  uint64_t id = 0;
-  if (m->LockOrWait(&id)) {
-    TensorValue token;
-    WEFT_RETURN_IF_ERROR(m->Token(&token));
-    ctx->set_output(0, std::move(token));
-    return nullptr;
-  }
   std::weak_ptr<MutexResource> weak = m;
-  std::shared_ptr<AsyncDone> done = ctx->Park([weak, id](weft_status* why) {
-    if (std::shared_ptr<MutexResource> mu = weak.lock()) mu->Cancel(id, why);
-    else weft_status_destroy(why);
+  const bool locked = m->LockOrPark([ctx, weak](uint64_t id) {
+    return ctx->Park([weak, id](weft_status* why) {
+      if (std::shared_ptr<MutexResource> mu = weak.lock()) mu->Cancel(id, why);
+      else weft_status_destroy(why);
+    });
   });
-  m->Attach(id, done);
+  if (!locked) return nullptr;  // parked: a release hands it the mutex
+  TensorValue token;
+  WEFT_RETURN_IF_ERROR(m->Token(&token));
+  ctx->set_output(0, std::move(token));
   return nullptr;
 }
 
@@ -238,11 +196,11 @@ weft_status* Consume(RuntimeOpContext* ctx) {
       b->deleter != ReleaseToken)
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "%s: input 0 is not a lock made by MutexLock",
-                  Where(ctx).c_str());
+                  NodeWhere(ctx->node()).c_str());
   auto* h = static_cast<Holding*>(b->deleter_arg);
   if (h->released.exchange(true))
     return Errorf(WEFT_FAILED_PRECONDITION, "%s: the lock was released "
-                  "already (consumed twice)", Where(ctx).c_str());
+                  "already (consumed twice)", NodeWhere(ctx->node()).c_str());
   if (std::shared_ptr<MutexResource> m = h->mutex.lock()) m->Release();
   return nullptr;
 }

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -78,8 +79,6 @@ struct QueueSpec {
   }
 };
 
-constexpr int64_t kMaxComponents = 1024;
-
 bool IsQueueOp(const std::string& op) {
   return op == "FIFOQueue" || op == "RandomShuffleQueue" ||
          op == "PaddingFIFOQueue";
@@ -99,39 +98,22 @@ weft_status* ReadSpec(const std::string& op, const AttrMap& attrs,
                : op == "PaddingFIFOQueue" ? QueueKind::kPadding
                                           : QueueKind::kFifo;
   const AttrValue* types = FindAttr(attrs, "component_types");
-  if (types == nullptr || types->ints.empty() ||
-      static_cast<int64_t>(types->ints.size()) > kMaxComponents)
-    return fail("component_types must list 1 to 1024 dtypes (weft_dtype "
-                "codes)");
-  for (int64_t t : types->ints) {
-    if (t < 0 || t > 0xffff ||
-        weft_dtype_size_of(static_cast<weft_dtype>(t)) == 0)
-      return fail("component_types holds %lld, which is not a dtype",
-                  static_cast<long long>(t));
-    spec->types.push_back(static_cast<weft_dtype>(t));
-  }
+  std::string why = DecodeDtypeList(
+      types != nullptr ? types->ints : std::vector<int64_t>(), &spec->types);
+  if (!why.empty()) return fail("component_types: %s", why.c_str());
   const AttrValue* shapes = FindAttr(attrs, "shapes");
   if (shapes != nullptr && !shapes->ints.empty()) {
-    const std::vector<int64_t>& v = shapes->ints;
-    size_t k = 0;
-    while (k < v.size()) {
-      const int64_t rank = v[k++];
-      if (rank < 0 || rank > WEFT_MAX_RANK ||
-          static_cast<size_t>(rank) > v.size() - k)
-        return fail("shapes: component %zu has rank %lld, or fewer dims "
-                    "than it says (each component is its rank, then its "
-                    "dims)", spec->shapes.size(),
-                    static_cast<long long>(rank));
-      std::vector<int64_t> dims(v.begin() + static_cast<long>(k),
-                                v.begin() + static_cast<long>(k + rank));
-      for (int64_t d : dims)
-        if (d < -1 || (d == -1 && spec->kind != QueueKind::kPadding))
-          return fail("shapes: component %zu has dim %lld (%s)",
-                      spec->shapes.size(), static_cast<long long>(d),
-                      d == -1 ? "only a PaddingFIFOQueue takes -1"
-                              : "dims are >= 0");
-      spec->shapes.push_back(ShapeInfo::Of(std::move(dims)));
-      k += static_cast<size_t>(rank);
+    why = DecodeShapeList(shapes->ints, &spec->shapes);
+    if (!why.empty()) return fail("shapes: %s", why.c_str());
+    for (size_t c = 0; c < spec->shapes.size(); ++c) {
+      const ShapeInfo& s = spec->shapes[c];
+      if (!s.known_rank())
+        return fail("shapes: component %zu has an unknown rank; a queue's "
+                    "components have ranks", c);
+      for (int64_t d : s.dims)
+        if (d == -1 && spec->kind != QueueKind::kPadding)
+          return fail("shapes: component %zu has dim -1 (only a "
+                      "PaddingFIFOQueue takes -1)", c);
     }
     if (spec->shapes.size() != spec->types.size())
       return fail("shapes describes %zu components; component_types has "
@@ -181,10 +163,15 @@ class Queue : public SessionResource {
   const QueueSpec& spec() const { return spec_; }
   const std::string& name() const { return name_; }
 
-  // Adds an enqueue of `tuples`; completions (maybe its own, id returned)
-  // go to *out.
+  // Makes the running op's AsyncDone (RuntimeOpContext::Park) for waiter
+  // `id`: called under the queue's lock, so the waiter has it before any
+  // other op can complete it.
+  using Parker = std::function<std::shared_ptr<AsyncDone>(uint64_t id)>;
+
+  // Adds an enqueue of `tuples`; completions go to *out, the op's own
+  // among them (id returned) when it need not wait, else it is parked.
   uint64_t Enqueue(std::vector<Tuple> tuples, std::vector<Completion>* out,
-                   bool* closed) {
+                   bool* closed, const Parker& park) {
     std::lock_guard<std::mutex> lock(mu_);
     *closed = closed_;
     if (closed_) return 0;
@@ -192,12 +179,15 @@ class Queue : public SessionResource {
     e.id = ++next_id_;
     e.tuples = std::move(tuples);
     enqueuers_.push_back(std::move(e));
+    const uint64_t id = next_id_;
     Pump(out);
-    return next_id_;
+    for (Enqueuer& w : enqueuers_)
+      if (w.id == id) w.done = park(id);
+    return id;
   }
 
   uint64_t Dequeue(int64_t want, bool many, bool up_to,
-                   std::vector<Completion>* out) {
+                   std::vector<Completion>* out, const Parker& park) {
     std::lock_guard<std::mutex> lock(mu_);
     Dequeuer d;
     d.id = ++next_id_;
@@ -205,19 +195,11 @@ class Queue : public SessionResource {
     d.many = many;
     d.up_to = up_to;
     dequeuers_.push_back(std::move(d));
+    const uint64_t id = next_id_;
     Pump(out);
-    return next_id_;
-  }
-
-  // Gives waiter `id` its AsyncDone; false when it has completed already
-  // (its completion is in what the caller got back).
-  bool Attach(uint64_t id, std::shared_ptr<AsyncDone> done) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Enqueuer& e : enqueuers_)
-      if (e.id == id) return e.done = std::move(done), true;
-    for (Dequeuer& d : dequeuers_)
-      if (d.id == id) return d.done = std::move(done), true;
-    return false;
+    for (Dequeuer& w : dequeuers_)
+      if (w.id == id) w.done = park(id);
+    return id;
   }
 
   // Removes waiter `id` (cancelled); its AsyncDone, or null if it is gone.
@@ -373,10 +355,6 @@ class Queue : public SessionResource {
 
 // ---- Values --------------------------------------------------------------
 
-std::string NodeWhere(RuntimeOpContext* ctx) {
-  return "node '" + ctx->node()->name + "' (" + ctx->node()->op_type + ")";
-}
-
 // A host copy of `bytes` bytes of `v` starting at byte `offset`.
 weft_status* CopyToHost(RuntimeOpContext* ctx, const TensorValue& v,
                         uint64_t offset, const Dims& dims, TensorValue* out) {
@@ -454,7 +432,7 @@ weft_status* Deliver(Queue& q, std::vector<Completion>& done, uint64_t self,
       if (self_outputs != nullptr) *self_outputs = std::move(outputs);
       continue;
     }
-    if (c.done == nullptr) {  // cannot happen: waiters attach under the lock
+    if (c.done == nullptr) {  // cannot happen: waiters park under the lock
       weft_status_destroy(st);
       continue;
     }
@@ -472,7 +450,7 @@ weft_status* FindQueue(RuntimeOpContext* ctx, std::shared_ptr<Queue>* out) {
   const weft_node* qn = n->inputs.empty() ? nullptr : n->inputs[0].node;
   if (qn == nullptr || !IsQueueOp(qn->op_type))
     return Errorf(WEFT_INVALID_ARGUMENT, "%s: input 0 must be a queue's "
-                  "handle", NodeWhere(ctx).c_str());
+                  "handle", NodeWhere(ctx->node()).c_str());
   const std::string key = "queue:" + QueueName(qn);
   std::shared_ptr<SessionResource> r;
   WEFT_RETURN_IF_ERROR(ctx->session_resources()->GetOrCreate(
@@ -480,7 +458,7 @@ weft_status* FindQueue(RuntimeOpContext* ctx, std::shared_ptr<Queue>* out) {
       [&](std::shared_ptr<SessionResource>*) -> weft_status* {
         return Errorf(WEFT_FAILED_PRECONDITION,
                       "%s: queue '%s' does not exist (its queue node did not "
-                      "run)", NodeWhere(ctx).c_str(), QueueName(qn).c_str());
+                      "run)", NodeWhere(ctx->node()).c_str(), QueueName(qn).c_str());
       },
       &r));
   *out = std::static_pointer_cast<Queue>(r);
@@ -501,7 +479,7 @@ weft_status* MakeQueue(RuntimeOpContext* ctx) {
       n->op_type, n->attrs,
       [&](const char* fmt, auto... args) {
         return Annotate(Errorf(WEFT_INVALID_ARGUMENT, fmt, args...),
-                        NodeWhere(ctx));
+                        NodeWhere(ctx->node()));
       },
       &spec));
   const std::string name = QueueName(n);
@@ -517,32 +495,28 @@ weft_status* MakeQueue(RuntimeOpContext* ctx) {
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "%s: queue '%s' already exists in this session with "
                   "another kind, signature or capacity",
-                  NodeWhere(ctx).c_str(), name.c_str());
+                  NodeWhere(ctx->node()).c_str(), name.c_str());
   return HandleOutput(ctx);
 }
 
-// Parks the running op as waiter `id` of `q`, or (if a racing completion
-// already came) reports that.
-weft_status* ParkAs(RuntimeOpContext* ctx, const std::shared_ptr<Queue>& q,
-                    uint64_t id) {
+// The Parker for the running op: its cancellation removes waiter `id`
+// from the queue (putting back what a dequeue took) and ends it.
+Queue::Parker ParkerFor(RuntimeOpContext* ctx, const std::shared_ptr<Queue>& q) {
   std::weak_ptr<Queue> weak = q;
-  std::shared_ptr<AsyncDone> done =
-      ctx->Park([weak, id](weft_status* why) {
-        std::shared_ptr<Queue> queue = weak.lock();
-        std::shared_ptr<AsyncDone> mine;
-        std::vector<Completion> others;
-        if (queue) mine = queue->Remove(id, &others);
-        if (mine) mine->Done(why);
-        else weft_status_destroy(why);
-        if (queue) {
-          bool unused = false;
-          weft_status_destroy(Deliver(*queue, others, 0, &unused, nullptr));
-        }
-      });
-  if (!q->Attach(id, done))
-    return Errorf(WEFT_INTERNAL, "%s: the queue lost a waiter",
-                  NodeWhere(ctx).c_str());
-  return nullptr;
+  return [ctx, weak](uint64_t id) {
+    return ctx->Park([weak, id](weft_status* why) {
+      std::shared_ptr<Queue> queue = weak.lock();
+      std::shared_ptr<AsyncDone> mine;
+      std::vector<Completion> others;
+      if (queue) mine = queue->Remove(id, &others);
+      if (mine) mine->Done(why);
+      else weft_status_destroy(why);
+      if (queue) {
+        bool unused = false;
+        weft_status_destroy(Deliver(*queue, others, 0, &unused, nullptr));
+      }
+    });
+  };
 }
 
 weft_status* Enqueue(RuntimeOpContext* ctx) {
@@ -553,25 +527,25 @@ weft_status* Enqueue(RuntimeOpContext* ctx) {
   const int32_t n = ctx->num_inputs() - 1;
   if (n != static_cast<int32_t>(spec.types.size()))
     return Errorf(WEFT_INVALID_ARGUMENT, "%s: %d component(s) for queue '%s' "
-                  "of %zu", NodeWhere(ctx).c_str(), n, q->name().c_str(),
+                  "of %zu", NodeWhere(ctx->node()).c_str(), n, q->name().c_str(),
                   spec.types.size());
   int64_t count = 1;
   for (int32_t c = 0; c < n; ++c) {
     const TensorValue& v = ctx->input(c + 1);
     if (v.dtype != spec.types[static_cast<size_t>(c)])
       return Errorf(WEFT_INVALID_ARGUMENT, "%s: component %d is %s; queue "
-                    "'%s' holds %s", NodeWhere(ctx).c_str(), c,
+                    "'%s' holds %s", NodeWhere(ctx->node()).c_str(), c,
                     weft_dtype_name(v.dtype), q->name().c_str(),
                     weft_dtype_name(spec.types[static_cast<size_t>(c)]));
     if (many) {
       if (v.dims.rank() == 0)
         return Errorf(WEFT_INVALID_ARGUMENT, "%s: component %d is a scalar; "
                       "QueueEnqueueMany splits dimension 0",
-                      NodeWhere(ctx).c_str(), c);
+                      NodeWhere(ctx->node()).c_str(), c);
       if (c > 0 && v.dims[0] != count)
         return Errorf(WEFT_INVALID_ARGUMENT, "%s: component %d has %lld "
                       "elements along dimension 0, component 0 has %lld",
-                      NodeWhere(ctx).c_str(), c,
+                      NodeWhere(ctx->node()).c_str(), c,
                       static_cast<long long>(v.dims[0]),
                       static_cast<long long>(count));
       count = v.dims[0];
@@ -580,7 +554,7 @@ weft_status* Enqueue(RuntimeOpContext* ctx) {
     if (!spec.shapes.empty() &&
         !ShapeFits(spec.shapes[static_cast<size_t>(c)], element))
       return Errorf(WEFT_INVALID_ARGUMENT, "%s: component %d has shape %s; "
-                    "queue '%s' holds %s", NodeWhere(ctx).c_str(), c,
+                    "queue '%s' holds %s", NodeWhere(ctx->node()).c_str(), c,
                     DimsString(element).c_str(), q->name().c_str(),
                     spec.shapes[static_cast<size_t>(c)].ToString().c_str());
   }
@@ -597,14 +571,14 @@ weft_status* Enqueue(RuntimeOpContext* ctx) {
   }
   std::vector<Completion> done;
   bool closed = false;
-  const uint64_t id = q->Enqueue(std::move(tuples), &done, &closed);
+  const uint64_t id =
+      q->Enqueue(std::move(tuples), &done, &closed, ParkerFor(ctx, q));
   if (closed)
     return Errorf(WEFT_CANCELLED, "%s: queue '%s' is closed",
-                  NodeWhere(ctx).c_str(), q->name().c_str());
+                  NodeWhere(ctx->node()).c_str(), q->name().c_str());
   bool self_done = false;
   weft_status* st = Deliver(*q, done, id, &self_done, nullptr);
-  if (self_done) return st;
-  return ParkAs(ctx, q, id);
+  return self_done ? st : nullptr;  // else parked: its Done completes it
 }
 
 weft_status* Dequeue(RuntimeOpContext* ctx) {
@@ -618,11 +592,11 @@ weft_status* Dequeue(RuntimeOpContext* ctx) {
     int32_t n = 0;
     if (v.dtype != WEFT_INT32 || v.elements() != 1)
       return Errorf(WEFT_INVALID_ARGUMENT, "%s: n must be one int32",
-                    NodeWhere(ctx).c_str());
+                    NodeWhere(ctx->node()).c_str());
     WEFT_RETURN_IF_ERROR(ctx->ReadToHost(v, &n, sizeof n));
     if (n < 0)
       return Errorf(WEFT_INVALID_ARGUMENT, "%s: n is %d; it must be >= 0",
-                    NodeWhere(ctx).c_str(), n);
+                    NodeWhere(ctx->node()).c_str(), n);
     want = n;
   }
   std::vector<TensorValue> outputs;
@@ -631,12 +605,12 @@ weft_status* Dequeue(RuntimeOpContext* ctx) {
     WEFT_RETURN_IF_ERROR(Stack(*q, none, true, &outputs));
   } else {
     std::vector<Completion> done;
-    const uint64_t id =
-        q->Dequeue(want, many, op == "QueueDequeueUpTo", &done);
+    const uint64_t id = q->Dequeue(want, many, op == "QueueDequeueUpTo",
+                                   &done, ParkerFor(ctx, q));
     bool self_done = false;
     weft_status* st = Deliver(*q, done, id, &self_done, &outputs);
-    if (!self_done) return ParkAs(ctx, q, id);
-    if (st != nullptr) return Annotate(st, NodeWhere(ctx));
+    if (!self_done) return nullptr;  // parked: its Done completes it
+    if (st != nullptr) return Annotate(st, NodeWhere(ctx->node()));
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     ctx->set_output(static_cast<int32_t>(i), std::move(outputs[i]));

@@ -227,6 +227,53 @@ AttrValue IntValue(int64_t i) {
   return v;
 }
 
+std::string DecodeDtypeList(const std::vector<int64_t>& codes,
+                            std::vector<weft_dtype>* out) {
+  if (codes.empty() || codes.size() > 1024)
+    return "it must list 1 to 1024 dtypes (weft_dtype codes)";
+  for (int64_t t : codes) {
+    if (t < 0 || t > 0xffff ||
+        weft_dtype_size_of(static_cast<weft_dtype>(t)) == 0)
+      return "it holds " + std::to_string(t) + ", which is not a dtype";
+    out->push_back(static_cast<weft_dtype>(t));
+  }
+  return "";
+}
+
+std::string DecodeShapeList(const std::vector<int64_t>& v,
+                            std::vector<ShapeInfo>* out) {
+  for (size_t k = 0; k < v.size();) {
+    const int64_t rank = v[k++];
+    if (rank < -1 || rank > WEFT_MAX_RANK ||
+        (rank > 0 && static_cast<size_t>(rank) > v.size() - k))
+      return "component " + std::to_string(out->size()) + " has rank " +
+             std::to_string(rank) + ", or fewer dims than it says (each "
+             "component is its rank, then its dims)";
+    if (rank < 0) {
+      out->push_back(ShapeInfo::Unknown());
+      continue;
+    }
+    std::vector<int64_t> dims(v.begin() + static_cast<long>(k),
+                              v.begin() + static_cast<long>(k + rank));
+    for (int64_t d : dims)
+      if (d < -1)
+        return "component " + std::to_string(out->size()) + " has dim " +
+               std::to_string(d);
+    out->push_back(ShapeInfo::Of(std::move(dims)));
+    k += static_cast<size_t>(rank);
+  }
+  return "";
+}
+
+std::vector<int64_t> EncodeShapeList(const std::vector<ShapeInfo>& shapes) {
+  std::vector<int64_t> v;
+  for (const ShapeInfo& s : shapes) {
+    v.push_back(s.rank);
+    if (s.known_rank()) v.insert(v.end(), s.dims.begin(), s.dims.end());
+  }
+  return v;
+}
+
 OpDef RuntimeOp(const char* name, std::vector<std::string> inputs,
                 RuntimeOpFn fn, const char* summary) {
   OpDef d;

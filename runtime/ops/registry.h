@@ -184,6 +184,15 @@ AttrDef Required(const char* name, AttrType type);
 AttrDef Optional(const char* name, AttrType type, AttrValue value);
 // An int-valued AttrValue (int, bool or dtype once typed by Optional).
 AttrValue IntValue(int64_t i);
+// Lists of dtypes and shapes as integer-list attributes hold them (Weft's
+// attributes have no list(dtype) or list(shape)): weft_dtype codes (1 to
+// 1024 of them); per shape its rank (-1: unknown) then that many dims (-1:
+// unknown).  The decoders return "" or what is wrong, for a message.
+std::string DecodeDtypeList(const std::vector<int64_t>& codes,
+                            std::vector<weft_dtype>* out);
+std::string DecodeShapeList(const std::vector<int64_t>& encoded,
+                            std::vector<ShapeInfo>* out);
+std::vector<int64_t> EncodeShapeList(const std::vector<ShapeInfo>& shapes);
 // A stateful runtime op (runtime_op.h) with its inputs and summary.
 OpDef RuntimeOp(const char* name, std::vector<std::string> inputs,
                 RuntimeOpFn fn, const char* summary);

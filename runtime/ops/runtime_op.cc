@@ -1,6 +1,12 @@
 #include "ops/runtime_op.h"
 
+#include "graph/graph.h"
+
 namespace weft {
+
+std::string NodeWhere(const weft_node* node) {
+  return "node '" + node->name + "' (" + node->op_type + ")";
+}
 
 weft_status* RunResources::GetOrCreate(
     const std::string& key,

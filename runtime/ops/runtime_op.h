@@ -100,8 +100,8 @@ class AsyncDone {
 // deadline or fails elsewhere: it must end the op promptly (Done with
 // `why`, which it then owns) unless the op has already been ended, in
 // which case it destroys `why`.  It may be called more than once and on
-// any thread, never while the op function that parked is still running
-// and holding locks the callback takes.
+// any thread; one that comes while the op function that parked still holds
+// a lock the callback takes waits for that lock.
 using CancelFn = std::function<void(weft_status* why)>;
 
 class RuntimeOpContext {
@@ -164,11 +164,17 @@ class RuntimeOpContext {
   // Parks the node: it completes when the returned AsyncDone's Done is
   // called, and the op function returns null at once (outputs set through
   // the AsyncDone, not set_output).  `cancel` ends the wait early (see
-  // CancelFn).  At most once per call of the op function.
+  // CancelFn).  At most once per call of the op function.  Park never
+  // calls `cancel` itself, so an op may park while holding the lock its
+  // waiters live under (and should: another thread can then never find
+  // the waiter without its AsyncDone).
   virtual std::shared_ptr<AsyncDone> Park(CancelFn cancel) = 0;
 };
 
 using RuntimeOpFn = weft_status* (*)(RuntimeOpContext* ctx);
+
+// "node 'q' (QueueDequeue)": how a runtime op's errors name it.
+std::string NodeWhere(const weft_node* node);
 
 
 }  // namespace weft

@@ -874,13 +874,15 @@ weft_status* Execute(weft_session* session, const Plan& plan,
     run.SetControl(control);
     {
       std::lock_guard<std::mutex> lock(session->runs_mu);
-      session->runs.insert(&run);
+      session->runs.push_back(&run);
     }
     st = run.Execute(feeds, fetched, stats);
-    // Out of the set before it is destroyed: CancelRuns holds runs_mu
+    // Out of the list before it is destroyed: CancelRuns holds runs_mu
     // while it reaches a run.
     std::lock_guard<std::mutex> lock(session->runs_mu);
-    session->runs.erase(&run);
+    std::vector<exec::Run*>& runs = session->runs;
+    *std::find(runs.begin(), runs.end(), &run) = runs.back();
+    runs.pop_back();
   }
   if (tuner != nullptr && st == nullptr)
     tuner->Report(threads, std::chrono::duration<double>(

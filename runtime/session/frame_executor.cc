@@ -33,7 +33,7 @@ class ParkedOp : public AsyncDone {
  public:
   ParkedOp(Run* run, const PlanNode& p, const CfItem& item, CancelFn cancel)
       : run_(run), p_(p), item_(item), cancel_(std::move(cancel)),
-        where_("node '" + p.node->name + "' (" + p.node->op_type + ")") {}
+        where_(NodeWhere(p.node)) {}
   void set_output(int32_t i, TensorValue value) override {
     item_.iter->slots[p_.output_base + i] = std::move(value);
   }

@@ -2,7 +2,6 @@
 
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,7 +56,8 @@ struct weft_session {
 
   // Queues and other state of runtime ops that outlives a run.
   weft::SessionResources resources;
-  // Runs in flight, for weft_session_cancel.
+  // Runs in flight, for weft_session_cancel (a vector: once grown, a run
+  // adds and removes itself without allocating).
   std::mutex runs_mu;
-  std::set<weft::exec::Run*> runs;
+  std::vector<weft::exec::Run*> runs;
 };
