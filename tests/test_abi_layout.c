@@ -115,7 +115,7 @@ struct pin {
   F(weft_kernel_tensor, offset, 48)
 
 #define KERNEL_DEF_LAYOUT(S, F)           \
-  S(weft_kernel_def, 80)                  \
+  S(weft_kernel_def, 88)                  \
   F(weft_kernel_def, struct_size, 0)      \
   F(weft_kernel_def, op, 8)               \
   F(weft_kernel_def, dtype_attr, 16)      \
@@ -126,7 +126,8 @@ struct pin {
   F(weft_kernel_def, kernel_arg, 48)      \
   F(weft_kernel_def, type_constraints, 56) \
   F(weft_kernel_def, num_type_constraints, 64) \
-  F(weft_kernel_def, device_type, 72)
+  F(weft_kernel_def, device_type, 72)     \
+  F(weft_kernel_def, compute_async, 80)
 
 /* Frozen: laid out in arrays, so it has no struct_size and never grows. */
 #define KERNEL_TYPE_CONSTRAINT_LAYOUT(S, F)           \
@@ -136,7 +137,7 @@ struct pin {
   F(weft_kernel_type_constraint, num_dtypes, 16)
 
 #define HOST_API_LAYOUT(S, F)                          \
-  S(weft_host_api, 232)                                \
+  S(weft_host_api, 248)                                \
   F(weft_host_api, struct_size, 0)                     \
   F(weft_host_api, status_create, 8)                   \
   F(weft_host_api, log, 16)                            \
@@ -165,7 +166,9 @@ struct pin {
   F(weft_host_api, graph, 200)                         \
   F(weft_host_api, kernel_forward_input_or_allocate, 208) \
   F(weft_host_api, register_op, 216)                   \
-  F(weft_host_api, shape, 224)
+  F(weft_host_api, shape, 224)                         \
+  F(weft_host_api, kernel_defer, 232)                  \
+  F(weft_host_api, kernel_done, 240)
 
 #define SHAPE_API_LAYOUT(S, F)                 \
   S(weft_shape_api, 64)                       \

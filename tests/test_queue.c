@@ -84,14 +84,7 @@ static struct qgraph make_graph(const char* kind, const int64_t* dims,
 }
 
 static weft_session* session_with(weft_graph* g, int32_t inter_op) {
-  weft_session_options o;
-  weft_session_options_init(&o);
-  o.devices = "/device:CPU:0";
-  o.inter_op_threads = inter_op;
-  o.intra_op_threads = 1;
-  weft_session* s = NULL;
-  WT_OK(weft_session_create(g, &o, &s));
-  return s;
+  return wt_session_threads(g, inter_op, 1);
 }
 
 static weft_status* enqueue_f32(weft_session* s, const struct qgraph* q,

@@ -99,6 +99,19 @@ weft_session* wt_session_new(weft_graph* graph, const char* devices) {
   return session;
 }
 
+weft_session* wt_session_threads(weft_graph* graph, int32_t inter_op,
+                                 int32_t intra_op) {
+  weft_session_options options;
+  weft_session_options_init(&options);
+  options.devices = "/device:CPU:0";
+  options.inter_op_threads = inter_op;
+  options.intra_op_threads = intra_op;
+  weft_session* session = NULL;
+  WT_OK(weft_session_create(graph, &options, &session));
+  cr_assert_not_null(session);
+  return session;
+}
+
 weft_status* wt_finish_and_run(weft_graph* graph, weft_op_builder* b,
                                const weft_output* feeds,
                                weft_tensor* const* values, int32_t num_feeds,

@@ -59,6 +59,9 @@ weft_tensor* wt_scalar_f32(float value);
 weft_graph* wt_graph_new(void);
 /* A session over `graph`; `devices` NULL means every device. */
 weft_session* wt_session_new(weft_graph* graph, const char* devices);
+/* A session on /device:CPU:0 with these thread counts. */
+weft_session* wt_session_threads(weft_graph* graph, int32_t inter_op,
+                                 int32_t intra_op);
 
 /* The tail every one-op test harness shares: finishes builder `b` of
  * `graph`, runs the node alone on /device:CPU:0 with `intra_op_threads`

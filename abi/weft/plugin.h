@@ -42,6 +42,10 @@
  *       gradient reads its node's attributes); and plugins of ops only: a
  *       plugin choosing 1.4 may leave device_type and every device,
  *       memory, copy and stream slot NULL.
+ *  1.5  asynchronous kernels: weft_kernel_def.compute_async, and
+ *       weft_host_api.kernel_defer and kernel_done, so a kernel that waits
+ *       (for data, a peer, a device) completes later without holding a
+ *       thread of the run.
  *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
@@ -76,7 +80,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 4
+#define WEFT_PLUGIN_INTERFACE_MINOR 5
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 /* Limits the host enforces on what a plugin hands it.  Every string a
@@ -176,6 +180,18 @@ typedef struct weft_kernel_def {
    * served without knowing its plugin.  Kernels for runtime ops on another
    * plugin's device type are refused. */
   const char* device_type;
+
+  /* ---- Appended in 1.5: asynchronous kernels.  A host older than 1.5
+   * ignores it and calls `compute`, which must therefore still be set and
+   * do the whole work before it returns. ---- */
+
+  /* When non-NULL, a 1.5 host calls this instead of `compute`.  It may
+   * start work that finishes later and return at once after calling
+   * host->kernel_defer(ctx, ...): the node then completes when the kernel
+   * calls host->kernel_done(ctx, status), from any thread, and no thread
+   * of the run waits for it meanwhile.  Returning without deferring
+   * completes the node as `compute` would. */
+  weft_kernel_compute_fn compute_async;
 } weft_kernel_def;
 
 /* Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */
@@ -305,6 +321,34 @@ typedef struct weft_host_api {
   /* The shape-function calls of weft/ops.h, for the plugin's shape
    * functions. */
   const struct weft_shape_api* shape;
+
+  /* ---- Appended in 1.5: asynchronous kernels (weft_kernel_def.
+   * compute_async).  NULL from an older host, which never calls
+   * compute_async. ---- */
+
+  /* Called by compute_async, at most once and before it returns: the
+   * node completes when the kernel calls kernel_done.  From here until
+   * kernel_done, `ctx` stays valid on any thread (inputs, attributes,
+   * output allocation) except that kernel_stream returns NULL: work the
+   * kernel queued on the stream before deferring must be complete when it
+   * calls kernel_done.  Whatever compute_async returns after deferring is
+   * destroyed unread: failures go to kernel_done.
+   * `cancel` (may be NULL) is called with `cancel_arg` at most once, on
+   * any thread, when the run is cancelled, passes its deadline or fails
+   * elsewhere while the kernel waits; never after kernel_done has
+   * returned, and kernel_done waits for a cancel call in progress.  It
+   * must make the kernel call kernel_done soon (with WEFT_CANCELLED or
+   * whatever it produced) without calling kernel_done itself, waiting for
+   * it, or taking a lock held around a kernel_done call.
+   * FAILED_PRECONDITION outside compute_async or a second time. */
+  weft_status* (*kernel_defer)(weft_kernel_context* ctx,
+                               void (*cancel)(void* cancel_arg),
+                               void* cancel_arg);
+  /* Completes a deferred kernel, exactly once, from any thread: `status`
+   * (taken over) NULL for success, when every output must have been
+   * allocated (and set), or the error that fails the run.  `ctx` is
+   * invalid once it returns. */
+  void (*kernel_done)(weft_kernel_context* ctx, weft_status* status);
 } weft_host_api;
 
 /* The user API's shape-function calls, as a table for plugins (host 1.4).

@@ -164,14 +164,25 @@ class IteratorResource : public SessionResource {
     cv_.notify_all();
   }
 
-  // An element kept from a cancelled get_next, if any.
-  bool TakeStash(Element* out) {
+  // An element for a get_next now, without the worker: one kept from a
+  // cancelled get_next, or one the pipeline has ready (a prefetch
+  // buffer's).  Only when no request is queued or being served, so order
+  // is kept; the worker, idle then, cannot touch the iterator while mu_ is
+  // held.  A bad element is left to the worker's path, which reports it.
+  bool TakeReady(Element* out) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stash_.empty() && requests_.empty() && !busy_) {
+    if (!requests_.empty() || busy_) return false;
+    if (!stash_.empty()) {
       *out = std::move(stash_.front());
       stash_.pop_front();
       return true;
     }
+    if (!it_ || ended_ || !it_->TryNext(out)) return false;
+    weft_status* bad = CheckElement(*out);
+    if (bad == nullptr) return true;
+    weft_status_destroy(bad);
+    // Put back where the worker finds it first (and reports it).
+    stash_.push_front(std::move(*out));
     return false;
   }
 
@@ -222,6 +233,7 @@ class IteratorResource : public SessionResource {
       } else if (!stash_.empty()) {
         element = std::move(stash_.front());
         stash_.pop_front();
+        st = CheckElement(element);
       } else {
         lock.unlock();
         st = NextElement(&element, &end);
@@ -258,19 +270,22 @@ class IteratorResource : public SessionResource {
     if (!it_) WEFT_RETURN_IF_ERROR(ds_->MakeIterator(&it_));
     weft_status* st = it_->Next(out, end);
     if (st == nullptr && *end) ended_ = true;
-    if (st == nullptr && !*end) {
-      if (out->size() != ds_->types.size())
-        return Errorf(WEFT_INTERNAL, "dataset %s made %zu components, not "
-                      "%zu", ds_->Name().c_str(), out->size(),
-                      ds_->types.size());
-      for (size_t c = 0; c < out->size(); ++c)
-        if ((*out)[c].dtype != ds_->types[c])
-          return Errorf(WEFT_INTERNAL, "dataset %s made a %s component %zu, "
-                        "not %s", ds_->Name().c_str(),
-                        weft_dtype_name((*out)[c].dtype), c,
-                        weft_dtype_name(ds_->types[c]));
-    }
+    if (st == nullptr && !*end) return CheckElement(*out);
     return st;
+  }
+
+  // Does `e` have the dataset's signature?
+  weft_status* CheckElement(const Element& e) const {
+    if (e.size() != ds_->types.size())
+      return Errorf(WEFT_INTERNAL, "dataset %s made %zu components, not %zu",
+                    ds_->Name().c_str(), e.size(), ds_->types.size());
+    for (size_t c = 0; c < e.size(); ++c)
+      if (e[c].dtype != ds_->types[c])
+        return Errorf(WEFT_INTERNAL, "dataset %s made a %s component %zu, "
+                      "not %s", ds_->Name().c_str(),
+                      weft_dtype_name(e[c].dtype), c,
+                      weft_dtype_name(ds_->types[c]));
+    return nullptr;
   }
 
   DatasetPtr ds_;
@@ -317,7 +332,7 @@ weft_status* GetNext(RuntimeOpContext* ctx) {
   std::shared_ptr<IteratorResource> it;
   WEFT_RETURN_IF_ERROR(FindIterator(ctx, &it));
   Element kept;
-  if (it->TakeStash(&kept)) {
+  if (ctx->node()->op_type != "IteratorInit" && it->TakeReady(&kept)) {
     for (size_t i = 0; i < kept.size(); ++i)
       ctx->set_output(static_cast<int32_t>(i), std::move(kept[i]));
     return nullptr;

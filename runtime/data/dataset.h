@@ -25,6 +25,13 @@ class Iterator {
   // The next element, or *end at the end of the pass (then again *end).
   // One caller at a time.
   virtual weft_status* Next(Element* out, bool* end) = 0;
+  // An element that is ready now (a prefetch buffer's), without waiting
+  // or working for it: true with *out set, else false and nothing changed
+  // (the caller then calls Next).  Same caller rule as Next.
+  virtual bool TryNext(Element* out) {
+    (void)out;
+    return false;
+  }
 };
 
 class Dataset {

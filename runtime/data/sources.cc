@@ -10,16 +10,18 @@ namespace weft {
 namespace data {
 namespace {
 
-weft_status* Slice(const TensorValue& v, int64_t i, TensorValue* out) {
-  Dims d(v.dims.data() + 1, v.dims.rank() - 1);
-  WEFT_RETURN_IF_ERROR(HostTensor(v.dtype, d, out));
+// Slice i of `v` along dimension 0: a view of v's buffer, no copy (the
+// dataset's tensors never change, and a view's buffer has other holders,
+// so no kernel writes over it).
+void Slice(const TensorValue& v, int64_t i, TensorValue* out) {
+  out->dtype = v.dtype;
+  out->dims = Dims(v.dims.data() + 1, v.dims.rank() - 1);
   const size_t bytes = out->byte_size();
-  if (bytes != 0)
-    std::memcpy(out->host_data(),
-                static_cast<const char*>(v.host_data()) +
-                    static_cast<size_t>(i) * bytes,
-                bytes);
-  return nullptr;
+  out->buffer.reset();
+  out->offset = 0;
+  if (bytes == 0) return;
+  out->buffer = v.buffer;
+  out->offset = v.offset + static_cast<uint64_t>(i) * bytes;
 }
 
 weft_status* BytesElement(const std::string& bytes, Element* out) {
@@ -124,8 +126,11 @@ weft_status* weft_dataset_from_tensor_slices(weft_tensor* const* components,
       // A copy: the caller may change or free its tensors afterwards.
       weft::TensorValue copy;
       WEFT_RETURN_IF_ERROR(weft::data::HostTensor(v.dtype, v.dims, &copy));
-      if (copy.byte_size() != 0)
+      if (copy.byte_size() != 0) {
         std::memcpy(copy.host_data(), v.host_data(), copy.byte_size());
+        // Elements are views of it (Slice): a fetch copies them.
+        copy.buffer->is_state = true;
+      }
       values->push_back(std::move(copy));
       types.push_back(v.dtype);
       shapes.push_back(weft::ShapeInfo::Of(
@@ -142,8 +147,7 @@ weft_status* weft_dataset_from_tensor_slices(weft_tensor* const* components,
                             *end = false;
                             e->resize(values->size());
                             for (size_t c = 0; c < values->size(); ++c)
-                              WEFT_RETURN_IF_ERROR(weft::data::Slice(
-                                  (*values)[c], *i, &(*e)[c]));
+                              weft::data::Slice((*values)[c], *i, &(*e)[c]);
                             ++*i;
                             return static_cast<weft_status*>(nullptr);
                           });

@@ -148,6 +148,14 @@ class PrefetchIterator : public Iterator {
       return Error(weft_status_code(error_), weft_status_message(error_));
     return *end = true, nullptr;
   }
+  bool TryNext(Element* out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (items_.empty()) return false;
+    *out = std::move(items_.front());
+    items_.pop_front();
+    cv_.notify_all();
+    return true;
+  }
 
  private:
   void Produce() {

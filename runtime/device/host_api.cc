@@ -116,6 +116,10 @@ weft_status* KernelFromDef(const weft_kernel_def* def,
     return Error(WEFT_INVALID_ARGUMENT,
                  "kernel for " + k.op + " has an empty or unterminated "
                  "device_type");
+  // Appended in 1.5: an asynchronous entry point.
+  if (def->struct_size >= offsetof(weft_kernel_def, compute_async) +
+                              sizeof def->compute_async)
+    k.compute_async = def->compute_async;
   k.priority = def->priority;
   k.compute = def->compute;
   k.arg = def->kernel_arg;
@@ -469,6 +473,26 @@ int32_t HostStatusCode(const weft_status* s) { return weft_status_code(s); }
 uint64_t HostRunCounter(const weft_kernel_context* c) {
   return c ? c->run_counter : 0;
 }
+weft_status* HostDefer(weft_kernel_context* c, void (*cancel)(void*),
+                       void* cancel_arg) {
+  if (c == nullptr) return Error(WEFT_INVALID_ARGUMENT, "context is NULL");
+  if (c->async == nullptr)
+    return Errorf(WEFT_FAILED_PRECONDITION,
+                  "node '%s': kernel_defer outside compute_async (the "
+                  "kernel was not registered as asynchronous)",
+                  c->node->name.c_str());
+  return c->async->Defer(cancel, cancel_arg);
+}
+void HostDone(weft_kernel_context* c, weft_status* status) {
+  if (c == nullptr || c->async == nullptr) {
+    // Nothing to complete: a kernel bug, which must not crash the host.
+    HostLog(WEFT_LOG_ERROR,
+            "kernel_done on a context that was not deferred: ignored");
+    weft_status_destroy(status);
+    return;
+  }
+  c->async->Done(status);
+}
 
 }  // namespace
 
@@ -504,6 +528,8 @@ const weft_host_api* HostApi() {
     a.kernel_forward_input_or_allocate = HostForwardInputOrAllocate;
     a.register_op = HostRegisterOp;
     a.shape = ShapeApi();
+    a.kernel_defer = HostDefer;
+    a.kernel_done = HostDone;
     return a;
   }();
   return &api;

@@ -7,6 +7,15 @@
 
 namespace weft {
 class Device;
+
+// The executor's side of an asynchronous kernel's call (compute_async):
+// what the host's kernel_defer and kernel_done do.
+class AsyncKernelCall {
+ public:
+  virtual ~AsyncKernelCall() = default;
+  virtual weft_status* Defer(void (*cancel)(void*), void* cancel_arg) = 0;
+  virtual void Done(weft_status* status) = 0;
+};
 }
 
 struct weft_kernel_context {
@@ -25,4 +34,6 @@ struct weft_kernel_context {
   // and for a value whose last reader this node is and whose buffer
   // nothing but its slot holds (Run::Forwardable).
   uint32_t writable_inputs = 0;
+  // Set for a call of compute_async (and kept until kernel_done).
+  weft::AsyncKernelCall* async = nullptr;
 };

@@ -40,6 +40,8 @@ struct KernelReg {
   int32_t priority = 0;
   int32_t load_order = 0;         // of the plugin
   weft_kernel_compute_fn compute = nullptr;
+  // Asynchronous kernels (weft_kernel_def 1.5): called instead of compute.
+  weft_kernel_compute_fn compute_async = nullptr;
   void* arg = nullptr;
 
   // Whether every constrained type attribute of a node with `attrs` holds

@@ -284,11 +284,26 @@ void Run::Process(const int32_t* ids, size_t n) {
       Expire();
     if (!failed_.load(std::memory_order_acquire)) {
       TensorValue* out = slots_.data() + p.output_base;
-      if (weft_status* st = p.kind == ExecKind::kKernel
-                                ? ExecuteKernel(p, slots_.data(), out)
-                                : ExecuteNode(p, slots_.data(), out))
+      if (p.kind == ExecKind::kRuntime) {
+        // A runtime op (a queue's dequeue, an iterator's get_next) may
+        // park: its Done completes the node later, on another thread.
+        bool dead = false, parked = false;
+        CfItem item;
+        item.node = id;
+        if (weft_status* st = RunRuntimeOp(p, item, &dead, &parked)) Fail(st);
+        if (parked) {
+          // A failure or cancellation that came before the op registered
+          // its wait finds it here.
+          if (failed_.load(std::memory_order_acquire)) CancelParked();
+          continue;
+        }
+      } else if (weft_status* st = p.kind == ExecKind::kKernel
+                                       ? ExecuteKernel(p, slots_.data(), out)
+                                       : ExecuteNode(p, slots_.data(), out)) {
         Fail(st);
-      else if (accounting_) Account(p);
+      } else if (accounting_) {
+        Account(p);
+      }
     }
     for (int32_t s : p.input_slots)
       if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
@@ -305,6 +320,39 @@ void Run::Process(const int32_t* ids, size_t n) {
       return;
     }
     if (kept >= 0) ready.insert(base, kept);  // under the cheap ones
+  }
+}
+
+void Run::FlatComplete(int32_t id) {
+  const PlanNode& p = plan_.nodes[id];
+  for (int32_t s : p.input_slots)
+    if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      ReleaseSlot(s);
+  int32_t inline_ready[kInlineInputs];
+  std::vector<int32_t> more;
+  size_t n = 0;
+  for (int32_t succ : p.successors)
+    if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (n < kInlineInputs) inline_ready[n++] = succ;
+      else more.push_back(succ);
+    }
+  // Handed on before this node is counted out: until then the run cannot
+  // finish, so it is still there to take them.
+  if (n != 0) {
+    if (session_->pool) {
+      for (size_t i = 0; i < n; ++i) Dispatch(inline_ready[i]);
+      for (int32_t succ : more) Dispatch(succ);
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      async_ready_.insert(async_ready_.end(), inline_ready, inline_ready + n);
+      async_ready_.insert(async_ready_.end(), more.begin(), more.end());
+      cv_.notify_all();
+    }
+  }
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    cv_.notify_all();  // under the lock: the waiter may destroy us next
   }
 }
 
@@ -583,12 +631,10 @@ weft_status* Run::ExecuteNode(const PlanNode& p, TensorValue* in,
     case ExecKind::kEnter:
     case ExecKind::kExit:
     case ExecKind::kNextIteration:
-      // The frame executor moves these values itself.
-      return Errorf(WEFT_INTERNAL, "node '%s' (%s) reached the kernel path",
-                    p.node->name.c_str(), p.node->op_type.c_str());
     case ExecKind::kRuntime:
-      return Errorf(WEFT_UNIMPLEMENTED,
-                    "node '%s' (%s): runtime ops are not executed yet",
+      // The frame executor moves these values itself; Process and
+      // CfProcess run runtime ops (RunRuntimeOp).
+      return Errorf(WEFT_INTERNAL, "node '%s' (%s) reached the kernel path",
                     p.node->name.c_str(), p.node->op_type.c_str());
     case ExecKind::kNoOp:
     case ExecKind::kPlaceholder:
@@ -820,10 +866,27 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
       cv_.wait(lock, [this] { return finished_; });
     } else {
       for (size_t i = roots.size(); i-- > 0;) local_ready_.push_back(roots[i]);
-      while (!local_ready_.empty()) {
-        int32_t id = local_ready_.back();
-        local_ready_.pop_back();
-        Process(id);
+      for (;;) {
+        while (!local_ready_.empty()) {
+          int32_t id = local_ready_.back();
+          local_ready_.pop_back();
+          Process(id);
+        }
+        // What is left waits on parked ops, whose Done hands this thread
+        // the nodes it makes ready.
+        std::unique_lock<std::mutex> lock(mu_);
+        auto woken = [this] { return finished_ || !async_ready_.empty(); };
+        if (control_.has_deadline &&
+            !cv_.wait_until(lock, control_.deadline, woken)) {
+          lock.unlock();
+          Expire();
+          lock.lock();
+        }
+        cv_.wait(lock, woken);
+        if (async_ready_.empty()) break;
+        local_ready_.insert(local_ready_.end(), async_ready_.rbegin(),
+                            async_ready_.rend());
+        async_ready_.clear();
       }
     }
   }

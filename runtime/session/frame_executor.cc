@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 
 #include "base/status.h"
+#include "device/kernel_context.h"
 #include "device/registry.h"
 #include "session/run.h"
 
@@ -18,6 +20,7 @@ namespace exec {
 
 std::string Run::FrameDescription(const Iteration* it) const {
   std::string s;
+  if (it == nullptr) return s;  // a flat plan: no frames
   for (const FrameInstance* f = it->frame; f != nullptr && f->frame != 0;
        f = f->parent) {
     std::string here = "frame '" + plan_.frames[f->frame].name +
@@ -28,14 +31,15 @@ std::string Run::FrameDescription(const Iteration* it) const {
   return s;
 }
 
-// A parked runtime op: its node's item, waiting for Done.
+// A parked runtime op: its node's item (iter null in a flat plan), waiting
+// for Done.
 class ParkedOp : public AsyncDone {
  public:
   ParkedOp(Run* run, const PlanNode& p, const CfItem& item, CancelFn cancel)
       : run_(run), p_(p), item_(item), cancel_(std::move(cancel)),
         where_(NodeWhere(p.node)) {}
   void set_output(int32_t i, TensorValue value) override {
-    item_.iter->slots[p_.output_base + i] = std::move(value);
+    run_->SlotsOf(item_)[p_.output_base + i] = std::move(value);
   }
   void Done(weft_status* status) override {
     if (done_.exchange(true)) {
@@ -64,11 +68,13 @@ class ParkedOp : public AsyncDone {
   std::atomic<bool> done_{false};
 };
 
-// What a runtime op sees: its node's iteration of its frame.
+// What a runtime op sees: its node's iteration of its frame, or the run's
+// slots in a flat plan (item.iter null).
 class CfRuntimeContext : public RuntimeOpContext {
  public:
   CfRuntimeContext(Run* run, const PlanNode& p, const CfItem& item)
-      : run_(run), p_(p), it_(item.iter), item_(item) {
+      : run_(run), p_(p), it_(item.iter), slots_(run->SlotsOf(item)),
+        item_(item) {
     Iteration* it = item.iter;
     for (const Iteration* i = it; i != nullptr && i->frame->frame != 0;
          i = i->frame->parent_iter)
@@ -88,11 +94,11 @@ class CfRuntimeContext : public RuntimeOpContext {
     return static_cast<int32_t>(p_.input_slots.size());
   }
   const TensorValue& input(int32_t i) const override {
-    return it_->slots[p_.input_slots[i]];
+    return slots_[p_.input_slots[i]];
   }
   int32_t num_outputs() const override { return p_.num_outputs; }
   void set_output(int32_t i, TensorValue value) override {
-    it_->slots[p_.output_base + i] = std::move(value);
+    slots_[p_.output_base + i] = std::move(value);
   }
   void set_dead() override { dead_ = true; }
   bool dead() const { return dead_; }
@@ -194,6 +200,7 @@ class CfRuntimeContext : public RuntimeOpContext {
   Run* run_;
   const PlanNode& p_;
   Iteration* it_;
+  TensorValue* slots_;
   CfItem item_;
   std::vector<int64_t> path_;
   bool dead_ = false;
@@ -234,6 +241,11 @@ void Run::ParkedDone(ParkedOp* op, weft_status* st) {
     Fail(st);
     op->item_.dead = true;
     CancelParked();  // the run is over: nothing else may wait on
+  }
+  if (op->item_.iter == nullptr) {
+    // A flat plan: the node completes as Process would have completed it.
+    FlatComplete(static_cast<int32_t>(&op->p_ - plan_.nodes.data()));
+    return;
   }
   std::lock_guard<std::mutex> lock(cf_mu_);
   TensorValue carried;
@@ -285,12 +297,180 @@ void Run::CfWait(std::unique_lock<std::mutex>& lock, Pred done) {
   }
 }
 
+// One call of an asynchronous kernel (compute_async): its context and
+// what the context points at, alive until the kernel is done (`self`).
+class KernelCall : public AsyncKernelCall {
+ public:
+  KernelCall(Run* run, const PlanNode& p, const CfItem& item)
+      : run_(run), p_(p), item_(item) {}
+
+  weft_status* Defer(void (*cancel)(void*), void* cancel_arg) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!in_compute_ || deferred_)
+        return Errorf(WEFT_FAILED_PRECONDITION,
+                      "node '%s': kernel_defer %s", p_.node->name.c_str(),
+                      deferred_ ? "called twice"
+                                : "after compute_async returned");
+      deferred_ = true;
+      cancel_ = cancel;
+      cancel_arg_ = cancel_arg;
+      ctx.stream = nullptr;  // the stream is the run's again
+    }
+    std::shared_ptr<KernelCall> me = self;
+    done_ = run_->Park(p_, item_, [me](weft_status* why) {
+      me->Cancel();
+      weft_status_destroy(why);
+    });
+    return nullptr;
+  }
+
+  void Done(weft_status* st) override {
+    std::shared_ptr<KernelCall> keep;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!deferred_ || finished_) {
+        // A kernel bug: done without deferring (the call then fails), or
+        // a second done (ignored: the node has completed).
+        if (!deferred_) misused_ = true;
+        lock.unlock();
+        weft_status_destroy(st);
+        return;
+      }
+      finished_ = true;
+      cv_.wait(lock, [this] { return !cancelling_; });
+      keep = std::move(self);
+    }
+    if (st == nullptr)
+      st = run_->CheckOutputs(p_, p_.node, p_.kernel, outputs.data());
+    else if (std::string(weft_status_message(st)).find(p_.node->name) ==
+             std::string::npos)
+      st = Annotate(st, "node '" + p_.node->name + "' (" + p_.node->op_type +
+                            ") on " + p_.device->name);
+    if (st == nullptr)
+      for (size_t o = 0; o < outputs.size(); ++o)
+        done_->set_output(static_cast<int32_t>(o), std::move(outputs[o]));
+    std::shared_ptr<AsyncDone> done = std::move(done_);
+    done->Done(st);  // the run may end here: nothing of it is touched after
+  }
+
+  // After compute_async returned: whether it deferred (then nothing more
+  // is read here), else the node's outputs are taken.
+  bool Returned() {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_compute_ = false;
+    return deferred_;
+  }
+  bool misused() const { return misused_; }  // after Returned
+
+  weft_kernel_context ctx;
+  std::vector<TensorValue> inputs;
+  std::vector<const TensorValue*> input_ptrs;
+  std::vector<TensorValue> outputs;
+  std::shared_ptr<KernelCall> self;  // until Done
+
+ private:
+  void Cancel() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || cancelled_ || cancel_ == nullptr) return;
+      cancelled_ = cancelling_ = true;
+    }
+    cancel_(cancel_arg_);
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelling_ = false;
+    cv_.notify_all();
+  }
+
+  Run* run_;
+  const PlanNode& p_;
+  CfItem item_;
+  std::shared_ptr<AsyncDone> done_;  // from Park
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool in_compute_ = true, deferred_ = false, finished_ = false;
+  bool misused_ = false;
+  bool cancelled_ = false, cancelling_ = false;
+  void (*cancel_)(void*) = nullptr;
+  void* cancel_arg_ = nullptr;
+};
+
+weft_status* Run::RunAsyncKernel(const PlanNode& p, const CfItem& item,
+                                 bool* parked) {
+  auto call = std::make_shared<KernelCall>(this, p, item);
+  const TensorValue* slots = SlotsOf(item);
+  const size_t n_in = p.input_slots.size();
+  call->inputs.reserve(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const TensorValue& v = slots[p.input_slots[i]];
+    if (!Accessible(v, p.device))
+      return Errorf(WEFT_INTERNAL, "node '%s': input %zu is on %s, which %s "
+                    "cannot read (a missing Send/Recv)",
+                    p.node->name.c_str(), i,
+                    v.device() ? v.device()->name.c_str() : "the host",
+                    p.device->name.c_str());
+    call->inputs.push_back(v);  // a reference the call keeps
+  }
+  for (const TensorValue& v : call->inputs) call->input_ptrs.push_back(&v);
+  call->outputs.resize(static_cast<size_t>(p.num_outputs));
+  weft_kernel_context& ctx = call->ctx;
+  ctx.node = p.node;
+  ctx.device = p.device;
+  ctx.intra_op_threads = intra_op_threads_;
+  ctx.inputs = call->input_ptrs.data();
+  ctx.num_inputs = static_cast<int32_t>(n_in);
+  ctx.outputs = call->outputs.data();
+  ctx.num_outputs = p.num_outputs;
+  ctx.async = call.get();
+  if (p.run_counter != nullptr)
+    ctx.run_counter = p.run_counter->fetch_add(1, std::memory_order_relaxed);
+  call->self = call;
+  weft_status* st;
+  if (RunStream* rs = StreamFor(p.device)) {
+    std::lock_guard<std::mutex> lock(rs->mu);
+    ctx.stream = rs->stream;
+    st = p.kernel->compute_async(p.kernel->arg, &ctx);
+  } else {
+    st = p.kernel->compute_async(p.kernel->arg, &ctx);
+  }
+  if (call->Returned()) {
+    // Deferred: kernel_done completes the node (perhaps it already has).
+    weft_status_destroy(st);
+    *parked = true;
+    return nullptr;
+  }
+  call->self.reset();
+  if (call->misused()) {
+    weft_status_destroy(st);
+    return Errorf(WEFT_INTERNAL, "node '%s' (%s): its kernel called "
+                  "kernel_done without kernel_defer", p.node->name.c_str(),
+                  p.node->op_type.c_str());
+  }
+  if (st != nullptr) {
+    if (std::string(weft_status_message(st)).find(p.node->name) ==
+        std::string::npos)
+      st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type +
+                            ") on " + p.device->name);
+    return st;
+  }
+  WEFT_RETURN_IF_ERROR(
+      CheckOutputs(p, p.node, p.kernel, call->outputs.data()));
+  TensorValue* out = SlotsOf(item) + p.output_base;
+  for (int32_t o = 0; o < p.num_outputs; ++o)
+    out[o] = std::move(call->outputs[static_cast<size_t>(o)]);
+  return nullptr;
+}
+
 weft_status* Run::RunRuntimeOp(const PlanNode& p, const CfItem& item,
                                bool* dead, bool* parked) {
+  if (p.kernel != nullptr) return RunAsyncKernel(p, item, parked);
   CfRuntimeContext ctx(this, p, item);
   weft_status* st = p.node->def->runtime(&ctx);
   *dead = ctx.dead();
   *parked = ctx.parked();
+  if (st == nullptr && *dead && item.iter == nullptr)
+    st = Errorf(WEFT_INTERNAL, "a runtime op made its outputs dead outside "
+                "control flow");
   if (st != nullptr && std::string(weft_status_message(st))
                                .find(p.node->name) == std::string::npos)
     st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type + ")");

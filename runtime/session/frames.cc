@@ -22,10 +22,10 @@ weft_status* Planner::AnalyzeFrames() {
   exec_frame_.assign(n, 0);
   out_frame_.assign(n, 0);
   plan_->control_flow = false;
+  // Runtime ops run on both executors (outside loops their iteration path
+  // is empty).
   for (const weft_node* node : order_)
-    // Runtime ops need the frame executor's per-run resources.
-    if (IsControlFlow(node->def->exec) || node->def->exec == ExecKind::kRuntime)
-      plan_->control_flow = true;
+    if (IsControlFlow(node->def->exec)) plan_->control_flow = true;
   if (!plan_->control_flow) return nullptr;
   plan_->frames.assign(1, PlanFrame{});
   std::map<std::pair<int32_t, std::string>, int32_t> by_name;

@@ -278,6 +278,9 @@ weft_status* Planner::Place() {
     }
     if (p.kind != ExecKind::kKernel) continue;
     WEFT_RETURN_IF_ERROR(PlaceKernel(i));
+    // An asynchronous kernel may complete later: the executors run it as
+    // they run runtime ops that park (RunRuntimeOp).
+    if (p.kernel->compute_async != nullptr) p.kind = ExecKind::kRuntime;
     if (p.node->def->stateful)
       p.run_counter = req_.variables->RunCounter(p.node);
   }

@@ -162,8 +162,22 @@ class Run {
   std::string FrameDescription(const Iteration* it) const;
   weft_status* RunRuntimeOp(const PlanNode& p, const CfItem& item, bool* dead,
                             bool* parked);
+  // The slots an item's node reads and writes: its iteration's, or the
+  // run's in a flat plan (item.iter null).
+  TensorValue* SlotsOf(const CfItem& item) {
+    return item.iter != nullptr ? item.iter->slots.data() : slots_.data();
+  }
+  // Flat plans: what Process does after node `id` has run, for a runtime
+  // op that parked and is done now (on whatever thread called Done):
+  // releases its inputs, hands what it makes ready to the pool or the
+  // caller's thread, and counts it out.
+  void FlatComplete(int32_t id);
+  // An asynchronous kernel (compute_async), run as a runtime op is.
+  weft_status* RunAsyncKernel(const PlanNode& p, const CfItem& item,
+                              bool* parked);
   friend class CfRuntimeContext;
   friend class ParkedOp;
+  friend class KernelCall;
   // Parked (asynchronous) runtime ops.
   std::shared_ptr<ParkedOp> Park(const PlanNode& p, const CfItem& item,
                                  CancelFn cancel);
@@ -262,6 +276,9 @@ class Run {
   // With accounting: the updates written in place (RunStats::in_place).
   std::vector<std::pair<const weft_node*, const weft_node*>> in_place_;
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
+  // Without a pool: nodes a parked op's Done made ready, for the caller's
+  // thread (under mu_; cv_ tells it).
+  std::vector<int32_t> async_ready_;
 
   // Control flow.
   std::mutex cf_mu_;
