@@ -5,6 +5,7 @@
 
 int weft_command_place(int argc, char** argv);
 int weft_command_train(int argc, char** argv);
+int weft_command_tfrecord(int argc, char** argv);
 int weft_command_conformance(int argc, char** argv);
 int weft_command_inspect(int argc, char** argv);
 int weft_command_export(int argc, char** argv);

@@ -39,6 +39,7 @@
 #include "tools/commands.h"
 #include "tools/random.h"
 #include "tools/idx.h"
+#include "tools/train_input.h"
 #include "weft/weft.h"
 
 enum { PIXELS = 784, CLASSES = 10, HIDDEN = 256, EVAL_BATCH = 1000 };
@@ -60,7 +61,12 @@ typedef struct train_args {
   int32_t threads;
   const char* loss_log;  /* every step's loss, exactly, for tests */
   int explain;           /* print the first step's placement */
-  int pipeline;          /* --input pipeline: batches from a dataset */
+  int pipeline;          /* --input pipeline (the default): batches from a
+                          * dataset read inside the graph; 0: fed */
+  const char* tfrecord;  /* --data tfrecord:PATH[,PATH...]: the training
+                          * set from these files */
+  int64_t train_count;   /* training examples */
+  int64_t resume_step;   /* with --resume: the checkpoint's step */
 } train_args;
 
 typedef struct model {
@@ -470,88 +476,57 @@ static void epoch_order(uint64_t seed, int64_t epoch, int32_t* order,
   }
 }
 
-/* The training set as a dataset (--input pipeline): slices of the
- * images and labels, shuffled over the whole set (seeded; each epoch
- * differently), batched (a short last batch dropped, as the feeding loop
- * does), cast and scaled by a map function, repeated for the epochs, and
- * prefetched on a background thread while the step runs. */
+/* Splits "a,b,c" into at most `max` paths (copied into `buf`). */
+static int32_t split_paths(const char* list, char* buf, size_t size,
+                           const char** out, int32_t max) {
+  snprintf(buf, size, "%s", list);
+  int32_t n = 0;
+  for (char* save = NULL, *p = strtok_r(buf, ",", &save); p && n < max;
+       p = strtok_r(NULL, ",", &save))
+    out[n++] = p;
+  return n;
+}
+
+/* "GZIP" for a name ending in .gz, "ZLIB" for .zz, else "" (plain). */
+static const char* tfrecord_compression(const char* path) {
+  size_t n = strlen(path);
+  if (n > 3 && strcmp(path + n - 3, ".gz") == 0) return "GZIP";
+  if (n > 3 && strcmp(path + n - 3, ".zz") == 0) return "ZLIB";
+  return "";
+}
+
+/* The training set as a dataset (--input pipeline, train_input.c): the
+ * IDX pixels or the --data tfrecord: files, shuffled over the whole set
+ * (seeded; each epoch differently), batched (a short last batch dropped,
+ * as the feeding loop does), repeated for the epochs, past the steps a
+ * resumed run has done, cast and scaled, and prefetched on a background
+ * thread while the step runs. */
 static int input_pipeline(const train_args* a, const idx_dataset* train,
                           weft_graph* g, weft_output* batch) {
-  const int64_t n = train->images.dims[0];
-  int64_t xd[2] = {n, PIXELS}, ld[1] = {n};
-  weft_tensor *images = NULL, *labels = NULL;
-  weft_dataset *slices = NULL, *shuffled = NULL, *batched = NULL,
-               *mapped = NULL, *repeated = NULL, *prefetched = NULL;
-  weft_graph* fn = NULL;
-  int ok = 0;
-  /* Borrowed: the dataset copies them. */
-  if (!check(weft_tensor_create_from_data(WEFT_UINT8, xd, 2,
-                                          train->images.data,
-                                          (size_t)(n * PIXELS), NULL, NULL,
-                                          &images), "pipeline images") ||
-      !check(weft_tensor_create_from_data(WEFT_UINT8, ld, 1,
-                                          train->labels.data, (size_t)n,
-                                          NULL, NULL, &labels),
-             "pipeline labels"))
-    goto done;
-  weft_tensor* columns[2] = {images, labels};
-  if (!check(weft_dataset_from_tensor_slices(columns, 2, &slices),
-             "pipeline") ||
-      !check(weft_dataset_shuffle(slices, n, (int64_t)a->seed, &shuffled),
-             "pipeline shuffle") ||
-      !check(weft_dataset_batch(shuffled, a->batch, 1, &batched),
-             "pipeline batch") ||
-      !check(weft_graph_create(&fn), "pipeline map"))
-    goto done;
-  {
-    int64_t bx[2] = {-1, PIXELS}, bl[1] = {-1};
-    weft_output in[2], out[2], scale, f;
-    float inv255 = 1.0f / 255.0f;
-    weft_tensor* s = NULL;
-    if (!check(weft_graph_placeholder(fn, "x", WEFT_UINT8, bx, 2, &in[0]),
-               "map x") ||
-        !check(weft_graph_placeholder(fn, "y", WEFT_UINT8, bl, 1, &in[1]),
-               "map y") ||
-        !check(weft_tensor_create_from_data(WEFT_FLOAT32, NULL, 0, &inv255,
-                                            sizeof inv255, NULL, NULL, &s),
-               "map scale") ||
-        !check(weft_graph_constant(fn, "scale", s, &scale), "map scale")) {
-      weft_tensor_destroy(s);
-      goto done;
-    }
-    weft_tensor_destroy(s);
-    weft_op_builder* b = weft_op_begin(fn, "Cast", "xf");
-    weft_op_add_input(b, in[0]);
-    weft_op_set_attr_dtype(b, "DstT", WEFT_FLOAT32);
-    weft_node* node = NULL;
-    if (!check(weft_op_finish(b, &node), "map cast")) goto done;
-    f = (weft_output){node, 0};
-    if (!apply(fn, "Mul", "x01", f, &scale, &out[0])) goto done;
-    b = weft_op_begin(fn, "Cast", "yi");
-    weft_op_add_input(b, in[1]);
-    weft_op_set_attr_dtype(b, "DstT", WEFT_INT32);
-    if (!check(weft_op_finish(b, &node), "map cast")) goto done;
-    out[1] = (weft_output){node, 0};
-    if (!check(weft_dataset_map(batched, fn, in, 2, out, 2, 1, &mapped),
-               "pipeline map") ||
-        !check(weft_dataset_repeat(mapped, a->epochs, &repeated),
-               "pipeline repeat") ||
-        !check(weft_dataset_prefetch(repeated, 2, &prefetched),
-               "pipeline prefetch") ||
-        !check(weft_dataset_iterator(g, "train_input", prefetched, batch,
-                                     NULL), "pipeline iterator"))
-      goto done;
+  enum { kMaxFiles = 64 };
+  char files[4096];
+  const char* paths[kMaxFiles];
+  int32_t num_paths = 0;
+  train_input in;
+  memset(&in, 0, sizeof in);
+  if (a->tfrecord) {
+    num_paths = split_paths(a->tfrecord, files, sizeof files, paths,
+                            kMaxFiles);
+    in.tfrecords = paths;
+    in.num_tfrecords = num_paths;
+    in.compression = tfrecord_compression(paths[0]);
+    in.shuffle_buffer = a->train_count;
+    in.parallel = a->threads > 0 ? a->threads : 2;
+  } else {
+    in.images = train->images.data;
+    in.labels = train->labels.data;
+    in.n = train->images.dims[0];
   }
-  ok = 1;
-done:
-  weft_graph_destroy(fn);
-  weft_dataset* all[] = {slices, shuffled, batched, mapped, repeated,
-                         prefetched};
-  for (size_t i = 0; i < sizeof all / sizeof *all; ++i)
-    weft_dataset_destroy(all[i]);
-  weft_tensor_destroy(images);
-  weft_tensor_destroy(labels);
-  return ok;
+  in.batch = a->batch;
+  in.epochs = a->epochs;
+  in.seed = a->seed;
+  in.skip = a->resume_step;
+  return train_input_build(&in, g, "train_input", batch);
 }
 
 /* ---- Running ------------------------------------------------------------------- */
@@ -759,8 +734,6 @@ static int save_bundle(const train_args* a, const model* m, weft_session* s) {
 
 static int run_training(const train_args* a, model* m,
                         const idx_dataset* train, const idx_dataset* test) {
-  /* Before any thread of the session or its kernels starts. */
-  block_stop_signals();
   weft_session_options o;
   weft_session_options_init(&o);
   o.devices = a->devices;
@@ -772,7 +745,7 @@ static int run_training(const train_args* a, model* m,
   int rc = 1;
   float* x = malloc(sizeof(float) * (size_t)(a->batch * PIXELS));
   int32_t* labels = malloc(sizeof(int32_t) * (size_t)a->batch);
-  int64_t n = train->images.dims[0];
+  int64_t n = a->train_count;
   int32_t* order = malloc(sizeof(int32_t) * (size_t)n);
   FILE* log = NULL;
   weft_tensor *xt = NULL, *lt = NULL, *step_t = NULL;
@@ -935,6 +908,7 @@ static int parse_args(int argc, char** argv, train_args* a) {
   a->batch = 100;
   a->data_dir = "/usr/share/datasets/fashion-mnist";
   a->seed = 1;
+  a->pipeline = 1;
   if (argc < 2 || strcmp(argv[1], "fashion-mnist") != 0) {
     fprintf(stderr, "weft train: the dataset is 'fashion-mnist' (the only "
             "one so far)\n");
@@ -999,7 +973,15 @@ static int parse_args(int argc, char** argv, train_args* a) {
     } else if (strcmp(f, "--device") == 0) {
       a->devices = v;
     } else if (strcmp(f, "--data") == 0) {
-      a->data_dir = v;
+      if (strncmp(v, "tfrecord:", 9) == 0) {
+        if (v[9] == '\0') {
+          fprintf(stderr, "weft train: --data tfrecord: names no file\n");
+          return 0;
+        }
+        a->tfrecord = v + 9;
+      } else {
+        a->data_dir = v;
+      }
     } else if (strcmp(f, "--checkpoint") == 0) {
       a->checkpoint = v;
     } else if (strcmp(f, "--save") == 0) {
@@ -1011,9 +993,9 @@ static int parse_args(int argc, char** argv, train_args* a) {
       return 0;
     }
   }
-  if (a->pipeline && a->resume) {
-    fprintf(stderr, "weft train: --resume reads batches by step, which "
-            "--input pipeline does not yet (use --input feed)\n");
+  if (a->tfrecord && !a->pipeline) {
+    fprintf(stderr, "weft train: --data tfrecord: is read by the input "
+            "pipeline; drop --input feed\n");
     return 0;
   }
   if (a->checkpoint == NULL) {
@@ -1029,12 +1011,64 @@ static int parse_args(int argc, char** argv, train_args* a) {
   return 1;
 }
 
+/* --data tfrecord:: how many records the files hold. */
+static int count_tfrecords(train_args* a) {
+  if (!a->tfrecord) return 1;
+  enum { kMaxFiles = 64 };
+  char files[4096];
+  const char* paths[kMaxFiles];
+  int32_t n = split_paths(a->tfrecord, files, sizeof files, paths, kMaxFiles);
+  return train_input_count_records(paths, n, tfrecord_compression(paths[0]),
+                                   &a->train_count);
+}
+
+/* With --resume, the pipeline starts past the steps already done: the
+ * checkpoint's step, read before the graph is built (resume() checks the
+ * rest of the checkpoint later).  A checkpoint without one leaves 0, and
+ * resume() then says what is wrong with it. */
+static int peek_step(train_args* a) {
+  weft_graph* g = NULL;
+  weft_session* s = NULL;
+  weft_tensor* zero = NULL;
+  weft_tensor* value = NULL;
+  weft_output init, step;
+  int64_t z = 0;
+  a->resume_step = 0;
+  if (access(a->checkpoint, F_OK) != 0) return 1;
+  int ok =
+      check(weft_graph_create(&g), "--resume") &&
+      check(weft_tensor_create_copy(WEFT_INT64, NULL, 0, &z, sizeof z, &zero),
+            "--resume") &&
+      check(weft_graph_constant(g, "global_step/zero", zero, &init),
+            "--resume") &&
+      check(weft_graph_variable(g, "global_step", init, &step, NULL),
+            "--resume") &&
+      check(weft_session_create(g, NULL, &s), "--resume");
+  if (ok) {
+    weft_status* st = weft_checkpoint_restore(s, a->checkpoint, &step.node, 1);
+    if (st == NULL)
+      st = weft_session_run(s, NULL, NULL, 0, &step, 1, NULL, 0, &value);
+    if (st == NULL)
+      a->resume_step = *(const int64_t*)weft_tensor_data(value);
+    weft_status_destroy(st);
+  }
+  weft_tensor_destroy(value);
+  weft_tensor_destroy(zero);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return ok;
+}
+
 int weft_command_train(int argc, char** argv) {
   train_args a;
   if (!parse_args(argc, argv, &a)) return 2;
   /* Progress must reach a pipe or a log as it happens, not when a 4 KiB
    * buffer fills (or never, if the run is killed). */
   setvbuf(stdout, NULL, _IOLBF, 0);
+  /* Before any thread starts: the sessions' and kernels', and those of the
+   * input pipeline, whose map functions have sessions of their own made
+   * while the graph is built. */
+  block_stop_signals();
   char err[4200];
   idx_dataset train, test;
   if (idx_read_dataset(a.data_dir, "train", CLASSES, &train, err,
@@ -1050,13 +1084,22 @@ int weft_command_train(int argc, char** argv) {
     return 1;
   }
   int rc = 1;
+  a.train_count = train.images.dims[0];
   if (train.images.dims[1] * train.images.dims[2] != PIXELS ||
       test.images.dims[1] * test.images.dims[2] != PIXELS) {
     fprintf(stderr, "weft train: images must be 28x28\n");
+  } else if (!count_tfrecords(&a) ||
+             (a.resume && a.pipeline && !peek_step(&a))) {
+    /* Said why. */
   } else {
-    printf("fashion-mnist: %lld training and %lld test images; model %s\n",
-           (long long)train.images.dims[0], (long long)test.images.dims[0],
-           a.model);
+    if (a.tfrecord)
+      printf("fashion-mnist: %lld training records from %s, %lld test "
+             "images; model %s\n", (long long)a.train_count, a.tfrecord,
+             (long long)test.images.dims[0], a.model);
+    else
+      printf("fashion-mnist: %lld training and %lld test images; model "
+             "%s\n", (long long)a.train_count,
+             (long long)test.images.dims[0], a.model);
     model m;
     memset(&m, 0, sizeof m);
     if (build_model(&a, &m, &train)) rc = run_training(&a, &m, &train, &test);

@@ -61,10 +61,15 @@ static const command commands[] = {
     {"train", "train a model: the main job",
      "fashion-mnist [--model softmax|mlp|lstm] [--epochs N] [--batch N] "
      "[--optimizer sgd|momentum|adam] [--learning-rate X] [--device LIST] [--threads N] [--seed N] "
-     "[--data DIR] [--checkpoint FILE] [--save DIR] [--resume] "
+     "[--data DIR|tfrecord:FILE[,FILE...]] [--input pipeline|feed] "
+     "[--checkpoint FILE] [--save DIR] [--resume] "
      "[--loss-log FILE] "
      "[--explain]",
      weft_command_train},
+    {"tfrecord", "write a dataset as TFRecord files of tf.train.Example "
+     "records (image bytes, int64 label)",
+     "fashion-mnist OUT.tfrecord[.gz|.zz] [--split train|t10k] [--data DIR]",
+     weft_command_tfrecord},
     {"conformance", "check a plugin's kernels against the CPU's, and its "
      "memory, stream and event contract",
      "PLUGIN_FILE [--op OP] [--json]", weft_command_conformance},
