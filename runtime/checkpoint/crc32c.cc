@@ -1,11 +1,16 @@
-// Table-driven CRC-32C: reflected polynomial 0x82F63B78, initial value and
-// final xor 0xFFFFFFFF ("123456789" gives 0xE3069283).  Eight tables
-// ("slicing by 8") process eight bytes per step, so checksumming stays well
-// under the cost of the disk write.
+// CRC-32C: reflected polynomial 0x82F63B78, initial value and final xor
+// 0xFFFFFFFF ("123456789" gives 0xE3069283).  On x86-64 CPUs with SSE4.2
+// (chosen at run time: shipped code targets baseline x86-64) the crc32
+// instruction does eight bytes per step; elsewhere eight tables ("slicing
+// by 8") do.  Input pipelines checksum every TFRecord record this way.
 #include "checkpoint/crc32c.h"
 
 #include <array>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace weft {
 namespace {
@@ -25,9 +30,39 @@ Tables MakeTables() {
   return t;
 }
 
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(uint32_t crc,
+                                                       const void* data,
+                                                       size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t c = ~crc;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; --n, ++p) c32 = _mm_crc32_u8(c32, *p);
+  return ~c32;
+}
+
+const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+#endif
+
+uint32_t Crc32cTables(uint32_t crc, const void* data, size_t n);
+
 }  // namespace
 
 uint32_t Crc32c(uint32_t crc, const void* data, size_t n) {
+#if defined(__x86_64__)
+  if (kHaveSse42) return Crc32cSse42(crc, data, n);
+#endif
+  return Crc32cTables(crc, data, n);
+}
+
+namespace {
+
+uint32_t Crc32cTables(uint32_t crc, const void* data, size_t n) {
   static const Tables t = MakeTables();
   const auto* p = static_cast<const unsigned char*>(data);
   uint32_t c = ~crc;
@@ -43,5 +78,7 @@ uint32_t Crc32c(uint32_t crc, const void* data, size_t n) {
   for (; n > 0; --n, ++p) c = (c >> 8) ^ t[0][(c ^ *p) & 0xFF];
   return ~c;
 }
+
+}  // namespace
 
 }  // namespace weft

@@ -13,6 +13,7 @@
 
 #include "data/dataset_api.h"
 #include "graph/graph.h"
+#include "session/executor.h"
 #include "session/session.h"
 #include "session/thread_pool.h"
 
@@ -25,74 +26,70 @@ namespace {
 struct Function {
   weft_session* session = nullptr;
   std::vector<weft_output> inputs, outputs;
+  // Made with the function: each call runs it on the executor directly,
+  // without the C API's checks, lookups and tensor handles.
+  std::shared_ptr<Plan> plan;
   ~Function() { weft_session_destroy(session); }
 
   weft_status* Call(const Element& in, Element* out) const {
-    std::vector<weft_tensor*> feeds(in.size());
-    for (size_t i = 0; i < in.size(); ++i) feeds[i] = new weft_tensor{in[i]};
-    std::vector<weft_tensor*> got(outputs.size(), nullptr);
-    weft_status* st = weft_session_run(
-        session, inputs.data(), feeds.data(), static_cast<int32_t>(feeds.size()),
-        outputs.data(), static_cast<int32_t>(outputs.size()), nullptr, 0,
-        got.data());
-    for (weft_tensor* t : feeds) weft_tensor_destroy(t);
-    out->assign(outputs.size(), TensorValue());
-    for (size_t i = 0; i < got.size(); ++i) {
-      if (got[i] != nullptr) (*out)[i] = got[i]->value;
-      weft_tensor_destroy(got[i]);
-    }
-    return st;
+    for (size_t i = 0; i < in.size(); ++i)
+      WEFT_RETURN_IF_ERROR(CheckFeedValue(inputs[i], in[i]));
+    std::vector<TensorValue> fetched;
+    WEFT_RETURN_IF_ERROR(Execute(session, *plan, in, &fetched, nullptr));
+    // In host memory (the session is the CPU's); constants among them are
+    // state, which no consumer writes over and a fetch copies.
+    *out = std::move(fetched);
+    return nullptr;
   }
 };
 
+// Map: one element at a time on the caller's thread, or with `parallel`
+// workers that each take the next input element, run the function and go
+// on to the next while the window of elements in flight has room: a worker
+// sleeps only when the window is full (and is woken when the consumer has
+// taken half of it) or the input ended, and the consumer only when the
+// oldest element is not done.  A pipeline that keeps up thus wakes no
+// thread per element.  Results come in input order.
 class MapIterator : public Iterator {
  public:
   MapIterator(std::unique_ptr<Iterator> in, std::shared_ptr<Function> fn,
-              int32_t parallel, std::unique_ptr<ThreadPool> pool,
-              std::string name)
+              int32_t parallel, std::string name)
       : in_(std::move(in)), fn_(std::move(fn)), parallel_(parallel),
-        pool_(std::move(pool)), name_(std::move(name)) {}
+        window_limit_(std::max<size_t>(16, 4 * static_cast<size_t>(parallel))),
+        name_(std::move(name)) {}
   ~MapIterator() override {
-    // Calls in flight finish before the pool (and this) goes.
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return running_ == 0; });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    room_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
   }
 
   weft_status* Next(Element* out, bool* end) override {
-    if (!pool_) {  // sequential
+    if (parallel_ == 1) {
       Element e;
       WEFT_RETURN_IF_ERROR(in_->Next(&e, end));
       if (*end) return nullptr;
       return Annotate(fn_->Call(e, out), name_);
     }
-    // Up to `parallel_` calls in flight, results in input order.
-    while (!input_end_ && static_cast<int32_t>(slots_.size()) < parallel_) {
-      auto slot = std::make_shared<Slot>();
-      bool end = false;
-      WEFT_RETURN_IF_ERROR(in_->Next(&slot->in, &end));
-      if (end) {
-        input_end_ = true;
-        break;
-      }
-      slots_.push_back(slot);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        running_++;
-      }
-      pool_->Schedule([this, slot] {
-        weft_status* st = fn_->Call(slot->in, &slot->out);
-        std::lock_guard<std::mutex> lock(mu_);
-        slot->status = st;
-        slot->done = true;
-        running_--;
-        cv_.notify_all();
-      });
-    }
-    if (slots_.empty()) return *end = true, nullptr;
-    std::shared_ptr<Slot> first = slots_.front();
-    slots_.pop_front();
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return first->done; });
+    if (workers_.empty())
+      for (int32_t i = 0; i < parallel_; ++i)
+        workers_.emplace_back([this] { Work(); });
+    waiting_ = true;
+    done_cv_.wait(lock, [this] {
+      return (!window_.empty() && window_.front()->done) ||
+             (window_.empty() && input_end_);
+    });
+    waiting_ = false;
+    if (window_.empty()) return *end = true, nullptr;
+    std::unique_ptr<Slot> first = std::move(window_.front());
+    window_.pop_front();
+    // Sleeping workers go on once half the window is free.
+    if (sleeping_ > 0 && window_.size() <= window_limit_ / 2)
+      room_cv_.notify_all();
+    lock.unlock();
     *end = false;
     *out = std::move(first->out);
     return Annotate(std::exchange(first->status, nullptr), name_);
@@ -100,21 +97,74 @@ class MapIterator : public Iterator {
 
  private:
   struct Slot {
-    Element in, out;
+    Element out;
     bool done = false;
     weft_status* status = nullptr;
     ~Slot() { weft_status_destroy(status); }
   };
+
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!stop_ && !input_end_ && window_.size() >= window_limit_) {
+        sleeping_++;
+        room_cv_.wait(lock, [this] {
+          return stop_ || input_end_ || window_.size() <= window_limit_ / 2;
+        });
+        sleeping_--;
+      }
+      if (stop_) return;
+      if (input_end_) {
+        // Nothing left to read: wait for the end.
+        room_cv_.wait(lock, [this] { return stop_; });
+        return;
+      }
+      // The input is read under the lock, so the window's order is the
+      // input's; the function runs outside it.
+      Element in;
+      bool end = false;
+      weft_status* st = in_->Next(&in, &end);
+      if (st == nullptr && end) {
+        input_end_ = true;
+        room_cv_.notify_all();
+        if (waiting_) done_cv_.notify_one();
+        continue;
+      }
+      window_.push_back(std::make_unique<Slot>());
+      Slot* slot = window_.back().get();
+      if (st != nullptr) {
+        // The input's error takes this element's place; nothing follows.
+        slot->status = st;
+        slot->done = true;
+        input_end_ = true;
+        room_cv_.notify_all();
+        if (waiting_) done_cv_.notify_one();
+        continue;
+      }
+      lock.unlock();
+      Element result;
+      st = fn_->Call(in, &result);
+      lock.lock();
+      slot->out = std::move(result);
+      slot->status = st;
+      slot->done = true;
+      if (waiting_ && slot == window_.front().get()) done_cv_.notify_one();
+    }
+  }
+
   std::unique_ptr<Iterator> in_;
   std::shared_ptr<Function> fn_;
   int32_t parallel_;
-  std::unique_ptr<ThreadPool> pool_;
+  size_t window_limit_;
   std::string name_;
-  std::deque<std::shared_ptr<Slot>> slots_;
-  bool input_end_ = false;
   std::mutex mu_;
-  std::condition_variable cv_;
-  int32_t running_ = 0;
+  std::condition_variable room_cv_;  // workers: room in the window, or stop
+  std::condition_variable done_cv_;  // the consumer: the oldest is done
+  std::deque<std::unique_ptr<Slot>> window_;  // in input order
+  bool input_end_ = false, stop_ = false;
+  bool waiting_ = false;  // the consumer waits on done_cv_
+  int32_t sleeping_ = 0;  // workers waiting on room_cv_
+  std::vector<std::thread> workers_;
 };
 
 // ---- Prefetch: a producer thread ahead of the consumer -----------------------
@@ -273,6 +323,11 @@ weft_status* MakeFunction(const weft_dataset* in, weft_graph* fn,
   WEFT_RETURN_IF_ERROR(weft_session_create(fn, &o, &f->session));
   f->inputs.assign(inputs, inputs + num_inputs);
   f->outputs.assign(outputs, outputs + num_outputs);
+  // Planned now: a function the executor cannot run is refused here.
+  WEFT_RETURN_IF_ERROR(weft::Annotate(
+      weft::FindPlan(f->session, inputs, num_inputs, outputs, num_outputs,
+                     nullptr, 0, &f->plan),
+      "the function"));
   *out = std::move(f);
   return nullptr;
 }
@@ -313,12 +368,8 @@ weft_status* weft_dataset_map(const weft_dataset* input, weft_graph* fn,
             [in, f, parallel, name](std::unique_ptr<Iterator>* it) -> weft_status* {
               std::unique_ptr<Iterator> src;
               WEFT_RETURN_IF_ERROR(in->MakeIterator(&src));
-              std::unique_ptr<weft::ThreadPool> pool;
-              if (parallel > 1)
-                WEFT_RETURN_IF_ERROR(weft::ThreadPool::Create(
-                    parallel, "num_parallel_calls", &pool));
               *it = std::make_unique<weft::data::MapIterator>(
-                  std::move(src), f, parallel, std::move(pool),
+                  std::move(src), f, parallel,
                   "in the map function of dataset " + name);
               return static_cast<weft_status*>(nullptr);
             }),

@@ -82,14 +82,20 @@ weft_status* CheckFeed(weft_output o, const weft_tensor* t, int32_t i) {
   if (t == nullptr)
     return Errorf(WEFT_INVALID_ARGUMENT, "feed %d ('%s:%d') has no tensor", i,
                   o.node->name.c_str(), o.index);
+  return CheckFeedValue(o, t->value);
+}
+
+}  // namespace
+
+weft_status* CheckFeedValue(weft_output o, const TensorValue& v) {
   weft_dtype want = o.node->output_dtypes[o.index];
-  if (t->value.dtype != want)
+  if (v.dtype != want)
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "feed for '%s:%d' is %s but the graph expects %s",
-                  o.node->name.c_str(), o.index,
-                  weft_dtype_name(t->value.dtype), weft_dtype_name(want));
+                  o.node->name.c_str(), o.index, weft_dtype_name(v.dtype),
+                  weft_dtype_name(want));
   const ShapeInfo& s = o.node->output_shapes[o.index];
-  const Dims& d = t->value.dims;
+  const Dims& d = v.dims;
   bool ok = s.rank < 0 || s.rank == d.rank();
   for (int32_t k = 0; ok && k < s.rank; ++k)
     ok = s.dims[k] < 0 || s.dims[k] == d[k];
@@ -100,6 +106,8 @@ weft_status* CheckFeed(weft_output o, const weft_tensor* t, int32_t i) {
                   s.ToString().c_str());
   return nullptr;
 }
+
+namespace {
 
 // Turns a fetched value into a host tensor for the caller.  Values that are
 // state (variables, constants) are copied so the caller can never write into
@@ -182,6 +190,47 @@ using weft::Errorf;
 
 namespace weft {
 
+weft_status* FindPlan(weft_session* session, const weft_output* feeds,
+                      int32_t num_feeds, const weft_output* fetches,
+                      int32_t num_fetches, weft_node* const* targets,
+                      int32_t num_targets, std::shared_ptr<Plan>* out) {
+  std::string key;
+  key.reserve(9 * (num_feeds + num_fetches + num_targets));
+  for (int32_t i = 0; i < num_feeds; ++i) {
+    WEFT_RETURN_IF_ERROR(CheckOutput(session, feeds[i], "feed", i));
+    KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
+  }
+  for (int32_t i = 0; i < num_fetches; ++i) {
+    WEFT_RETURN_IF_ERROR(CheckOutput(session, fetches[i], "fetch", i));
+    KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
+  }
+  for (int32_t i = 0; i < num_targets; ++i) {
+    if (!session->graph->Owns(targets[i]))
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "target %d is not a node of this session's graph", i);
+    KeyAppend(&key, 't', targets[i]->id, 0);
+  }
+  {
+    std::lock_guard<std::mutex> lock(session->plan_mu);
+    auto it = session->plans.find(key);
+    if (it != session->plans.end()) {
+      *out = it->second;
+      return nullptr;
+    }
+  }
+  std::vector<weft_output> fv(feeds, feeds + num_feeds);
+  std::vector<weft_output> ov(fetches, fetches + num_fetches);
+  std::vector<weft_node*> tv(targets, targets + num_targets);
+  PlanRequest req{&fv, &ov, &tv, &session->devices, &session->variables,
+                  &session->plan_options, session->costs.get()};
+  std::shared_ptr<Plan> plan;
+  WEFT_RETURN_IF_ERROR(BuildPlan(req, &plan));
+  std::lock_guard<std::mutex> lock(session->plan_mu);
+  auto inserted = session->plans.emplace(key, plan);
+  *out = inserted.first->second;  // another thread may have won
+  return nullptr;
+}
+
 weft_status* RunSession(weft_session* session, const RunControl& control,
                         const weft_output* feeds,
                         weft_tensor* const* feed_values, int32_t num_feeds,
@@ -192,43 +241,13 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
   for (int32_t i = 0; i < num_fetches; ++i) out_values[i] = nullptr;
 
   return weft::Guard([&]() -> weft_status* {
-    std::string key;
-    key.reserve(9 * (num_feeds + num_fetches + num_targets));
     for (int32_t i = 0; i < num_feeds; ++i) {
       WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, feeds[i], "feed", i));
       WEFT_RETURN_IF_ERROR(weft::CheckFeed(feeds[i], feed_values[i], i));
-      weft::KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
     }
-    for (int32_t i = 0; i < num_fetches; ++i) {
-      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, fetches[i], "fetch", i));
-      weft::KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
-    }
-    for (int32_t i = 0; i < num_targets; ++i) {
-      if (!session->graph->Owns(targets[i]))
-        return Errorf(WEFT_INVALID_ARGUMENT,
-                      "target %d is not a node of this session's graph", i);
-      weft::KeyAppend(&key, 't', targets[i]->id, 0);
-    }
-
     std::shared_ptr<weft::Plan> plan;
-    {
-      std::lock_guard<std::mutex> lock(session->plan_mu);
-      auto it = session->plans.find(key);
-      if (it != session->plans.end()) plan = it->second;
-    }
-    if (!plan) {
-      std::vector<weft_output> fv(feeds, feeds + num_feeds);
-      std::vector<weft_output> ov(fetches, fetches + num_fetches);
-      std::vector<weft_node*> tv(targets, targets + num_targets);
-      weft::PlanRequest req{&fv, &ov, &tv, &session->devices,
-                            &session->variables, &session->plan_options,
-                            session->costs.get()};
-      WEFT_RETURN_IF_ERROR(weft::BuildPlan(req, &plan));
-      std::lock_guard<std::mutex> lock(session->plan_mu);
-      auto inserted = session->plans.emplace(key, plan);
-      plan = inserted.first->second;  // another thread may have won
-    }
-
+    WEFT_RETURN_IF_ERROR(FindPlan(session, feeds, num_feeds, fetches,
+                                  num_fetches, targets, num_targets, &plan));
     std::vector<weft::TensorValue> in(num_feeds);
     for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
     std::vector<weft::TensorValue> fetched;

@@ -32,6 +32,19 @@ class StreamPool {
   std::vector<weft_plugin_stream*> free_;
 };
 
+struct TensorValue;
+
+// Whether `v` may be fed to output `o`: its dtype, and a shape the graph
+// allows there.
+weft_status* CheckFeedValue(weft_output o, const TensorValue& v);
+
+// The session's plan for these feeds, fetches and targets (which must be
+// of its graph: INVALID_ARGUMENT otherwise), from its cache or built now.
+weft_status* FindPlan(weft_session* session, const weft_output* feeds,
+                      int32_t num_feeds, const weft_output* fetches,
+                      int32_t num_fetches, weft_node* const* targets,
+                      int32_t num_targets, std::shared_ptr<Plan>* out);
+
 }  // namespace weft
 
 struct weft_session {
