@@ -244,7 +244,8 @@ WEFT_API int32_t weft_session_cancel(weft_session* session);
  * when the last thread ends that way, `close` (a QueueClose node; may be
  * NULL) runs so that consumers drain the queue and then see OUT_OF_RANGE.
  * Any other error is kept (the first one), runs `close` and stops every
- * thread.  (User API 1.7.) */
+ * thread.  The runner borrows `session`, which must outlive it (stop the
+ * runner before destroying the session).  (User API 1.7.) */
 typedef struct weft_queue_runner weft_queue_runner;
 WEFT_API WEFT_MUST_USE weft_status* weft_queue_runner_start(
     weft_session* session, weft_node* enqueue, int32_t num_threads,
@@ -257,7 +258,10 @@ WEFT_API WEFT_MUST_USE weft_status* weft_queue_runner_error(
  * (an enqueue waiting for room ends at once), `cancel` (a QueueClose with
  * cancel_pending_enqueues, or NULL) runs first.  Returns the first error a
  * thread met (NULL when none; CANCELLED from the stop itself is not one)
- * and destroys the runner.  NULL is a no-op. */
+ * and destroys the runner (so no call may use it afterwards).  The threads
+ * end as cancelled runs end, so the last one runs `close`: consumers drain
+ * the queue and then see OUT_OF_RANGE, as when the input is exhausted.
+ * NULL is a no-op. */
 WEFT_API WEFT_MUST_USE weft_status* weft_queue_runner_stop(
     weft_queue_runner* runner, weft_node* cancel);
 

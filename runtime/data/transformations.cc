@@ -713,9 +713,17 @@ weft_status* weft_dataset_iterator(weft_graph* graph, const char* name,
     return Error(WEFT_INVALID_ARGUMENT,
                  "name the iterator: its state is kept per session by name");
   return weft::Guard([&]() -> weft_status* {
+    const std::string iterator = name;
+    // Checked before anything is added: a failed call leaves the graph as
+    // it was (nodes cannot be taken out again).
+    if (weft_graph_node_by_name(graph, name) != nullptr ||
+        (init != nullptr &&
+         weft_graph_node_by_name(graph, (iterator + "/init").c_str()) !=
+             nullptr))
+      return Errorf(WEFT_ALREADY_EXISTS,
+                    "the graph has a node named '%s' already", name);
     static std::atomic<uint64_t> counter{0};
     const std::string key = "dataset:" + std::to_string(++counter);
-    graph->impl->Attach(key, dataset->impl);
     const weft::data::Dataset& ds = *dataset->impl;
     std::vector<int64_t> types(ds.types.begin(), ds.types.end());
     std::vector<int64_t> shapes = weft::EncodeShapeList(ds.shapes);
@@ -728,9 +736,7 @@ weft_status* weft_dataset_iterator(weft_graph* graph, const char* name,
     weft_op_set_attr_int_list(b, "shapes", shapes.data(),
                               static_cast<int32_t>(shapes.size()));
     WEFT_RETURN_IF_ERROR(weft_op_finish(b, &node));
-    const std::string iterator = name;
-    for (size_t c = 0; c < ds.types.size(); ++c)
-      components[c] = weft_output{node, static_cast<int32_t>(c)};
+    graph->impl->Attach(key, dataset->impl);
     if (init != nullptr) {
       weft_op_builder* ib =
           weft_op_begin(graph, "IteratorInit", (iterator + "/init").c_str());
@@ -738,6 +744,8 @@ weft_status* weft_dataset_iterator(weft_graph* graph, const char* name,
       weft_op_set_attr_string(ib, "iterator", iterator.c_str());
       WEFT_RETURN_IF_ERROR(weft_op_finish(ib, init));
     }
+    for (size_t c = 0; c < ds.types.size(); ++c)
+      components[c] = weft_output{node, static_cast<int32_t>(c)};
     return nullptr;
   });
 }
