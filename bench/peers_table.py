@@ -5,7 +5,9 @@ and prints markdown tables of the medians over rounds, wall-clock and CPU
 time, and of Weft's ratio to every peer and each system's fraction of the
 oneDNN floor; and, from the lines "peak-rss <System> <KiB>" the script
 adds for each run (GNU time), each system's peak resident memory and
-Weft's fraction of the lowest peer's.
+Weft's fraction of the lowest peer's; and whether the input pipelines'
+first batches (the line "  first batch: ..." after a system's line, its
+CRCs) were the same in every run of every system.
 
 Ratios are of throughput, for wall-clock and CPU time alike: above 1 means
 Weft is faster (or spends less CPU time per step).  A floor line's workload
@@ -28,6 +30,8 @@ TITLES = {
     "executor": "executor, 1,000-Add chain",
     "while_loop": "while loop, 100,000 iterations",
     "train_lstm": "LSTM training, batch 64",
+    "pipeline_png": "input pipeline, 28x28 PNG, batch 128",
+    "pipeline_jpeg": "input pipeline, 64x64 JPEG, batch 128",
 }
 # Workloads whose floor is another's: Adam's GEMMs are SGD's.
 FLOOR_OF = {"train_mlp_adam": "train_mlp"}
@@ -37,10 +41,17 @@ LINE = re.compile(r"(\S+) (?:([\d.]+\S*) )?(.*?), (\d+) thread\(s\): "
 
 def parse(path):
     """{(workload, threads): {system: [(wall, cpu)]}}, units, versions,
-    notes, {(workload, threads, system): [peak KiB]}."""
-    runs, units, versions, notes, rss = {}, {}, {}, {}, {}
+    notes, {(workload, threads, system): [peak KiB]}, {workload: {first
+    batch text: {systems}}}."""
+    runs, units, versions, notes, rss, first = {}, {}, {}, {}, {}, {}
+    system = None
     for raw in open(path, encoding="utf-8"):
         key, threads, line = raw.rstrip("\n").split("\t", 2)
+        f = re.match(r"\s*first batch: (.*)", line)
+        if f and system:
+            first.setdefault(key, {}).setdefault(f.group(1), set()).add(
+                system)
+            continue
         r = re.match(r"peak-rss (\S+) (\d+)$", line)
         if r:
             system = "oneDNN floor" if r.group(1) == "oneDNN" else r.group(1)
@@ -65,7 +76,7 @@ def parse(path):
         units[(key, system)] = (m.group(6), m.group(8))
         if "not per node" in what:
             notes[(key, system)] = what
-    return runs, units, versions, notes, rss
+    return runs, units, versions, notes, rss, first
 
 
 def fmt(value):
@@ -85,7 +96,7 @@ def main():
         ap.add_argument("--" + name.replace("_", "-"), default="?")
     ap.add_argument("--order", nargs="*", default=[])
     a = ap.parse_args()
-    runs, units, versions, notes, rss = parse(a.file)
+    runs, units, versions, notes, rss, first = parse(a.file)
     med = {}
     for (key, threads), by in runs.items():
         for system, samples in by.items():
@@ -101,7 +112,9 @@ def main():
     print("peers: " + ", ".join(
         "%s %s" % (s, versions[s]) for s in PEERS + ("oneDNN",)
         if s in versions) +
-        " (TensorFlow in v1 graph mode, JAX under jax.jit, LibTorch eager)")
+        " (TensorFlow in v1 graph mode, JAX under jax.jit, LibTorch eager%s)"
+        % ("; the pipelines' tf.data iterated eagerly"
+           if any(k.startswith("pipeline_") for k in keys) else ""))
     print()
     cols = SYSTEMS + ("oneDNN floor",)
     print("| workload | threads | unit | " + " | ".join(cols) + " |")
@@ -171,6 +184,25 @@ def main():
             print("| %s | %d | %s |" % (TITLES.get(key, key), t,
                                         " | ".join(cells)))
     print_rss(rss, keys, threads_all)
+    print_first_batches(first, keys)
+
+
+def print_first_batches(first, keys):
+    """Whether every run of every system made the same first batch."""
+    for key in keys:
+        if key not in first:
+            continue
+        print()
+        texts = first[key]
+        if len(texts) == 1:
+            text, systems = next(iter(texts.items()))
+            print("%s: the same first batch in every run of %s (%s)" %
+                  (TITLES.get(key, key), " and ".join(sorted(systems)),
+                   text))
+        else:
+            print("%s: FIRST BATCHES DIFFER:" % TITLES.get(key, key))
+            for text, systems in sorted(texts.items()):
+                print("  %s: %s" % (", ".join(sorted(systems)), text))
 
 
 def print_rss(rss, keys, threads_all):

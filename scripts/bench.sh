@@ -6,7 +6,8 @@
 # installs them: LibTorch from Debian, tensorflow-cpu and jax[cpu] into a
 # venv under the build folder, for the benchmarks only): MLP training with
 # SGD and with Adam, the CNN training step, MLP inference at batch 1 and
-# 256, and the executor's cost per node, in WEFT_BENCH_ROUNDS interleaved
+# 256, the executor's cost per node, and the input pipeline's records/s
+# against tf.data (PNG and JPEG records), in WEFT_BENCH_ROUNDS interleaved
 # rounds at 1 and 2 threads, with the oneDNN floor of each workload; one
 # markdown table of medians (wall-clock and CPU time), ratios and fractions
 # of the floor.  Then Weft's own micro-benchmarks (run() of one scalar Add
@@ -75,7 +76,7 @@ weft_install_packages
 # The peers' table; bench_peers.sh installs the peers and builds.
 bench_wait_for_quiet
 scripts/bench_peers.sh train_mlp train_mlp_adam train_cnn infer_mlp_1 \
-  infer_mlp_256 executor
+  infer_mlp_256 executor pipeline_png pipeline_jpeg
 [ "${WEFT_BENCH_PEERS_ONLY:-0}" = 1 ] && exit 0
 
 echo

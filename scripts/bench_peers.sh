@@ -20,19 +20,28 @@
 #   executor       cost per node of a 1,000-Add chain (JAX: its dispatch of
 #                  a trivial jitted function per call instead, as XLA folds
 #                  the chain)
+#   pipeline_png   input pipeline records/s against tf.data: TFRecord of
+#                  tf.train.Examples, parse, decode, cast, batch 128,
+#                  prefetch; the 60,000 Fashion-MNIST images as 28x28 PNGs
+#   pipeline_jpeg  the same on 10,000 64x64 RGB JPEGs (decoding dominates)
+#                  (both files written once by bench/pipeline_data.py, with
+#                  the TensorFlow peer, under the build folder's bench-data)
 # Each workload runs bench/<prog> (Weft), bench/<prog>_tf.py,
 # bench/<prog>_torch (or torch_eager_add) and, where it exists,
 # bench/<prog>_jax.py, each as "<prog> THREADS STEPS [MODE...]", each
 # printing one line "<System> [version] <what>, N thread(s): <value>
 # <unit> (CPU <value> <unit>), ..." (bench_util.h's bench_steps and
 # bench_print_per_unit, tf_timing.py's time_steps and time_per_unit).
+# A workload whose program has no LibTorch or JAX twin runs without it.
 #
 # Environment: WEFT_BENCH_ROUNDS (3) rounds of interleaved runs;
 # WEFT_BENCH_THREADS ("1 2") the thread counts; WEFT_BUILD_DIR as for
-# setup.sh.  OMP_WAIT_POLICY reaches every program: unset, Weft and the
-# floor let OpenMP's idle workers sleep (passive) while LibTorch keeps
-# libgomp's default spinning, which on a loaded machine costs it most of
-# its 2-thread speed; OMP_WAIT_POLICY=passive gives every system the same.
+# setup.sh; WEFT_BUILD_LOCK, a file the build steps hold with flock(1)
+# (for a build folder shared with others; unset: none).  OMP_WAIT_POLICY
+# reaches every program: unset, Weft and the floor let OpenMP's idle
+# workers sleep (passive) while LibTorch keeps libgomp's default spinning,
+# which on a loaded machine costs it most of its 2-thread speed;
+# OMP_WAIT_POLICY=passive gives every system the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -48,18 +57,26 @@ workloads=("$@")
 declare -A prog=([while_loop]=while_loop [train_lstm]=train_lstm
   [train_cnn]=train_cnn [train_mlp]=train_mlp [train_mlp_adam]=train_mlp
   [infer_mlp_1]=train_mlp [infer_mlp_256]=train_mlp
-  [executor]=executor_overhead)
+  [executor]=executor_overhead [pipeline_png]=pipeline
+  [pipeline_jpeg]=pipeline)
 declare -A arg=([while_loop]=21 [train_lstm]=200 [train_cnn]=100
   [train_mlp]=700 [train_mlp_adam]=700 [infer_mlp_1]=20000
-  [infer_mlp_256]=1000 [executor]=2000)
+  [infer_mlp_256]=1000 [executor]=2000 [pipeline_png]=5 [pipeline_jpeg]=10)
+png_records=$WEFT_BUILD_DIR/bench-data/fashion-mnist-png.tfrecord
+jpeg_records=$WEFT_BUILD_DIR/bench-data/rgb64-jpeg.tfrecord
 declare -A mode=([train_mlp]=sgd [train_mlp_adam]=adam
-  [infer_mlp_1]="infer 1" [infer_mlp_256]="infer 256")
+  [infer_mlp_1]="infer 1" [infer_mlp_256]="infer 256"
+  [pipeline_png]="png $png_records" [pipeline_jpeg]="jpeg $jpeg_records")
 declare -A torch_prog=([executor]=torch_eager_add)
 floor=0
+pipeline=0
 for w in "${workloads[@]}"; do
   [ -n "${arg[$w]:-}" ] || { weft_log "unknown workload '$w'"; exit 2; }
   case $w in train_mlp* | infer_mlp_* | train_cnn) floor=1 ;; esac
+  case $w in pipeline_*) pipeline=1 ;; esac
 done
+lock=()
+[ -n "${WEFT_BUILD_LOCK:-}" ] && lock=(flock "$WEFT_BUILD_LOCK")
 
 venv="$WEFT_BUILD_DIR/bench-venv"
 tf_python=""
@@ -88,11 +105,26 @@ install_peers() {
   weft_install_packages
 }
 install_peers || weft_log "could not install LibTorch; its peers are skipped"
+# The pipelines' TFRecord files, written once with TensorFlow (its notices
+# on standard error then).
+if [ "$pipeline" = 1 ] && { [ ! -f "$png_records" ] ||
+                            [ ! -f "$jpeg_records" ]; }; then
+  if [ -z "$tf_python" ] || ! "$tf_python" bench/pipeline_data.py \
+      "$(dirname "$png_records")" >&2; then
+    weft_log "skipped: the input pipelines (their data needs TensorFlow)"
+    readarray -t workloads < <(printf '%s\n' "${workloads[@]}" |
+                                 grep -v '^pipeline_')
+    [ ${#workloads[@]} -gt 0 ] || exit 1
+  fi
+fi
 # Meson's and ninja's chatter only when the build fails: stdout is the
 # figures.
 build_log="$WEFT_BUILD_DIR/bench-build.log"
 mkdir -p "$WEFT_BUILD_DIR"
-weft_build >"$build_log.tmp" 2>&1 || {
+# In a shell of its own, as flock runs a command.
+"${lock[@]}" env WEFT_BUILD_DIR="$WEFT_BUILD_DIR" \
+    bash -ec 'source scripts/common.sh && weft_build' \
+    >"$build_log.tmp" 2>&1 || {
   cat "$build_log.tmp" >&2
   exit 1
 }
@@ -110,7 +142,8 @@ done
 torch=0
 if has_target train_mlp_torch; then
   for w in "${workloads[@]}"; do
-    targets+=("bench/${torch_prog[$w]:-${prog[$w]}_torch}")
+    t=${torch_prog[$w]:-${prog[$w]}_torch}
+    has_target "$t" && targets+=("bench/$t")
   done
   torch=1
 else
@@ -126,7 +159,7 @@ if [ "$floor" = 1 ]; then
 fi
 # Built one by one: several peers share a program (train_mlp).
 readarray -t targets < <(printf '%s\n' "${targets[@]}" | sort -u)
-meson compile -C "$WEFT_BUILD_DIR" ${WEFT_JOBS:+-j "$WEFT_JOBS"} \
+"${lock[@]}" meson compile -C "$WEFT_BUILD_DIR" ${WEFT_JOBS:+-j "$WEFT_JOBS"} \
   "${targets[@]}" >/dev/null
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -188,9 +221,9 @@ for round in $(seq "$rounds"); do
         "${args[@]}"
       [ -n "$tf_python" ] &&
         run "$w" "$threads" "$tf_python" "bench/${p}_tf.py" "${args[@]}"
-      [ "$torch" = 1 ] &&
-        run "$w" "$threads" "$WEFT_BUILD_DIR/bench/${torch_prog[$w]:-${p}_torch}" \
-          "${args[@]}"
+      torch_exe=$WEFT_BUILD_DIR/bench/${torch_prog[$w]:-${p}_torch}
+      [ "$torch" = 1 ] && [ -x "$torch_exe" ] &&
+        run "$w" "$threads" "$torch_exe" "${args[@]}"
       [ -n "$jax_python" ] && [ -f "bench/${p}_jax.py" ] &&
         run "$w" "$threads" "$jax_python" "bench/${p}_jax.py" "${args[@]}"
     done
