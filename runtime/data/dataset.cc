@@ -36,7 +36,7 @@ weft_status* HostTensor(weft_dtype dtype, const Dims& dims, TensorValue* out) {
   out->dtype = dtype;
   out->dims = dims;
   out->offset = 0;
-  out->buffer = AllocateHostBuffer(bytes);
+  out->buffer = AllocateHostBuffer(bytes, /*zeroed=*/false);
   if (bytes != 0 && !out->buffer)
     return Errorf(WEFT_RESOURCE_EXHAUSTED, "out of memory for %zu bytes",
                   bytes);

@@ -59,8 +59,10 @@ class BufferRef {
   Buffer* p_ = nullptr;
 };
 
-// Host memory aligned to 64 bytes, zero-filled.  Returns an empty ref when
-// memory runs out.  `bytes` may be 0 (then there is no allocation at all).
-BufferRef AllocateHostBuffer(size_t bytes);
+// Host memory aligned to 64 bytes, zero-filled (with `zeroed` false only
+// the padding past `bytes` is: for a caller that writes every byte before
+// anyone reads it).  Returns an empty ref when memory runs out.  `bytes`
+// may be 0 (then there is no allocation at all).
+BufferRef AllocateHostBuffer(size_t bytes, bool zeroed = true);
 
 }  // namespace weft

@@ -42,7 +42,7 @@ void BufferUnref(Buffer* b) {
   delete b;
 }
 
-BufferRef AllocateHostBuffer(size_t bytes) {
+BufferRef AllocateHostBuffer(size_t bytes, bool zeroed) {
   auto* b = new (std::nothrow) Buffer;
   if (b == nullptr) return {};
   b->kind = Buffer::Kind::kHostOwned;
@@ -54,7 +54,8 @@ BufferRef AllocateHostBuffer(size_t bytes) {
       delete b;
       return {};
     }
-    std::memset(b->handle, 0, rounded);
+    if (zeroed) std::memset(b->handle, 0, rounded);
+    else std::memset(static_cast<char*>(b->handle) + bytes, 0, rounded - bytes);
   }
   return BufferRef(b);
 }
