@@ -9,6 +9,7 @@
  * decoded by the test itself from values they hold exactly.  Inputs are fed
  * through placeholders; "unknown shape" placeholders defer the shape checks
  * to the kernel. */
+#define _POSIX_C_SOURCE 200809L  /* setenv */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
