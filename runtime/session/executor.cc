@@ -286,7 +286,11 @@ void Run::Process(const int32_t* ids, size_t n) {
       TensorValue* out = slots_.data() + p.output_base;
       if (p.kind == ExecKind::kRuntime) {
         // A runtime op (a queue's dequeue, an iterator's get_next) may
-        // park: its Done completes the node later, on another thread.
+        // park: its Done completes the node later, on another thread,
+        // perhaps before the op returns.  This thread holds a count of
+        // remaining_ meanwhile, so that completion cannot end the run (and
+        // let the caller destroy it) while this thread still reads it.
+        remaining_.fetch_add(1, std::memory_order_relaxed);
         bool dead = false, parked = false;
         CfItem item;
         item.node = id;
@@ -295,8 +299,15 @@ void Run::Process(const int32_t* ids, size_t n) {
           // A failure or cancellation that came before the op registered
           // its wait finds it here.
           if (failed_.load(std::memory_order_acquire)) CancelParked();
+          if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard<std::mutex> lock(mu_);
+            finished_ = true;
+            cv_.notify_all();  // under the lock: the waiter may destroy us
+            return;
+          }
           continue;
         }
+        remaining_.fetch_sub(1, std::memory_order_relaxed);
       } else if (weft_status* st = p.kind == ExecKind::kKernel
                                        ? ExecuteKernel(p, slots_.data(), out)
                                        : ExecuteNode(p, slots_.data(), out)) {
