@@ -17,6 +17,7 @@
 #   ./scripts/fuzz.sh graph_file
 #   ./scripts/fuzz.sh record_reader
 #   ./scripts/fuzz.sh decoders
+#   ./scripts/fuzz.sh dataset
 #   WEFT_FUZZ_SECONDS=3600 WEFT_FUZZ_RUNS=1000000 ./scripts/fuzz.sh c_api
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -155,6 +156,16 @@ build_record_reader() {
     -o "$out/record_reader"
 }
 
+# Dataset construction and iteration through the C API (weft/dataset.h);
+# map and filter functions run on the CPU plugin of the normal build, as
+# for c_api (built there only when missing).
+build_dataset() {
+  build_runtime_archive
+  [ -f build/plugins/cpu/weft-cpu.so ] || ninja -C build plugins/cpu/weft-cpu.so
+  "$cxx" -std=c++17 "${flags[@]}" -Iabi tests/fuzz/dataset.cc \
+    "$out/libweft_fuzz.a" -lz -ldl -pthread -o "$out/dataset"
+}
+
 # The CPU plugin's PNG, JPEG and Example decoders, compiled into the target
 # with the sanitizers; libpng, libjpeg and libprotobuf are the system's.
 build_decoders() {
@@ -211,7 +222,7 @@ targets=("$@")
 [ $# -gt 0 ] || targets+=(graphdef_loader)
 [ $# -gt 0 ] || targets+=(onnx_loader)
 [ $# -gt 0 ] || targets+=(graph_file)
-[ $# -gt 0 ] || targets+=(record_reader decoders)
+[ $# -gt 0 ] || targets+=(record_reader decoders dataset)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"

@@ -442,3 +442,383 @@ Test(dataset, bad_input_is_refused) {
   weft_graph_destroy(g);
   weft_dataset_destroy(range);
 }
+
+/* Fixed-length records: a 3-byte header, 4-byte records and a 2-byte
+ * footer written here, over two files; a truncated last record is
+ * DATA_LOSS naming the file and the record's offset. */
+Test(dataset, fixed_length_records_header_footer_and_truncation) {
+  char dir[] = "/tmp/weft-fixed-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char a[256], b[256], cut[256], tiny[256];
+  snprintf(a, sizeof a, "%s/a.bin", dir);
+  snprintf(b, sizeof b, "%s/b.bin", dir);
+  snprintf(cut, sizeof cut, "%s/cut.bin", dir);
+  snprintf(tiny, sizeof tiny, "%s/tiny.bin", dir);
+  /* a: HDR, records 0..3 4..7 8..11 (byte values), footer FT; b: one
+   * record 100..103. */
+  uint8_t file[3 + 3 * 4 + 2];
+  memcpy(file, "HDR", 3);
+  for (int i = 0; i < 12; ++i) file[3 + i] = (uint8_t)i;
+  memcpy(file + 15, "FT", 2);
+  write_file(a, file, sizeof file);
+  const uint8_t other[3 + 4 + 2] = {'h', 'd', 'r', 100, 101, 102, 103, 'f',
+                                    't'};
+  write_file(b, other, sizeof other);
+  /* cut: two records, then 3 bytes of a third, then the footer: the
+   * partial record starts at offset 3 + 8 = 11. */
+  write_file(cut, file, 3 + 8 + 3 + 2);
+  write_file(tiny, "HD", 2);
+
+  const char* paths[2] = {a, b};
+  weft_dataset* ds = NULL;
+  WT_OK(weft_dataset_fixed_length_records(paths, 2, 3, 4, 2, NULL, &ds));
+  cr_expect_str_eq(weft_dataset_name(ds), "FixedLengthRecords");
+  cr_expect_eq(weft_dataset_num_components(ds), 1);
+  cr_expect_eq(weft_dataset_component_dtype(ds, 0), WEFT_UINT8);
+  struct reader r = open_reader(ds);
+  const uint8_t want[4][4] = {
+      {0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {100, 101, 102, 103}};
+  for (int i = 0; i < 4; ++i) {
+    weft_tensor* t = NULL;
+    WT_OK(next(&r, &t));
+    wt_expect_shape(t, WEFT_UINT8, WT_SHAPE(4));
+    cr_expect(memcmp(weft_tensor_data(t), want[i], 4) == 0, "record %d", i);
+    weft_tensor_destroy(t);
+  }
+  expect_end(&r);
+  close_reader(&r);
+  weft_dataset_destroy(ds);
+
+  paths[0] = cut;
+  WT_OK(weft_dataset_fixed_length_records(paths, 1, 3, 4, 2, "", &ds));
+  r = open_reader(ds);
+  for (int i = 0; i < 2; ++i) {
+    weft_tensor* t = NULL;
+    WT_OK(next(&r, &t));
+    cr_expect(memcmp(weft_tensor_data(t), want[i], 4) == 0, "record %d", i);
+    weft_tensor_destroy(t);
+  }
+  weft_tensor* t = NULL;
+  WT_EXPECT_ERROR(next(&r, &t), WEFT_DATA_LOSS, cut, "offset 11",
+                  "truncated");
+  cr_expect_null(t);
+  close_reader(&r);
+  weft_dataset_destroy(ds);
+
+  paths[0] = tiny;  /* shorter than its header */
+  WT_OK(weft_dataset_fixed_length_records(paths, 1, 3, 4, 2, NULL, &ds));
+  r = open_reader(ds);
+  WT_EXPECT_ERROR(next(&r, &t), WEFT_DATA_LOSS, tiny, "header");
+  close_reader(&r);
+  weft_dataset_destroy(ds);
+
+  /* Bad arguments, refused when the dataset is made. */
+  paths[0] = a;
+  WT_EXPECT_ERROR(weft_dataset_fixed_length_records(paths, 1, 0, 0, 0, NULL,
+                                                    &ds),
+                  WEFT_INVALID_ARGUMENT, "record_bytes 0");
+  WT_EXPECT_ERROR(weft_dataset_fixed_length_records(paths, 1, -1, 4, 0, NULL,
+                                                    &ds),
+                  WEFT_INVALID_ARGUMENT, "header_bytes -1");
+  WT_EXPECT_ERROR(weft_dataset_fixed_length_records(
+                      paths, 1, 0, 4, ((int64_t)1 << 30) + 1, NULL, &ds),
+                  WEFT_INVALID_ARGUMENT, "footer_bytes 1073741825");
+  WT_EXPECT_ERROR(weft_dataset_fixed_length_records(paths, 1, 0, 4, 0, "LZMA",
+                                                    &ds),
+                  WEFT_INVALID_ARGUMENT, "LZMA");
+  WT_EXPECT_ERROR(weft_dataset_fixed_length_records(NULL, 1, 0, 4, 0, NULL,
+                                                    &ds),
+                  WEFT_INVALID_ARGUMENT, "path");
+  WT_EXPECT_ERROR(weft_dataset_fixed_length_records(paths, 1, 0, 4, 0, NULL,
+                                                    NULL),
+                  WEFT_INVALID_ARGUMENT, "out");
+  cr_expect_null(ds);
+  unlink(a);
+  unlink(b);
+  unlink(cut);
+  unlink(tiny);
+  rmdir(dir);
+}
+
+/* The interleave tests' maker: input element i (an int64 scalar) becomes
+ * range(10 i, 10 i + lengths[i]); element `fail` (if >= 0) is refused,
+ * or with `wrong_dtype` made a float32 dataset instead. */
+struct ranges {
+  int64_t lengths[4];
+  int64_t fail;
+  int wrong_dtype;
+  int released;
+};
+
+static weft_status* make_range(void* arg, const weft_tensor* const* element,
+                               int32_t n, weft_dataset** out) {
+  struct ranges* r = arg;
+  if (n != 1 || weft_tensor_dtype(element[0]) != WEFT_INT64)
+    return weft_status_create(WEFT_INTERNAL, "the element is not one int64");
+  const int64_t i = *(const int64_t*)weft_tensor_data(element[0]);
+  if (i == r->fail && !r->wrong_dtype)
+    return weft_status_create(WEFT_NOT_FOUND, "no shard here");
+  if (i == r->fail) {
+    float x[1] = {1};
+    weft_tensor* t = wt_tensor(WEFT_FLOAT32, WT_SHAPE(1), x);
+    weft_status* st = weft_dataset_from_tensor_slices(&t, 1, out);
+    weft_tensor_destroy(t);
+    return st;
+  }
+  return weft_dataset_range(10 * i, 10 * i + r->lengths[i], 1, out);
+}
+
+static void release_ranges(void* arg) { ((struct ranges*)arg)->released++; }
+
+static weft_dataset* interleaved(struct ranges* r, int64_t inputs,
+                                 int64_t cycle, int64_t block,
+                                 int32_t parallel) {
+  weft_dataset *in = NULL, *ds = NULL;
+  WT_OK(weft_dataset_range(0, inputs, 1, &in));
+  const weft_dtype types[1] = {WEFT_INT64};
+  WT_OK(weft_dataset_interleave(in, make_range, r, release_ranges, types, 1,
+                                cycle, block, parallel, &ds));
+  weft_dataset_destroy(in);  /* the interleave keeps what it needs */
+  return ds;
+}
+
+/* Reads ds to its end into got (room for 16); returns the count. */
+static int read_all_i64(const weft_dataset* ds, int64_t* got) {
+  struct reader r = open_reader(ds);
+  int n = 0;
+  for (;;) {
+    weft_tensor* t = NULL;
+    weft_status* st = next(&r, &t);
+    if (st != NULL) {
+      cr_expect_eq(weft_status_code(st), WEFT_OUT_OF_RANGE, "%s",
+                   weft_status_message(st));
+      weft_status_destroy(st);
+      break;
+    }
+    cr_assert_lt(n, 16);
+    got[n++] = *(const int64_t*)weft_tensor_data(t);
+    weft_tensor_destroy(t);
+  }
+  close_reader(&r);
+  return n;
+}
+
+/* Ranges of 3, 1 and 4 elements (0 1 2, 10, 20 21 22 23), worked by hand
+ * through tf.data's order: with cycle 2, block 2, slot 0 gives 0 1, slot 1
+ * gives 10 and ends (range 2 takes its place), slot 0 gives 2 and ends
+ * (no input left), slot 1 gives 20 21, then 22 23 alone.  The same with
+ * threads reading ahead; cycle 3, block 1 and cycle 1 worked the same way. */
+Test(dataset, interleave_follows_tf_data_order) {
+  struct ranges r = {{3, 1, 4, 0}, -1, 0, 0};
+  struct {
+    int64_t cycle, block;
+    int32_t parallel;
+    int n;
+    int64_t want[8];
+  } cases[] = {
+      {2, 2, 1, 8, {0, 1, 10, 2, 20, 21, 22, 23}},
+      {2, 2, 2, 8, {0, 1, 10, 2, 20, 21, 22, 23}},
+      {2, 2, 64, 8, {0, 1, 10, 2, 20, 21, 22, 23}},
+      {3, 1, 1, 8, {0, 10, 20, 1, 21, 2, 22, 23}},
+      {3, 1, 3, 8, {0, 10, 20, 1, 21, 2, 22, 23}},
+      {1, 5, 1, 8, {0, 1, 2, 10, 20, 21, 22, 23}},
+      {1, 1, 4, 8, {0, 1, 2, 10, 20, 21, 22, 23}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+    weft_dataset* ds =
+        interleaved(&r, 3, cases[c].cycle, cases[c].block, cases[c].parallel);
+    if (c == 0) {
+      cr_expect_str_eq(weft_dataset_name(ds), "Interleave(Range)");
+      cr_expect_eq(weft_dataset_num_components(ds), 1);
+      cr_expect_eq(weft_dataset_component_dtype(ds, 0), WEFT_INT64);
+    }
+    int64_t got[16];
+    const int n = read_all_i64(ds, got);
+    cr_expect_eq(n, cases[c].n, "case %zu", c);
+    for (int i = 0; i < n && i < cases[c].n; ++i)
+      cr_expect_eq(got[i], cases[c].want[i], "case %zu, element %d", c, i);
+    weft_dataset_destroy(ds);
+    cr_expect_eq(r.released, (int)c + 1, "release once, when all is gone");
+  }
+  /* An input of none: empty. */
+  weft_dataset* none = interleaved(&r, 0, 2, 1, 2);
+  int64_t got[16];
+  cr_expect_eq(read_all_i64(none, got), 0);
+  weft_dataset_destroy(none);
+}
+
+/* The maker's error names the input element, after the elements that come
+ * before it in the order; the pass then stays failed until init. */
+Test(dataset, interleave_errors_name_the_input_element) {
+  for (int32_t parallel = 1; parallel <= 2; ++parallel) {
+    struct ranges r = {{2, 2, 2, 0}, 1, 0, 0};
+    weft_dataset* ds = interleaved(&r, 3, 2, 1, parallel);
+    struct reader rd = open_reader(ds);
+    cr_expect_eq(next_i64(&rd), 0);  /* element 0's turn comes first */
+    weft_tensor* t = NULL;
+    WT_EXPECT_ERROR(next(&rd, &t), WEFT_NOT_FOUND, "Interleave(Range)",
+                    "input element 1", "no shard here");
+    WT_EXPECT_ERROR(next(&rd, &t), WEFT_NOT_FOUND, "input element 1");
+    wt_run_targets(rd.s, &rd.init, 1);
+    cr_expect_eq(next_i64(&rd), 0, "init starts again");
+    close_reader(&rd);
+    weft_dataset_destroy(ds);
+    cr_expect_eq(r.released, 1);
+
+    /* A dataset of other dtypes than declared. */
+    struct ranges wrong = {{2, 2, 2, 0}, 0, 1, 0};
+    ds = interleaved(&wrong, 3, 2, 1, parallel);
+    rd = open_reader(ds);
+    WT_EXPECT_ERROR(next(&rd, &t), WEFT_INVALID_ARGUMENT, "input element 0",
+                    "(float32)", "(int64)");
+    close_reader(&rd);
+    weft_dataset_destroy(ds);
+    cr_expect_eq(wrong.released, 1);
+  }
+  /* Bad arguments: refused, and `arg` released all the same. */
+  struct ranges r = {{1, 1, 1, 1}, -1, 0, 0};
+  weft_dataset *in = NULL, *out = NULL;
+  WT_OK(weft_dataset_range(0, 3, 1, &in));
+  const weft_dtype types[1] = {WEFT_INT64}, bad_types[1] = {(weft_dtype)99};
+  WT_EXPECT_ERROR(weft_dataset_interleave(in, make_range, &r, release_ranges,
+                                          types, 1, 0, 1, 1, &out),
+                  WEFT_INVALID_ARGUMENT, "cycle_length is 0");
+  WT_EXPECT_ERROR(weft_dataset_interleave(in, make_range, &r, release_ranges,
+                                          types, 1, 2, -5, 1, &out),
+                  WEFT_INVALID_ARGUMENT, "block_length is -5");
+  WT_EXPECT_ERROR(weft_dataset_interleave(in, make_range, &r, release_ranges,
+                                          types, 1, 2, 1, 65, &out),
+                  WEFT_INVALID_ARGUMENT, "num_parallel_calls is 65");
+  WT_EXPECT_ERROR(weft_dataset_interleave(in, NULL, &r, release_ranges, types,
+                                          1, 2, 1, 1, &out),
+                  WEFT_INVALID_ARGUMENT, "make");
+  WT_EXPECT_ERROR(weft_dataset_interleave(in, make_range, &r, release_ranges,
+                                          NULL, 1, 2, 1, 1, &out),
+                  WEFT_INVALID_ARGUMENT, "dtypes");
+  WT_EXPECT_ERROR(weft_dataset_interleave(in, make_range, &r, release_ranges,
+                                          bad_types, 1, 2, 1, 1, &out),
+                  WEFT_INVALID_ARGUMENT, "99");
+  WT_EXPECT_ERROR(weft_dataset_interleave(NULL, make_range, &r,
+                                          release_ranges, types, 1, 2, 1, 1,
+                                          &out),
+                  WEFT_INVALID_ARGUMENT, "input");
+  cr_expect_null(out);
+  cr_expect_eq(r.released, 7);
+  weft_dataset_destroy(in);
+}
+
+/* The common case: an input of file names (uint8 vectors) and a maker
+ * that reads each file.  Three files of 3, 2 and 1 one-byte records
+ * (a0 a1 a2, b0 b1, c0) with cycle 2, block 1 give a0 b0 a1 b1 a2 c0;
+ * with two threads reading ahead too, which are gone with the session,
+ * also when it goes in the middle of a pass.  A truncated file names its
+ * input element and the file.  `arg`: the record size (NULL: 1). */
+static weft_status* make_file(void* arg, const weft_tensor* const* element,
+                              int32_t n, weft_dataset** out) {
+  const int64_t record_bytes = arg ? *(const int64_t*)arg : 1;
+  (void)n;
+  char path[256];
+  const size_t len = weft_tensor_byte_size(element[0]);
+  if (len >= sizeof path)
+    return weft_status_create(WEFT_INVALID_ARGUMENT, "path too long");
+  memcpy(path, weft_tensor_data(element[0]), len);
+  path[len] = '\0';
+  const char* paths[1] = {path};
+  return weft_dataset_fixed_length_records(paths, 1, 0, record_bytes, 0, NULL,
+                                           out);
+}
+
+static int read_files(const weft_dataset* files, int32_t parallel,
+                      int stop_after, char* got) {
+  weft_dataset* ds = NULL;
+  const weft_dtype types[1] = {WEFT_UINT8};
+  WT_OK(weft_dataset_interleave(files, make_file, NULL, NULL, types, 1, 2, 1,
+                                parallel, &ds));
+  struct reader r = open_reader(ds);
+  int n = 0;
+  for (; n < stop_after; ++n) {
+    weft_tensor* t = NULL;
+    weft_status* st = next(&r, &t);
+    if (st != NULL) {
+      cr_expect_eq(weft_status_code(st), WEFT_OUT_OF_RANGE, "%s",
+                   weft_status_message(st));
+      weft_status_destroy(st);
+      break;
+    }
+    wt_expect_shape(t, WEFT_UINT8, WT_SHAPE(1));
+    got[n] = *(const char*)weft_tensor_data(t);
+    weft_tensor_destroy(t);
+  }
+  close_reader(&r);
+  weft_dataset_destroy(ds);
+  return n;
+}
+
+Test(dataset, interleave_over_files_in_parallel_leaves_no_thread) {
+  char dir[] = "/tmp/weft-files-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  const size_t len = strlen(dir) + 3;  /* "/f0" */
+  uint8_t names[3][64];
+  cr_assert_lt(len, sizeof names[0]);
+  const char* contents[3] = {"ABC", "DE", "F"};
+  for (int i = 0; i < 3; ++i) {
+    char path[64];
+    snprintf(path, sizeof path, "%s/f%d", dir, i);
+    write_file(path, contents[i], strlen(contents[i]));
+    memcpy(names[i], path, len);
+  }
+  uint8_t flat[3 * 64];
+  for (int i = 0; i < 3; ++i) memcpy(flat + i * len, names[i], len);
+  weft_tensor* paths =
+      wt_tensor(WEFT_UINT8, WT_DIMS(3, (int64_t)len), 2, flat);
+  weft_dataset* files = NULL;
+  WT_OK(weft_dataset_from_tensor_slices(&paths, 1, &files));
+  weft_tensor_destroy(paths);
+
+  char got[16];
+  cr_expect_eq(read_files(files, 1, 16, got), 6);
+  cr_expect(memcmp(got, "ADBECF", 6) == 0, "%.6s", got);
+  /* The first parallel pass starts what lives for the process; the rest
+   * must leave the thread count where they found it. */
+  cr_expect_eq(read_files(files, 2, 16, got), 6);
+  const int before = wt_thread_count();
+  memset(got, 0, sizeof got);
+  cr_expect_eq(read_files(files, 2, 16, got), 6);
+  cr_expect(memcmp(got, "ADBECF", 6) == 0, "%.6s", got);
+  cr_expect_eq(read_files(files, 2, 2, got), 2);  /* stopped mid-pass */
+  cr_expect_eq(wt_thread_count(), before, "threads left behind");
+
+  /* Records of 2 bytes: f0 (ABC) ends in a partial record at offset 2,
+   * which fails the pass at its turn, naming input element 0 and f0. */
+  int64_t two = 2;
+  weft_dataset* ds = NULL;
+  const weft_dtype types[1] = {WEFT_UINT8};
+  WT_OK(weft_dataset_interleave(files, make_file, &two, NULL, types, 1, 2, 1,
+                                2, &ds));
+  struct reader r = open_reader(ds);
+  weft_tensor* t = NULL;
+  WT_OK(next(&r, &t));
+  cr_expect(memcmp(weft_tensor_data(t), "AB", 2) == 0);
+  weft_tensor_destroy(t);
+  WT_OK(next(&r, &t));
+  cr_expect(memcmp(weft_tensor_data(t), "DE", 2) == 0);
+  weft_tensor_destroy(t);
+  char f0[64], f1[64];
+  snprintf(f0, sizeof f0, "%s/f0", dir);
+  snprintf(f1, sizeof f1, "%s/f1", dir);
+  WT_EXPECT_ERROR(next(&r, &t), WEFT_DATA_LOSS, "input element 0", f0,
+                  "offset 2");
+  close_reader(&r);
+  weft_dataset_destroy(ds);
+  /* f1 empty: its turn passes to f2 (A, f1 ends, B, F, C). */
+  write_file(f1, "", 0);
+  cr_expect_eq(read_files(files, 2, 16, got), 4);
+  cr_expect(memcmp(got, "ABFC", 4) == 0, "%.4s", got);
+  for (int i = 0; i < 3; ++i) {
+    char path[64];
+    snprintf(path, sizeof path, "%s/f%d", dir, i);
+    unlink(path);
+  }
+  rmdir(dir);
+  weft_dataset_destroy(files);
+}

@@ -130,6 +130,64 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_iterator(
     weft_graph* graph, const char* name, const weft_dataset* dataset,
     weft_output* components, weft_node** init);
 
+/* ---- Fixed-length records and interleave (user API 1.8) ---- */
+
+/* The records of files of fixed-size records (CIFAR-10's files, raw
+ * arrays), in order, as uint8 vectors of record_bytes (1 to 2^30): each
+ * file is header_bytes, its records, then footer_bytes (each 0 to 2^30),
+ * as tf.data's FixedLengthRecordDataset reads them; compression "" (or
+ * NULL), "GZIP" or "ZLIB" compresses the whole file, header and footer
+ * included.  Other sizes or compressions are INVALID_ARGUMENT.  A file
+ * whose records do not fill it (a truncated last record, a file shorter
+ * than its header) is DATA_LOSS naming the file and the offset of the
+ * partial record. */
+WEFT_API WEFT_MUST_USE weft_status* weft_dataset_fixed_length_records(
+    const char* const* paths, int32_t num_paths, int64_t header_bytes,
+    int64_t record_bytes, int64_t footer_bytes, const char* compression,
+    weft_dataset** out);
+
+/* Makes the dataset of one input element of weft_dataset_interleave (a
+ * file's records, for an input of file names).  `element` holds the
+ * element's num_components tensors, borrowed for the call (a path is a
+ * uint8 vector of its bytes, with no terminating NUL).  Returns NULL and a
+ * new dataset in *out, which the interleave takes over and destroys, or an
+ * error, which ends the pass naming the input element.  Called on Weft's
+ * pipeline threads (a session's iterator thread, a prefetch's), and at the
+ * same time from different passes over the dataset (two sessions, an
+ * interleave inside a map): it must be thread-safe.  It may call the
+ * weft_dataset_ functions; it must not run a session that reads this
+ * pipeline (that run would wait for itself). */
+typedef weft_status* (*weft_dataset_make_fn)(void* arg,
+                                             const weft_tensor* const* element,
+                                             int32_t num_components,
+                                             weft_dataset** out);
+
+/* tf.data's interleave (deterministic): make(arg, element) turns each
+ * element of `input` into a dataset; cycle_length of those (1 to 1024)
+ * are open at once and read block_length elements (1 to 2^30) each in
+ * turn; one that ends is replaced, at its next turn, by the dataset of
+ * the next input element, until input and open datasets are exhausted.
+ * `make` runs as a slot frees, ahead of its turn (for the first
+ * cycle_length elements, at the first read).  The order depends on the
+ * data only: num_parallel_calls 1 reads on the pipeline's thread; 2 to 64
+ * start that many threads per pass (at most cycle_length) that read ahead
+ * from the open datasets, up to min(block_length, 16) elements each, and
+ * the elements still come in that order.  The elements' components have
+ * `component_dtypes` (num_components of them, 1 to 1024) and shapes that
+ * may vary; a made dataset of other dtypes is INVALID_ARGUMENT.  An error
+ * (making a dataset, reading one) names the input element's index (0 for
+ * the first) and ends the pass: later reads return it again until the
+ * iterator's init.  `release` (may be NULL) is called with `arg` once
+ * nothing will call `make` again: when the dataset and every graph and
+ * iterator holding it are gone, or before this function returns an
+ * error, on whichever thread lets go last.  Returns a new dataset in *out
+ * (NULL on error). */
+WEFT_API WEFT_MUST_USE weft_status* weft_dataset_interleave(
+    const weft_dataset* input, weft_dataset_make_fn make, void* arg,
+    void (*release)(void* arg), const weft_dtype* component_dtypes,
+    int32_t num_components, int64_t cycle_length, int64_t block_length,
+    int32_t num_parallel_calls, weft_dataset** out);
+
 #ifdef __cplusplus
 }
 #endif

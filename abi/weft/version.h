@@ -35,9 +35,12 @@ extern "C" {
  *  1.7  weft_run_options (timeout_ms), weft_run_options_init_sized,
  *       weft_session_run_with_options, weft_session_cancel;
  *       weft_queue_runner_start, _error, _stop; datasets
- *       (weft/dataset.h). */
+ *       (weft/dataset.h).
+ *  1.8  weft_dataset_fixed_length_records, weft_dataset_interleave;
+ *       asynchronous kernels through weft_kernel_register (plugin
+ *       interface 1.5). */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 7
+#define WEFT_ABI_VERSION_MINOR 8
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

@@ -87,5 +87,17 @@ inline weft_status* CheckPaths(const char* const* paths, int32_t n) {
   return nullptr;
 }
 
+// A record file's compression: "" (or NULL), "GZIP" or "ZLIB" into *out;
+// anything else is INVALID_ARGUMENT.
+inline weft_status* CheckCompression(const char* compression,
+                                     std::string* out) {
+  *out = compression ? compression : "";
+  if (*out != "" && *out != "GZIP" && *out != "ZLIB")
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "compression '%s': give \"\", \"GZIP\" or \"ZLIB\"",
+                  out->c_str());
+  return nullptr;
+}
+
 }  // namespace data
 }  // namespace weft

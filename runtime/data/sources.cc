@@ -309,3 +309,52 @@ weft_status* weft_tfrecord_write(const char* path, const char* compression,
 }
 
 }  // extern "C"
+
+// ---- Fixed-length records (appended in 1.7) ----------------------------------
+
+extern "C" {
+
+weft_status* weft_dataset_fixed_length_records(
+    const char* const* paths, int32_t n, int64_t header_bytes,
+    int64_t record_bytes, int64_t footer_bytes, const char* compression,
+    weft_dataset** out) {
+  WEFT_RETURN_IF_ERROR(CheckOut(out));
+  WEFT_RETURN_IF_ERROR(CheckPaths(paths, n));
+  const int64_t most = static_cast<int64_t>(weft::io::kMaxRecordBytes);
+  if (record_bytes < 1 || record_bytes > most || header_bytes < 0 ||
+      header_bytes > most || footer_bytes < 0 || footer_bytes > most)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "record_bytes %lld, header_bytes %lld, footer_bytes %lld: "
+                  "give records of 1 to %lld bytes, headers and footers of "
+                  "0 to %lld",
+                  static_cast<long long>(record_bytes),
+                  static_cast<long long>(header_bytes),
+                  static_cast<long long>(footer_bytes),
+                  static_cast<long long>(most), static_cast<long long>(most));
+  std::string comp;
+  WEFT_RETURN_IF_ERROR(weft::data::CheckCompression(compression, &comp));
+  return weft::Guard([&]() -> weft_status* {
+    std::vector<std::string> files(paths, paths + n);
+    const uint64_t header = static_cast<uint64_t>(header_bytes);
+    const uint64_t record = static_cast<uint64_t>(record_bytes);
+    const uint64_t footer = static_cast<uint64_t>(footer_bytes);
+    return Wrap(
+        weft::data::Fn(
+            "FixedLengthRecords", {WEFT_UINT8},
+            {weft::ShapeInfo::Of({record_bytes})},
+            [files, header, record, footer,
+             comp](std::unique_ptr<Iterator>* it) -> weft_status* {
+              *it = std::make_unique<weft::data::FilesIterator<
+                  weft::io::FixedLengthRecordReader>>(
+                  files, [header, record, footer, comp](
+                             weft::io::FixedLengthRecordReader* r,
+                             const std::string& p) {
+                    return r->Open(p, header, record, footer, comp);
+                  });
+              return static_cast<weft_status*>(nullptr);
+            }),
+        out);
+  });
+}
+
+}  // extern "C"
