@@ -213,7 +213,7 @@ def c_layout_from_compiler(cc: List[str], abi_dir: str,
 
 RELEASE_FUNCTIONS = {'weft_tensor_destroy', 'weft_session_destroy',
                      'weft_graph_destroy', 'weft_run_metadata_destroy',
-                     'weft_model_destroy'}
+                     'weft_model_destroy', 'weft_dataset_destroy'}
 
 
 @dataclass
@@ -540,6 +540,8 @@ MUTATIONS = [
     ('a callback of the wrong signature', 'src/tensor.jl',
      '(Ptr{Cvoid}, Csize_t, Ptr{Cvoid})', '(Ptr{Cvoid}, Ptr{Cvoid})',
      '2 parameters, weft_deleter has 3'),
+    ('a list of C strings passed as one string', 'src/dataset.jl',
+     'pointers::Ptr{Ptr{UInt8}}', 'pointers::Ptr{UInt8}', 'argument 1 (paths)'),
     ('the wrong soname', 'src/capi.jl',
      'const libweft = "libweft.so.1"', 'const libweft = "libweft.so.0"',
      'soname is'),

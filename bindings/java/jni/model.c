@@ -6,51 +6,6 @@
 #define NATIVE(name) JNICALL Java_org_weft_Native_##name
 #define MODEL(h) WEFT_JNI_PTR(weft_model, h)
 
-/* A Java String[] as C strings (null array: none; null entries: NULL). */
-typedef struct string_array {
-  int32_t count;
-  const char** items;
-  jstring* java;
-} string_array;
-
-static void strings_release(JNIEnv* env, string_array* a) {
-  for (int32_t i = 0; i < a->count; ++i)
-    if (a->items[i] != NULL)
-      (*env)->ReleaseStringUTFChars(env, a->java[i], a->items[i]);
-  free(a->items);
-  free(a->java);
-  a->items = NULL;
-  a->java = NULL;
-  a->count = 0;
-}
-
-/* Returns 0 with an exception pending when out of memory. */
-static int strings_get(JNIEnv* env, jobjectArray array, string_array* out) {
-  out->count = 0;
-  out->items = NULL;
-  out->java = NULL;
-  if (array == NULL) return 1;
-  jsize n = (*env)->GetArrayLength(env, array);
-  out->items = calloc((size_t)n + 1, sizeof *out->items);
-  out->java = calloc((size_t)n + 1, sizeof *out->java);
-  if (out->items == NULL || out->java == NULL) {
-    strings_release(env, out);
-    weft_jni_throw(env, "java/lang/OutOfMemoryError", "JNI strings");
-    return 0;
-  }
-  for (jsize i = 0; i < n; ++i) {
-    out->java[i] = (jstring)(*env)->GetObjectArrayElement(env, array, i);
-    out->count = i + 1;
-    if (out->java[i] == NULL) continue;
-    out->items[i] = (*env)->GetStringUTFChars(env, out->java[i], NULL);
-    if (out->items[i] == NULL) {
-      strings_release(env, out);
-      return 0;
-    }
-  }
-  return 1;
-}
-
 static jobjectArray new_string_array(JNIEnv* env, int32_t n,
                                      const char* (*get)(void*, int32_t),
                                      void* arg) {
@@ -74,12 +29,12 @@ JNIEXPORT jlong NATIVE(modelLoad)(JNIEnv* env, jclass c, jstring path,
                                   jstring device_gflops, jint recompute) {
   (void)c;
   weft_jni_string p, f, d, g;
-  string_array outs;
+  weft_jni_strings outs;
   weft_session_options so;
   jlong result = 0;
   if (!weft_jni_string_get(env, path, &p)) return 0;
   if (!weft_jni_string_get(env, format, &f)) goto no_format;
-  if (!strings_get(env, outputs, &outs)) goto no_outputs;
+  if (!weft_jni_strings_get(env, outputs, &outs)) goto no_outputs;
   if (!weft_jni_session_options(env, devices, inter_op, intra_op, placement,
                                 transfer_precision, optimizations,
                                 device_gflops, recompute, &so, &d, &g))
@@ -99,7 +54,7 @@ JNIEXPORT jlong NATIVE(modelLoad)(JNIEnv* env, jclass c, jstring path,
   weft_jni_string_release(env, &g);
   weft_jni_string_release(env, &d);
 no_options:
-  strings_release(env, &outs);
+  weft_jni_strings_release(env, &outs);
 no_outputs:
   weft_jni_string_release(env, &f);
 no_format:
@@ -113,11 +68,11 @@ JNIEXPORT jlong NATIVE(modelCreate)(JNIEnv* env, jclass c, jlong graph,
                                     jlongArray nodes, jintArray indices) {
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
-  string_array n, k;
+  weft_jni_strings n, k;
   weft_jni_outputs outs;
   jlong result = 0;
-  if (!strings_get(env, names, &n)) return 0;
-  if (!strings_get(env, keys, &k)) goto no_keys;
+  if (!weft_jni_strings_get(env, names, &n)) return 0;
+  if (!weft_jni_strings_get(env, keys, &k)) goto no_keys;
   if (!weft_jni_outputs_get(env, nodes, indices, &outs)) goto no_outputs;
   jsize num_counts = (*env)->GetArrayLength(env, counts);
   jint* cv = (*env)->GetIntArrayElements(env, counts, NULL);
@@ -168,9 +123,9 @@ done:
 no_counts:
   weft_jni_outputs_release(&outs);
 no_outputs:
-  strings_release(env, &k);
+  weft_jni_strings_release(env, &k);
 no_keys:
-  strings_release(env, &n);
+  weft_jni_strings_release(env, &n);
   return result;
 }
 
@@ -266,12 +221,12 @@ JNIEXPORT jlongArray NATIVE(modelRun)(JNIEnv* env, jclass c, jlong model,
   (void)c;
   if (weft_jni_null_handle(env, model)) return NULL;
   weft_jni_string s;
-  string_array in_keys, out_keys;
+  weft_jni_strings in_keys, out_keys;
   weft_jni_pointers values;
   jlongArray out = NULL;
   if (!weft_jni_string_get(env, signature, &s)) return NULL;
-  if (!strings_get(env, input_keys, &in_keys)) goto no_inputs;
-  if (!strings_get(env, output_keys, &out_keys)) goto no_outputs;
+  if (!weft_jni_strings_get(env, input_keys, &in_keys)) goto no_inputs;
+  if (!weft_jni_strings_get(env, output_keys, &out_keys)) goto no_outputs;
   if (!weft_jni_pointers_get(env, tensors, &values)) goto no_values;
   if (values.count != in_keys.count) {
     weft_jni_throw(env, "java/lang/IllegalArgumentException",
@@ -302,9 +257,9 @@ JNIEXPORT jlongArray NATIVE(modelRun)(JNIEnv* env, jclass c, jlong model,
 done:
   weft_jni_pointers_release(&values);
 no_values:
-  strings_release(env, &out_keys);
+  weft_jni_strings_release(env, &out_keys);
 no_outputs:
-  strings_release(env, &in_keys);
+  weft_jni_strings_release(env, &in_keys);
 no_inputs:
   weft_jni_string_release(env, &s);
   return out;

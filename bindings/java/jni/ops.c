@@ -3,7 +3,7 @@
  * functions here call back.  The kernel runs on the runtime's threads,
  * which attach to the JVM as daemons the first time and stay attached (a
  * pool thread runs many kernels).  A Java exception becomes the kernel's
- * or gradient's error status, its toString() the message.  Ops live for
+ * or gradient's error status (weft_jni_exception_status).  Ops live for
  * the process, so the OpDefinition's global reference is never dropped. */
 #include <stdlib.h>
 #include <string.h>
@@ -23,28 +23,6 @@ typedef struct java_op {
   int32_t like[JAVA_OP_MAX_PORTS]; /* per output: input whose shape it has,
                                     * -1 unknown */
 } java_op;
-
-/* The pending Java exception as a status ("what: java.lang.X: message"),
- * cleared; NULL when none is pending. */
-static weft_status* exception_status(JNIEnv* env, const char* what) {
-  jthrowable t = (*env)->ExceptionOccurred(env);
-  if (t == NULL) return NULL;
-  (*env)->ExceptionClear(env);
-  jclass k = (*env)->GetObjectClass(env, t);
-  jmethodID to_string =
-      (*env)->GetMethodID(env, k, "toString", "()Ljava/lang/String;");
-  jstring text =
-      to_string ? (jstring)(*env)->CallObjectMethod(env, t, to_string) : NULL;
-  (*env)->ExceptionClear(env);
-  weft_jni_string s = {NULL, NULL};
-  char message[1024];
-  if (text != NULL && weft_jni_string_get(env, text, &s) && s.utf != NULL)
-    snprintf(message, sizeof message, "%s: %s", what, s.utf);
-  else
-    snprintf(message, sizeof message, "%s: a Java exception", what);
-  weft_jni_string_release(env, &s);
-  return weft_status_create(WEFT_INTERNAL, message);
-}
 
 static weft_status* java_shape(void* arg, weft_shape_context* ctx) {
   const java_op* op = arg;
@@ -72,10 +50,11 @@ static weft_status* java_kernel(void* arg, weft_kernel_context* ctx) {
     return weft_status_create(WEFT_UNAVAILABLE,
                               "the JVM refused this runtime thread");
   if ((*env)->PushLocalFrame(env, 8) != 0)
-    return exception_status(env, "Java kernel");
+    return weft_jni_exception_status(env, "Java kernel");
   int32_t n = host->kernel_num_inputs(ctx);
   jlongArray inputs = (*env)->NewLongArray(env, n);
-  weft_status* st = inputs ? NULL : exception_status(env, "Java kernel");
+  weft_status* st =
+      inputs ? NULL : weft_jni_exception_status(env, "Java kernel");
   for (int32_t i = 0; st == NULL && i < n; ++i) {
     weft_kernel_tensor in;
     in.struct_size = sizeof in;
@@ -97,7 +76,7 @@ static weft_status* java_kernel(void* arg, weft_kernel_context* ctx) {
     if (run != NULL)
       (*env)->CallVoidMethod(env, op->definition, run, WEFT_JNI_HANDLE(ctx),
                              inputs);
-    st = exception_status(env, host->kernel_node_name(ctx));
+    st = weft_jni_exception_status(env, host->kernel_node_name(ctx));
   } else if (inputs != NULL) {
     /* Free the copies made before the failure. */
     jlong* h = (*env)->GetLongArrayElements(env, inputs, NULL);
@@ -120,7 +99,7 @@ static weft_status* java_gradient(void* arg, weft_gradient_context* ctx) {
   int32_t outs = weft_node_num_outputs(node);
   int32_t ins = weft_node_num_inputs(node);
   if ((*env)->PushLocalFrame(env, 8) != 0)
-    return exception_status(env, "Java gradient");
+    return weft_jni_exception_status(env, "Java gradient");
   weft_status* st = NULL;
   jlongArray dys = (*env)->NewLongArray(env, 2 * outs);
   for (int32_t o = 0; dys != NULL && o < outs; ++o) {
@@ -136,7 +115,7 @@ static weft_status* java_gradient(void* arg, weft_gradient_context* ctx) {
       result = (jlongArray)(*env)->CallObjectMethod(
           env, op->definition, run, WEFT_JNI_HANDLE(node), dys);
   }
-  st = exception_status(env, weft_node_name(node));
+  st = weft_jni_exception_status(env, weft_node_name(node));
   if (st == NULL && (result == NULL ||
                      (*env)->GetArrayLength(env, result) != 2 * ins))
     st = weft_status_create(WEFT_INTERNAL,

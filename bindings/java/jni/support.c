@@ -1,4 +1,5 @@
 /* Shared helpers of the JNI glue, and the library's load hook. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,8 @@ JavaVM* weft_jni_vm;
 
 static jclass exception_class;   /* org.weft.WeftException, global ref */
 static jmethodID exception_init; /* WeftException(int, String) */
+static jmethodID exception_code; /* int WeftException.statusCode() */
+static jmethodID exception_message; /* String statusMessage() */
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   (void)reserved;
@@ -22,7 +25,15 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   if (exception_class == NULL) return JNI_ERR;
   exception_init = (*env)->GetMethodID(env, exception_class, "<init>",
                                        "(ILjava/lang/String;)V");
-  return exception_init == NULL ? JNI_ERR : JNI_VERSION_1_8;
+  exception_code =
+      (*env)->GetMethodID(env, exception_class, "statusCode", "()I");
+  exception_message = (*env)->GetMethodID(env, exception_class,
+                                          "statusMessage",
+                                          "()Ljava/lang/String;");
+  return exception_init == NULL || exception_code == NULL ||
+                 exception_message == NULL
+             ? JNI_ERR
+             : JNI_VERSION_1_8;
 }
 
 JNIEnv* weft_jni_thread_env(int* attached) {
@@ -38,20 +49,56 @@ JNIEnv* weft_jni_thread_env(int* attached) {
   return env;
 }
 
+weft_status* weft_jni_exception_status(JNIEnv* env, const char* what) {
+  jthrowable t = (*env)->ExceptionOccurred(env);
+  if (t == NULL) return NULL;
+  (*env)->ExceptionClear(env);
+  weft_code code = WEFT_INTERNAL;
+  jstring text = NULL;
+  if ((*env)->IsInstanceOf(env, t, exception_class)) {
+    code = (weft_code)(*env)->CallIntMethod(env, t, exception_code);
+    text = (jstring)(*env)->CallObjectMethod(env, t, exception_message);
+  } else {
+    jclass k = (*env)->GetObjectClass(env, t);
+    jmethodID to_string =
+        (*env)->GetMethodID(env, k, "toString", "()Ljava/lang/String;");
+    if (to_string != NULL)
+      text = (jstring)(*env)->CallObjectMethod(env, t, to_string);
+    (*env)->DeleteLocalRef(env, k);
+  }
+  (*env)->ExceptionClear(env);
+  weft_jni_string s = {NULL, NULL};
+  char message[1024];
+  if (text != NULL && weft_jni_string_get(env, text, &s) && s.utf != NULL)
+    snprintf(message, sizeof message, "%s: %s", what, s.utf);
+  else
+    snprintf(message, sizeof message, "%s: a Java exception", what);
+  (*env)->ExceptionClear(env);
+  weft_jni_string_release(env, &s);
+  if (text != NULL) (*env)->DeleteLocalRef(env, text);
+  (*env)->DeleteLocalRef(env, t);
+  return weft_status_create(code == WEFT_OK ? WEFT_UNKNOWN : code, message);
+}
+
 void weft_jni_throw(JNIEnv* env, const char* class_name, const char* message) {
   jclass c = (*env)->FindClass(env, class_name);
   if (c != NULL) (*env)->ThrowNew(env, c, message);
 }
 
-int weft_jni_check(JNIEnv* env, weft_status* status) {
-  if (status == NULL) return 0;
+jthrowable weft_jni_exception(JNIEnv* env, weft_status* status) {
+  if (status == NULL) return NULL;
   jint code = (jint)weft_status_code(status);
   jstring message = (*env)->NewStringUTF(env, weft_status_message(status));
   weft_status_destroy(status);
-  if (message == NULL) return 1; /* OutOfMemoryError pending */
-  jobject e = (*env)->NewObject(env, exception_class, exception_init, code,
-                                message);
-  if (e != NULL) (*env)->Throw(env, (jthrowable)e);
+  if (message == NULL) return NULL; /* OutOfMemoryError pending */
+  return (jthrowable)(*env)->NewObject(env, exception_class, exception_init,
+                                       code, message);
+}
+
+int weft_jni_check(JNIEnv* env, weft_status* status) {
+  if (status == NULL) return 0;
+  jthrowable e = weft_jni_exception(env, status);
+  if (e != NULL) (*env)->Throw(env, e);
   return 1;
 }
 
@@ -146,6 +193,44 @@ void weft_jni_pointers_release(weft_jni_pointers* pointers) {
   if (pointers->items != pointers->local) free(pointers->items);
   pointers->items = pointers->local;
   pointers->count = 0;
+}
+
+void weft_jni_strings_release(JNIEnv* env, weft_jni_strings* a) {
+  for (int32_t i = 0; i < a->count; ++i)
+    if (a->items[i] != NULL)
+      (*env)->ReleaseStringUTFChars(env, a->java[i], a->items[i]);
+  free(a->items);
+  free(a->java);
+  a->items = NULL;
+  a->java = NULL;
+  a->count = 0;
+}
+
+int weft_jni_strings_get(JNIEnv* env, jobjectArray array,
+                         weft_jni_strings* out) {
+  out->count = 0;
+  out->items = NULL;
+  out->java = NULL;
+  if (array == NULL) return 1;
+  jsize n = (*env)->GetArrayLength(env, array);
+  out->items = calloc((size_t)n + 1, sizeof *out->items);
+  out->java = calloc((size_t)n + 1, sizeof *out->java);
+  if (out->items == NULL || out->java == NULL) {
+    weft_jni_strings_release(env, out);
+    weft_jni_throw(env, "java/lang/OutOfMemoryError", "JNI strings");
+    return 0;
+  }
+  for (jsize i = 0; i < n; ++i) {
+    out->java[i] = (jstring)(*env)->GetObjectArrayElement(env, array, i);
+    out->count = i + 1;
+    if (out->java[i] == NULL) continue;
+    out->items[i] = (*env)->GetStringUTFChars(env, out->java[i], NULL);
+    if (out->items[i] == NULL) {
+      weft_jni_strings_release(env, out);
+      return 0;
+    }
+  }
+  return 1;
 }
 
 int weft_jni_dims_get(JNIEnv* env, jlongArray dims, int64_t out[WEFT_MAX_RANK],

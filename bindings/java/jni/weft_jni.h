@@ -21,6 +21,17 @@ JNIEnv* weft_jni_thread_env(int* attached);
  * threw (status was an error), 0 for the OK status. */
 int weft_jni_check(JNIEnv* env, weft_status* status);
 
+/* A WeftException for `status`, not thrown (a value to return), and
+ * destroys the status.  NULL for the OK status, and when out of memory
+ * (an exception is then pending). */
+jthrowable weft_jni_exception(JNIEnv* env, weft_status* status);
+
+/* The pending Java exception as a status, cleared; NULL when none is
+ * pending.  The message is "what: " and the exception's toString(); a
+ * WeftException keeps its code and gives its status message, anything
+ * else is INTERNAL.  For C callbacks into Java. */
+weft_status* weft_jni_exception_status(JNIEnv* env, const char* what);
+
 /* Throws a Java exception of class `class_name` ("java/lang/...").  */
 void weft_jni_throw(JNIEnv* env, const char* class_name, const char* message);
 
@@ -66,6 +77,19 @@ typedef struct weft_jni_pointers {
 int weft_jni_pointers_get(JNIEnv* env, jlongArray handles,
                           weft_jni_pointers* out);
 void weft_jni_pointers_release(weft_jni_pointers* pointers);
+
+/* A Java String[] as C strings: `items` has `count` entries (NULL for a
+ * null element) and a NULL after them.  A null array is an empty list. */
+typedef struct weft_jni_strings {
+  int32_t count;
+  const char** items;
+  jstring* java;
+} weft_jni_strings;
+
+/* Returns 0 with an exception pending when out of memory. */
+int weft_jni_strings_get(JNIEnv* env, jobjectArray array,
+                         weft_jni_strings* out);
+void weft_jni_strings_release(JNIEnv* env, weft_jni_strings* strings);
 
 /* Dimensions from a Java long[]; 0 with an exception pending on a rank
  * above WEFT_MAX_RANK. */

@@ -19,6 +19,7 @@ variable `WEFT_LIBRARY` (read when the package is loaded).
 module Weft
 
 using Libdl
+import Random: shuffle
 
 export WeftError, DType, BFloat16,
     Tensor, TensorArray, array, dtype, weft_shape, julia_dims, weft_dims,
@@ -36,7 +37,11 @@ export WeftError, DType, BFloat16,
     version_string, abi_version, cond, while_loop, ControlFlowError,
     register_op, KernelCall, kernel_attr,
     Model, Signature, load_model, save_model, export_onnx, signatures,
-    input_keys, output_keys
+    input_keys, output_keys,
+    Dataset, tensor_slices, range_dataset, tfrecord_dataset, text_line_dataset,
+    idx_dataset, fixed_length_record_dataset, map_graph, filter_graph, shuffle,
+    batch, padded_batch, take, prefetch, iterator, num_components,
+    component_dtypes, write_tfrecord, QueueRunner, runner_error, stop
 
 include("capi.jl")
 include("bfloat16.jl")
@@ -49,6 +54,8 @@ include("control.jl")
 include("devices.jl")
 include("defined_ops.jl")
 include("model.jl")
+include("dataset.jl")
+include("queue_runner.jl")
 
 function __init__()
     load_library()

@@ -11,7 +11,7 @@ const libweft = "libweft.so.1"
 
 # The user-API version this binding is written against (abi/weft/version.h).
 const ABI_MAJOR = 1
-const ABI_MINOR = 1
+const ABI_MINOR = 8  # the newest functions it calls: datasets (1.7, 1.8)
 
 # Loads libweft: the file named by WEFT_LIBRARY when set, else the soname
 # through the dynamic loader's search path.  Every @ccall names the soname;

@@ -327,4 +327,126 @@ end
     @test Weft.pinned_count() <= before + 1_000
 end
 
+@testset "datasets" begin
+    # Every element left of component 1, each as a Julia array; the run
+    # after the last is OUT_OF_RANGE.
+    function read_all(ds)
+        g = Graph()
+        it = iterator(ds, g; name = "it")
+        s = Session(g; devices = CPU)
+        got = Any[]
+        while true
+            t = try
+                run(s, it.components[1])
+            catch e
+                @test e isa WeftError && e.code == Weft.OUT_OF_RANGE
+                break
+            end
+            push!(got, Array(t))
+            close(t)
+        end
+        close(s)
+        return got
+    end
+
+    # range -> map(x * 2) -> batch(4): the last batch is smaller.
+    doubled = map(x -> multiply(x, constant(Weft.graph(x), Int64(2))), range_dataset(0:9))
+    batches = batch(doubled, 4)
+    @test nameof(batches) == "Batch(Map(Range))"
+    @test component_dtypes(batches) == [Weft.INT64]
+    @test read_all(batches) == [Int64[0, 2, 4, 6], Int64[8, 10, 12, 14], Int64[16, 18]]
+    @test read_all(batch(range_dataset(0, 10), 4; drop_remainder = true)) ==
+          [Int64[0, 1, 2, 3], Int64[4, 5, 6, 7]]
+    @test vec.(read_all(repeat(take(skip(range_dataset(0, 10, 3), 1), 2), 2))) ==
+          [[3], [6], [3], [6]]
+    @test vec.(read_all(filter(x -> equal(x, constant(Weft.graph(x), Int64(4))),
+                               range_dataset(0, 10)))) == [[4]]
+
+    # init starts the pass again.
+    g = Graph()
+    it = iterator(range_dataset(0, 3), g; name = "again")
+    s = Session(g; devices = CPU)
+    @test [run(s, it.components[1])[] for _ in 1:3] == [0, 1, 2]
+    @test_throws WeftError run(s, it.components[1])
+    run(s; targets = [it.init])
+    @test run(s, it.components[1])[] == 0
+    close(s)
+
+    # Shuffles: the same for a seed, another for another seed, permutations.
+    a = vec.(read_all(shuffle(range_dataset(0, 40), 16; seed = 11)))
+    b = vec.(read_all(shuffle(range_dataset(0, 40), 16; seed = 11)))
+    c = vec.(read_all(shuffle(range_dataset(0, 40), 16; seed = 12)))
+    @test a == b && a != c
+    @test sort(reduce(vcat, a)) == collect(0:39)
+
+    # Slices along Weft dimension 0, the last Julia dimension; zip.
+    images = Float32[i + 100j for j in 0:1, i in 0:9]      # Julia 2×10: 10 rows of 2
+    slices = tensor_slices(images, Int32.(0:9))
+    pairs = zip(slices, range_dataset(100, 103))
+    @test component_dtypes(pairs) == [Weft.FLOAT32, Weft.INT32, Weft.INT64]
+    @test read_all(slices)[3] == Float32[2, 102]
+
+    # TFRecord files written, then read back byte for byte.
+    dir = mktempdir()
+    for compression in ("", "GZIP", "ZLIB")
+        path = joinpath(dir, "r$compression.tfrecord")
+        write_tfrecord(path, ["x", "hello", UInt8[], UInt8[0, 255, 7]];
+                       compression = compression)
+        got = read_all(tfrecord_dataset(path; compression = compression))
+        @test got == [Vector{UInt8}("x"), Vector{UInt8}("hello"), UInt8[], UInt8[0, 255, 7]]
+    end
+    lines = joinpath(dir, "lines.txt")
+    write(lines, "ab\r\nabcd\n\nz\n")
+    padded = read_all(padded_batch(text_line_dataset(lines), 3))
+    @test size(padded[1]) == (4, 3)                      # Weft [3, 4]
+    @test vec(padded[1]) == Vector{UInt8}("ab\0\0abcd\0\0\0\0")
+    raw = joinpath(dir, "raw.bin")
+    write(raw, UInt8.(0:16))                              # 3 + 3 × 4 + 2 bytes
+    @test read_all(fixed_length_record_dataset(raw; record_bytes = 4, header_bytes = 3,
+                                               footer_bytes = 2)) ==
+          [UInt8[3, 4, 5, 6], UInt8[7, 8, 9, 10], UInt8[11, 12, 13, 14]]
+
+    # Errors carry the C message.
+    err = try batch(range_dataset(0, 4), 0); nothing catch e; e end
+    @test err isa WeftError && occursin("batch_size", err.message)
+    absent = joinpath(dir, "absent.tfrecord")
+    err = try read_all(tfrecord_dataset(absent)); nothing catch e; e end
+    @test err isa WeftError && occursin("absent.tfrecord", err.message)
+    err = try tfrecord_dataset(lines; compression = "LZMA"); nothing catch e; e end
+    @test err isa WeftError && err.code == Weft.INVALID_ARGUMENT && occursin("LZMA", err.message)
+    ds = range_dataset(0, 2)
+    close(ds)
+    @test_throws Weft.ClosedError batch(ds, 1)
+end
+
+@testset "queue runners" begin
+    g = Graph()
+    q = Output(op(g, "FIFOQueue"; name = "q", component_types = [Int32(Weft.INT64)],
+                  shapes = [0], capacity = 2))
+    source = iterator(range_dataset(0, 10), g; name = "source")
+    enqueue = op(g, "QueueEnqueue", q, source.components[1]; name = "enqueue")
+    dequeue = Output(op(g, "QueueDequeue", q; name = "dequeue"))
+    close_q = op(g, "QueueClose", q; name = "close")
+    s = Session(g; devices = CPU, inter_op_threads = 2)
+    runner = QueueRunner(s, enqueue; num_threads = 2, close = close_q)
+    got = Int64[]
+    while true
+        t = try
+            run(s, dequeue; timeout_ms = 10_000)
+        catch e
+            @test e isa WeftError && e.code == Weft.OUT_OF_RANGE
+            break
+        end
+        push!(got, t[])
+    end
+    @test sort(got) == collect(0:9)
+    @test runner_error(runner) === nothing
+    stop(runner)
+    @test !isopen(runner)
+    @test_throws Weft.ClosedError stop(runner)
+    close(runner)                                   # harmless
+    @test_throws WeftError QueueRunner(s, enqueue; num_threads = 0)
+    close(s)
+end
+
 end

@@ -180,6 +180,44 @@ final class Native {
   static native long metadataPeakBytes(long metadata, int index);
   static native String metadataToString(long metadata);
 
+  // ---- queue runners (jni/queue_runner.c) ----
+  static native long queueRunnerStart(long session, long enqueue, int numThreads, long close);
+  /** The first error a runner thread met, returned (not thrown); null while none. */
+  static native WeftException queueRunnerError(long runner);
+  /** Stops and frees the runner; throws the first error a thread met. */
+  static native void queueRunnerStop(long runner, long cancel);
+
+  // ---- datasets (jni/dataset.c); each maker returns the new dataset ----
+  static native void datasetDestroy(long dataset);
+  static native int datasetNumComponents(long dataset);
+  static native int datasetComponentDtype(long dataset, int index);
+  static native String datasetName(long dataset);
+  static native long datasetFromTensorSlices(long[] tensors);
+  static native long datasetRange(long start, long stop, long step);
+  static native long datasetTfRecord(String[] paths, String compression);
+  static native long datasetTextLines(String[] paths);
+  static native long datasetIdx(String path);
+  static native long datasetFixedLengthRecords(String[] paths, long headerBytes,
+      long recordBytes, long footerBytes, String compression);
+  static native long datasetZip(long[] datasets);
+  /** {@code callback} is kept by a global reference until C releases it. */
+  static native long datasetInterleave(long input, InterleaveCallback callback, int[] dtypes,
+      long cycleLength, long blockLength, int numParallelCalls);
+  static native long datasetMap(long input, long fn, long[] inputNodes, int[] inputIndices,
+      long[] outputNodes, int[] outputIndices, int numParallelCalls);
+  static native long datasetFilter(long input, long fn, long[] inputNodes, int[] inputIndices,
+      long predicateNode, int predicateIndex);
+  static native long datasetShuffle(long input, long bufferSize, long seed);
+  static native long datasetBatch(long input, long batchSize, boolean dropRemainder);
+  static native long datasetPaddedBatch(long input, long batchSize, boolean dropRemainder);
+  static native long datasetRepeat(long input, long count);
+  static native long datasetTake(long input, long count);
+  static native long datasetSkip(long input, long count);
+  static native long datasetPrefetch(long input, long bufferSize);
+  static native void tfRecordWrite(String path, String compression, long[] records);
+  /** {node, index} per component, then the init node (0 when not asked for). */
+  static native long[] datasetIterator(long graph, String name, long dataset, boolean withInit);
+
   // ---- the runtime: versions, plugins, devices, ops ----
   static native String versionString();
   static native int abiVersion();

@@ -85,6 +85,33 @@ abstract class NativeObject implements AutoCloseable {
     }
   }
 
+  /**
+   * The handles of {@code objects}, each acquired until {@link
+   * #releaseAll}; when one is closed, none stays acquired.
+   */
+  static long[] acquireAll(NativeObject[] objects) {
+    long[] handles = new long[objects.length];
+    int acquired = 0;
+    try {
+      for (; acquired < objects.length; ++acquired) {
+        handles[acquired] = objects[acquired].acquire();
+      }
+      return handles;
+    } catch (RuntimeException e) {
+      for (int i = 0; i < acquired; ++i) {
+        objects[i].release();
+      }
+      throw e;
+    }
+  }
+
+  /** Ends the uses begun by {@link #acquireAll}. */
+  static void releaseAll(NativeObject[] objects) {
+    for (NativeObject o : objects) {
+      o.release();
+    }
+  }
+
   /** Throws {@link IllegalStateException} when closed. */
   final void checkOpen() {
     if (isClosed()) {
@@ -99,6 +126,23 @@ abstract class NativeObject implements AutoCloseable {
   final void disown() {
     release.disown();
     close();
+  }
+
+  /**
+   * Hands the handle over to native code that takes it over: the object is
+   * closed at once and never frees it.
+   *
+   * @throws IllegalStateException when closed, or while a call on it is in
+   *     flight (that call would outlive the handle)
+   */
+  final long handOver() {
+    if (!state.compareAndSet(0, 1)) {
+      throw new IllegalStateException(getClass().getSimpleName()
+          + (isClosed() ? " is closed" : " is in use on another thread"));
+    }
+    release.disown();
+    cleanable.clean();
+    return handle;
   }
 
   /** Whether {@link #close()} was called. */

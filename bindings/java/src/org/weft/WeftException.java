@@ -44,6 +44,11 @@ public class WeftException extends RuntimeException {
     return code;
   }
 
+  /** The C value of the code, for the JNI glue. */
+  int statusCode() {
+    return code.value();
+  }
+
   /** The runtime's message, without the code in front. */
   public String statusMessage() {
     return statusMessage;

@@ -86,6 +86,29 @@ class MemoryTest {
   }
 
   @Test
+  void datasetsIteratorsAndTheirErrors() throws Exception {
+    try (Tensor slices = Tensor.of(new float[64], 16, 4)) {
+      assertFlat("datasets", i -> {
+        try (Dataset source = Dataset.fromTensorSlices(slices);
+             Dataset batches = source.batch(8);
+             Graph g = new Graph()) {
+          DatasetIterator it = batches.iterator(g, "it");
+          try (Session s = new Session(g, new SessionOptions().threads(1));
+               Session.Result r = s.runner().fetch(it.component(0)).run()) {
+            r.get(0).shape();
+          }
+          try {
+            source.batch(0);
+            throw new AssertionError("a batch of 0 was made");
+          } catch (WeftException expected) {
+            // the status became this exception and was destroyed
+          }
+        }
+      });
+    }
+  }
+
+  @Test
   void failedCallsLeakNothing() throws Exception {
     try (Graph g = new Graph()) {
       Output x = g.placeholder("x", DataType.FLOAT32, Shape.of(2));

@@ -1,0 +1,19 @@
+package org.weft;
+
+/** How a record file (TFRecord, fixed-length records) is compressed, as a whole. */
+public enum Compression {
+  NONE(""),
+  GZIP("GZIP"),
+  ZLIB("ZLIB");
+
+  private final String value;
+
+  Compression(String value) {
+    this.value = value;
+  }
+
+  /** The C API's name: "", "GZIP" or "ZLIB". */
+  String value() {
+    return value;
+  }
+}

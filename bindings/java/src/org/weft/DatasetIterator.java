@@ -1,0 +1,22 @@
+package org.weft;
+
+import java.util.List;
+
+/**
+ * The nodes {@link Dataset#iterator} added to a graph: {@code components},
+ * the next element's components (outputs of one IteratorGetNext node), and
+ * {@code init}, a target that starts the pass again ({@code null} when not
+ * asked for).  Fetching the components advances the session's iterator of
+ * that name by one element.
+ */
+public record DatasetIterator(List<Output> components, Node init) {
+  /** Component {@code index} of the next element. */
+  public Output component(int index) {
+    return components.get(index);
+  }
+
+  /** The components as an array, for {@link Session#run}. */
+  public Output[] outputs() {
+    return components.toArray(new Output[0]);
+  }
+}
