@@ -127,6 +127,21 @@ Test(dataset, slices_batch_and_drop_remainder) {
   memset(weft_tensor_data(comps[0]), 0, sizeof images);
   WT_OK(weft_dataset_batch(slices, 4, 0, &batch));
   WT_OK(weft_dataset_batch(slices, 4, 1, &dropped));
+  /* Their elements' shapes: slices [2] and []; batches [-1, 2] (the last
+   * may be short), [4, 2] when the remainder is dropped. */
+  int64_t d[WEFT_MAX_RANK] = {0};
+  cr_expect_eq(weft_dataset_component_shape(slices, 0, d), 1);
+  cr_expect_eq(d[0], 2);
+  cr_expect_eq(weft_dataset_component_shape(slices, 1, d), 0);
+  cr_expect_eq(weft_dataset_component_shape(batch, 0, d), 2);
+  cr_expect(d[0] == -1 && d[1] == 2, "[%lld, %lld]", (long long)d[0],
+            (long long)d[1]);
+  cr_expect_eq(weft_dataset_component_shape(dropped, 1, d), 1);
+  cr_expect_eq(d[0], 4);
+  cr_expect_eq(weft_dataset_component_shape(dropped, 1, NULL), 1);
+  cr_expect_eq(weft_dataset_component_shape(dropped, 2, d), -2);
+  cr_expect_eq(weft_dataset_component_shape(dropped, -1, d), -2);
+  cr_expect_eq(weft_dataset_component_shape(NULL, 0, d), -2);
   struct reader r = open_reader(batch);
   for (int b = 0; b < 3; ++b) {
     weft_tensor* out[2] = {0};

@@ -188,6 +188,14 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_interleave(
     int32_t num_components, int64_t cycle_length, int64_t block_length,
     int32_t num_parallel_calls, weft_dataset** out);
 
+/* The shape of component i of every element: returns its rank and writes
+ * its dims (room for WEFT_MAX_RANK; NULL to ask only the rank) with -1
+ * where elements differ; -1 when even the rank varies or is unknown (a
+ * map function's output of unknown shape), -2 for an index out of range
+ * or a NULL dataset.  (User API 1.8.) */
+WEFT_API int32_t weft_dataset_component_shape(const weft_dataset* dataset,
+                                              int32_t i, int64_t* dims);
+
 #ifdef __cplusplus
 }
 #endif

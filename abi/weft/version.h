@@ -36,7 +36,8 @@ extern "C" {
  *       weft_session_run_with_options, weft_session_cancel;
  *       weft_queue_runner_start, _error, _stop; datasets
  *       (weft/dataset.h).
- *  1.8  weft_dataset_fixed_length_records, weft_dataset_interleave;
+ *  1.8  weft_dataset_fixed_length_records, weft_dataset_interleave,
+ *       weft_dataset_component_shape;
  *       asynchronous kernels through weft_kernel_register (plugin
  *       interface 1.5). */
 #define WEFT_ABI_VERSION_MAJOR 1

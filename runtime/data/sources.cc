@@ -94,6 +94,18 @@ weft_dtype weft_dataset_component_dtype(const weft_dataset* ds, int32_t i) {
   return ds->impl->types[static_cast<size_t>(i)];
 }
 
+int32_t weft_dataset_component_shape(const weft_dataset* ds, int32_t i,
+                                     int64_t* dims) {
+  if (ds == nullptr || i < 0 ||
+      i >= static_cast<int32_t>(ds->impl->shapes.size()))
+    return -2;
+  const weft::ShapeInfo& s = ds->impl->shapes[static_cast<size_t>(i)];
+  if (!s.known_rank()) return -1;
+  if (dims != nullptr)
+    for (int32_t k = 0; k < s.rank; ++k) dims[k] = s.dims[static_cast<size_t>(k)];
+  return s.rank;
+}
+
 const char* weft_dataset_name(const weft_dataset* ds) {
   if (ds == nullptr) return nullptr;
   thread_local std::string name;
