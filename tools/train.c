@@ -487,14 +487,6 @@ static int32_t split_paths(const char* list, char* buf, size_t size,
   return n;
 }
 
-/* "GZIP" for a name ending in .gz, "ZLIB" for .zz, else "" (plain). */
-static const char* tfrecord_compression(const char* path) {
-  size_t n = strlen(path);
-  if (n > 3 && strcmp(path + n - 3, ".gz") == 0) return "GZIP";
-  if (n > 3 && strcmp(path + n - 3, ".zz") == 0) return "ZLIB";
-  return "";
-}
-
 /* The training set as a dataset (--input pipeline, train_input.c): the
  * IDX pixels or the --data tfrecord: files, shuffled over the whole set
  * (seeded; each epoch differently), batched (a short last batch dropped,
@@ -514,7 +506,7 @@ static int input_pipeline(const train_args* a, const idx_dataset* train,
                             kMaxFiles);
     in.tfrecords = paths;
     in.num_tfrecords = num_paths;
-    in.compression = tfrecord_compression(paths[0]);
+    in.compression = train_input_compression(paths[0]);
     in.shuffle_buffer = a->train_count;
     in.parallel = a->threads > 0 ? a->threads : 2;
   } else {
@@ -1018,7 +1010,7 @@ static int count_tfrecords(train_args* a) {
   char files[4096];
   const char* paths[kMaxFiles];
   int32_t n = split_paths(a->tfrecord, files, sizeof files, paths, kMaxFiles);
-  return train_input_count_records(paths, n, tfrecord_compression(paths[0]),
+  return train_input_count_records(paths, n, train_input_compression(paths[0]),
                                    &a->train_count);
 }
 

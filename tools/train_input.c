@@ -268,6 +268,13 @@ static size_t encode_example(const uint8_t* pixels, uint8_t label,
   return n;
 }
 
+const char* train_input_compression(const char* path) {
+  size_t n = strlen(path);
+  if (n > 3 && strcmp(path + n - 3, ".gz") == 0) return "GZIP";
+  if (n > 3 && strcmp(path + n - 3, ".zz") == 0) return "ZLIB";
+  return "";
+}
+
 int train_input_write_tfrecord(const char* path, const char* compression,
                                const uint8_t* images, const uint8_t* labels,
                                int64_t n) {
@@ -327,11 +334,7 @@ int weft_command_tfrecord(int argc, char** argv) {
     return 1;
   }
   int rc = 1;
-  const size_t n = strlen(out);
-  const char* compression =
-      n > 3 && strcmp(out + n - 3, ".gz") == 0   ? "GZIP"
-      : n > 3 && strcmp(out + n - 3, ".zz") == 0 ? "ZLIB"
-                                                 : "";
+  const char* compression = train_input_compression(out);
   if (d.images.dims[1] * d.images.dims[2] != PIXELS) {
     fprintf(stderr, "weft tfrecord: images must be 28x28\n");
   } else if (train_input_write_tfrecord(out, compression, d.images.data,

@@ -40,6 +40,10 @@ int train_input_build(const train_input* in, weft_graph* g, const char* name,
 int train_input_count_records(const char* const* paths, int32_t n,
                               const char* compression, int64_t* out);
 
+/* The compression a TFRecord file's name implies: "GZIP" for .gz, "ZLIB"
+ * for .zz, else "" (plain). */
+const char* train_input_compression(const char* path);
+
 /* Writes n images (784 bytes each) and their labels as tf.train.Example
  * records to a TFRecord file. */
 int train_input_write_tfrecord(const char* path, const char* compression,

@@ -328,11 +328,12 @@ weft_status* FindIterator(RuntimeOpContext* ctx,
   return nullptr;
 }
 
-weft_status* GetNext(RuntimeOpContext* ctx) {
+// IteratorGetNext (init false) and IteratorInit (true).
+weft_status* Serve(RuntimeOpContext* ctx, bool init) {
   std::shared_ptr<IteratorResource> it;
   WEFT_RETURN_IF_ERROR(FindIterator(ctx, &it));
   Element kept;
-  if (ctx->node()->op_type != "IteratorInit" && it->TakeReady(&kept)) {
+  if (!init && it->TakeReady(&kept)) {
     for (size_t i = 0; i < kept.size(); ++i)
       ctx->set_output(static_cast<int32_t>(i), std::move(kept[i]));
     return nullptr;
@@ -347,9 +348,12 @@ weft_status* GetNext(RuntimeOpContext* ctx) {
     if (r) r->Cancel(id, why);
     else weft_status_destroy(why);
   });
-  it->Submit(id, ctx->node()->op_type == "IteratorInit", std::move(done));
+  it->Submit(id, init, std::move(done));
   return nullptr;
 }
+
+weft_status* GetNext(RuntimeOpContext* ctx) { return Serve(ctx, false); }
+weft_status* Init(RuntimeOpContext* ctx) { return Serve(ctx, true); }
 
 weft_status* InferGetNext(InferenceContext& c) {
   const AttrValue* types = c.attr("component_types");
@@ -385,7 +389,7 @@ void RegisterDatasetOps(OpRegistry* r) {
     r->Add(std::move(d));
   }
   {
-    OpDef d = RuntimeOp("IteratorInit", {}, GetNext,
+    OpDef d = RuntimeOp("IteratorInit", {}, Init,
                         "Starts the iterator's pass over its dataset again.");
     d.attrs = {Required("dataset", AttrType::kString),
                Required("iterator", AttrType::kString)};

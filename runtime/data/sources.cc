@@ -204,11 +204,8 @@ weft_status* weft_dataset_tfrecord(const char* const* paths, int32_t n,
                                    weft_dataset** out) {
   WEFT_RETURN_IF_ERROR(CheckOut(out));
   WEFT_RETURN_IF_ERROR(CheckPaths(paths, n));
-  std::string comp = compression ? compression : "";
-  if (comp != "" && comp != "GZIP" && comp != "ZLIB")
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "compression '%s': give \"\", \"GZIP\" or \"ZLIB\"",
-                  comp.c_str());
+  std::string comp;
+  WEFT_RETURN_IF_ERROR(weft::data::CheckCompression(compression, &comp));
   return weft::Guard([&]() -> weft_status* {
     std::vector<std::string> files(paths, paths + n);
     return Wrap(weft::data::Fn(
@@ -299,11 +296,8 @@ weft_status* weft_tfrecord_write(const char* path, const char* compression,
   WEFT_RETURN_IF_ERROR(CheckPaths(&path, 1));
   if (num_records < 0 || (num_records > 0 && records == nullptr))
     return Error(WEFT_INVALID_ARGUMENT, "records is NULL");
-  std::string comp = compression ? compression : "";
-  if (comp != "" && comp != "GZIP" && comp != "ZLIB")
-    return Errorf(WEFT_INVALID_ARGUMENT,
-                  "compression '%s': give \"\", \"GZIP\" or \"ZLIB\"",
-                  comp.c_str());
+  std::string comp;
+  WEFT_RETURN_IF_ERROR(weft::data::CheckCompression(compression, &comp));
   for (int32_t i = 0; i < num_records; ++i)
     if (records[i] == nullptr)
       return Errorf(WEFT_INVALID_ARGUMENT, "record %d is NULL", i);

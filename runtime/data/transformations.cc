@@ -25,7 +25,7 @@ namespace {
 
 struct Function {
   weft_session* session = nullptr;
-  std::vector<weft_output> inputs, outputs;
+  std::vector<weft_output> inputs;  // Placeholders, checked per call
   // Made with the function: each call runs it on the executor directly,
   // without the C API's checks, lookups and tensor handles.
   std::shared_ptr<Plan> plan;
@@ -299,7 +299,7 @@ weft_status* MakeFunction(const weft_dataset* in, weft_graph* fn,
     return Error(WEFT_INVALID_ARGUMENT, "the function has no outputs");
   for (int32_t i = 0; i < num_inputs; ++i) {
     if (!fn->impl->Owns(inputs[i].node) ||
-        inputs[i].node->op_type != "Placeholder")
+        inputs[i].node->op_type != "Placeholder" || inputs[i].index != 0)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "function input %d is not a Placeholder of its graph", i);
     if (inputs[i].node->output_dtypes[0] != types[static_cast<size_t>(i)])
@@ -322,7 +322,6 @@ weft_status* MakeFunction(const weft_dataset* in, weft_graph* fn,
   o.intra_op_threads = 1;
   WEFT_RETURN_IF_ERROR(weft_session_create(fn, &o, &f->session));
   f->inputs.assign(inputs, inputs + num_inputs);
-  f->outputs.assign(outputs, outputs + num_outputs);
   // Planned now: a function the executor cannot run is refused here.
   WEFT_RETURN_IF_ERROR(weft::Annotate(
       weft::FindPlan(f->session, inputs, num_inputs, outputs, num_outputs,

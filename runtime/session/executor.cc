@@ -186,6 +186,16 @@ weft_status* Run::DrainDeferred() {
   return nullptr;
 }
 
+weft_status* KernelError(weft_status* st, const weft_node* node,
+                         const Device* device) {
+  // Kernels usually name the node already; say which op and device.
+  if (std::string(weft_status_message(st)).find(node->name) ==
+      std::string::npos)
+    st = Annotate(st, "node '" + node->name + "' (" + node->op_type +
+                          ") on " + device->name);
+  return st;
+}
+
 void Run::Dispatch(int32_t id) {
   if (session_->pool) session_->pool->Schedule([this, id] { Process(id); });
   else local_ready_.push_back(id);
@@ -299,12 +309,7 @@ void Run::Process(const int32_t* ids, size_t n) {
           // A failure or cancellation that came before the op registered
           // its wait finds it here.
           if (failed_.load(std::memory_order_acquire)) CancelParked();
-          if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard<std::mutex> lock(mu_);
-            finished_ = true;
-            cv_.notify_all();  // under the lock: the waiter may destroy us
-            return;
-          }
+          if (CountOut()) return;
           continue;
         }
         remaining_.fetch_sub(1, std::memory_order_relaxed);
@@ -324,14 +329,17 @@ void Run::Process(const int32_t* ids, size_t n) {
     for (int32_t succ : p.successors)
       if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1)
         route(succ);
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu_);
-      finished_ = true;
-      cv_.notify_all();  // under the lock: the waiter may destroy us next
-      return;
-    }
+    if (CountOut()) return;
     if (kept >= 0) ready.insert(base, kept);  // under the cheap ones
   }
+}
+
+bool Run::CountOut() {
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
+  cv_.notify_all();  // under the lock: the waiter may destroy us next
+  return true;
 }
 
 void Run::FlatComplete(int32_t id) {
@@ -360,11 +368,7 @@ void Run::FlatComplete(int32_t id) {
       cv_.notify_all();
     }
   }
-  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard<std::mutex> lock(mu_);
-    finished_ = true;
-    cv_.notify_all();  // under the lock: the waiter may destroy us next
-  }
+  CountOut();
 }
 
 weft_status* Run::CopyInto(const TensorValue& v, Device* d, RunStream* rs,
@@ -462,14 +466,7 @@ weft_status* Run::RunKernel(const PlanNode& p, const weft_node* node,
   } else {
     st = kernel->compute(kernel->arg, &ctx);
   }
-  if (st != nullptr) {
-    // Kernels usually name the node already; say which op and device.
-    std::string msg = weft_status_message(st);
-    if (msg.find(node->name) == std::string::npos)
-      st = Annotate(st, "node '" + node->name + "' (" + node->op_type +
-                            ") on " + p.device->name);
-    return st;
-  }
+  if (st != nullptr) return KernelError(st, node, p.device);
   // What CheckOutputs checks, inline for the outputs that pass; it words
   // the error for one that does not.
   for (int32_t o = 0; o < p.num_outputs; ++o) {

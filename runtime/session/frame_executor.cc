@@ -343,10 +343,8 @@ class KernelCall : public AsyncKernelCall {
     }
     if (st == nullptr)
       st = run_->CheckOutputs(p_, p_.node, p_.kernel, outputs.data());
-    else if (std::string(weft_status_message(st)).find(p_.node->name) ==
-             std::string::npos)
-      st = Annotate(st, "node '" + p_.node->name + "' (" + p_.node->op_type +
-                            ") on " + p_.device->name);
+    else
+      st = KernelError(st, p_.node, p_.device);
     if (st == nullptr)
       for (size_t o = 0; o < outputs.size(); ++o)
         done_->set_output(static_cast<int32_t>(o), std::move(outputs[o]));
@@ -446,13 +444,7 @@ weft_status* Run::RunAsyncKernel(const PlanNode& p, const CfItem& item,
                   "kernel_done without kernel_defer", p.node->name.c_str(),
                   p.node->op_type.c_str());
   }
-  if (st != nullptr) {
-    if (std::string(weft_status_message(st)).find(p.node->name) ==
-        std::string::npos)
-      st = Annotate(st, "node '" + p.node->name + "' (" + p.node->op_type +
-                            ") on " + p.device->name);
-    return st;
-  }
+  if (st != nullptr) return KernelError(st, p.node, p.device);
   WEFT_RETURN_IF_ERROR(
       CheckOutputs(p, p.node, p.kernel, call->outputs.data()));
   TensorValue* out = SlotsOf(item) + p.output_base;

@@ -99,6 +99,11 @@ struct CfItem {
 
 class ParkedOp;
 
+// A kernel's error `st`, naming the node, its op and `device` unless the
+// kernel named the node already.
+weft_status* KernelError(weft_status* st, const weft_node* node,
+                         const Device* device);
+
 class Run {
  public:
   Run(weft_session* s, const Plan& p, int32_t intra_op_threads)
@@ -172,6 +177,9 @@ class Run {
   // releases its inputs, hands what it makes ready to the pool or the
   // caller's thread, and counts it out.
   void FlatComplete(int32_t id);
+  // Counts a node out of remaining_; true when it was the last: the run is
+  // finished, and its caller may destroy it at once (touch nothing after).
+  bool CountOut();
   // An asynchronous kernel (compute_async), run as a runtime op is.
   weft_status* RunAsyncKernel(const PlanNode& p, const CfItem& item,
                               bool* parked);

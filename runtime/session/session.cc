@@ -196,20 +196,12 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
                       int32_t num_targets, std::shared_ptr<Plan>* out) {
   std::string key;
   key.reserve(9 * (num_feeds + num_fetches + num_targets));
-  for (int32_t i = 0; i < num_feeds; ++i) {
-    WEFT_RETURN_IF_ERROR(CheckOutput(session, feeds[i], "feed", i));
+  for (int32_t i = 0; i < num_feeds; ++i)
     KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
-  }
-  for (int32_t i = 0; i < num_fetches; ++i) {
-    WEFT_RETURN_IF_ERROR(CheckOutput(session, fetches[i], "fetch", i));
+  for (int32_t i = 0; i < num_fetches; ++i)
     KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
-  }
-  for (int32_t i = 0; i < num_targets; ++i) {
-    if (!session->graph->Owns(targets[i]))
-      return Errorf(WEFT_INVALID_ARGUMENT,
-                    "target %d is not a node of this session's graph", i);
+  for (int32_t i = 0; i < num_targets; ++i)
     KeyAppend(&key, 't', targets[i]->id, 0);
-  }
   {
     std::lock_guard<std::mutex> lock(session->plan_mu);
     auto it = session->plans.find(key);
@@ -245,6 +237,12 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
       WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, feeds[i], "feed", i));
       WEFT_RETURN_IF_ERROR(weft::CheckFeed(feeds[i], feed_values[i], i));
     }
+    for (int32_t i = 0; i < num_fetches; ++i)
+      WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, fetches[i], "fetch", i));
+    for (int32_t i = 0; i < num_targets; ++i)
+      if (!session->graph->Owns(targets[i]))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "target %d is not a node of this session's graph", i);
     std::shared_ptr<weft::Plan> plan;
     WEFT_RETURN_IF_ERROR(FindPlan(session, feeds, num_feeds, fetches,
                                   num_fetches, targets, num_targets, &plan));

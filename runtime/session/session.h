@@ -38,8 +38,9 @@ struct TensorValue;
 // allows there.
 weft_status* CheckFeedValue(weft_output o, const TensorValue& v);
 
-// The session's plan for these feeds, fetches and targets (which must be
-// of its graph: INVALID_ARGUMENT otherwise), from its cache or built now.
+// The session's plan for these feeds, fetches and targets, from its cache
+// or built now.  The caller has checked that they are outputs and nodes of
+// the session's graph.
 weft_status* FindPlan(weft_session* session, const weft_output* feeds,
                       int32_t num_feeds, const weft_output* fetches,
                       int32_t num_fetches, weft_node* const* targets,
