@@ -282,13 +282,24 @@ inline __attribute__((always_inline)) void Describe(const TensorValue& v,
   std::memcpy(out, &full, std::min(size, sizeof full));
 }
 
-weft_status* HostInput(const weft_kernel_context* c, int32_t index,
-                       weft_kernel_tensor* out) {
+// The refusals of HostInput, out of line: the success path is then a leaf
+// function without a stack frame (every input of every kernel comes here).
+__attribute__((noinline, cold)) weft_status* HostInputError(
+    const weft_kernel_context* c, int32_t index, weft_kernel_tensor* out) {
   if (c == nullptr || out == nullptr)
     return Error(WEFT_INVALID_ARGUMENT, "kernel_input: NULL argument");
-  if (index < 0 || index >= c->num_inputs)
-    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': input %d of %d",
-                  c->node->name.c_str(), index, c->num_inputs);
+  return Errorf(WEFT_OUT_OF_RANGE, "node '%s': input %d of %d",
+                c->node->name.c_str(), index, c->num_inputs);
+}
+
+weft_status* HostInput(const weft_kernel_context* c, int32_t index,
+                       weft_kernel_tensor* out) {
+  // Unsigned compare: a negative index is out of range too.
+  if (__builtin_expect(c == nullptr || out == nullptr ||
+                           static_cast<uint32_t>(index) >=
+                               static_cast<uint32_t>(c->num_inputs),
+                       0))
+    return HostInputError(c, index, out);
   Describe(*c->inputs[index], out);
   return nullptr;
 }
@@ -337,6 +348,25 @@ weft_status* HostForwardInput(weft_kernel_context* c, int32_t in, int32_t o,
   return nullptr;
 }
 
+// HostForwardInputOrAllocate's other paths, out of line so that its
+// forwarding path (an element-wise chain's every node) needs no stack frame:
+// bad arguments, and the allocation when the input cannot be handed over.
+__attribute__((noinline)) weft_status* HostForwardInputOrAllocateSlow(
+    weft_kernel_context* c, int32_t in, int32_t o, int32_t dtype,
+    const int64_t* dims, int32_t rank, weft_kernel_tensor* out,
+    int32_t* forwarded) {
+  if (forwarded != nullptr) *forwarded = 0;
+  if (c == nullptr || out == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "kernel_forward_input_or_allocate: NULL argument");
+  // Unsigned compares: a negative index is out of range too.
+  if (static_cast<uint32_t>(in) >= static_cast<uint32_t>(c->num_inputs) ||
+      static_cast<uint32_t>(o) >= static_cast<uint32_t>(c->num_outputs))
+    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': bad input or output index",
+                  c->node->name.c_str());
+  return HostAllocateOutput(c, o, dtype, dims, rank, out);
+}
+
 // Hands input `in`'s buffer to output `o` where the executor marked the
 // input writable (kernel_context.h) and dtype and shape agree; otherwise
 // allocates.  The mark is cleared: an input is handed over once.
@@ -345,20 +375,13 @@ weft_status* HostForwardInputOrAllocate(weft_kernel_context* c, int32_t in,
                                         const int64_t* dims, int32_t rank,
                                         weft_kernel_tensor* out,
                                         int32_t* forwarded) {
-  if (c == nullptr || out == nullptr) {
-    if (forwarded != nullptr) *forwarded = 0;
-    return Error(WEFT_INVALID_ARGUMENT,
-                 "kernel_forward_input_or_allocate: NULL argument");
-  }
-  // Unsigned compares: a negative index is out of range too.
-  if (static_cast<uint32_t>(in) >= static_cast<uint32_t>(c->num_inputs) ||
-      static_cast<uint32_t>(o) >= static_cast<uint32_t>(c->num_outputs)) {
-    if (forwarded != nullptr) *forwarded = 0;
-    return Errorf(WEFT_OUT_OF_RANGE, "node '%s': bad input or output index",
-                  c->node->name.c_str());
-  }
-  const uint32_t bit = in < 32 ? 1u << in : 0u;
-  if ((c->writable_inputs & bit) != 0) {
+  // The writable bit implies a valid input index (the executor sets bits
+  // only for inputs the node has).
+  const uint32_t bit =
+      static_cast<uint32_t>(in) < 32 ? 1u << in : 0u;
+  if (c != nullptr && out != nullptr && (c->writable_inputs & bit) != 0 &&
+      static_cast<uint32_t>(in) < static_cast<uint32_t>(c->num_inputs) &&
+      static_cast<uint32_t>(o) < static_cast<uint32_t>(c->num_outputs)) {
     const TensorValue& src = *c->inputs[in];
     const int64_t* have = src.dims.data();
     bool same = src.dtype == dtype && rank == src.dims.rank() &&
@@ -376,8 +399,8 @@ weft_status* HostForwardInputOrAllocate(weft_kernel_context* c, int32_t in,
       return nullptr;
     }
   }
-  if (forwarded != nullptr) *forwarded = 0;
-  return HostAllocateOutput(c, o, dtype, dims, rank, out);
+  return HostForwardInputOrAllocateSlow(c, in, o, dtype, dims, rank, out,
+                                        forwarded);
 }
 
 template <typename Check>

@@ -447,6 +447,14 @@ weft_status* Run::RunKernel(const PlanNode& p, const weft_node* node,
                             const TensorValue* const* inputs, int32_t n_in,
                             TensorValue* outputs, int32_t n_out,
                             uint32_t writable_inputs) {
+  return RunKernelInline(p, node, kernel, inputs, n_in, outputs, n_out,
+                         writable_inputs);
+}
+
+__attribute__((always_inline)) inline weft_status* Run::RunKernelInline(
+    const PlanNode& p, const weft_node* node, const KernelReg* kernel,
+    const TensorValue* const* inputs, int32_t n_in, TensorValue* outputs,
+    int32_t n_out, uint32_t writable_inputs) {
   weft_kernel_context ctx;
   ctx.writable_inputs = writable_inputs;
   ctx.node = node;
@@ -503,8 +511,8 @@ weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
     const int32_t i = __builtin_ctz(c);
     if (Forwardable(p, slots[i], *inputs[i])) writable |= 1u << i;
   }
-  return RunKernel(p, p.node, p.kernel, inputs, n_in, outputs, p.num_outputs,
-                   writable);
+  return RunKernelInline(p, p.node, p.kernel, inputs, n_in, outputs,
+                         p.num_outputs, writable);
 }
 
 // Whether the kernel may write its output over the value in slot `s`, one
