@@ -67,7 +67,7 @@ struct pin {
   F(weft_session_options, recompute, 48)
 
 #define DEVICE_DESCRIPTION_LAYOUT(S, F)            \
-  S(weft_device_description, 80)                   \
+  S(weft_device_description, 88)                   \
   F(weft_device_description, struct_size, 0)       \
   F(weft_device_description, name, 8)              \
   F(weft_device_description, type, 16)             \
@@ -77,7 +77,8 @@ struct pin {
   F(weft_device_description, plugin, 48)           \
   F(weft_device_description, memory_bytes, 56)     \
   F(weft_device_description, compute_gflops, 64)   \
-  F(weft_device_description, flags, 72)
+  F(weft_device_description, flags, 72)            \
+  F(weft_device_description, unsupported_dtypes, 80)
 
 #define PLUGIN_DESCRIPTION_LAYOUT(S, F)               \
   S(weft_plugin_description, 64)                      \
@@ -248,13 +249,14 @@ struct pin {
   F(weft_run_options, timeout_ms, 8)
 
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
-  S(weft_device_properties, 48)                    \
+  S(weft_device_properties, 56)                    \
   F(weft_device_properties, struct_size, 0)        \
   F(weft_device_properties, description, 8)        \
   F(weft_device_properties, vendor, 16)            \
   F(weft_device_properties, memory_bytes, 24)      \
   F(weft_device_properties, compute_gflops, 32)    \
-  F(weft_device_properties, flags, 40)
+  F(weft_device_properties, flags, 40)             \
+  F(weft_device_properties, unsupported_dtypes, 48)
 
 #define PLUGIN_API_LAYOUT(S, F)                       \
   S(weft_plugin_api, 176)                             \

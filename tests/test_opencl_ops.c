@@ -52,6 +52,55 @@ static const char* opencl_missing(void) {
     if (why_ != NULL) WT_SKIP(why_);            \
   } while (0)
 
+/* ---- Loading without starting the platform ------------------------------ */
+
+/* Whether a shared object whose path contains `name` is mapped into this
+ * process. */
+static int mapped(const char* name) {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  cr_assert_not_null(maps, "cannot read /proc/self/maps");
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, maps) != NULL)
+    found = strstr(line, name) != NULL;
+  fclose(maps);
+  return found;
+}
+
+/* The plugin on the search path registers its kernels without starting an
+ * OpenCL platform (plugin interface 1.6: a device says which dtypes it
+ * lacks instead), so a process that runs on the CPU never loads the ICD's
+ * implementation (PoCL: ~60 MiB).  The platform starts when an OpenCL
+ * device is wanted — here, when the devices are listed. */
+Test(opencl, a_cpu_session_does_not_start_the_platform) {
+  cr_assert(!mapped("libpocl"), "libpocl mapped by plugin discovery alone");
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(3), 1);
+  weft_output y = wt_apply1(g, "Neg", "y", x);
+  weft_session* s = wt_session_new(g, "CPU");
+  const float in[3] = {1, 2, 3};
+  weft_tensor* t = wt_tensor(WEFT_FLOAT32, WT_DIMS(3), 1, in);
+  weft_tensor* out = wt_run1(s, &x, &t, 1, y);
+  cr_expect_float_eq(((const float*)weft_tensor_data(out))[2], -3.0f, 0);
+  cr_expect(!mapped("libpocl"), "libpocl mapped by a CPU session");
+  weft_tensor_destroy(out);
+  weft_tensor_destroy(t);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  /* Listing the devices starts it; on PoCL that maps libpocl, which shows
+   * the probe above can see it. */
+  REQUIRE_OPENCL();
+  int pocl = 0;
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    if (strcmp(d.name, OCL) == 0) pocl = strstr(d.description, "pthread") != NULL ||
+                                         strstr(d.vendor, "pocl") != NULL ||
+                                         strstr(d.vendor, "Portable") != NULL;
+  }
+  if (pocl) cr_expect(mapped("libpocl"), "PoCL's device listed, libpocl not mapped?");
+}
+
 /* ---- Running a graph on both devices ----------------------------------- */
 
 #define MAX_FETCHES 4

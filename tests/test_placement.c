@@ -607,3 +607,80 @@ Test(placement, metadata_accessors_refuse_bad_indexes) {
   weft_run_metadata_destroy(md);
   weft_run_metadata_destroy(NULL);
 }
+
+/* ---- Dtypes a device cannot run (plugin interface 1.6) ------------------ */
+
+/* The template poses as a device without int32 (its plugin still has the
+ * int32 kernels), as an OpenCL device without cl_khr_fp64 does for
+ * float64: the variable is read when its devices open, at load. */
+static void load_template_without_int32(void) {
+  char mask[32];
+  snprintf(mask, sizeof mask, "%llu", 1ull << WEFT_INT32);
+  setenv("WEFT_TEMPLATE_UNSUPPORTED_DTYPES", mask, 1);
+  load_template();
+}
+
+TestSuite(placement_dtypes, .init = load_template_without_int32);
+
+Test(placement_dtypes, a_dtype_the_device_cannot_run_stays_off_it) {
+  int found = 0;
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    if (strcmp(d.name, TEMPLATE) != 0) continue;
+    found = 1;
+    cr_expect_eq(d.unsupported_dtypes, 1ull << WEFT_INT32);
+  }
+  cr_assert(found, "no %s", TEMPLATE);
+
+  weft_graph* g = wt_graph_new();
+  weft_output xi = wt_placeholder(g, "xi", WEFT_INT32, WT_SHAPE(3));
+  weft_output xf = wt_placeholder(g, "xf", WEFT_FLOAT32, WT_SHAPE(3));
+  weft_output si = bin_on(g, "Add", "int_sum", xi, xi, TEMPLATE);
+  weft_output sf = bin_on(g, "Add", "float_sum", xf, xf, TEMPLATE);
+  const int32_t iv[3] = {1, -2, 40};
+  const float fv[3] = {0.5f, -1.5f, 3.0f};
+  weft_tensor* it = wt_tensor(WEFT_INT32, WT_DIMS(3), 1, iv);
+  weft_tensor* ft = f32_vec(fv, 3);
+  const weft_output feeds[2] = {xi, xf};
+  weft_tensor* const values[2] = {it, ft};
+
+  /* Constrained there and strict: refused, saying why. */
+  weft_session* strict = session_with(g, "CPU,TEMPLATE",
+                                      WEFT_PLACEMENT_STRICT, 0,
+                                      WEFT_OPTIMIZE_ALL, NULL);
+  weft_tensor* out = NULL;
+  WT_EXPECT_ERROR(weft_session_run(strict, feeds, values, 2, &si, 1, NULL, 0,
+                                   &out),
+                  WEFT_INVALID_ARGUMENT, "int_sum", TEMPLATE,
+                  "cannot run int32");
+  cr_expect_null(out);
+
+  /* Soft: the int32 Add runs on the CPU, the float32 one on the template. */
+  weft_session* soft = session_with(g, "CPU,TEMPLATE", WEFT_PLACEMENT_SOFT, 0,
+                                    WEFT_OPTIMIZE_ALL, NULL);
+  weft_run_metadata* md = weft_run_metadata_create();
+  const weft_output fetches[2] = {si, sf};
+  weft_tensor* outs[2] = {NULL, NULL};
+  WT_OK(weft_session_run_with_metadata(soft, feeds, values, 2, fetches, 2,
+                                       NULL, 0, outs, md));
+  expect_device(md, "int_sum", CPU);
+  expect_device(md, "float_sum", TEMPLATE);
+  cr_expect(strstr(reason_of(md, "int_sum"), "cannot run int32") != NULL,
+            "reason: %s", reason_of(md, "int_sum"));
+  const int32_t* io = weft_tensor_data(outs[0]);
+  const float* fo = weft_tensor_data(outs[1]);
+  for (int i = 0; i < 3; ++i) {
+    cr_expect_eq(io[i], 2 * iv[i]);
+    cr_expect_float_eq(fo[i], 2 * fv[i], 0);
+  }
+
+  weft_tensor_destroy(outs[0]);
+  weft_tensor_destroy(outs[1]);
+  weft_tensor_destroy(it);
+  weft_tensor_destroy(ft);
+  weft_run_metadata_destroy(md);
+  weft_session_destroy(strict);
+  weft_session_destroy(soft);
+  weft_graph_destroy(g);
+}

@@ -315,8 +315,15 @@ static int print_devices(printer* p) {
       json_number(p, "memory_bytes", (double)device.memory_bytes);
       json_number(p, "compute_gflops", device.compute_gflops);
       json_key(p, "host_memory");
-      printf("%s}", (device.flags & WEFT_DEVICE_HOST_MEMORY) ? "true"
-                                                             : "false");
+      printf("%s", (device.flags & WEFT_DEVICE_HOST_MEMORY) ? "true"
+                                                            : "false");
+      json_key(p, "unsupported_dtypes");
+      printf("[");
+      for (int d = 0, n = 0; d < 64; ++d)
+        if ((device.unsupported_dtypes >> d) & 1)
+          printf("%s\"%s\"", n++ ? ", " : "",
+                 weft_dtype_name((weft_dtype)d));
+      printf("]}");
       continue;
     }
     printf("  %s\n", or_dash(device.name));
@@ -339,6 +346,13 @@ static int print_devices(printer* p) {
     }
     printf("\n    host memory: %s\n",
            (device.flags & WEFT_DEVICE_HOST_MEMORY) ? "yes" : "no");
+    if (device.unsupported_dtypes != 0) {
+      printf("    cannot run:  ");
+      for (int d = 0, n = 0; d < 64; ++d)
+        if ((device.unsupported_dtypes >> d) & 1)
+          printf("%s%s", n++ ? ", " : "", weft_dtype_name((weft_dtype)d));
+      printf(" (the plugin has kernels; the device lacks them)\n");
+    }
   }
   if (p->json) printf("%s]\n", count ? "\n  " : "");
   return 0;

@@ -39,6 +39,10 @@ typedef struct weft_device_description {
   uint64_t memory_bytes;   /* 0 when unknown */
   double compute_gflops;   /* the plugin's estimate; 0 when unknown */
   uint32_t flags;          /* WEFT_DEVICE_* */
+  /* 1.9: bit (1 << d) set for each weft_dtype d the device cannot run
+   * although its plugin has kernels for it (an OpenCL device without
+   * float64); the placer keeps such nodes off the device.  0: none. */
+  uint64_t unsupported_dtypes;
 } weft_device_description;
 
 /* A loaded plugin. Same rules as weft_device_description. */

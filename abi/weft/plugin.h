@@ -80,7 +80,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 5
+#define WEFT_PLUGIN_INTERFACE_MINOR 6
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 /* Limits the host enforces on what a plugin hands it.  Every string a
@@ -421,6 +421,16 @@ typedef struct weft_device_properties {
   uint64_t memory_bytes;   /* 0 when unknown */
   double compute_gflops;   /* peak estimate for the cost model; 0 unknown */
   uint32_t flags;          /* WEFT_DEVICE_* from weft/device.h */
+  /* 1.6: bit (1 << d) set where this device cannot run dtype d (a
+   * weft_dtype), whatever kernels its plugin registered for the device
+   * type: an OpenCL device without cl_khr_fp64 sets 1 << WEFT_FLOAT64.
+   * The placer then treats a node whose type attributes name such a dtype
+   * as having no kernel on this device (soft placement moves it; a hard
+   * constraint is refused, naming the device and the dtype).  So a plugin
+   * registers its kernels without asking its devices first, and need not
+   * start its driver to be loaded.  0 (and older plugins): every dtype its
+   * kernels take. */
+  uint64_t unsupported_dtypes;
 } weft_device_properties;
 
 /* The plugin's table.  Lives, unchanged, until the plugin is unloaded.

@@ -39,9 +39,11 @@ extern "C" {
  *  1.8  weft_dataset_fixed_length_records, weft_dataset_interleave,
  *       weft_dataset_component_shape;
  *       asynchronous kernels through weft_kernel_register (plugin
- *       interface 1.5). */
+ *       interface 1.5).
+ *  1.9  weft_device_description.unsupported_dtypes (plugin interface
+ *       1.6). */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 8
+#define WEFT_ABI_VERSION_MINOR 9
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

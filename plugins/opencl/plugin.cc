@@ -277,6 +277,12 @@ weft_status* DeviceProperties(weft_plugin_device* device,
   // Handles are cl_mem objects, even where the device is the host's CPU:
   // the host must copy.
   if (WEFT_OPENCL_FITS(out, flags)) out->flags = 0;
+  // Host 1.6: float64 kernels are registered whatever the devices are; a
+  // device without cl_khr_fp64 keeps float64 nodes off itself here.
+  if (WEFT_OPENCL_FITS(out, unsupported_dtypes)) {
+    out->unsupported_dtypes =
+        record.fp64 ? 0 : uint64_t{1} << WEFT_FLOAT64;
+  }
   return nullptr;
 }
 
@@ -546,11 +552,21 @@ constexpr uint32_t kChosenVersion =
 
 weft_status* Entry(weft_plugin_init_args* args) {
   g_cl = LoadClApi(nullptr);
-  // float64 kernels only where every device runs them: the host places by
-  // device type, not by device.
-  const Inventory& inventory = GetInventory();
-  bool fp64 = !inventory.devices.empty();
-  for (const DeviceRecord& record : inventory.devices) fp64 &= record.fp64;
+  // A 1.6 host keeps float64 nodes off devices that say they cannot run
+  // them (DeviceProperties): float64 kernels are registered without asking
+  // the platform, which is then started only when a device is wanted —
+  // PoCL's start costs ~60 MiB and tens of milliseconds in every process
+  // that merely has this plugin on its path.  An older host places by
+  // device type only, so there the kernels are registered where every
+  // device runs them, which needs the inventory now.
+  bool fp64 = true;
+  if (WEFT_VERSION_MINOR_OF(args->host_max_version) < 6 ||
+      WEFT_VERSION_MAJOR_OF(args->host_max_version) !=
+          WEFT_PLUGIN_INTERFACE_MAJOR) {
+    const Inventory& inventory = GetInventory();
+    fp64 = !inventory.devices.empty();
+    for (const DeviceRecord& record : inventory.devices) fp64 &= record.fp64;
+  }
   weft_status* status = RegisterElementwiseKernels(args->registrar, fp64);
   if (status == nullptr) status = RegisterMatMulKernels(args->registrar, fp64);
   if (status == nullptr) {

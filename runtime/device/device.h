@@ -32,6 +32,8 @@ class Device {
   uint64_t memory_bytes = 0;
   double compute_gflops = 0;
   uint32_t flags = 0;
+  // weft_device_properties.unsupported_dtypes (plugin interface 1.6).
+  uint64_t unsupported_dtypes = 0;
 
   bool host_memory() const { return (flags & WEFT_DEVICE_HOST_MEMORY) != 0; }
   bool has_streams() const { return api->stream_create != nullptr; }

@@ -118,6 +118,7 @@ weft_status* weft_device_describe(int32_t index,
   d.memory_bytes = dev.memory_bytes;
   d.compute_gflops = dev.compute_gflops;
   d.flags = dev.flags;
+  d.unsupported_dtypes = dev.unsupported_dtypes;
   return weft::WriteSized(d, out);
 }
 

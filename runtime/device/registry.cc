@@ -570,6 +570,7 @@ weft_status* Registry::OpenDevices(
     dev->memory_bytes = props.memory_bytes;
     dev->compute_gflops = props.compute_gflops;
     dev->flags = props.flags;
+    dev->unsupported_dtypes = props.unsupported_dtypes;
     devices->push_back(std::move(dev));
   }
   return nullptr;
@@ -647,6 +648,23 @@ const KernelReg* Registry::FindKernel(const std::string& op,
   for (const auto& k : it->second)
     if (k->device_type == device_type && k->Accepts(attrs)) return k.get();
   return nullptr;
+}
+
+int32_t Registry::UnsupportedDtype(const Device* device,
+                                   const AttrMap& attrs) {
+  if (device->unsupported_dtypes == 0) return -1;
+  for (const auto& kv : attrs)
+    if (kv.second.type == AttrType::kDtype && kv.second.i >= 0 &&
+        kv.second.i < 64 && ((device->unsupported_dtypes >> kv.second.i) & 1))
+      return static_cast<int32_t>(kv.second.i);
+  return -1;
+}
+
+const KernelReg* Registry::FindKernel(const std::string& op,
+                                      const Device* device,
+                                      const AttrMap& attrs) {
+  if (UnsupportedDtype(device, attrs) >= 0) return nullptr;
+  return FindKernel(op, device->type, attrs);
 }
 
 void Registry::AddKernelLocked(KernelReg k) {

@@ -122,6 +122,13 @@ class Registry {
   const KernelReg* FindKernel(const std::string& op,
                               const std::string& device_type,
                               const AttrMap& attrs);
+  // The first dtype among the type attributes `attrs` that `device` cannot
+  // run, or -1 when it runs them all.
+  static int32_t UnsupportedDtype(const Device* device, const AttrMap& attrs);
+  // The same for one device: none where the node's type attributes name a
+  // dtype the device cannot run (Device::unsupported_dtypes).
+  const KernelReg* FindKernel(const std::string& op, const Device* device,
+                              const AttrMap& attrs);
   // Every kernel registered for `op` (for `weft ops` and error messages).
   std::vector<const KernelReg*> KernelsFor(const std::string& op);
   // A kernel the program registered (weft_kernel_register): its device

@@ -169,7 +169,7 @@ class CfRuntimeContext : public RuntimeOpContext {
                          const TensorValue* const* inputs, int32_t num_inputs,
                          TensorValue* outputs, int32_t num_outputs) override {
     const KernelReg* kernel = Registry::Get().FindKernel(
-        helper->op_type, p_.device->type, helper->attrs);
+        helper->op_type, p_.device, helper->attrs);
     if (kernel == nullptr)
       return Errorf(WEFT_UNIMPLEMENTED,
                     "node '%s' (%s) needs a %s kernel on %s, which has none",

@@ -44,8 +44,8 @@ bool Nhwc(const weft_node* n) {
 bool Runnable(const std::vector<Device*>& allowed, const char* op,
               const char* fused_op, const AttrMap& attrs) {
   for (Device* d : allowed)
-    if (Registry::Get().FindKernel(op, d->type, attrs) &&
-        !Registry::Get().FindKernel(fused_op, d->type, attrs))
+    if (Registry::Get().FindKernel(op, d, attrs) &&
+        !Registry::Get().FindKernel(fused_op, d, attrs))
       return false;
   return true;
 }

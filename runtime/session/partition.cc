@@ -136,9 +136,9 @@ int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
     weft_dtype wire = opts_.transfer_precision == WEFT_TRANSFER_FLOAT16
                           ? WEFT_FLOAT16
                           : WEFT_BFLOAT16;
-    narrow = Registry::Get().FindKernel("Cast", src->type,
+    narrow = Registry::Get().FindKernel("Cast", src,
                                         CastAttrs(WEFT_FLOAT32, wire));
-    widen = Registry::Get().FindKernel("Cast", dst->type,
+    widen = Registry::Get().FindKernel("Cast", dst,
                                        CastAttrs(wire, WEFT_FLOAT32));
     if (narrow && widen) t.wire_dtype = wire;
   }

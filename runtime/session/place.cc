@@ -39,6 +39,21 @@ std::string Names(const std::vector<Device*>& devices) {
   return s.empty() ? "none" : s;
 }
 
+// "; /device:OPENCL:0 cannot run float64" for each of `devices` whose
+// plugin has a kernel for the node but which cannot run one of its dtypes
+// (weft_device_properties.unsupported_dtypes); empty when none.
+std::string DtypeRefusals(const weft_node* n,
+                          const std::vector<Device*>& devices) {
+  std::string s;
+  for (Device* d : devices) {
+    const int32_t dtype = Registry::UnsupportedDtype(d, n->attrs);
+    if (dtype >= 0 && Registry::Get().FindKernel(n->op_type, d->type, n->attrs))
+      s += "; " + d->name + " cannot run " +
+           weft_dtype_name(static_cast<weft_dtype>(dtype));
+  }
+  return s;
+}
+
 std::string KernelList(const std::string& op) {
   std::string have;
   for (const KernelReg* k : Registry::Get().KernelsFor(op)) {
@@ -158,32 +173,35 @@ weft_status* Planner::PlaceKernel(int32_t i) {
   std::vector<std::pair<Device*, const KernelReg*>> options;
   for (Device* d : cands)
     if (const KernelReg* k =
-            Registry::Get().FindKernel(n->op_type, d->type, n->attrs))
+            Registry::Get().FindKernel(n->op_type, d, n->attrs))
       options.emplace_back(d, k);
   if (options.empty() && constrained) {
     if (opts_.placement == WEFT_PLACEMENT_STRICT)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "node '%s': no kernel for op %s with %s on %s, where "
                     "it is constrained ('%s'), and placement is strict "
-                    "(kernels: %s)", n->name.c_str(), n->op_type.c_str(),
+                    "(kernels: %s%s)", n->name.c_str(), n->op_type.c_str(),
                     TypeAttrs(n).c_str(), Names(cands).c_str(),
-                    n->device.c_str(),
-                    KernelList(n->op_type).c_str());
+                    n->device.c_str(), KernelList(n->op_type).c_str(),
+                    DtypeRefusals(n, cands).c_str());
     for (Device* d : allowed_)
       if (const KernelReg* k =
-              Registry::Get().FindKernel(n->op_type, d->type, n->attrs))
+              Registry::Get().FindKernel(n->op_type, d, n->attrs))
         options.emplace_back(d, k);
+    std::string refused = DtypeRefusals(n, cands);
     why = "soft fallback: no " + n->op_type + " kernel on " +
-          Names(cands) + "; ";
+          Names(cands) + (refused.empty() ? "" : " (" + refused.substr(2) + ")") +
+          "; ";
     cands = allowed_;  // what the search covered, for the error below
   }
   if (options.empty())
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "node '%s': no kernel for op %s with %s on %s (kernels: "
-                  "%s)", n->name.c_str(), n->op_type.c_str(),
+                  "%s%s)", n->name.c_str(), n->op_type.c_str(),
                   TypeAttrs(n).c_str(), cands.size() == 1 ? cands[0]->name.c_str()
                                     : "any allowed device",
-                  KernelList(n->op_type).c_str());
+                  KernelList(n->op_type).c_str(),
+                  DtypeRefusals(n, cands).c_str());
   size_t best = 0;
   if (options.size() == 1) {
     why += constrained && why.empty()
@@ -232,15 +250,15 @@ weft_status* Planner::PlaceUpdate(PlanNode* p) {
   p->lock_order.erase(std::unique(p->lock_order.begin(), p->lock_order.end()),
                       p->lock_order.end());
   p->reason = "state: with its variable '" + n->inputs[0].node->name + "'";
-  p->kernel = Registry::Get().FindKernel(n->op_type, p->device->type,
-                                         n->attrs);
+  p->kernel = Registry::Get().FindKernel(n->op_type, p->device, n->attrs);
   if (p->kernel == nullptr)
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "node '%s': no kernel for op %s with %s on %s, where "
-                  "its variable '%s' lives (kernels: %s)", n->name.c_str(),
+                  "its variable '%s' lives (kernels: %s%s)", n->name.c_str(),
                   n->op_type.c_str(), TypeAttrs(n).c_str(),
                   p->device->name.c_str(), n->inputs[0].node->name.c_str(),
-                  KernelList(n->op_type).c_str());
+                  KernelList(n->op_type).c_str(),
+                  DtypeRefusals(n, {p->device}).c_str());
   return nullptr;
 }
 
@@ -298,8 +316,7 @@ weft_status* Planner::Place() {
     p.variable = req_.variables->Get(var);
     if (p.kind == ExecKind::kAssignAdd) {
       // AssignAdd's T is the Add it runs.
-      p.kernel = Registry::Get().FindKernel("Add", p.device->type,
-                                            p.node->attrs);
+      p.kernel = Registry::Get().FindKernel("Add", p.device, p.node->attrs);
       if (p.kernel == nullptr)
         return Errorf(WEFT_INVALID_ARGUMENT,
                       "node '%s' (AssignAdd): %s has no Add kernel for %s",

@@ -27,6 +27,24 @@ static long delay_from_environment(void) {
   return value;
 }
 
+#if WEFT_PLUGIN_INTERFACE_MINOR >= 6
+/* WEFT_TEMPLATE_UNSUPPORTED_DTYPES: a bit mask of weft_dtype codes (bit
+ * 1 << WEFT_INT32 poses as a device that cannot run int32). */
+static uint64_t unsupported_from_environment(void) {
+  const char* text = getenv("WEFT_TEMPLATE_UNSUPPORTED_DTYPES");
+  if (text == NULL || *text == '\0') return 0;
+  char* end = NULL;
+  unsigned long long value = strtoull(text, &end, 0);
+  if (*end != '\0') {
+    tpl_log(WEFT_LOG_WARNING,
+            "weft-template: ignoring WEFT_TEMPLATE_UNSUPPORTED_DTYPES='%s' "
+            "(want a bit mask of dtype codes)", text);
+    return 0;
+  }
+  return (uint64_t)value;
+}
+#endif
+
 weft_status* tpl_device_open(int32_t index, weft_plugin_device** out) {
   if (out == NULL)
     return tpl_status(WEFT_INVALID_ARGUMENT, "weft-template: out is NULL");
@@ -73,5 +91,13 @@ weft_status* tpl_device_properties(weft_plugin_device* device,
     out->compute_gflops = 1.0;
   /* No WEFT_DEVICE_HOST_MEMORY: handles are not host pointers. */
   if (TPL_HAS_FIELD(out, weft_device_properties, flags)) out->flags = 0;
+#if WEFT_PLUGIN_INTERFACE_MINOR >= 6
+  /* Interface 1.6: dtypes this device cannot run although the plugin has
+   * kernels for them (hardware without float64, say); the host keeps such
+   * nodes off it.  The template runs all it registers; the environment
+   * variable lets tests pose as a device that does not. */
+  if (TPL_HAS_FIELD(out, weft_device_properties, unsupported_dtypes))
+    out->unsupported_dtypes = unsupported_from_environment();
+#endif
   return NULL;
 }

@@ -102,13 +102,13 @@ JNIEXPORT jobject NATIVE(deviceDescribe)(JNIEnv* env, jclass c, jint i) {
   (void)c;
   weft_device_description d = {.struct_size = sizeof d};
   if (weft_jni_check(env, weft_device_describe(i, &d))) return NULL;
-  jvalue args[9] = {STR(d.name), STR(d.type), {.i = d.index},
-                    STR(d.description), STR(d.vendor), STR(d.plugin),
-                    {.j = (jlong)d.memory_bytes}, {.d = d.compute_gflops},
-                    {.i = (jint)d.flags}};
+  jvalue args[10] = {STR(d.name), STR(d.type), {.i = d.index},
+                     STR(d.description), STR(d.vendor), STR(d.plugin),
+                     {.j = (jlong)d.memory_bytes}, {.d = d.compute_gflops},
+                     {.i = (jint)d.flags}, {.j = (jlong)d.unsupported_dtypes}};
   return record(env, "org/weft/DeviceInfo",
                 "(Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;"
-                "Ljava/lang/String;Ljava/lang/String;JDI)V", args);
+                "Ljava/lang/String;Ljava/lang/String;JDIJ)V", args);
 }
 
 JNIEXPORT jobject NATIVE(opDescribe)(JNIEnv* env, jclass c, jint i) {

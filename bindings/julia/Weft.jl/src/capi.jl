@@ -186,6 +186,7 @@ struct DeviceDescriptionC
     memory_bytes::UInt64
     compute_gflops::Cdouble
     flags::UInt32
+    unsupported_dtypes::UInt64
 end
 
 # C: weft_plugin_description

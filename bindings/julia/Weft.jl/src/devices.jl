@@ -30,7 +30,9 @@ load_plugin(path::AbstractString) =
 
 Every device of every loaded plugin (discovering plugins first): named
 tuples `(name, type, index, description, vendor, plugin, memory_bytes,
-compute_gflops, host_memory)`.
+compute_gflops, host_memory, unsupported_dtypes)`; `unsupported_dtypes` has
+bit `1 << code` set for each dtype code the device cannot run although its
+plugin has kernels for it (an OpenCL device without float64).
 """
 function devices()
     discover_plugins()
@@ -38,7 +40,7 @@ function devices()
     result = []
     for i in Int32(0):count-Int32(1)
         d = Ref(DeviceDescriptionC(sizeof(DeviceDescriptionC), C_NULL, C_NULL, 0,
-                                   C_NULL, C_NULL, C_NULL, 0, 0.0, 0))
+                                   C_NULL, C_NULL, C_NULL, 0, 0.0, 0, 0))
         check(@ccall libweft.weft_device_describe(
             i::Int32, d::Ptr{DeviceDescriptionC})::Ptr{Cvoid})
         x = d[]
@@ -47,7 +49,8 @@ function devices()
                        vendor = c_string(x.vendor), plugin = c_string(x.plugin),
                        memory_bytes = Int(x.memory_bytes),
                        compute_gflops = x.compute_gflops,
-                       host_memory = (x.flags & 0x1) != 0))
+                       host_memory = (x.flags & 0x1) != 0,
+                       unsupported_dtypes = x.unsupported_dtypes))
     end
     return result
 end

@@ -22,6 +22,7 @@ const CPU = "CPU"
     cpus = filter(d -> d.type == "CPU", devices())
     @test !isempty(cpus)
     @test cpus[1].name == "/device:CPU:0"
+    @test cpus[1].unsupported_dtypes == 0
     @test any(p -> p.device_type == "CPU", plugins())
     ops = op_descriptions()
     @test any(o -> o.name == "MatMul" && o.num_inputs == 2, ops)

@@ -25,6 +25,9 @@ class DeviceTest {
     assertEquals("CPU", cpu.type());
     assertEquals(0, cpu.index());
     assertTrue(cpu.hasHostMemory());
+    // The CPU runs every dtype its plugin has kernels for.
+    assertEquals(0L, cpu.unsupportedDtypes());
+    assertTrue(cpu.runs(DataType.FLOAT64));
     List<PluginInfo> plugins = Weft.plugins();
     assertTrue(plugins.stream().anyMatch(p -> p.name().equals(cpu.plugin())), plugins.toString());
     for (PluginInfo p : plugins) {
