@@ -11,7 +11,8 @@
 # its self cost in the first file minus the second, divided by DIVISOR
 # (`1 70` and `1 20` differ by 62 runs of the 1,000-node chain), and the
 # total.  OBJ and FUNC are substrings of the object's path and the
-# function's (demangled) name.
+# function's (demangled) name.  The objects on disk must be the ones
+# profiled: after a rebuild the addresses no longer match.
 import re, sys, subprocess, collections
 def parse(path):
     cost = collections.defaultdict(float)  # (obj, fn, addr) -> Ir
