@@ -13,6 +13,7 @@ WEFT_PACKAGES=(
   openjdk-17-jdk-headless junit5
   abigail-tools
   libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx
+  openmpi-bin libopenmpi-dev
 )
 
 WEFT_BUILD_DIR=${WEFT_BUILD_DIR:-build}

@@ -58,6 +58,17 @@ typedef struct weft_plugin_description {
   const char* no_device_reason;
 } weft_plugin_description;
 
+/* The processes of the program's job: this process's rank (0-based) and
+ * how many there are.  A program started by an MPI launcher (mpirun) is
+ * one rank of the launcher's job: the first call starts MPI (through
+ * Weft's MPI module) and collective ops (AllReduce, Broadcast, AllGather)
+ * then run across the ranks; any other program is rank 0 of 1, and
+ * collectives are the identity.  Errors: UNAVAILABLE when started by a
+ * launcher but this Weft has no MPI module or MPI does not start (every
+ * later call, and every collective, gives the same error).  User API 1.10. */
+WEFT_API WEFT_MUST_USE weft_status* weft_cluster_world(int32_t* out_rank,
+                                                      int32_t* out_size);
+
 /* Loads the plugins on the search path if not done yet.  Refusals are not
  * errors here (see weft_plugin_refusal); the call fails only on internal
  * errors.  Calling it again does nothing. */

@@ -41,9 +41,11 @@ extern "C" {
  *       asynchronous kernels through weft_kernel_register (plugin
  *       interface 1.5).
  *  1.9  weft_device_description.unsupported_dtypes (plugin interface
- *       1.6). */
+ *       1.6).
+ *  1.10 weft_cluster_world; the collective ops AllReduce, Broadcast,
+ *       AllGather (over MPI under an MPI launcher). */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 9
+#define WEFT_ABI_VERSION_MINOR 10
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

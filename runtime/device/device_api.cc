@@ -7,6 +7,7 @@
 #include "base/sized_struct.h"
 #include "base/status.h"
 #include "device/registry.h"
+#include "distributed/cluster.h"
 #include "weft/device.h"
 #include "weft/version.h"
 
@@ -120,6 +121,17 @@ weft_status* weft_device_describe(int32_t index,
   d.flags = dev.flags;
   d.unsupported_dtypes = dev.unsupported_dtypes;
   return weft::WriteSized(d, out);
+}
+
+weft_status* weft_cluster_world(int32_t* out_rank, int32_t* out_size) {
+  if (out_rank == nullptr || out_size == nullptr)
+    return weft::Error(WEFT_INVALID_ARGUMENT,
+                       "weft_cluster_world: NULL argument");
+  const weft::distributed::World* world = nullptr;
+  WEFT_RETURN_IF_ERROR(weft::distributed::GetWorld(&world));
+  *out_rank = world->rank;
+  *out_size = world->size;
+  return nullptr;
 }
 
 }  // extern "C"

@@ -31,6 +31,7 @@ void EnsureLibrary() {
     RegisterStateGradients();
     RegisterControlFlowGradients();
     RegisterTensorArrayGradients();
+    RegisterCollectiveGradients();
   });
 }
 

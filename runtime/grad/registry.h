@@ -57,6 +57,7 @@ void RegisterLinalgGradients();
 const std::string& OutermostGradientScope();
 
 void RegisterTensorArrayGradients();
+void RegisterCollectiveGradients();  // ops/collective.cc
 void RegisterControlFlowGradients();  // cond; loops say they have none yet
 void RegisterStateGradients();  // state, random and other non-differentiable
 

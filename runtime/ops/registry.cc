@@ -133,6 +133,7 @@ OpRegistry& OpRegistry::GlobalMutable() {
     RegisterTensorArrayOps(r);
     RegisterIoOps(r);
     RegisterQueueOps(r);
+    RegisterCollectiveOps(r);
     RegisterCheckpointOps(r);
     RegisterMutexOps(r);
     data::RegisterDatasetOps(r);

@@ -169,6 +169,13 @@ class RuntimeOpContext {
   // waiters live under (and should: another thread can then never find
   // the waiter without its AsyncDone).
   virtual std::shared_ptr<AsyncDone> Park(CancelFn cancel) = 0;
+
+  // The graph nodes of the run's plan for which `pick` holds, in no
+  // particular order (collective ops order theirs), and whether the plan
+  // has control flow.
+  virtual std::vector<const weft_node*> PlanNodes(
+      bool (*pick)(const weft_node*)) const = 0;
+  virtual bool plan_has_control_flow() const = 0;
 };
 
 using RuntimeOpFn = weft_status* (*)(RuntimeOpContext* ctx);
