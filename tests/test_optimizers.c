@@ -765,3 +765,47 @@ Test(regression, momentum) {
 Test(regression, adam) {
   fit(WEFT_OPTIMIZER_ADAM, 0, 0.05, 1500, 1e-2, WEFT_FLOAT32);
 }
+
+/* User API 1.10 appended data_parallel: the sized init writes no more than
+ * the caller's struct, the exported function (what binaries built against
+ * older headers call) no more than the struct they had (through epsilon),
+ * and a value other than 0 or 1 is refused. */
+Test(minimize, options_init_writes_only_the_callers_struct) {
+  unsigned char bytes[sizeof(weft_optimizer_options) + 32];
+  weft_optimizer_options* o = (weft_optimizer_options*)bytes;
+  const size_t before = offsetof(weft_optimizer_options, epsilon) +
+                        sizeof o->epsilon;
+  memset(bytes, 0xA5, sizeof bytes);
+  (weft_optimizer_options_init)(o, WEFT_OPTIMIZER_ADAM);
+  cr_expect_eq(o->struct_size, before);
+  cr_expect_eq(o->epsilon, 1e-8);
+  for (size_t i = before; i < sizeof bytes; ++i)
+    cr_assert_eq(bytes[i], 0xA5, "byte %zu written past 1.9's struct", i);
+
+  memset(bytes, 0xA5, sizeof bytes);
+  weft_optimizer_options_init_sized(o, sizeof bytes, WEFT_OPTIMIZER_MOMENTUM);
+  cr_expect_eq(o->struct_size, sizeof(weft_optimizer_options));
+  cr_expect_eq(o->momentum, 0.9);
+  cr_expect_eq(o->data_parallel, 0);
+  for (size_t i = sizeof(weft_optimizer_options); i < sizeof bytes; ++i)
+    cr_assert_eq(bytes[i], 0xA5, "byte %zu written past the library's", i);
+
+  /* An older caller's struct (no data_parallel) still builds a step. */
+  weft_graph* g = wt_graph_new();
+  const float init = 1.0f;
+  weft_output w;
+  WT_OK(weft_graph_variable(g, "w", wt_const_f32(g, "w0", NULL, 0, &init),
+                            &w, NULL));
+  weft_output loss = wt_apply1(g, "Square", "loss", w);
+  weft_node* step = NULL;
+  memset(bytes, 0xA5, sizeof bytes);
+  (weft_optimizer_options_init)(o, WEFT_OPTIMIZER_GRADIENT_DESCENT);
+  WT_OK(weft_minimize(g, loss, o, "old", &step));
+
+  weft_optimizer_options opts;
+  weft_optimizer_options_init(&opts, WEFT_OPTIMIZER_GRADIENT_DESCENT);
+  opts.data_parallel = 2;
+  WT_EXPECT_ERROR(weft_minimize(g, loss, &opts, "bad", &step),
+                  WEFT_INVALID_ARGUMENT, "data_parallel 2");
+  weft_graph_destroy(g);
+}

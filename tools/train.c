@@ -67,6 +67,8 @@ typedef struct train_args {
                           * set from these files */
   int64_t train_count;   /* training examples */
   int64_t resume_step;   /* with --resume: the checkpoint's step */
+  int data_parallel;     /* --data-parallel: one rank of an MPI job */
+  int32_t rank, ranks;   /* this process's rank and the job's size */
 } train_args;
 
 typedef struct model {
@@ -80,6 +82,11 @@ typedef struct model {
   /* What a resume must agree with (run_config below), saved with the
    * weights as the non-trainable variable "train/config". */
   weft_output config;
+  /* --data-parallel: the loss averaged over the ranks (what a single
+   * process with the whole batch reports), and the op that sets every
+   * variable to rank 0's values. */
+  weft_output loss_report;
+  weft_node* broadcast;
 } model;
 
 /* The settings a checkpoint's step count only makes sense with: the model
@@ -403,9 +410,21 @@ static int build_model(const train_args* a, model* m,
                       : mlp                             ? 0.1
                                                         : 0.5;
   opt.learning_rate = a->learning_rate > 0 ? a->learning_rate : default_lr;
+  /* Data-parallel: each rank's gradient of its shard, averaged over the
+   * ranks before the update, equals the whole batch's. */
+  opt.data_parallel = a->data_parallel;
   if (!check(weft_minimize(g, m->loss, &opt, "train", &m->train),
              "building the training step"))
     return 0;
+  m->loss_report = m->loss;
+  if (a->data_parallel) {
+    weft_op_builder* mean = weft_op_begin(g, "AllReduce", "loss/all_ranks");
+    weft_op_add_input(mean, m->loss);
+    weft_op_set_attr_string(mean, "reduction", "mean");
+    weft_node* n = NULL;
+    if (!check(weft_op_finish(mean, &n), "the loss over the ranks")) return 0;
+    m->loss_report = (weft_output){n, 0};
+  }
 
   /* The step count, saved with the weights so a resume knows where it is. */
   weft_tensor* zero = NULL;
@@ -442,7 +461,10 @@ static int build_model(const train_args* a, model* m,
                  "step") &&
            apply(g, "AssignAdd", "global_step/increment", m->step, &one_out,
                  &inc) &&
-           check(weft_graph_initialize_all(g, "init", &m->init), "init");
+           check(weft_graph_initialize_all(g, "init", &m->init), "init") &&
+           (!a->data_parallel ||
+            check(weft_broadcast_variables(g, 0, "sync", &m->broadcast),
+                  "sharing rank 0's variables"));
   m->step_inc = inc.node;
   weft_tensor_destroy(zero);
   weft_tensor_destroy(one);
@@ -518,6 +540,9 @@ static int input_pipeline(const train_args* a, const idx_dataset* train,
   in.epochs = a->epochs;
   in.seed = a->seed;
   in.skip = a->resume_step;
+  in.shard = a->data_parallel ? a->rank : 0;
+  in.num_shards = a->data_parallel ? a->ranks : 1;
+  in.epoch_elements = a->train_count;
   return train_input_build(&in, g, "train_input", batch);
 }
 
@@ -735,13 +760,16 @@ static int run_training(const train_args* a, model* m,
   if (!check(weft_session_create(m->graph, &o, &s), "creating the session"))
     return 1;
   int rc = 1;
-  float* x = malloc(sizeof(float) * (size_t)(a->batch * PIXELS));
-  int32_t* labels = malloc(sizeof(int32_t) * (size_t)a->batch);
+  /* Each rank of a data-parallel job takes its shard of every batch. */
+  const int64_t shard = a->batch / a->ranks;
+  const int chief = a->rank == 0;
+  float* x = malloc(sizeof(float) * (size_t)(shard * PIXELS));
+  int32_t* labels = malloc(sizeof(int32_t) * (size_t)shard);
   int64_t n = a->train_count;
   int32_t* order = malloc(sizeof(int32_t) * (size_t)n);
   FILE* log = NULL;
   weft_tensor *xt = NULL, *lt = NULL, *step_t = NULL;
-  int64_t xd[2] = {a->batch, PIXELS}, ld[1] = {a->batch};
+  int64_t xd[2] = {shard, PIXELS}, ld[1] = {shard};
   if (!x || !labels || !order) {
     fprintf(stderr, "weft train: out of memory\n");
     goto done;
@@ -759,20 +787,27 @@ static int run_training(const train_args* a, model* m,
                                      NULL), "initializing")) {
     goto done;
   }
+  /* Every rank from rank 0's values (the same seed gives the same ones
+   * anyway; a resume reads one file; this makes it so whatever happened). */
+  if (m->broadcast &&
+      !check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->broadcast, 1,
+                              NULL), "sharing rank 0's variables"))
+    goto done;
   if (!check(weft_session_run(s, NULL, NULL, 0, &m->step, 1, NULL, 0,
                               &step_t), "reading the step"))
     goto done;
   int64_t step = *(const int64_t*)weft_tensor_data(step_t);
   if (!check(weft_tensor_create_from_data(
                  WEFT_FLOAT32, xd, 2, x,
-                 sizeof(float) * (size_t)(a->batch * PIXELS), NULL, NULL,
+                 sizeof(float) * (size_t)(shard * PIXELS), NULL, NULL,
                  &xt), "batch") ||
       !check(weft_tensor_create_from_data(
                  WEFT_INT32, ld, 1, labels,
-                 sizeof(int32_t) * (size_t)a->batch, NULL, NULL, &lt),
+                 sizeof(int32_t) * (size_t)shard, NULL, NULL, &lt),
              "batch"))
     goto done;
-  if (a->loss_log && !(log = fopen(a->loss_log, a->resume ? "a" : "w"))) {
+  if (chief && a->loss_log &&
+      !(log = fopen(a->loss_log, a->resume ? "a" : "w"))) {
     fprintf(stderr, "weft train: %s: %s\n", a->loss_log, strerror(errno));
     goto done;
   }
@@ -790,14 +825,14 @@ static int run_training(const train_args* a, model* m,
       epoch_order(a->seed, epoch, order, n);
     }
     if (!a->pipeline)
-      fill_batch(train, order, (step % per_epoch) * a->batch, a->batch, x,
-                 labels);
+      fill_batch(train, order, (step % per_epoch) * a->batch + a->rank * shard,
+                 shard, x, labels);
     weft_tensor* loss_t = NULL;
     weft_run_metadata* md = a->explain && steps_done == 0
                                 ? weft_run_metadata_create()
                                 : NULL;
     weft_status* st = weft_session_run_with_metadata(
-        s, feeds, values, a->pipeline ? 0 : 2, &m->loss, 1, targets, 2,
+        s, feeds, values, a->pipeline ? 0 : 2, &m->loss_report, 1, targets, 2,
         &loss_t, md);
     if (md) fputs(weft_run_metadata_to_string(md), stdout);
     weft_run_metadata_destroy(md);
@@ -820,7 +855,7 @@ static int run_training(const train_args* a, model* m,
     }
     /* Accuracy after each epoch but the last (reported below), with the
      * epoch's training time; evaluation time is kept out of steps/s. */
-    if ((step + 1) % per_epoch == 0 && step + 1 < total) {
+    if (chief && (step + 1) % per_epoch == 0 && step + 1 < total) {
       int ok = 1;
       double e0 = now_seconds(), acc = accuracy(s, m, test, &ok, NULL);
       if (!ok) goto done;
@@ -839,8 +874,8 @@ static int run_training(const train_args* a, model* m,
   if (stop_signal) {
     /* `step` steps are done; the variables hold their result. */
     int signal_number = stop_signal;
-    if (!check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
-               "saving the checkpoint after the interruption"))
+    if (chief && !check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+                        "saving the checkpoint after the interruption"))
       goto done;
     printf("interrupted by %s after step %lld of %lld (epoch %lld/%lld): "
            "saved %s; continue with --resume\n",
@@ -849,6 +884,11 @@ static int run_training(const train_args* a, model* m,
            (long long)(step > 0 ? (step - 1) / per_epoch + 1 : 1),
            (long long)a->epochs, a->checkpoint);
     rc = 128 + signal_number;
+    goto done;
+  }
+  if (!chief) {
+    /* The chief evaluates and writes the files; the other ranks are done. */
+    rc = 0;
     goto done;
   }
   int ok = 1;
@@ -919,6 +959,10 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->explain = 1;
       continue;
     }
+    if (strcmp(f, "--data-parallel") == 0) {
+      a->data_parallel = 1;
+      continue;
+    }
     if (strcmp(f, "--input") == 0 && i + 1 < argc &&
         (strcmp(argv[i + 1], "pipeline") == 0 ||
          strcmp(argv[i + 1], "feed") == 0)) {
@@ -984,6 +1028,20 @@ static int parse_args(int argc, char** argv, train_args* a) {
       fprintf(stderr, "weft train: unknown argument '%s'\n", f);
       return 0;
     }
+  }
+  a->rank = 0;
+  a->ranks = 1;
+  if (a->data_parallel) {
+    if (!check(weft_cluster_world(&a->rank, &a->ranks), "--data-parallel"))
+      return 0;
+    if (a->batch % a->ranks != 0) {
+      fprintf(stderr, "weft train: --data-parallel: --batch %lld does not "
+              "split evenly over %d ranks\n", (long long)a->batch, a->ranks);
+      return 0;
+    }
+    /* One rank speaks; the others' output would repeat it. */
+    if (a->rank != 0 && freopen("/dev/null", "w", stdout) == NULL)
+      return 0;
   }
   if (a->tfrecord && !a->pipeline) {
     fprintf(stderr, "weft train: --data tfrecord: is read by the input "

@@ -99,6 +99,66 @@ static int scale_map(const weft_dataset* in, weft_dataset** out) {
   return ok;
 }
 
+static int constant_i64(weft_graph* g, const char* name, int64_t v,
+                        weft_output* out) {
+  weft_tensor* t = NULL;
+  int ok = check(weft_tensor_create_copy(WEFT_INT64, NULL, 0, &v, sizeof v,
+                                         &t), name) &&
+           check(weft_graph_constant(g, name, t, out), name);
+  weft_tensor_destroy(t);
+  return ok;
+}
+
+/* Placeholders for a (position, image, label) element in `g`. */
+static int position_element(weft_graph* g, weft_output p[3]) {
+  int64_t any[1] = {-1};
+  return check(weft_graph_placeholder(g, "position", WEFT_INT64, NULL, 0,
+                                      &p[0]), "shard") &&
+         check(weft_graph_placeholder(g, "x", WEFT_UINT8, any, 1, &p[1]),
+               "shard") &&
+         check(weft_graph_placeholder(g, "y", WEFT_UINT8, NULL, 0, &p[2]),
+               "shard");
+}
+
+/* Data parallelism: of each epoch's shuffled elements, those that rows
+ * [shard * b, (shard + 1) * b) of a global batch of `batch` would hold
+ * (b = batch / num_shards), none of a last partial global batch (which a
+ * single process drops).  Batched by b, each shard's batches are then its
+ * rows of the single process's batches, and a shard's batch keeps an
+ * unknown leading dim (so evaluation can feed any number of images):
+ * zip(range, elements) -> filter on the position -> drop the position. */
+static int shard_elements(const train_input* in, const weft_dataset* stage,
+                          weft_dataset* made[3], weft_dataset** out) {
+  const int64_t b = in->batch / in->num_shards;
+  const int64_t limit = in->epoch_elements / in->batch * in->batch;
+  weft_graph *pick = NULL, *drop = NULL;
+  weft_output p[3], d[3], batch_c, part_c, shard_c, limit_c, pos_in_batch,
+      row_part, mine, early, keep, kept[2];
+  int ok =
+      check(weft_dataset_range(0, INT64_MAX, 1, &made[0]), "shard") &&
+      check(weft_dataset_zip((const weft_dataset* const[]){made[0], stage}, 2,
+                             &made[1]), "shard") &&
+      check(weft_graph_create(&pick), "shard") && position_element(pick, p) &&
+      constant_i64(pick, "batch", in->batch, &batch_c) &&
+      constant_i64(pick, "part", b, &part_c) &&
+      constant_i64(pick, "shard", in->shard, &shard_c) &&
+      constant_i64(pick, "limit", limit, &limit_c) &&
+      op1(pick, "FloorMod", "row", p[0], &batch_c, &pos_in_batch) &&
+      op1(pick, "FloorDiv", "row_part", pos_in_batch, &part_c, &row_part) &&
+      op1(pick, "Equal", "mine", row_part, &shard_c, &mine) &&
+      op1(pick, "Less", "early", p[0], &limit_c, &early) &&
+      op1(pick, "LogicalAnd", "keep", mine, &early, &keep) &&
+      check(weft_dataset_filter(made[1], pick, p, 3, keep, &made[2]),
+            "shard") &&
+      check(weft_graph_create(&drop), "shard") && position_element(drop, d) &&
+      op1(drop, "Identity", "x_kept", d[1], NULL, &kept[0]) &&
+      op1(drop, "Identity", "y_kept", d[2], NULL, &kept[1]) &&
+      check(weft_dataset_map(made[2], drop, d, 3, kept, 2, 1, out), "shard");
+  weft_graph_destroy(pick);
+  weft_graph_destroy(drop);
+  return ok;
+}
+
 /* Counts a stage made (the pipeline's stages are stage[0..*k)). */
 static int made(int* k, int ok) {
   if (ok) ++*k;
@@ -107,7 +167,7 @@ static int made(int* k, int ok) {
 
 int train_input_build(const train_input* in, weft_graph* g, const char* name,
                       weft_output out[2]) {
-  weft_dataset* stage[8] = {NULL};
+  weft_dataset* stage[12] = {NULL};
   int k = 0, ok = 0;
   weft_tensor *images = NULL, *labels = NULL;
   if (in->num_tfrecords > 0) {
@@ -143,10 +203,18 @@ int train_input_build(const train_input* in, weft_graph* g, const char* name,
                         "pipeline shuffle")))
       goto done;
   }
+  /* A data-parallel shard: this process's rows of every batch. */
+  int64_t batch = in->batch;
+  if (in->num_shards > 1) {
+    if (!made(&k, shard_elements(in, stage[k - 1], &stage[k], &stage[k + 3])))
+      goto done;
+    k += 3;
+    batch = in->batch / in->num_shards;
+  }
   /* Batches of the same size in the same order every run, so `skip`
    * batches are exactly the steps a resumed run has done; the cast runs
    * once per batch, after the skip. */
-  if (!made(&k, check(weft_dataset_batch(stage[k - 1], in->batch, 1,
+  if (!made(&k, check(weft_dataset_batch(stage[k - 1], batch, 1,
                                          &stage[k]), "pipeline batch")) ||
       !made(&k, check(weft_dataset_repeat(stage[k - 1], in->epochs,
                                           &stage[k]), "pipeline repeat")) ||
@@ -160,7 +228,9 @@ int train_input_build(const train_input* in, weft_graph* g, const char* name,
     goto done;
   ok = 1;
 done:
-  for (int i = 0; i < k; ++i) weft_dataset_destroy(stage[i]);
+  /* Every stage made, counted or not (a shard's are made four at once). */
+  for (size_t i = 0; i < sizeof stage / sizeof stage[0]; ++i)
+    weft_dataset_destroy(stage[i]);
   weft_tensor_destroy(images);
   weft_tensor_destroy(labels);
   return ok;

@@ -28,6 +28,11 @@ typedef struct train_input {
   uint64_t seed;
   int64_t skip;      /* batches to pass over: the steps a resume has done */
   int32_t parallel;  /* parallel calls of the per-record parse */
+  /* Data parallelism: this process reads rows [shard * b, (shard + 1) * b)
+   * of every batch, b = batch / num_shards (num_shards 0 or 1: all), of
+   * the epoch_elements elements each epoch has. */
+  int32_t shard, num_shards;
+  int64_t epoch_elements;
 } train_input;
 
 /* Adds the iterator node `name` to `g`: out[0] the images [batch, 784]

@@ -64,7 +64,8 @@ static const command commands[] = {
      "[--data DIR|tfrecord:FILE[,FILE...]] [--input pipeline|feed] "
      "[--checkpoint FILE] [--save DIR] [--resume] "
      "[--loss-log FILE] "
-     "[--explain]",
+     "[--explain] [--data-parallel (under mpirun: each rank its shard of "
+     "every batch)]",
      weft_command_train},
     {"tfrecord", "write a dataset as TFRecord files of tf.train.Example "
      "records (image bytes, int64 label)",

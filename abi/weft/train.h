@@ -126,11 +126,41 @@ typedef struct weft_optimizer_options {
   double beta1;          /* ADAM: default 0.9 */
   double beta2;          /* ADAM: default 0.999 */
   double epsilon;        /* ADAM: default 1e-8 */
+  /* 1.10: 1 = synchronous data parallelism over the program's MPI job
+   * (weft_cluster_world): each variable's gradient is averaged over the
+   * ranks (an AllReduce "mean") before its update, so every rank applies
+   * the same update.  Each rank feeds its own shard of the batch; start
+   * from the same values on every rank (weft_broadcast_variables).  0
+   * (default): this process's gradient only. */
+  int32_t data_parallel;
 } weft_optimizer_options;
 
-/* Defaults for `kind` (learning rate 0.01) and struct_size. */
+/* Fills the first `size` bytes of `options` (at most
+ * sizeof(weft_optimizer_options)) with the defaults for `kind` (learning
+ * rate 0.01) and sets struct_size to what it filled (user API 1.10: the
+ * struct grew). */
+WEFT_API void weft_optimizer_options_init_sized(
+    weft_optimizer_options* options, size_t size, int32_t kind);
+
+/* The same for the caller's struct: compiled against these headers it is
+ * the macro below.  The function itself, which programs built against
+ * earlier headers call, fills only the fields their struct has (through
+ * epsilon). */
 WEFT_API void weft_optimizer_options_init(weft_optimizer_options* options,
                                           int32_t kind);
+#define weft_optimizer_options_init(options, kind) \
+  weft_optimizer_options_init_sized((options), sizeof *(options), (kind))
+
+/* An op (a NoOp named `name`, or "broadcast_variables") that sets every
+ * variable of the graph (trainable or not: optimizer slots, step counters)
+ * to rank `root`'s value, through the collective op Broadcast: run it once
+ * after the variables are initialized (or restored on the root) so that
+ * every rank of a data-parallel job starts from the same values.  Alone
+ * (no MPI launcher) it changes nothing.  Errors: INVALID_ARGUMENT for a
+ * NULL graph, a negative root, or a graph without variables.  User API
+ * 1.10. */
+WEFT_API WEFT_MUST_USE weft_status* weft_broadcast_variables(
+    weft_graph* graph, int32_t root, const char* name, weft_node** out_op);
 
 /* Builds the gradients of `loss` (a float scalar, or a tensor whose sum is
  * minimized) with respect to every trainable variable it depends on, one

@@ -43,7 +43,9 @@ extern "C" {
  *  1.9  weft_device_description.unsupported_dtypes (plugin interface
  *       1.6).
  *  1.10 weft_cluster_world; the collective ops AllReduce, Broadcast,
- *       AllGather (over MPI under an MPI launcher). */
+ *       AllGather (over MPI under an MPI launcher);
+ *       weft_optimizer_options.data_parallel,
+ *       weft_optimizer_options_init_sized, weft_broadcast_variables. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 10
 

@@ -126,6 +126,10 @@ weft_status* CheckOptions(const weft_optimizer_options* in,
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "learning rate %g must be positive and finite",
                   out->learning_rate);
+  if (out->data_parallel != 0 && out->data_parallel != 1)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "data_parallel %d: want 0 (this process's gradients) or 1 "
+                  "(averaged over the MPI job's ranks)", out->data_parallel);
   if (out->kind == WEFT_OPTIMIZER_MOMENTUM &&
       !(out->momentum >= 0 && out->momentum < 1))
     return Errorf(WEFT_INVALID_ARGUMENT, "momentum %g must be in [0, 1)",
@@ -348,18 +352,30 @@ weft_status* weft_graph_initialize_all(weft_graph* graph, const char* name,
   });
 }
 
-void weft_optimizer_options_init(weft_optimizer_options* options,
-                                 int32_t kind) {
-  if (options == nullptr) return;
-  *options = weft_optimizer_options{};
-  options->struct_size = sizeof *options;
-  options->kind = kind;
-  options->learning_rate = 0.01;
-  options->momentum = 0.9;
-  options->use_nesterov = 0;
-  options->beta1 = 0.9;
-  options->beta2 = 0.999;
-  options->epsilon = 1e-8;
+void weft_optimizer_options_init_sized(weft_optimizer_options* options,
+                                       size_t size, int32_t kind) {
+  if (options == nullptr || size < sizeof options->struct_size) return;
+  weft_optimizer_options full{};
+  full.kind = kind;
+  full.learning_rate = 0.01;
+  full.momentum = 0.9;
+  full.use_nesterov = 0;
+  full.beta1 = 0.9;
+  full.beta2 = 0.999;
+  full.epsilon = 1e-8;
+  full.data_parallel = 0;
+  full.struct_size = std::min(size, sizeof full);
+  std::memcpy(options, &full, full.struct_size);
+}
+
+// The exported symbol behind the header's macro, for binaries built against
+// earlier headers: it writes no more than their struct held (through
+// epsilon).  Parenthesized so that the macro does not expand here.
+void(weft_optimizer_options_init)(weft_optimizer_options* options,
+                                  int32_t kind) {
+  weft_optimizer_options_init_sized(
+      options, offsetof(weft_optimizer_options, epsilon) +
+                   sizeof options->epsilon, kind);
 }
 
 weft_status* weft_minimize(weft_graph* graph, weft_output loss,
@@ -394,13 +410,64 @@ weft_status* weft_minimize(weft_graph* graph, weft_output loss,
     for (size_t i = 0; i < vars.size(); ++i) {
       if (grads[i].node == nullptr) continue;  // the loss ignores it
       any = true;
-      WEFT_RETURN_IF_ERROR(minimizer.Update(vars[i], grads[i]));
+      weft_output grad = grads[i];
+      if (o.data_parallel) {
+        // Every rank's gradient of its own shard, averaged: each rank then
+        // applies the same update.  Placed by the planner like the update.
+        weft_op_builder* b = weft_op_begin(
+            graph, "AllReduce",
+            weft::FreshName(g, scope + "/allreduce/" + vars[i].node->name)
+                .c_str());
+        weft_op_add_input(b, grad);
+        weft_op_set_attr_string(b, "reduction", "mean");
+        weft_node* mean = nullptr;
+        WEFT_RETURN_IF_ERROR(weft_op_finish(b, &mean));
+        grad = weft_output{mean, 0};
+      }
+      WEFT_RETURN_IF_ERROR(minimizer.Update(vars[i], grad));
     }
     if (!any)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "loss '%s' depends on no trainable variable",
                     loss.node->name.c_str());
     return minimizer.Finish(out_train_op);
+  });
+}
+
+weft_status* weft_broadcast_variables(weft_graph* graph, int32_t root,
+                                      const char* name, weft_node** out_op) {
+  if (out_op) *out_op = nullptr;
+  if (graph == nullptr) return Error(WEFT_INVALID_ARGUMENT, "graph is NULL");
+  if (root < 0)
+    return Errorf(WEFT_INVALID_ARGUMENT, "root %d is not a rank", root);
+  return weft::Guard([&]() -> weft_status* {
+    const weft::Graph& g = *graph->impl;
+    std::string scope;
+    WEFT_RETURN_IF_ERROR(weft::NameFor(g, name, "broadcast_variables", &scope));
+    std::vector<weft_node*> vars;
+    for (int32_t i = 0, n = g.size(); i < n; ++i)
+      if (weft::IsVariable(g.At(i))) vars.push_back(g.At(i));
+    if (vars.empty())
+      return Error(WEFT_INVALID_ARGUMENT,
+                   "weft_broadcast_variables: the graph has no variables");
+    std::vector<weft_node*> assigns;
+    for (weft_node* var : vars) {
+      const weft_output value{var, 0};
+      weft_op_builder* b = weft_op_begin(
+          graph, "Broadcast",
+          weft::FreshName(g, scope + "/" + var->name).c_str());
+      weft_op_add_input(b, value);
+      weft_op_set_attr_int(b, "root", root);
+      weft_node* from_root = nullptr;
+      WEFT_RETURN_IF_ERROR(weft_op_finish(b, &from_root));
+      weft_node* assign = nullptr;
+      WEFT_RETURN_IF_ERROR(weft::BuildNode(
+          graph, "Assign",
+          weft::FreshName(g, scope + "/" + var->name + "_assign"),
+          {value, weft_output{from_root, 0}}, {}, &assign));
+      assigns.push_back(assign);
+    }
+    return weft::BuildNode(graph, "NoOp", scope, {}, assigns, out_op);
   });
 }
 

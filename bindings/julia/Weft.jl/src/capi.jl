@@ -172,6 +172,7 @@ struct OptimizerOptionsC
     beta1::Cdouble
     beta2::Cdouble
     epsilon::Cdouble
+    data_parallel::Int32
 end
 
 # C: weft_device_description

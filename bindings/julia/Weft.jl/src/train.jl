@@ -91,23 +91,27 @@ Builds the gradients of `loss` with respect to every trainable variable it
 depends on, one update per variable (`:gradient_descent`/`:sgd`,
 `:momentum` or `:adam`), and a NoOp to run as a target once per step.
 Options left `nothing` take the library's defaults (learning rate 0.01,
-momentum 0.9, beta1 0.9, beta2 0.999, epsilon 1e-8).
+momentum 0.9, beta1 0.9, beta2 0.999, epsilon 1e-8).  `data_parallel = true`
+averages each gradient over the ranks of the program's MPI job before its
+update (see `broadcast_variables`).
 """
 function minimize(loss::Output; optimizer::Symbol = :adam, learning_rate = nothing,
                   momentum = nothing, use_nesterov::Bool = false, beta1 = nothing,
-                  beta2 = nothing, epsilon = nothing, name::AbstractString = "train")
+                  beta2 = nothing, epsilon = nothing, data_parallel::Bool = false,
+                  name::AbstractString = "train")
     haskey(OPTIMIZERS, optimizer) ||
         throw(ArgumentError("optimizer is one of $(sort(collect(keys(OPTIMIZERS))))"))
     kind = Int32(OPTIMIZERS[optimizer])
     defaults = Ref{OptimizerOptionsC}()
-    @ccall libweft.weft_optimizer_options_init(defaults::Ptr{OptimizerOptionsC},
-                                               kind::Int32)::Cvoid
+    @ccall libweft.weft_optimizer_options_init_sized(
+        defaults::Ptr{OptimizerOptionsC}, sizeof(OptimizerOptionsC)::Csize_t,
+        kind::Int32)::Cvoid
     d = defaults[]
     options = Ref(OptimizerOptionsC(
         sizeof(OptimizerOptionsC), kind,
         something(learning_rate, d.learning_rate), something(momentum, d.momentum),
         Int32(use_nesterov), something(beta1, d.beta1), something(beta2, d.beta2),
-        something(epsilon, d.epsilon)))
+        something(epsilon, d.epsilon), Int32(data_parallel)))
     g = graph(loss)
     out = Ref{Ptr{Cvoid}}(C_NULL)
     differentiating(g) do

@@ -1,0 +1,140 @@
+"""`weft train fashion-mnist --data-parallel` under mpirun (issue 16).
+
+    test_train_data_parallel.py WEFT MPI_MODULE [MPIRUN]
+
+With a fixed seed, N ranks each taking 1/N of every batch (gradients
+averaged by AllReduce before each update) must train exactly as one process
+with the whole batch: the same losses step by step (the chief logs the loss
+averaged over the ranks) within float tolerance, the same test accuracy.
+And the main job reaches its accuracy target that way.  Without mpirun the
+cases that need it are skipped, with the reason.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+from tap import Skip, Tap  # noqa: E402
+
+WEFT = sys.argv[1]
+MODULE = sys.argv[2]
+MPIRUN = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+DATA = '/usr/share/datasets/fashion-mnist'
+
+tap = Tap()
+
+
+def need_mpi():
+    if MPIRUN is None or not os.path.exists(MODULE):
+        raise Skip('skipped: Open MPI (mpirun, libopenmpi-dev) is not '
+                   'installed, or Weft was built without its MPI module')
+    if not os.path.isdir(DATA):
+        raise Skip('skipped: no Fashion-MNIST (Debian dataset-fashion-mnist)')
+
+
+def env():
+    e = dict(os.environ)
+    e['WEFT_MPI_MODULE'] = MODULE
+    return e
+
+
+def train(workdir, tag, ranks, *flags):
+    """Runs weft train (under mpirun when ranks > 0); returns (stdout,
+    losses)."""
+    log = os.path.join(workdir, tag + '.log')
+    args = [WEFT, 'train', 'fashion-mnist', '--threads', '1',
+            '--loss-log', log,
+            '--checkpoint', os.path.join(workdir, tag + '.ckpt'),
+            '--save', os.path.join(workdir, tag + '-model')] + list(flags)
+    if ranks > 0:
+        args = [MPIRUN, '-np', str(ranks), '--oversubscribe',
+                '--allow-run-as-root', '-x', 'WEFT_PLUGIN_PATH',
+                '-x', 'WEFT_MPI_MODULE'] + args + ['--data-parallel']
+    done = subprocess.run(args, env=env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stdout[-2000:],
+                                  done.stderr[-2000:])
+    with open(log) as f:
+        losses = [float.fromhex(line.split()[1]) for line in f]
+    return done.stdout, losses
+
+
+def accuracy(stdout):
+    for line in stdout.splitlines():
+        if line.startswith('test accuracy:'):
+            return float(line.split()[2].rstrip('%'))
+    raise AssertionError('no accuracy line in:\n' + stdout[-2000:])
+
+
+def same_training(ranks, *flags):
+    need_mpi()
+    with tempfile.TemporaryDirectory() as d:
+        one, one_losses = train(d, 'one', 0, *flags)
+        many, many_losses = train(d, 'many', ranks, *flags)
+    assert len(one_losses) == len(many_losses) == 600, (
+        len(one_losses), len(many_losses))
+    worst = max(abs(a - b) / max(abs(a), 1e-6)
+                for a, b in zip(one_losses, many_losses))
+    # Sums over shards reassociate: float32 rounding, no more.
+    assert worst < 1e-5, f'losses differ by up to {worst:.3g} (relative)'
+    # Training moved: the first loss is ln(10), the last far below.
+    assert many_losses[-1] < 0.8 * many_losses[0], many_losses[-1]
+    assert accuracy(one) == accuracy(many), (accuracy(one), accuracy(many))
+    # One voice: the other ranks print nothing.
+    assert many.count('test accuracy:') == 1, many
+
+
+@tap.case
+def two_ranks_train_as_one_process_through_the_pipeline():
+    same_training(2, '--epochs', '1', '--learning-rate', '0.05')
+
+
+@tap.case
+def four_ranks_train_as_one_process_when_fed():
+    same_training(4, '--epochs', '1', '--learning-rate', '0.05',
+                  '--input', 'feed')
+
+
+@tap.case
+def the_mlp_reaches_its_target_on_two_ranks():
+    need_mpi()
+    with tempfile.TemporaryDirectory() as d:
+        out, _ = train(d, 'mlp', 2, '--model', 'mlp')
+    assert accuracy(out) >= 85.0, out[-1500:]
+
+
+@tap.case
+def a_batch_that_does_not_split_is_refused():
+    need_mpi()
+    done = subprocess.run(
+        [MPIRUN, '-np', '3', '--oversubscribe', '--allow-run-as-root',
+         '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE', WEFT, 'train',
+         'fashion-mnist', '--data-parallel', '--batch', '100'],
+        env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert 'does not split evenly over 3 ranks' in done.stderr, done.stderr
+
+
+@tap.case
+def data_parallel_alone_is_one_rank():
+    if not os.path.isdir(DATA):
+        raise Skip('skipped: no Fashion-MNIST (Debian dataset-fashion-mnist)')
+    with tempfile.TemporaryDirectory() as d:
+        one, one_losses = train(d, 'plain', 0, '--epochs', '1')
+        alone = subprocess.run(
+            [WEFT, 'train', 'fashion-mnist', '--epochs', '1', '--threads',
+             '1', '--data-parallel', '--loss-log',
+             os.path.join(d, 'alone.log'), '--checkpoint',
+             os.path.join(d, 'alone.ckpt'), '--save',
+             os.path.join(d, 'alone-model')],
+            env=env(), capture_output=True, text=True, timeout=300)
+        assert alone.returncode == 0, alone.stderr
+        with open(os.path.join(d, 'alone.log')) as f:
+            alone_losses = [float.fromhex(line.split()[1]) for line in f]
+    # One rank: the very same arithmetic (an AllReduce of one is a copy).
+    assert alone_losses == one_losses
+
+
+sys.exit(tap.finish())
