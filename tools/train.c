@@ -68,6 +68,10 @@ typedef struct train_args {
   int64_t train_count;   /* training examples */
   int64_t resume_step;   /* with --resume: the checkpoint's step */
   int data_parallel;     /* --data-parallel: one rank of an MPI job */
+  int64_t step_timeout;  /* --step-timeout seconds (0: none); with
+                          * --data-parallel 300 unless set */
+  int64_t checkpoint_every;  /* --checkpoint-every N steps (0: at the end
+                              * and on SIGINT/SIGTERM only) */
   int32_t rank, ranks;   /* this process's rank and the job's size */
 } train_args;
 
@@ -831,9 +835,14 @@ static int run_training(const train_args* a, model* m,
     weft_run_metadata* md = a->explain && steps_done == 0
                                 ? weft_run_metadata_create()
                                 : NULL;
-    weft_status* st = weft_session_run_with_metadata(
-        s, feeds, values, a->pipeline ? 0 : 2, &m->loss_report, 1, targets, 2,
-        &loss_t, md);
+    /* A step that cannot finish (a rank of a data-parallel job died or
+     * hung) ends at its deadline with UNAVAILABLE instead of hanging. */
+    weft_run_options run_options;
+    weft_run_options_init(&run_options);
+    run_options.timeout_ms = a->step_timeout * 1000;
+    weft_status* st = weft_session_run_with_options(
+        s, &run_options, feeds, values, a->pipeline ? 0 : 2, &m->loss_report,
+        1, targets, 2, &loss_t, md);
     if (md) fputs(weft_run_metadata_to_string(md), stdout);
     weft_run_metadata_destroy(md);
     if (!check(st, "training step")) goto done;
@@ -846,6 +855,15 @@ static int run_training(const train_args* a, model* m,
     }
     if (log) fprintf(log, "%lld %a\n", (long long)step, loss);
     ++steps_done;
+    /* Periodic checkpoints (the chief's): what a relaunch with --resume
+     * continues from after a failure that no signal announced. */
+    if (chief && a->checkpoint_every > 0 &&
+        (step + 1) % a->checkpoint_every == 0 && step + 1 < total) {
+      if (log) fflush(log);
+      if (!check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+                 "saving a periodic checkpoint"))
+        goto done;
+    }
     double t = now_seconds();
     if ((tty && t - last_report > 0.1) || (!tty && (step + 1) % 100 == 0) ||
         step + 1 == total) {
@@ -947,6 +965,7 @@ static int parse_args(int argc, char** argv, train_args* a) {
     return 0;
   }
   static char default_ckpt[64], default_save[64];
+  int step_timeout_set = 0;
   for (int i = 2; i < argc; ++i) {
     const char* f = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -961,6 +980,17 @@ static int parse_args(int argc, char** argv, train_args* a) {
     }
     if (strcmp(f, "--data-parallel") == 0) {
       a->data_parallel = 1;
+      continue;
+    }
+    if (strcmp(f, "--step-timeout") == 0 && v != NULL) {
+      if (!parse_int(f, v, 0, 86400, &a->step_timeout)) return 0;
+      step_timeout_set = 1;
+      ++i;
+      continue;
+    }
+    if (strcmp(f, "--checkpoint-every") == 0 && v != NULL) {
+      if (!parse_int(f, v, 1, INT64_MAX, &a->checkpoint_every)) return 0;
+      ++i;
       continue;
     }
     if (strcmp(f, "--input") == 0 && i + 1 < argc &&
@@ -1031,6 +1061,7 @@ static int parse_args(int argc, char** argv, train_args* a) {
   }
   a->rank = 0;
   a->ranks = 1;
+  if (a->data_parallel && !step_timeout_set) a->step_timeout = 300;
   if (a->data_parallel) {
     if (!check(weft_cluster_world(&a->rank, &a->ranks), "--data-parallel"))
       return 0;

@@ -65,7 +65,8 @@ static const command commands[] = {
      "[--checkpoint FILE] [--save DIR] [--resume] "
      "[--loss-log FILE] "
      "[--explain] [--data-parallel (under mpirun: each rank its shard of "
-     "every batch)]",
+     "every batch)] [--step-timeout SECONDS (0: none; 300 with "
+     "--data-parallel)] [--checkpoint-every STEPS]",
      weft_command_train},
     {"tfrecord", "write a dataset as TFRecord files of tf.train.Example "
      "records (image bytes, int64 label)",

@@ -15,7 +15,13 @@
 // graph (a topological order, the same on every rank running the same
 // program), and runs start theirs in the order the runs reach their first
 // collective: one run after another.  A node ready early waits (parked,
-// holding no thread) for those before it.  What this asks of programs:
+// holding no thread) for those before it.
+//
+// Failures.  A run's deadline (weft_run_options.timeout_ms) ends a
+// collective still waiting for the other ranks with UNAVAILABLE; its
+// buffers stay with MPI until the operation completes (a late rank still
+// gets its result, and the ranks stay in step) or the process exits (the
+// module then aborts the MPI job rather than hang in MPI_Finalize).  What this asks of programs:
 // every rank builds the same graph and makes the same runs in the same
 // order, from one thread at a time (as SPMD programs under mpirun do);
 // collectives inside loops and conditionals are refused (their runs would
@@ -284,9 +290,25 @@ weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
   RunOrder* order = nullptr;
   WEFT_RETURN_IF_ERROR(OrderOf(ctx, &order));
   std::weak_ptr<Flight> weak = f;
-  f->done = ctx->Park([weak](weft_status* why) {
-    if (std::shared_ptr<Flight> g = weak.lock()) Finish(g, why);
-    else weft_status_destroy(why);
+  const int32_t size = world->size;
+  f->done = ctx->Park([weak, size](weft_status* why) {
+    std::shared_ptr<Flight> g = weak.lock();
+    if (!g) {
+      weft_status_destroy(why);
+      return;
+    }
+    // A deadline that passes while a collective waits means the other
+    // ranks did not all come: say so (MPI cannot tell which one is missing).
+    if (weft_status_code(why) == WEFT_DEADLINE_EXCEEDED) {
+      weft_status* unavailable = Errorf(
+          WEFT_UNAVAILABLE,
+          "%s waited for the other ranks of the job (%d ranks) until the "
+          "run's deadline: a rank died, hung or runs a different program (%s)",
+          g->done->where().c_str(), size, weft_status_message(why));
+      weft_status_destroy(why);
+      why = unavailable;
+    }
+    Finish(g, why);
   });
   const weft_mpi_table* mpi = world->mpi;
   const int64_t offset = f->staged ? 0 : f->output.offset;

@@ -290,9 +290,19 @@ void Run::Cancel(weft_status* why) {
 }
 
 void Run::Expire() {
-  Cancel(Errorf(WEFT_DEADLINE_EXCEEDED,
-                "the run passed its deadline (run option timeout_ms) with "
-                "work left"));
+  static const char kWhy[] =
+      "the run passed its deadline (run option timeout_ms) with work left";
+  // Parked ops hear of the deadline before the run fails with it: one that
+  // knows better why it was still waiting (a collective: the other ranks
+  // did not come) then fails the run with that reason instead.
+  std::vector<std::shared_ptr<ParkedOp>> ops;
+  {
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    ops = parked_;
+  }
+  for (const std::shared_ptr<ParkedOp>& op : ops)
+    if (!op->done()) op->Cancel(Error(WEFT_DEADLINE_EXCEEDED, kWhy));
+  Cancel(Error(WEFT_DEADLINE_EXCEEDED, kWhy));
 }
 
 template <typename Pred>

@@ -11,9 +11,12 @@ cases that need it are skipped, with the reason.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 from tap import Skip, Tap  # noqa: E402
@@ -135,6 +138,71 @@ def data_parallel_alone_is_one_rank():
             alone_losses = [float.fromhex(line.split()[1]) for line in f]
     # One rank: the very same arithmetic (an AllReduce of one is a copy).
     assert alone_losses == one_losses
+
+
+def rank_pid(marker, rank):
+    """The pid of the process whose environment has `marker` and MPI rank
+    `rank`, or None."""
+    want = {b'WEFT_TEST_MARKER=' + marker.encode(),
+            b'OMPI_COMM_WORLD_RANK=' + str(rank).encode()}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/environ', 'rb') as f:
+                env_items = set(f.read().split(b'\0'))
+        except OSError:
+            continue
+        if want <= env_items:
+            return int(entry)
+    return None
+
+
+@tap.case
+def a_hung_rank_ends_the_job_and_a_resume_finishes_it():
+    need_mpi()
+    marker = uuid.uuid4().hex
+    with tempfile.TemporaryDirectory() as d:
+        ckpt = os.path.join(d, 'job.ckpt')
+        args = [MPIRUN, '-np', '2', '--oversubscribe', '--allow-run-as-root',
+                '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE',
+                '-x', 'WEFT_TEST_MARKER', WEFT, 'train', 'fashion-mnist',
+                '--model', 'mlp', '--threads', '1', '--data-parallel',
+                '--checkpoint', ckpt, '--checkpoint-every', '100',
+                '--step-timeout', '3', '--save', os.path.join(d, 'model')]
+        e = env()
+        e['WEFT_TEST_MARKER'] = marker
+        job = subprocess.Popen(args, env=e, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        # The first periodic checkpoint, then rank 1 stops dead.
+        deadline = time.monotonic() + 120
+        while not os.path.exists(ckpt) and job.poll() is None:
+            assert time.monotonic() < deadline, 'no checkpoint after 120 s'
+            time.sleep(0.01)
+        pid = rank_pid(marker, 1)
+        assert pid is not None and job.poll() is None, \
+            'the job ended before rank 1 could be stopped'
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            out, err = job.communicate(timeout=90)
+        finally:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        took = time.monotonic() - stopped
+        assert job.returncode != 0, out[-1500:]
+        # Rank 0 names what it waited for, within the step timeout (3 s)
+        # plus the job's teardown.
+        assert 'waited for the other ranks of the job (2 ranks)' in err, \
+            err[-3000:]
+        assert took < 30, f'the job took {took:.1f} s to end'
+        # The relaunch continues from the last periodic checkpoint.
+        resumed = subprocess.run(args + ['--resume'], env=e,
+                                 capture_output=True, text=True, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert accuracy(resumed.stdout) >= 85.0, resumed.stdout[-1500:]
 
 
 sys.exit(tap.finish())
