@@ -1,40 +1,43 @@
 // weft-mpi.so: Weft's collectives over MPI (mpi_module.h says why a
-// module).  Every MPI call of the process goes through this file, under
-// one mutex, so the module works whatever thread level the MPI library
-// grants; non-blocking operations are driven by one progress thread that
-// tests them and calls their completion functions.
+// module).  Every MPI call of the process but initialization runs on one
+// thread of this module, the collective thread, in the order the
+// collectives were started; callers enqueue and return, and hear of the
+// end through their completion function (called on that thread).
 //
-// Why a progress thread that polls: Open MPI advances non-blocking
-// collectives only inside MPI calls, and the executor must not hold an
-// inter-op thread while a collective waits for the other ranks.  The
-// thread spins (yielding) briefly after activity and then sleeps in
-// growing steps up to 1 ms, so an idle process costs nearly nothing and a
-// busy one sees completions within microseconds.
+// Why blocking calls on a thread of their own rather than MPI's
+// non-blocking collectives: the executor must not hold an inter-op thread
+// while a collective waits for the other ranks, which either gives; but
+// Open MPI runs MPI_Iallreduce with a generic schedule (libnbc) that moved
+// 64 MiB between two ranks of this machine in 81 ms, against 35 ms for
+// MPI_Allreduce's tuned algorithm (bench/allreduce_mpi, one run).  Order
+// is kept by the queue: collectives run in the order they were started,
+// which collective.cc makes the same on every rank.  The cost: one
+// collective at a time per process, and a peer that never comes holds the
+// thread (the run's deadline still ends the node; at exit the module then
+// aborts the MPI job rather than wait).
 #include "distributed/mpi_module.h"
 
 #include <mpi.h>
-#include <sched.h>
 
-#include <atomic>
-#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <list>
+#include <deque>
+#include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
-#include <vector>
 
 #include "weft/dtype.h"
 #include "weft/status.h"
 
 namespace {
 
-struct Pending {
-  MPI_Request request;
+struct Job {
+  std::function<int(MPI_Comm)> run;  // a blocking MPI call
   weft_mpi_done_fn done;
   void* arg;
   const char* what;
@@ -53,26 +56,18 @@ class Module {
     return 0;
   }
 
-  int32_t Start(const char* what, weft_mpi_done_fn done, void* arg,
-                char* error, size_t n,
-                int (*start)(void* ctx, MPI_Comm comm, MPI_Request* request),
-                void* ctx) {
+  int32_t Start(Job job, char* error, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
     if (init_code_ != 0 || !ready_) {
       std::snprintf(error, n, "MPI is not initialized");
       return WEFT_FAILED_PRECONDITION;
     }
-    std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
-      std::snprintf(error, n, "%s: the process is shutting MPI down", what);
+      std::snprintf(error, n, "%s: the process is shutting MPI down",
+                    job.what);
       return WEFT_CANCELLED;
     }
-    Pending p{MPI_REQUEST_NULL, done, arg, what};
-    int rc = start(ctx, comm_, &p.request);
-    if (rc != MPI_SUCCESS) {
-      std::snprintf(error, n, "%s: %s", what, ErrorText(rc).c_str());
-      return WEFT_UNAVAILABLE;
-    }
-    pending_.push_back(p);
+    queue_.push_back(std::move(job));
     wake_.notify_one();
     return 0;
   }
@@ -89,31 +84,36 @@ class Module {
   }
 
   void Shutdown() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!ready_) return;
-      stopping_ = true;
-      wake_.notify_one();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ready_) return;
+    stopping_ = true;
+    const size_t unfinished = queue_.size() + (busy_ ? 1 : 0);
+    if (unfinished != 0) {
+      // A peer never came: the collective thread waits in MPI for it, and
+      // finalizing would wait forever too.
+      std::fprintf(stderr,
+                   "weft-mpi: exiting with %zu collective(s) unfinished (a "
+                   "rank died or hung); aborting the MPI job\n", unfinished);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 70);
+      return;
     }
-    if (progress_.joinable()) progress_.join();
-    std::lock_guard<std::mutex> lock(mu_);
+    wake_.notify_one();
+    lock.unlock();
+    if (worker_.joinable()) worker_.join();
+    lock.lock();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (owns_mpi_ && !finalized) {
-      if (pending_.empty()) {
-        MPI_Comm_free(&comm_);
-        MPI_Finalize();
-      } else {
-        // A peer never answered: finalizing would wait for it forever.
-        std::fprintf(stderr,
-                     "weft-mpi: exiting with %zu collective(s) unfinished "
-                     "(a rank died or hung); aborting the MPI job\n",
-                     pending_.size());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 70);
-      }
+      MPI_Comm_free(&comm_);
+      MPI_Finalize();
     }
     ready_ = false;
+  }
+
+  static Module& Get() {
+    static Module* module = new Module();  // never destroyed: atexit uses it
+    return *module;
   }
 
  private:
@@ -136,6 +136,8 @@ class Module {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
+      // The collective thread makes the calls; MPI_Abort at exit may come
+      // from another thread while it waits.
       int provided = 0;
       int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE,
                                &provided);
@@ -146,92 +148,59 @@ class Module {
       }
       owns_mpi_ = true;
     }
-    // Errors come back as codes: a dead peer must fail the run, not abort
-    // the process.
+    // Errors come back as codes: a failing peer must fail the run, not
+    // abort the process.
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    ready_ = true;
-    progress_ = std::thread([this] { Progress(); });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = true;
+    }
+    worker_ = std::thread([this] { Work(); });
     std::atexit([] { Get().Shutdown(); });
   }
 
-  void Progress() {
-    int idle = 0;
-    std::vector<Pending> finished;
-    std::vector<int> codes;
+  void Work() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      if (stopping_) return;
-      if (pending_.empty()) {
-        wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-        idle = 0;
-        continue;
-      }
-      for (auto it = pending_.begin(); it != pending_.end();) {
-        int flag = 0;
-        MPI_Status status;
-        int rc = MPI_Test(&it->request, &flag, &status);
-        if (rc != MPI_SUCCESS || flag) {
-          finished.push_back(*it);
-          codes.push_back(rc);
-          it = pending_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if (!finished.empty()) {
-        lock.unlock();
-        for (size_t i = 0; i < finished.size(); ++i) {
-          if (codes[i] == MPI_SUCCESS) {
-            finished[i].done(finished[i].arg, 0, nullptr);
-          } else {
-            std::string why = std::string(finished[i].what) + ": " +
-                              ErrorText(codes[i]);
-            finished[i].done(finished[i].arg, WEFT_UNAVAILABLE, why.c_str());
-          }
-        }
-        finished.clear();
-        codes.clear();
-        idle = 0;
-        lock.lock();
-        continue;
-      }
-      // Nothing finished: spin a little (collectives between busy ranks
-      // finish within microseconds), then back off.
-      ++idle;
-      if (idle < 200) {
-        lock.unlock();
-        sched_yield();
-        lock.lock();
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      const int rc = job.run(comm_);
+      // Out of MPI before the caller hears: a program that exits as soon
+      // as its last collective is done must find the module idle.
+      lock.lock();
+      busy_ = false;
+      lock.unlock();
+      if (rc == MPI_SUCCESS) {
+        job.done(job.arg, 0, nullptr);
       } else {
-        int us = idle < 1000 ? 20 : (idle < 2000 ? 200 : 1000);
-        wake_.wait_for(lock, std::chrono::microseconds(us));
+        std::string why = std::string(job.what) + ": " + ErrorText(rc);
+        job.done(job.arg, WEFT_UNAVAILABLE, why.c_str());
       }
+      lock.lock();
     }
   }
 
- public:
-  static Module& Get() {
-    static Module* module = new Module();  // never destroyed: atexit uses it
-    return *module;
-  }
-
- private:
   std::once_flag once_, version_once_;
   int32_t init_code_ = 0;
   char init_error_[512] = {};
   char version_[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   bool owns_mpi_ = false;
-  std::atomic<bool> ready_{false};
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::mutex mu_;
   std::condition_variable wake_;
+  bool ready_ = false;
   bool stopping_ = false;
-  std::list<Pending> pending_;
-  std::thread progress_;
+  bool busy_ = false;
+  std::deque<Job> queue_;
+  std::thread worker_;
 };
 
 bool MpiType(int32_t dtype, MPI_Datatype* out) {
@@ -258,66 +227,47 @@ int32_t Init(int32_t* rank, int32_t* size, char* error, size_t n) {
 
 int32_t AllReduce(void* data, int64_t count, int32_t dtype, int32_t op,
                   weft_mpi_done_fn done, void* arg, char* error, size_t n) {
-  struct Ctx {
-    void* data;
-    int count;
-    MPI_Datatype type;
-  } ctx{data, 0, MPI_DATATYPE_NULL};
+  MPI_Datatype type = MPI_DATATYPE_NULL;
   if (op != WEFT_MPI_SUM) {
     std::snprintf(error, n, "AllReduce: unknown reduction %d", op);
     return WEFT_INVALID_ARGUMENT;
   }
-  if (!MpiType(dtype, &ctx.type)) {
+  if (!MpiType(dtype, &type)) {
     std::snprintf(error, n, "AllReduce: no MPI type for dtype %d", dtype);
     return WEFT_INVALID_ARGUMENT;
   }
   if (TooLarge(count, "AllReduce", error, n)) return WEFT_INVALID_ARGUMENT;
-  ctx.count = static_cast<int>(count);
+  const int c = static_cast<int>(count);
   return Module::Get().Start(
-      "MPI_Iallreduce", done, arg, error, n,
-      [](void* c, MPI_Comm comm, MPI_Request* r) {
-        Ctx* x = static_cast<Ctx*>(c);
-        return MPI_Iallreduce(MPI_IN_PLACE, x->data, x->count, x->type,
-                              MPI_SUM, comm, r);
-      },
-      &ctx);
+      Job{[data, c, type](MPI_Comm comm) {
+            return MPI_Allreduce(MPI_IN_PLACE, data, c, type, MPI_SUM, comm);
+          },
+          done, arg, "MPI_Allreduce"},
+      error, n);
 }
 
 int32_t Broadcast(void* data, int64_t bytes, int32_t root,
                   weft_mpi_done_fn done, void* arg, char* error, size_t n) {
-  struct Ctx {
-    void* data;
-    int bytes;
-    int root;
-  } ctx{data, 0, root};
   if (TooLarge(bytes, "Broadcast", error, n)) return WEFT_INVALID_ARGUMENT;
-  ctx.bytes = static_cast<int>(bytes);
+  const int b = static_cast<int>(bytes);
   return Module::Get().Start(
-      "MPI_Ibcast", done, arg, error, n,
-      [](void* c, MPI_Comm comm, MPI_Request* r) {
-        Ctx* x = static_cast<Ctx*>(c);
-        return MPI_Ibcast(x->data, x->bytes, MPI_BYTE, x->root, comm, r);
-      },
-      &ctx);
+      Job{[data, b, root](MPI_Comm comm) {
+            return MPI_Bcast(data, b, MPI_BYTE, root, comm);
+          },
+          done, arg, "MPI_Bcast"},
+      error, n);
 }
 
 int32_t AllGather(const void* in, int64_t bytes, void* out,
                   weft_mpi_done_fn done, void* arg, char* error, size_t n) {
-  struct Ctx {
-    const void* in;
-    int bytes;
-    void* out;
-  } ctx{in, 0, out};
   if (TooLarge(bytes, "AllGather", error, n)) return WEFT_INVALID_ARGUMENT;
-  ctx.bytes = static_cast<int>(bytes);
+  const int b = static_cast<int>(bytes);
   return Module::Get().Start(
-      "MPI_Iallgather", done, arg, error, n,
-      [](void* c, MPI_Comm comm, MPI_Request* r) {
-        Ctx* x = static_cast<Ctx*>(c);
-        return MPI_Iallgather(x->in, x->bytes, MPI_BYTE, x->out, x->bytes,
-                              MPI_BYTE, comm, r);
-      },
-      &ctx);
+      Job{[in, b, out](MPI_Comm comm) {
+            return MPI_Allgather(in, b, MPI_BYTE, out, b, MPI_BYTE, comm);
+          },
+          done, arg, "MPI_Allgather"},
+      error, n);
 }
 
 const char* LibraryVersion() { return Module::Get().LibraryVersion(); }

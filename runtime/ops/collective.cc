@@ -281,7 +281,10 @@ weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
                     NodeWhere(n).c_str());
     if (in_bytes != 0)
       WEFT_RETURN_IF_ERROR(ctx->ReadToHost(x, f->send->handle, in_bytes));
-  } else if (in_bytes != 0) {
+  } else if (in_bytes != 0 &&
+             (kind == Kind::kAllReduce || root == world->rank)) {
+    // A Broadcast overwrites every rank's output but the root's: only the
+    // root's x is read.
     char* dst = static_cast<char*>(f->buffer->handle) +
                 (f->staged ? 0 : f->output.offset);
     WEFT_RETURN_IF_ERROR(ctx->ReadToHost(x, dst, in_bytes));
