@@ -24,6 +24,16 @@ JNIEXPORT jintArray NATIVE(pluginInterfaceRange)(JNIEnv* env, jclass c) {
   return out;
 }
 
+JNIEXPORT jintArray NATIVE(clusterWorld)(JNIEnv* env, jclass c) {
+  (void)c;
+  int32_t rank = 0, size = 1;
+  if (weft_jni_check(env, weft_cluster_world(&rank, &size))) return NULL;
+  jint v[2] = {rank, size};
+  jintArray out = (*env)->NewIntArray(env, 2);
+  if (out != NULL) (*env)->SetIntArrayRegion(env, out, 0, 2, v);
+  return out;
+}
+
 JNIEXPORT void NATIVE(pluginsDiscover)(JNIEnv* env, jclass c) {
   (void)c;
   weft_jni_check(env, weft_plugins_discover());

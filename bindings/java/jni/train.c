@@ -128,7 +128,7 @@ JNIEXPORT jlong NATIVE(minimize)(JNIEnv* env, jclass c, jlong graph,
                                  jdouble learning_rate, jdouble momentum,
                                  jboolean nesterov, jdouble beta1,
                                  jdouble beta2, jdouble epsilon,
-                                 jstring name) {
+                                 jboolean data_parallel, jstring name) {
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
   weft_optimizer_options o;
@@ -139,6 +139,7 @@ JNIEXPORT jlong NATIVE(minimize)(JNIEnv* env, jclass c, jlong graph,
   o.beta1 = beta1;
   o.beta2 = beta2;
   o.epsilon = epsilon;
+  o.data_parallel = data_parallel ? 1 : 0;
   weft_jni_string n;
   if (!weft_jni_string_get(env, name, &n)) return 0;
   weft_node* train = NULL;
@@ -147,6 +148,19 @@ JNIEXPORT jlong NATIVE(minimize)(JNIEnv* env, jclass c, jlong graph,
       &train);
   weft_jni_string_release(env, &n);
   return weft_jni_check(env, st) ? 0 : WEFT_JNI_HANDLE(train);
+}
+
+JNIEXPORT jlong NATIVE(broadcastVariables)(JNIEnv* env, jclass c,
+                                           jlong graph, jint root,
+                                           jstring name) {
+  (void)c;
+  if (weft_jni_null_handle(env, graph)) return 0;
+  weft_jni_string n;
+  if (!weft_jni_string_get(env, name, &n)) return 0;
+  weft_node* op = NULL;
+  weft_status* st = weft_broadcast_variables(GRAPH(graph), root, n.utf, &op);
+  weft_jni_string_release(env, &n);
+  return weft_jni_check(env, st) ? 0 : WEFT_JNI_HANDLE(op);
 }
 
 static void checkpoint(JNIEnv* env, jlong session, jstring path,

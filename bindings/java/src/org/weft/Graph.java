@@ -310,9 +310,24 @@ public final class Graph extends NativeObject {
     try {
       return node(Native.minimize(g, loss.node().handleIn(this), loss.index(),
           options.optimizer().value(), options.learningRate(), options.momentum(),
-          options.nesterov(), options.beta1(), options.beta2(), options.epsilon(), name));
+          options.nesterov(), options.beta1(), options.beta2(), options.epsilon(),
+          options.dataParallel(), name));
     } finally {
       DIFFERENTIATING.set(outer);
+      release();
+    }
+  }
+
+  /**
+   * A NoOp ({@code name}, or "broadcast_variables" when null) setting every
+   * variable to rank {@code root}'s value in an MPI job; run it once after
+   * initializing (weft_broadcast_variables).
+   */
+  public Node broadcastVariables(int root, String name) {
+    long g = acquire();
+    try {
+      return node(Native.broadcastVariables(g, root, name));
+    } finally {
       release();
     }
   }

@@ -3,9 +3,17 @@ package org.weft;
 /**
  * Options of {@link Graph#minimize}: start from {@link #defaults} (the C
  * library's, learning rate 0.01) and change what differs.
+ * {@code dataParallel}: average each gradient over the ranks of the
+ * program's MPI job before its update ({@link Weft#clusterWorld}).
  */
 public record OptimizerOptions(Optimizer optimizer, double learningRate, double momentum,
-    boolean nesterov, double beta1, double beta2, double epsilon) {
+    boolean nesterov, double beta1, double beta2, double epsilon, boolean dataParallel) {
+
+  /** The options without data parallelism (the record before it had it). */
+  public OptimizerOptions(Optimizer optimizer, double learningRate, double momentum,
+      boolean nesterov, double beta1, double beta2, double epsilon) {
+    this(optimizer, learningRate, momentum, nesterov, beta1, beta2, epsilon, false);
+  }
 
   /** The library's defaults for {@code optimizer}. */
   public static OptimizerOptions defaults(Optimizer optimizer) {
@@ -26,19 +34,28 @@ public record OptimizerOptions(Optimizer optimizer, double learningRate, double 
   }
 
   public OptimizerOptions withLearningRate(double value) {
-    return new OptimizerOptions(optimizer, value, momentum, nesterov, beta1, beta2, epsilon);
+    return new OptimizerOptions(optimizer, value, momentum, nesterov, beta1, beta2, epsilon,
+        dataParallel);
   }
 
   public OptimizerOptions withMomentum(double value) {
-    return new OptimizerOptions(optimizer, learningRate, value, nesterov, beta1, beta2, epsilon);
+    return new OptimizerOptions(optimizer, learningRate, value, nesterov, beta1, beta2, epsilon,
+        dataParallel);
   }
 
   public OptimizerOptions withNesterov(boolean value) {
-    return new OptimizerOptions(optimizer, learningRate, momentum, value, beta1, beta2, epsilon);
+    return new OptimizerOptions(optimizer, learningRate, momentum, value, beta1, beta2, epsilon,
+        dataParallel);
   }
 
   public OptimizerOptions withAdam(double beta1, double beta2, double epsilon) {
     return new OptimizerOptions(optimizer, learningRate, momentum, nesterov, beta1, beta2,
-        epsilon);
+        epsilon, dataParallel);
+  }
+
+  /** Gradients averaged over the MPI job's ranks before each update. */
+  public OptimizerOptions withDataParallel(boolean value) {
+    return new OptimizerOptions(optimizer, learningRate, momentum, nesterov, beta1, beta2,
+        epsilon, value);
   }
 }

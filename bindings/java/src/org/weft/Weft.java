@@ -29,6 +29,18 @@ public final class Weft {
     return (r[0] >>> 16) + "." + (r[0] & 0xffff) + "-" + (r[1] >>> 16) + "." + (r[1] & 0xffff);
   }
 
+  /**
+   * This process's place in its MPI job: rank 0 of 1 unless started by an
+   * MPI launcher (mpirun), when collective ops run across the ranks.
+   */
+  public static ClusterWorld clusterWorld() {
+    int[] w = Native.clusterWorld();
+    return new ClusterWorld(w[0], w[1]);
+  }
+
+  /** A rank and the number of ranks of the program's MPI job. */
+  public record ClusterWorld(int rank, int size) {}
+
   /** Loads the plugins on the search path, if not done yet. */
   public static void discoverPlugins() {
     Native.pluginsDiscover();

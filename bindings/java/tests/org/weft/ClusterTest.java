@@ -1,0 +1,48 @@
+package org.weft;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The MPI job from Java, outside mpirun: one rank, where data-parallel
+ * training and the variable broadcast change nothing.  (The multi-rank
+ * behaviour is tested from C under mpirun: tests/mpi/.)
+ */
+class ClusterTest {
+  @Test
+  void aProgramAloneIsRankZeroOfOne() {
+    assertEquals(new Weft.ClusterWorld(0, 1), Weft.clusterWorld());
+  }
+
+  /** w after three gradient-descent steps on (w - 3)^2, from w = 1. */
+  private static float[] train(boolean dataParallel, boolean broadcast) {
+    try (Graph g = new Graph()) {
+      Variable w = g.variable("w", Tensor.of(new float[] {1f, -1f}, 2));
+      Output target = g.constant("target", Tensor.of(new float[] {3f, 3f}, 2));
+      Output loss = g.apply("Sum", "loss",
+          g.apply("Square", "sq", g.apply("Sub", "d", w.value(), target)));
+      Node step = g.minimize(loss,
+          OptimizerOptions.gradientDescent(0.1).withDataParallel(dataParallel), null);
+      Node init = g.initializeAll("init");
+      Node sync = broadcast ? g.broadcastVariables(0, null) : null;
+      try (Session s = new Session(g)) {
+        s.run(init);
+        if (sync != null) s.run(sync);
+        for (int i = 0; i < 3; ++i) s.run(step);
+        try (Session.Result r = s.runner().fetch(w.value()).run()) {
+          return r.get(0).toFloatArray();
+        }
+      }
+    }
+  }
+
+  @Test
+  void dataParallelAloneTrainsAsUsual() {
+    float[] plain = train(false, false);
+    // w <- w - 0.1 * 2 (w - 3), three times: 3 - (3 - w0) * 0.8^3.
+    assertArrayEquals(new float[] {3f - 2f * 0.512f, 3f - 4f * 0.512f}, plain, 1e-5f);
+    assertArrayEquals(plain, train(true, true), 0f);
+  }
+}
