@@ -5,9 +5,12 @@
  * libweft would see.  New subcommands (ops, train, place, ...) add an entry
  * and a function; nothing else changes.
  */
+/* gethostname (POSIX), hidden by strict -std=c11. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/commands.h"
 #include "tools/json.h"
@@ -34,7 +37,8 @@ static const command commands[] = {
     {"version", "library, user-API and plugin-interface versions", "",
      command_version},
     {"devices", "plugins found, refused ones and why, devices and properties",
-     "[--json] [PLUGIN_FILE...]", command_devices},
+     "[--json] [--cluster (under mpirun: every task's devices)] "
+     "[PLUGIN_FILE...]", command_devices},
     {"ops", "every op: inputs, outputs, attributes, where it comes from, "
      "kernels per plugin",
      "[PLUGIN_FILE...] [OP...]", command_ops},
@@ -389,17 +393,93 @@ static void print_search_path(printer* p) {
   printf(",\n");
 }
 
+/* `weft devices --cluster`: every task's devices, gathered to rank 0 by
+ * the collective op AllGather (each rank's text in a fixed-size block, so
+ * that every rank sends the same bytes); the other ranks print nothing. */
+enum { CLUSTER_BLOCK = 8192 };
+
+static int print_cluster(void) {
+  int32_t rank = 0, size = 1;
+  weft_status* status = weft_cluster_world(&rank, &size);
+  if (status != NULL) return report("joining the MPI job", status);
+  char host[256] = "";
+  if (gethostname(host, sizeof host) != 0) strcpy(host, "?");
+  host[sizeof host - 1] = '\0';
+  uint8_t mine[CLUSTER_BLOCK];
+  memset(mine, 0, sizeof mine);
+  size_t used = (size_t)snprintf((char*)mine, sizeof mine,
+                                 "/job:worker/task:%d on %s (pid %ld)\n",
+                                 rank, host, (long)getpid());
+  for (int32_t i = 0; i < weft_device_count() && used < sizeof mine; ++i) {
+    weft_device_description d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    status = weft_device_describe(i, &d);
+    if (status != NULL) return report("describing a device", status);
+    used += (size_t)snprintf((char*)mine + used, sizeof mine - used,
+                             "  /job:worker/task:%d%s  %s (%s)\n", rank,
+                             or_dash(d.name), or_dash(d.description),
+                             or_dash(d.plugin));
+  }
+  mine[sizeof mine - 1] = '\0';
+  weft_graph* g = NULL;
+  weft_session* s = NULL;
+  weft_tensor *block = NULL, *all = NULL;
+  weft_output in, out;
+  weft_node* gather = NULL;
+  const int64_t dims[1] = {CLUSTER_BLOCK};
+  weft_op_builder* b = NULL;
+  if ((status = weft_graph_create(&g)) == NULL &&
+      (status = weft_tensor_create_copy(WEFT_UINT8, dims, 1, mine,
+                                        sizeof mine, &block)) == NULL &&
+      (status = weft_graph_constant(g, "mine", block, &in)) == NULL) {
+    b = weft_op_begin(g, "AllGather", "every_task");
+    weft_op_add_input(b, in);
+    if ((status = weft_op_finish(b, &gather)) == NULL) {
+      out = (weft_output){gather, 0};
+      weft_session_options o;
+      weft_session_options_init(&o);
+      o.devices = "CPU";
+      if ((status = weft_session_create(g, &o, &s)) == NULL)
+        status = weft_session_run(s, NULL, NULL, 0, &out, 1, NULL, 0, &all);
+    }
+  }
+  int rc = 0;
+  if (status != NULL) {
+    rc = report("gathering the tasks' devices", status);
+  } else if (rank == 0) {
+    printf("cluster: %d task%s (job worker%s)\n", size, size == 1 ? "" : "s",
+           size == 1 ? "; not started by an MPI launcher" : ", over MPI");
+    const char* text = weft_tensor_data(all);
+    for (int32_t t = 0; t < size; ++t)
+      fputs(text + (size_t)t * CLUSTER_BLOCK, stdout);
+  }
+  weft_tensor_destroy(all);
+  weft_tensor_destroy(block);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return rc;
+}
+
 static int command_devices(int argc, char** argv) {
   printer p = {0, 0};
+  int cluster = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--json") == 0) {
       p.json = 1;
+    } else if (strcmp(argv[i], "--cluster") == 0) {
+      cluster = 1;
     } else if (argv[i][0] == '-') {
       return unknown_option(argv[0], argv[i]);
     }
   }
+  if (cluster && p.json) {
+    fprintf(stderr, "weft devices: --cluster has no JSON form yet\n");
+    return 2;
+  }
   weft_status* status = weft_plugins_discover();
   if (status != NULL) return report("discovering plugins", status);
+  if (cluster) return print_cluster();
 
   /* Explicit files are for plugin authors trying a build that is not on the
    * search path; a file that fails to load is shown among the refusals too,

@@ -1,4 +1,5 @@
-"""`weft train fashion-mnist --data-parallel` under mpirun (issue 16).
+"""`weft train fashion-mnist --data-parallel` and `weft devices --cluster`
+under mpirun (issue 16).
 
     test_train_data_parallel.py WEFT MPI_MODULE [MPIRUN]
 
@@ -138,6 +139,27 @@ def data_parallel_alone_is_one_rank():
             alone_losses = [float.fromhex(line.split()[1]) for line in f]
     # One rank: the very same arithmetic (an AllReduce of one is a copy).
     assert alone_losses == one_losses
+
+
+@tap.case
+def devices_cluster_lists_every_task():
+    need_mpi()
+    done = subprocess.run(
+        [MPIRUN, '-np', '3', '--oversubscribe', '--allow-run-as-root',
+         '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE', WEFT, 'devices',
+         '--cluster'], env=env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith('cluster: 3 tasks (job worker, over MPI)'), out
+    for task in range(3):
+        # Rank 0 prints every task's block once, in order.
+        assert out.count(f'/job:worker/task:{task} on ') == 1, out
+        assert f'/job:worker/task:{task}/device:CPU:0' in out, out
+    alone = subprocess.run([WEFT, 'devices', '--cluster'], env=env(),
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.startswith('cluster: 1 task (job worker; not started '
+                                   'by an MPI launcher)'), alone.stdout
 
 
 def rank_pid(marker, rank):
