@@ -182,7 +182,6 @@ struct Flight {
   weft_dtype dtype = WEFT_FLOAT32;
   int64_t count = 0;
   std::atomic<bool> ended{false};
-  RuntimeOpContext* ctx = nullptr;  // valid until the op function returns
   std::shared_ptr<Flight> self;     // alive while MPI holds it
 };
 
@@ -192,12 +191,14 @@ void Finish(std::shared_ptr<Flight> f, weft_status* status) {
     return;
   }
   if (status == nullptr && f->scale != 1) {
+    void* data = static_cast<char*>(f->buffer->handle) +
+                 (f->staged ? 0 : f->output.offset);
     if (f->dtype == WEFT_FLOAT32) {
-      float* p = static_cast<float*>(f->buffer->handle);
+      float* p = static_cast<float*>(data);
       for (int64_t i = 0; i < f->count; ++i)
         p[i] = static_cast<float>(p[i] * f->scale);
     } else {
-      double* p = static_cast<double*>(f->buffer->handle);
+      double* p = static_cast<double*>(data);
       for (int64_t i = 0; i < f->count; ++i) p[i] *= f->scale;
     }
   }
