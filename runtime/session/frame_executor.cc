@@ -302,6 +302,15 @@ void Run::Expire() {
   }
   for (const std::shared_ptr<ParkedOp>& op : ops)
     if (!op->done()) op->Cancel(Error(WEFT_DEADLINE_EXCEEDED, kWhy));
+  {
+    // An op that answered with a plain CANCELLED of its own (an
+    // asynchronous kernel's wording) was cancelled by the deadline: say so.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_ != nullptr && weft_status_code(error_) == WEFT_CANCELLED) {
+      weft_status_destroy(error_);
+      error_ = Error(WEFT_DEADLINE_EXCEEDED, kWhy);
+    }
+  }
   Cancel(Error(WEFT_DEADLINE_EXCEEDED, kWhy));
 }
 
