@@ -80,6 +80,38 @@ function initialize_all(g::Graph; name::AbstractString = "init_all")
     return Node(out[], g)
 end
 
+"""
+    broadcast_variables(g; root = 0, name = "broadcast_variables") -> Node
+
+A NoOp that sets every variable of the graph to rank `root`'s value in the
+program's MPI job (see [`cluster_world`](@ref)): run it once after
+initializing, so that data-parallel ranks start alike.  Alone it changes
+nothing.
+"""
+function broadcast_variables(g::Graph; root::Integer = 0,
+                             name::AbstractString = "broadcast_variables")
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    GC.@preserve g check(@ccall libweft.weft_broadcast_variables(
+        g::Ptr{Cvoid}, Int32(root)::Int32, name::Cstring,
+        out::Ptr{Ptr{Cvoid}})::Ptr{Cvoid})
+    return Node(out[], g)
+end
+
+"""
+    cluster_world() -> (rank, size)
+
+This process's rank and the number of ranks of its MPI job: `(0, 1)` unless
+started by an MPI launcher (mpirun), when the collective ops (`AllReduce`,
+`Broadcast`, `AllGather`) run across the ranks.
+"""
+function cluster_world()
+    rank = Ref{Int32}(0)
+    size = Ref{Int32}(1)
+    check(@ccall libweft.weft_cluster_world(rank::Ptr{Int32},
+                                            size::Ptr{Int32})::Ptr{Cvoid})
+    return (Int(rank[]), Int(size[]))
+end
+
 const OPTIMIZERS = Dict(:gradient_descent => 0, :sgd => 0, :momentum => 1, :adam => 2)
 
 """

@@ -23,6 +23,7 @@ const CPU = "CPU"
     @test !isempty(cpus)
     @test cpus[1].name == "/device:CPU:0"
     @test cpus[1].unsupported_dtypes == 0
+    @test cluster_world() == (0, 1)
     @test any(p -> p.device_type == "CPU", plugins())
     ops = op_descriptions()
     @test any(o -> o.name == "MatMul" && o.num_inputs == 2, ops)
