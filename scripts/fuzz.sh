@@ -50,7 +50,9 @@ build_runtime_archive() {
   newest_header=$(find runtime abi -name '*.h' -printf '%T@ %p\n' |
                   sort -n | tail -1 | cut -d' ' -f2)
   mkdir -p "$out/obj"
-  for src in $(find runtime -name '*.cc' | sort); do
+  # Not the MPI module (runtime/distributed/mpi_module.cc): a separate
+  # shared object that links MPI, never part of libweft.
+  for src in $(find runtime -name '*.cc' ! -name mpi_module.cc | sort); do
     obj=$out/obj/$(echo "$src" | tr / _).o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
        [ "$newest_header" -nt "$obj" ]; then

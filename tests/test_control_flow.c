@@ -1040,3 +1040,32 @@ Test(control_flow, case_runs_only_the_selected_branch) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* A Merge whose inputs are all fed has no node to wait for: it fires at
+ * once with its first input (found by the c_api fuzzer: it used to fire
+ * with no input index, reading out of bounds). */
+Test(control_flow, merge_of_fed_values_fires_with_the_first) {
+  weft_graph* g = wt_graph_new();
+  weft_output a = wt_placeholder(g, "a", WEFT_FLOAT32, WT_DIMS(2), 1);
+  weft_output b = wt_placeholder(g, "b", WEFT_FLOAT32, WT_DIMS(2), 1);
+  weft_output merged = wt_apply2(g, "Merge", "merged", a, b);
+  weft_output index = {merged.node, 1};
+  weft_session* s = wt_session_new(g, "CPU");
+  const float av[2] = {1, 2}, bv[2] = {3, 4};
+  weft_tensor* at = wt_tensor(WEFT_FLOAT32, WT_DIMS(2), 1, av);
+  weft_tensor* bt = wt_tensor(WEFT_FLOAT32, WT_DIMS(2), 1, bv);
+  const weft_output feeds[2] = {a, b};
+  weft_tensor* const values[2] = {at, bt};
+  const weft_output fetches[2] = {merged, index};
+  weft_tensor* out[2] = {NULL, NULL};
+  WT_OK(weft_session_run(s, feeds, values, 2, fetches, 2, NULL, 0, out));
+  const float* v = weft_tensor_data(out[0]);
+  cr_expect(v[0] == 1 && v[1] == 2, "merged [%g %g]", v[0], v[1]);
+  cr_expect_eq(*(const int32_t*)weft_tensor_data(out[1]), 0);
+  weft_tensor_destroy(out[0]);
+  weft_tensor_destroy(out[1]);
+  weft_tensor_destroy(at);
+  weft_tensor_destroy(bt);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}

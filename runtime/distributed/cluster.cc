@@ -9,6 +9,12 @@
 
 #include "base/status.h"
 
+// The installation's directory of the module (Meson passes it; builds
+// without it, the fuzzers', look beside libweft only).
+#ifndef WEFT_MPI_MODULE_DIR
+#define WEFT_MPI_MODULE_DIR ""
+#endif
+
 namespace weft {
 namespace distributed {
 namespace {
@@ -45,7 +51,8 @@ std::vector<std::string> Candidates() {
       out.push_back(dir + "weft/weft-mpi.so");
     }
   }
-  out.push_back(std::string(WEFT_MPI_MODULE_DIR) + "/weft-mpi.so");
+  if (*WEFT_MPI_MODULE_DIR)
+    out.push_back(std::string(WEFT_MPI_MODULE_DIR) + "/weft-mpi.so");
   return out;
 }
 

@@ -875,8 +875,23 @@ weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
   {
     std::lock_guard<std::mutex> lock(cf_mu_);
     root->outstanding++;  // held until every root is queued
-    for (size_t i = plan_.roots.size(); i-- > 0;)
-      CfReady(root, plan_.roots[i], false, -1);
+    for (size_t i = plan_.roots.size(); i-- > 0;) {
+      const int32_t r = plan_.roots[i];
+      const PlanNode& q = plan_.nodes[r];
+      if (q.kind != ExecKind::kMerge) {
+        CfReady(root, r, false, -1);
+        continue;
+      }
+      // A Merge whose inputs are all fed (no plan node feeds it) fires at
+      // once with its first live input, as a Merge does when that input
+      // arrives; with none live it is dead.
+      int32_t live = -1;
+      for (size_t k = 0; k < q.input_slots.size() && live < 0; ++k)
+        if (q.input_slots[k] >= 0 && root->state[q.input_slots[k]] == kLive)
+          live = static_cast<int32_t>(k);
+      root->fired[q.local] = 1;
+      CfReady(root, r, live < 0, live);
+    }
     root->outstanding--;
     CfCheckDone(root_frame_);
   }
