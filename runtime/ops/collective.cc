@@ -13,8 +13,9 @@
 // the executor runs ready nodes in whatever order threads take them.  So a
 // run starts its collectives in the order of their nodes' creation in the
 // graph (a topological order, the same on every rank running the same
-// program), and runs start theirs in the order the runs reach their first
-// collective: one run after another.  A node ready early waits (parked,
+// program; Plan::collectives lists them once per plan), and runs start
+// theirs in the order the runs reach their first collective: one run after
+// another.  A node ready early waits (parked,
 // holding no thread) for those before it.
 //
 // Failures.  A run's deadline (weft_run_options.timeout_ms) ends a
@@ -49,11 +50,6 @@
 namespace weft {
 namespace {
 
-bool IsCollective(const weft_node* n) {
-  return n->op_type == "AllReduce" || n->op_type == "Broadcast" ||
-         n->op_type == "AllGather";
-}
-
 // ---- Starting collectives in one order on every rank -----------------------
 
 using StartFn = std::function<void()>;
@@ -77,8 +73,9 @@ Turns& GlobalTurns() {
 // started.  Kept in the run's resources; gone with the run.
 class RunOrder : public RunResource {
  public:
-  explicit RunOrder(std::vector<const weft_node*> nodes)
-      : nodes_(std::move(nodes)) {
+  // `nodes`: the plan's, which outlives the run.
+  explicit RunOrder(const std::vector<const weft_node*>* nodes)
+      : nodes_(*nodes) {
     Turns& t = GlobalTurns();
     std::lock_guard<std::mutex> lock(t.mu);
     ticket_ = t.next_ticket++;
@@ -133,7 +130,7 @@ class RunOrder : public RunResource {
     }
   }
 
-  std::vector<const weft_node*> nodes_;
+  const std::vector<const weft_node*>& nodes_;
   size_t next_ = 0;
   uint64_t ticket_ = 0;
   std::map<const weft_node*, StartFn> pending_;
@@ -150,12 +147,7 @@ weft_status* OrderOf(RuntimeOpContext* ctx, RunOrder** out) {
                         "conditionals are not supported (every rank must "
                         "start the same collectives in the same order)",
                         NodeWhere(ctx->node()).c_str());
-        std::vector<const weft_node*> nodes = ctx->PlanNodes(IsCollective);
-        std::sort(nodes.begin(), nodes.end(),
-                  [](const weft_node* a, const weft_node* b) {
-                    return a->id < b->id;
-                  });
-        made->reset(new RunOrder(std::move(nodes)));
+        made->reset(new RunOrder(&ctx->plan_collectives()));
         return nullptr;
       },
       &r));
@@ -401,6 +393,7 @@ void RegisterCollectiveOps(OpRegistry* r) {
     d.infer = [](InferenceContext& c) {
       return InferCollective(c, Kind::kAllReduce);
     };
+    d.collective = true;
     r->Add(std::move(d));
   }
   {
@@ -410,6 +403,7 @@ void RegisterCollectiveOps(OpRegistry* r) {
     d.infer = [](InferenceContext& c) {
       return InferCollective(c, Kind::kBroadcast);
     };
+    d.collective = true;
     r->Add(std::move(d));
   }
   {
@@ -419,6 +413,7 @@ void RegisterCollectiveOps(OpRegistry* r) {
     d.infer = [](InferenceContext& c) {
       return InferCollective(c, Kind::kAllGather);
     };
+    d.collective = true;
     r->Add(std::move(d));
   }
 }

@@ -109,6 +109,10 @@ struct OpDef {
   std::vector<weft_dtype> allowed_types;  // for type_attr; empty = any
   std::function<weft_status*(InferenceContext&)> infer;
   RuntimeOpFn runtime = nullptr;  // exec == kRuntime
+  // A collective across the processes of an MPI job (ops/collective.cc):
+  // plans list these nodes in creation order, the order every rank starts
+  // them in.
+  bool collective = false;
   std::string summary;
   // How `weft ops` names the outputs when num_outputs does not tell
   // (an attribute decides how many, as for Split): "num_split outputs".

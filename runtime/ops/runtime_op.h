@@ -170,11 +170,9 @@ class RuntimeOpContext {
   // the waiter without its AsyncDone).
   virtual std::shared_ptr<AsyncDone> Park(CancelFn cancel) = 0;
 
-  // The graph nodes of the run's plan for which `pick` holds, in no
-  // particular order (collective ops order theirs), and whether the plan
-  // has control flow.
-  virtual std::vector<const weft_node*> PlanNodes(
-      bool (*pick)(const weft_node*)) const = 0;
+  // The run's collective nodes in the order every rank starts them
+  // (Plan::collectives), and whether the plan has control flow.
+  virtual const std::vector<const weft_node*>& plan_collectives() const = 0;
   virtual bool plan_has_control_flow() const = 0;
 };
 

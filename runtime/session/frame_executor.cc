@@ -83,14 +83,8 @@ class CfRuntimeContext : public RuntimeOpContext {
   const weft_node* node() const override { return p_.node; }
   Device* device() const override { return p_.device; }
   RunResources* resources() override { return &run_->resources_; }
-  std::vector<const weft_node*> PlanNodes(
-      bool (*pick)(const weft_node*)) const override {
-    std::vector<const weft_node*> out;
-    for (const PlanNode& q : run_->plan_.nodes)
-      if (q.kind == ExecKind::kRuntime && q.node != nullptr && pick(q.node) &&
-          std::find(out.begin(), out.end(), q.node) == out.end())
-        out.push_back(q.node);
-    return out;
+  const std::vector<const weft_node*>& plan_collectives() const override {
+    return run_->plan_.collectives;
   }
   bool plan_has_control_flow() const override {
     return run_->plan_.control_flow;

@@ -61,7 +61,12 @@ weft_status* Planner::Build() {
     };
     add(&plan_->devices, p.device);
     if (p.device->has_streams()) add(&plan_->async_devices, p.device);
+    if (p.kind == ExecKind::kRuntime && p.node != nullptr &&
+        p.node->def->collective)
+      plan_->collectives.push_back(p.node);
   }
+  std::sort(plan_->collectives.begin(), plan_->collectives.end(),
+            [](const weft_node* a, const weft_node* b) { return a->id < b->id; });
   return nullptr;
 }
 

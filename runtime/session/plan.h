@@ -104,6 +104,9 @@ struct Plan {
   // primitive (then slots are per frame and the frame executor runs it).
   bool control_flow = false;
   std::vector<PlanFrame> frames;
+  // The collective nodes (OpDef::collective) in creation order: the order
+  // a run starts them in on every rank.
+  std::vector<const weft_node*> collectives;
   // Nodes made by the planner (the Casts of lossy transfers, fused and
   // recomputing nodes).
   std::vector<std::unique_ptr<weft_node>> synthetic;
