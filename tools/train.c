@@ -982,17 +982,6 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->data_parallel = 1;
       continue;
     }
-    if (strcmp(f, "--step-timeout") == 0 && v != NULL) {
-      if (!parse_int(f, v, 0, 86400, &a->step_timeout)) return 0;
-      step_timeout_set = 1;
-      ++i;
-      continue;
-    }
-    if (strcmp(f, "--checkpoint-every") == 0 && v != NULL) {
-      if (!parse_int(f, v, 1, INT64_MAX, &a->checkpoint_every)) return 0;
-      ++i;
-      continue;
-    }
     if (strcmp(f, "--input") == 0 && i + 1 < argc &&
         (strcmp(argv[i + 1], "pipeline") == 0 ||
          strcmp(argv[i + 1], "feed") == 0)) {
@@ -1015,6 +1004,11 @@ static int parse_args(int argc, char** argv, train_args* a) {
       if (!parse_int(f, v, 1, 1000, &a->epochs)) return 0;
     } else if (strcmp(f, "--batch") == 0) {
       if (!parse_int(f, v, 1, 60000, &a->batch)) return 0;
+    } else if (strcmp(f, "--step-timeout") == 0) {
+      if (!parse_int(f, v, 0, 86400, &a->step_timeout)) return 0;
+      step_timeout_set = 1;
+    } else if (strcmp(f, "--checkpoint-every") == 0) {
+      if (!parse_int(f, v, 1, INT64_MAX, &a->checkpoint_every)) return 0;
     } else if (strcmp(f, "--threads") == 0) {
       if (!parse_int(f, v, 0, 1024, &n)) return 0;
       a->threads = (int32_t)n;

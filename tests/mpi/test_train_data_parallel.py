@@ -38,6 +38,15 @@ def need_mpi():
         raise Skip('skipped: no Fashion-MNIST (Debian dataset-fashion-mnist)')
 
 
+def mpirun(ranks, *extra_env):
+    """The mpirun prefix for `ranks` ranks passing Weft's variables."""
+    args = [MPIRUN, '-np', str(ranks), '--oversubscribe', '--allow-run-as-root',
+            '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE']
+    for name in extra_env:
+        args += ['-x', name]
+    return args
+
+
 def env():
     e = dict(os.environ)
     e['WEFT_MPI_MODULE'] = MODULE
@@ -53,9 +62,7 @@ def train(workdir, tag, ranks, *flags):
             '--checkpoint', os.path.join(workdir, tag + '.ckpt'),
             '--save', os.path.join(workdir, tag + '-model')] + list(flags)
     if ranks > 0:
-        args = [MPIRUN, '-np', str(ranks), '--oversubscribe',
-                '--allow-run-as-root', '-x', 'WEFT_PLUGIN_PATH',
-                '-x', 'WEFT_MPI_MODULE'] + args + ['--data-parallel']
+        args = mpirun(ranks) + args + ['--data-parallel']
     done = subprocess.run(args, env=env(), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, (done.returncode, done.stdout[-2000:],
@@ -113,9 +120,8 @@ def the_mlp_reaches_its_target_on_two_ranks():
 def a_batch_that_does_not_split_is_refused():
     need_mpi()
     done = subprocess.run(
-        [MPIRUN, '-np', '3', '--oversubscribe', '--allow-run-as-root',
-         '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE', WEFT, 'train',
-         'fashion-mnist', '--data-parallel', '--batch', '100'],
+        mpirun(3) + [WEFT, 'train', 'fashion-mnist', '--data-parallel',
+                     '--batch', '100'],
         env=env(), capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert 'does not split evenly over 3 ranks' in done.stderr, done.stderr
@@ -145,9 +151,8 @@ def data_parallel_alone_is_one_rank():
 def devices_cluster_lists_every_task():
     need_mpi()
     done = subprocess.run(
-        [MPIRUN, '-np', '3', '--oversubscribe', '--allow-run-as-root',
-         '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE', WEFT, 'devices',
-         '--cluster'], env=env(), capture_output=True, text=True, timeout=120)
+        mpirun(3) + [WEFT, 'devices', '--cluster'], env=env(),
+        capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith('cluster: 3 tasks (job worker, over MPI)'), out
@@ -186,9 +191,8 @@ def a_hung_rank_ends_the_job_and_a_resume_finishes_it():
     marker = uuid.uuid4().hex
     with tempfile.TemporaryDirectory() as d:
         ckpt = os.path.join(d, 'job.ckpt')
-        args = [MPIRUN, '-np', '2', '--oversubscribe', '--allow-run-as-root',
-                '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE',
-                '-x', 'WEFT_TEST_MARKER', WEFT, 'train', 'fashion-mnist',
+        args = mpirun(2, 'WEFT_TEST_MARKER') + [
+                WEFT, 'train', 'fashion-mnist',
                 '--model', 'mlp', '--threads', '1', '--data-parallel',
                 '--checkpoint', ckpt, '--checkpoint-every', '100',
                 '--step-timeout', '3', '--save', os.path.join(d, 'model')]
