@@ -14,28 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "weft/weft.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return v[n / 2];
-}
+#include "mpi_bench.h"
 
 static void die(weft_status* st, const char* what) {
-  if (st == NULL) return;
-  fprintf(stderr, "allreduce_mpi: %s: %s\n", what, weft_status_message(st));
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  die_on(st, "allreduce_mpi", what);
 }
 
 int main(int argc, char** argv) {

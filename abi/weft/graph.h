@@ -74,8 +74,17 @@ WEFT_API void weft_op_add_input_list(weft_op_builder* builder,
 /* Makes the node wait for `node` without taking data from it. */
 WEFT_API void weft_op_add_control_input(weft_op_builder* builder,
                                         weft_node* node);
-/* Constrains placement: "/device:CPU:0", "/device:OPENCL:*", "CPU". */
+/* Constrains placement: "/device:CPU:0", "/device:OPENCL:*", "CPU"; in a
+ * cluster session also a task ("/job:ps/task:0",
+ * "/job:worker/task:1/device:CPU:0"; see weft_session_options.cluster). */
 WEFT_API void weft_op_set_device(weft_op_builder* builder, const char* device);
+
+/* The constraint of every node made from now on (by any call, the
+ * gradients' and optimizers' included) that sets none of its own, as
+ * TensorFlow's `with tf.device(...)`: e.g. weft_graph_set_device(g,
+ * "/job:ps/task:0") before weft_graph_variable() puts that variable on the
+ * ps task.  NULL or "" ends it.  User API 1.11. */
+WEFT_API void weft_graph_set_device(weft_graph* graph, const char* device);
 
 /* Attributes.  Names and string values are copied; a later set of the same
  * name replaces the earlier one.  Booleans are 0 or non-zero. */

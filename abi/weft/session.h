@@ -85,6 +85,22 @@ typedef struct weft_session_options {
    * WEFT_RECOMPUTE_OFF, or the WEFT_RECOMPUTE environment variable ("off",
    * "cheap") when this is left at 0. */
   int32_t recompute;
+
+  /* ---- Appended in 1.11. ---- */
+
+  /* A cluster session: the jobs of an MPI job, one task per rank in this
+   * order, e.g. "ps:1,worker:3" (ps:0 is rank 0, worker:0..2 ranks 1..3); a
+   * job without a count takes the ranks left ("worker" alone: every rank).
+   * Device constraints may then name tasks ("/job:ps/task:0",
+   * "/job:worker/task:1/device:CPU:0", wildcards "/job:worker",
+   * "/task:*"): every rank builds the same graph and makes the same runs
+   * in the same order; each runs its task's nodes, values crossing tasks go
+   * over MPI, and every rank's run returns the fetches.  Feeds are read
+   * where they are needed, so pass the same feeds on every rank.  The task
+   * counts must add up to the job's ranks (INVALID_ARGUMENT otherwise).
+   * NULL or "" (the default): an ordinary session of this process alone.
+   * Borrowed for the duration of weft_session_create(). */
+  const char* cluster;
 } weft_session_options;
 
 typedef enum weft_placement_policy WEFT_ENUM_BASE {

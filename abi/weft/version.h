@@ -45,9 +45,11 @@ extern "C" {
  *  1.10 weft_cluster_world; the collective ops AllReduce, Broadcast,
  *       AllGather (over MPI under an MPI launcher);
  *       weft_optimizer_options.data_parallel,
- *       weft_optimizer_options_init_sized, weft_broadcast_variables. */
+ *       weft_optimizer_options_init_sized, weft_broadcast_variables.
+ *  1.11 weft_session_options.cluster: sessions whose graphs run across
+ *       the tasks of an MPI job. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 10
+#define WEFT_ABI_VERSION_MINOR 11
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -110,6 +112,144 @@ weft_status* GetWorld(const World** out) {
   });
   if (code != WEFT_OK) return Error(code, error);
   *out = &world;
+  return nullptr;
+}
+
+void SplitTaskPrefix(const std::string& c, std::string* job, std::string* task,
+                     std::string* rest) {
+  job->clear();
+  task->clear();
+  std::string t = c;
+  auto take = [&t](const char* prefix, std::string* out) {
+    const size_t n = std::strlen(prefix);
+    if (t.compare(0, n, prefix) != 0) return;
+    size_t end = t.find('/', n);
+    if (end == std::string::npos) end = t.size();
+    *out = t.substr(n, end - n);
+    t = t.substr(end);
+  };
+  take("/job:", job);
+  take("/task:", task);
+  *rest = t;
+}
+
+std::string Cluster::TaskName(int32_t rank) const {
+  const auto& [job, index] = tasks[static_cast<size_t>(rank)];
+  return "/job:" + jobs[static_cast<size_t>(job)].first +
+         "/task:" + std::to_string(index);
+}
+
+weft_status* Cluster::RanksOf(const std::string& constraint,
+                              std::vector<int32_t>* out) const {
+  out->clear();
+  std::string job, task, rest;
+  SplitTaskPrefix(constraint, &job, &task, &rest);
+  // "localhost" is what single-process names carry: any task.
+  const bool any_job = job.empty() || job == "*" || job == "localhost";
+  int32_t job_index = -1;
+  if (!any_job) {
+    for (size_t j = 0; j < jobs.size(); ++j)
+      if (jobs[j].first == job) job_index = static_cast<int32_t>(j);
+    if (job_index < 0)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "device '%s' names job '%s', which cluster '%s' does not "
+                    "have", constraint.c_str(), job.c_str(), spec.c_str());
+  }
+  int64_t task_index = -1;
+  if (!task.empty() && task != "*") {
+    char* end = nullptr;
+    task_index = std::strtoll(task.c_str(), &end, 10);
+    if (end == task.c_str() || *end != '\0' || task_index < 0)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "device '%s': task '%s' is not a number or '*'",
+                    constraint.c_str(), task.c_str());
+  }
+  for (int32_t r = 0; r < size(); ++r) {
+    const auto& [j, i] = tasks[static_cast<size_t>(r)];
+    if ((any_job || j == job_index) && (task_index < 0 || i == task_index))
+      out->push_back(r);
+  }
+  if (out->empty())
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "device '%s' names a task that cluster '%s' does not have",
+                  constraint.c_str(), spec.c_str());
+  return nullptr;
+}
+
+weft_status* ParseCluster(const std::string& spec, int32_t world_size,
+                          int32_t rank, Cluster* out) {
+  out->spec = spec;
+  out->jobs.clear();
+  out->tasks.clear();
+  out->local = rank;
+  int32_t fixed = 0, open = -1;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    std::string term = spec.substr(start, end - start);
+    start = end + 1;
+    while (!term.empty() && term.front() == ' ') term.erase(0, 1);
+    while (!term.empty() && term.back() == ' ') term.pop_back();
+    if (term.empty()) continue;
+    const size_t colon = term.find(':');
+    std::string name = term.substr(0, colon);
+    int64_t count = -1;
+    if (colon != std::string::npos) {
+      const std::string n = term.substr(colon + 1);
+      char* e = nullptr;
+      count = std::strtoll(n.c_str(), &e, 10);
+      if (n.empty() || *e != '\0' || count < 1 || count > (1 << 20))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "cluster '%s': '%s' wants a job name and a task count "
+                      "of at least 1 (\"worker:3\")", spec.c_str(),
+                      term.c_str());
+    }
+    bool name_ok = !name.empty();
+    for (char c : name)
+      name_ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                 c == '-';
+    if (!name_ok)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "cluster '%s': job name '%s' wants letters, digits, '_' "
+                    "or '-'", spec.c_str(), name.c_str());
+    for (const auto& j : out->jobs)
+      if (j.first == name)
+        return Errorf(WEFT_INVALID_ARGUMENT, "cluster '%s': job '%s' twice",
+                      spec.c_str(), name.c_str());
+    if (count < 0) {
+      if (open >= 0)
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "cluster '%s': only one job may leave its task count "
+                      "out (it takes the ranks left)", spec.c_str());
+      open = static_cast<int32_t>(out->jobs.size());
+    } else {
+      fixed += static_cast<int32_t>(count);
+    }
+    out->jobs.emplace_back(name, static_cast<int32_t>(count));
+  }
+  if (out->jobs.empty())
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "cluster '%s' declares no job (want e.g. \"ps:1,worker:3\" "
+                  "or \"worker\")", spec.c_str());
+  if (open >= 0) {
+    if (world_size - fixed < 1)
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "cluster '%s' leaves no rank for job '%s': the job has %d "
+                    "process(es)", spec.c_str(),
+                    out->jobs[static_cast<size_t>(open)].first.c_str(),
+                    world_size);
+    out->jobs[static_cast<size_t>(open)].second = world_size - fixed;
+    fixed = world_size;
+  }
+  if (fixed != world_size)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "cluster '%s' has %d task(s) but this job has %d "
+                  "process(es)%s", spec.c_str(), fixed, world_size,
+                  world_size == 1 ? " (start it with mpirun -np N)" : "");
+  for (size_t j = 0; j < out->jobs.size(); ++j)
+    for (int32_t i = 0; i < out->jobs[j].second; ++i)
+      out->tasks.emplace_back(static_cast<int32_t>(j), i);
   return nullptr;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "distributed/mpi_module.h"
 #include "weft/status.h"
@@ -28,6 +30,36 @@ struct World {
 // launched by MPI but the module is missing or MPI fails to start) are
 // returned by every call.
 weft_status* GetWorld(const World** out);
+
+// The tasks of a cluster session: jobs declared by the program ("ps:1,
+// worker:3"; a job without a count takes the ranks left, so "worker" alone
+// is every rank), one task per MPI rank in declaration order (ps:0 is rank
+// 0, worker:0 rank 1, ...).
+struct Cluster {
+  std::string spec;                                  // as given
+  std::vector<std::pair<std::string, int32_t>> jobs;  // name, tasks
+  std::vector<std::pair<int32_t, int32_t>> tasks;    // by rank: job, index
+  int32_t local = 0;                                 // this process's rank
+  int32_t session = 0;  // the process's count of cluster sessions so far
+
+  int32_t size() const { return static_cast<int32_t>(tasks.size()); }
+  // "/job:ps/task:0"
+  std::string TaskName(int32_t rank) const;
+  // The ranks a device constraint's job and task parts allow ("/job:ps",
+  // "/job:worker/task:1", "/job:worker/task:*", "/task:2"; none of them:
+  // every rank).  INVALID_ARGUMENT for a job or task this cluster lacks.
+  weft_status* RanksOf(const std::string& constraint,
+                       std::vector<int32_t>* out) const;
+};
+
+// Reads `spec` for a job of `world_size` ranks.
+weft_status* ParseCluster(const std::string& spec, int32_t world_size,
+                          int32_t rank, Cluster* out);
+
+// Splits "/job:ps/task:0/device:CPU:0" into its job ("ps", or "" when
+// absent), task ("0", "*", or "") and the rest ("/device:CPU:0").
+void SplitTaskPrefix(const std::string& constraint, std::string* job,
+                     std::string* task, std::string* rest);
 
 }  // namespace distributed
 }  // namespace weft

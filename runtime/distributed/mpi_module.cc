@@ -15,11 +15,20 @@
 // collective at a time per process, and a peer that never comes holds the
 // thread (the run's deadline still ends the node; at exit the module then
 // aborts the MPI job rather than wait).
+//
+// Point-to-point messages (transfers between the tasks of a cluster
+// session) are the other way round: many at once, in no order MPI could
+// predict, so a progress thread drives them with non-blocking calls on a
+// communicator of their own (MPI_Isend, MPI_Iprobe for arriving headers,
+// MPI_Irecv of payloads straight into the receiver's memory, MPI_Testsome).
+// That thread and the collective thread call MPI at once: point-to-point
+// needs MPI_THREAD_MULTIPLE.
 #include "distributed/mpi_module.h"
 
 #include <mpi.h>
 
 #include <climits>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -27,14 +36,21 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "weft/dtype.h"
 #include "weft/status.h"
 
 namespace {
+
+#define WEFT_MPI_RETURN_IF(expr)      \
+  do {                                \
+    if (int32_t _c = (expr)) return _c; \
+  } while (0)
 
 struct Job {
   std::function<int(MPI_Comm)> run;  // a blocking MPI call
@@ -87,28 +103,94 @@ class Module {
     std::unique_lock<std::mutex> lock(mu_);
     if (!ready_) return;
     stopping_ = true;
-    const size_t unfinished = queue_.size() + (busy_ ? 1 : 0);
+    const size_t unfinished =
+        queue_.size() + (busy_ ? 1 : 0) + outbox_.size() + in_flight_;
     if (unfinished != 0) {
       // A peer never came: the collective thread waits in MPI for it, and
       // finalizing would wait forever too.
       std::fprintf(stderr,
-                   "weft-mpi: exiting with %zu collective(s) unfinished (a "
-                   "rank died or hung); aborting the MPI job\n", unfinished);
+                   "weft-mpi: exiting with %zu collective(s) or transfer(s) "
+                   "unfinished (a rank died or hung); aborting the MPI job\n",
+                   unfinished);
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 70);
       return;
     }
     wake_.notify_one();
+    p2p_wake_.notify_one();
     lock.unlock();
     if (worker_.joinable()) worker_.join();
+    if (p2p_thread_.joinable()) p2p_thread_.join();
     lock.lock();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (owns_mpi_ && !finalized) {
+      MPI_Comm_free(&p2p_comm_);
       MPI_Comm_free(&comm_);
       MPI_Finalize();
     }
     ready_ = false;
+  }
+
+  // ---- Point-to-point ----
+
+  int32_t Send(int32_t dest, const void* header, int64_t header_bytes,
+               const void* payload, int64_t payload_bytes,
+               weft_mpi_done_fn done, void* arg, char* error, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    WEFT_MPI_RETURN_IF(P2pReadyLocked(error, n));
+    if (dest < 0 || dest >= size_ || dest == rank_) {
+      std::snprintf(error, n, "send to rank %d: not another rank of 0..%d",
+                    dest, size_ - 1);
+      return WEFT_INVALID_ARGUMENT;
+    }
+    if (header_bytes < 0 || header_bytes > WEFT_MPI_MAX_HEADER ||
+        payload_bytes < 0) {
+      std::snprintf(error, n, "send: header of %lld bytes (at most %d) or "
+                    "payload of %lld bytes", static_cast<long long>(header_bytes),
+                    WEFT_MPI_MAX_HEADER, static_cast<long long>(payload_bytes));
+      return WEFT_INVALID_ARGUMENT;
+    }
+    Outgoing out;
+    out.dest = dest;
+    const uint64_t chunks = Chunks(payload_bytes);
+    Envelope env{static_cast<uint64_t>(payload_bytes), 0,
+                 static_cast<uint32_t>(chunks)};
+    // Payload tags: consecutive per destination, wrapping well below the
+    // bound (a tag comes back only after ~a billion messages to one rank).
+    int& next = next_tag_[static_cast<size_t>(dest)];
+    if (static_cast<int64_t>(next) + static_cast<int64_t>(chunks) >= tag_ub_)
+      next = kFirstPayloadTag;
+    env.first_tag = static_cast<uint32_t>(next);
+    next += static_cast<int>(chunks);
+    out.envelope.resize(sizeof env + static_cast<size_t>(header_bytes));
+    std::memcpy(out.envelope.data(), &env, sizeof env);
+    if (header_bytes != 0)
+      std::memcpy(out.envelope.data() + sizeof env, header,
+                  static_cast<size_t>(header_bytes));
+    out.payload = static_cast<const char*>(payload);
+    out.payload_bytes = payload_bytes;
+    out.first_tag = static_cast<int>(env.first_tag);
+    out.done = done;
+    out.arg = arg;
+    outbox_.push_back(std::move(out));
+    StartP2pLocked();
+    p2p_wake_.notify_one();
+    return 0;
+  }
+
+  int32_t Listen(weft_mpi_arrival_fn arrival, weft_mpi_landed_fn landed,
+                 void* arg, char* error, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    WEFT_MPI_RETURN_IF(P2pReadyLocked(error, n));
+    if (listening_) return 0;
+    arrival_ = arrival;
+    landed_ = landed;
+    listen_arg_ = arg;
+    listening_ = true;
+    StartP2pLocked();
+    p2p_wake_.notify_one();
+    return 0;
   }
 
   static Module& Get() {
@@ -132,6 +214,22 @@ class Module {
     va_end(ap);
   }
 
+  static int AtFinalize(MPI_Comm, int, void*, void*) {
+    Get().StopP2p();
+    return MPI_SUCCESS;
+  }
+
+  // Stops the progress thread (the program finalizes MPI): what is still
+  // in flight is abandoned, and later transfers fail.
+  void StopP2p() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p2p_stopped_ = true;
+      p2p_wake_.notify_one();
+    }
+    if (p2p_thread_.joinable()) p2p_thread_.join();
+  }
+
   void InitOnce() {
     int initialized = 0;
     MPI_Initialized(&initialized);
@@ -147,6 +245,9 @@ class Module {
         return;
       }
       owns_mpi_ = true;
+      provided_ = provided;
+    } else {
+      MPI_Query_thread(&provided_);
     }
     // Errors come back as codes: a failing peer must fail the run, not
     // abort the process.
@@ -154,12 +255,27 @@ class Module {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &p2p_comm_);
+    MPI_Comm_set_errhandler(p2p_comm_, MPI_ERRORS_RETURN);
+    void* ub = nullptr;
+    int has_ub = 0;
+    MPI_Comm_get_attr(p2p_comm_, MPI_TAG_UB, &ub, &has_ub);
+    if (has_ub && ub != nullptr) tag_ub_ = *static_cast<int*>(ub);
+    next_tag_.assign(static_cast<size_t>(size_), kFirstPayloadTag);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready_ = true;
     }
     worker_ = std::thread([this] { Work(); });
     std::atexit([] { Get().Shutdown(); });
+    // A program that initialized MPI itself may finalize it before exit:
+    // MPI deletes MPI_COMM_SELF's attributes first thing in MPI_Finalize,
+    // and this one's deletion stops the progress thread before MPI goes.
+    int key = MPI_KEYVAL_INVALID;
+    if (!owns_mpi_ &&
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, AtFinalize, &key,
+                               nullptr) == MPI_SUCCESS)
+      MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
   }
 
   void Work() {
@@ -187,6 +303,256 @@ class Module {
     }
   }
 
+  // What precedes a message's header on the wire.
+  struct Envelope {
+    uint64_t payload_bytes;
+    uint32_t first_tag;  // of the payload's chunks, consecutive
+    uint32_t chunks;
+  };
+  static constexpr int kHeaderTag = 1;
+  static constexpr int kFirstPayloadTag = 2;
+  // MPI counts are ints: payloads go in chunks of at most this.
+  static constexpr int64_t kChunk = int64_t{1} << 30;
+  static uint64_t Chunks(int64_t bytes) {
+    return bytes == 0 ? 0 : static_cast<uint64_t>((bytes + kChunk - 1) / kChunk);
+  }
+
+  struct Outgoing {
+    int32_t dest = 0;
+    std::vector<char> envelope;  // Envelope + header
+    const char* payload = nullptr;
+    int64_t payload_bytes = 0;
+    int first_tag = 0;
+    weft_mpi_done_fn done = nullptr;
+    void* arg = nullptr;
+  };
+
+  // A message in flight (its requests are in p2p_reqs_), on the progress
+  // thread only.
+  struct Flight {
+    bool is_send = true;
+    int remaining = 0;  // requests not yet complete
+    int error = MPI_SUCCESS;
+    std::vector<char> envelope;          // a send's, alive until sent
+    std::vector<char> scratch;           // a discarded payload
+    weft_mpi_done_fn done = nullptr;     // send
+    void* arg = nullptr;
+    void* token = nullptr;               // receive
+    int32_t peer = 0;
+  };
+
+  int32_t P2pReadyLocked(char* error, size_t n) {
+    if (init_code_ != 0 || !ready_) {
+      std::snprintf(error, n, "MPI is not initialized");
+      return WEFT_FAILED_PRECONDITION;
+    }
+    if (stopping_) {
+      std::snprintf(error, n, "the process is shutting MPI down");
+      return WEFT_CANCELLED;
+    }
+    if (p2p_stopped_) {
+      std::snprintf(error, n, "the program has finalized MPI");
+      return WEFT_FAILED_PRECONDITION;
+    }
+    if (provided_ < MPI_THREAD_MULTIPLE) {
+      std::snprintf(error, n,
+                    "transfers between ranks need an MPI library with "
+                    "MPI_THREAD_MULTIPLE; this one (%s) gives thread level %d",
+                    LibraryVersion(), provided_);
+      return WEFT_UNAVAILABLE;
+    }
+    return 0;
+  }
+
+  void StartP2pLocked() {
+    if (!p2p_thread_.joinable())
+      p2p_thread_ = std::thread([this] { P2pWork(); });
+  }
+
+  void Post(Outgoing& out) {
+    auto f = std::make_unique<Flight>();
+    f->is_send = true;
+    f->done = out.done;
+    f->arg = out.arg;
+    f->peer = out.dest;
+    f->envelope = std::move(out.envelope);
+    MPI_Request r;
+    int rc = MPI_Isend(f->envelope.data(), static_cast<int>(f->envelope.size()),
+                       MPI_BYTE, out.dest, kHeaderTag, p2p_comm_, &r);
+    Flight* raw = f.get();
+    if (rc != MPI_SUCCESS) {
+      raw->error = rc;
+      flights_.push_back(std::move(f));
+      Finish(raw);
+      return;
+    }
+    Track(r, raw);
+    int64_t left = out.payload_bytes;
+    const char* p = out.payload;
+    int tag = out.first_tag;
+    while (left > 0 && rc == MPI_SUCCESS) {
+      const int c = static_cast<int>(left < kChunk ? left : kChunk);
+      rc = MPI_Isend(p, c, MPI_BYTE, out.dest, tag++, p2p_comm_, &r);
+      if (rc == MPI_SUCCESS) Track(r, raw);
+      else raw->error = rc;
+      p += c;
+      left -= c;
+    }
+    flights_.push_back(std::move(f));
+    if (raw->remaining == 0) Finish(raw);
+  }
+
+  void Track(MPI_Request r, Flight* f) {
+    p2p_reqs_.push_back(r);
+    p2p_owner_.push_back(f);
+    f->remaining++;
+  }
+
+  // A message's requests are all complete (or failed): forget it, then
+  // tell its owner (a program that exits as soon as its last transfer is
+  // done must find nothing in flight).
+  void Finish(Flight* raw) {
+    std::unique_ptr<Flight> f;
+    for (size_t i = 0; i < flights_.size(); ++i)
+      if (flights_[i].get() == raw) {
+        f = std::move(flights_[i]);
+        flights_[i] = std::move(flights_.back());
+        flights_.pop_back();
+        break;
+      }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_ = flights_.size();
+    }
+    const int32_t code = raw->error == MPI_SUCCESS ? 0 : WEFT_UNAVAILABLE;
+    std::string why;
+    if (code != 0)
+      why = std::string(raw->is_send ? "MPI_Isend to rank "
+                                     : "MPI_Irecv from rank ") +
+            std::to_string(raw->peer) + ": " + ErrorText(raw->error);
+    if (raw->is_send)
+      raw->done(raw->arg, code, code ? why.c_str() : nullptr);
+    else
+      landed_(listen_arg_, raw->token, code, code ? why.c_str() : nullptr);
+  }
+
+  // Takes every header that has arrived and posts its payload's receives.
+  bool Arrivals() {
+    bool any = false;
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kHeaderTag, p2p_comm_, &flag, &st) !=
+              MPI_SUCCESS || !flag)
+        return any;
+      any = true;
+      int count = 0;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      std::vector<char> buf(static_cast<size_t>(count > 0 ? count : 0));
+      const int source = st.MPI_SOURCE;
+      MPI_Recv(buf.data(), count, MPI_BYTE, source, kHeaderTag, p2p_comm_,
+               MPI_STATUS_IGNORE);
+      Envelope env{};
+      if (buf.size() < sizeof env) continue;  // not ours: nothing follows
+      std::memcpy(&env, buf.data(), sizeof env);
+      auto f = std::make_unique<Flight>();
+      f->is_send = false;
+      f->peer = source;
+      const int64_t bytes = static_cast<int64_t>(env.payload_bytes);
+      char* dst = static_cast<char*>(arrival_(
+          listen_arg_, source, buf.data() + sizeof env,
+          static_cast<int64_t>(buf.size() - sizeof env), bytes, &f->token));
+      if (dst == nullptr && bytes > 0) {
+        f->scratch.resize(static_cast<size_t>(bytes));
+        dst = f->scratch.data();
+      }
+      Flight* raw = f.get();
+      flights_.push_back(std::move(f));
+      int64_t left = bytes;
+      int tag = static_cast<int>(env.first_tag);
+      while (left > 0) {
+        const int c = static_cast<int>(left < kChunk ? left : kChunk);
+        MPI_Request r;
+        int rc = MPI_Irecv(dst, c, MPI_BYTE, source, tag++, p2p_comm_, &r);
+        if (rc == MPI_SUCCESS) {
+          Track(r, raw);
+        } else {
+          raw->error = rc;
+          break;
+        }
+        dst += c;
+        left -= c;
+      }
+      if (raw->remaining == 0) Finish(raw);
+    }
+  }
+
+  bool Progress() {
+    if (p2p_reqs_.empty()) return false;
+    const int n = static_cast<int>(p2p_reqs_.size());
+    std::vector<int> idx(static_cast<size_t>(n));
+    std::vector<MPI_Status> sts(static_cast<size_t>(n));
+    int outcount = 0;
+    const int rc = MPI_Testsome(n, p2p_reqs_.data(), &outcount, idx.data(),
+                                sts.data());
+    if (outcount == MPI_UNDEFINED || outcount <= 0) return false;
+    std::vector<Flight*> ended;
+    for (int k = 0; k < outcount; ++k) {
+      Flight* f = p2p_owner_[static_cast<size_t>(idx[k])];
+      if (rc == MPI_ERR_IN_STATUS && sts[k].MPI_ERROR != MPI_SUCCESS)
+        f->error = sts[k].MPI_ERROR;
+      p2p_owner_[static_cast<size_t>(idx[k])] = nullptr;
+      if (--f->remaining == 0) ended.push_back(f);
+    }
+    // Drop the completed requests (MPI made them MPI_REQUEST_NULL).
+    size_t w = 0;
+    for (size_t r = 0; r < p2p_reqs_.size(); ++r)
+      if (p2p_owner_[r] != nullptr) {
+        p2p_reqs_[w] = p2p_reqs_[r];
+        p2p_owner_[w] = p2p_owner_[r];
+        ++w;
+      }
+    p2p_reqs_.resize(w);
+    p2p_owner_.resize(w);
+    for (Flight* f : ended) Finish(f);
+    return true;
+  }
+
+  void P2pWork() {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point last_busy = Clock::now();
+    for (;;) {
+      std::deque<Outgoing> out;
+      bool listening = false;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (p2p_stopped_ ||
+            (stopping_ && outbox_.empty() && flights_.empty()))
+          return;
+        // Idle: poll (yielding) for 2 ms after the last message, then
+        // sleep in growing steps up to 500 us (a header that arrives
+        // meanwhile waits at most the step; a local send wakes the thread
+        // at once).  Never while messages are in flight: MPI moves a large
+        // one only while someone calls into it.
+        const auto quiet = Clock::now() - last_busy;
+        if (quiet > std::chrono::milliseconds(2) && outbox_.empty() &&
+            p2p_reqs_.empty()) {
+          const int us = quiet > std::chrono::milliseconds(50) ? 500 : 50;
+          p2p_wake_.wait_for(lock, std::chrono::microseconds(us));
+        }
+        out.swap(outbox_);
+        in_flight_ = flights_.size() + out.size();
+        listening = listening_;
+      }
+      bool busy = !out.empty();
+      for (Outgoing& o : out) Post(o);
+      if (listening) busy |= Arrivals();
+      busy |= Progress();
+      if (busy || !p2p_reqs_.empty()) last_busy = Clock::now();
+      if (!busy) std::this_thread::yield();
+    }
+  }
+
   std::once_flag once_, version_once_;
   int32_t init_code_ = 0;
   char init_error_[512] = {};
@@ -201,6 +567,24 @@ class Module {
   bool busy_ = false;
   std::deque<Job> queue_;
   std::thread worker_;
+  // Point-to-point.
+  int provided_ = MPI_THREAD_SINGLE;
+  MPI_Comm p2p_comm_ = MPI_COMM_NULL;
+  int tag_ub_ = 32767;
+  std::vector<int> next_tag_;          // per destination, under mu_
+  std::deque<Outgoing> outbox_;        // under mu_
+  size_t in_flight_ = 0;               // under mu_
+  bool listening_ = false;             // under mu_
+  bool p2p_stopped_ = false;           // under mu_
+  weft_mpi_arrival_fn arrival_ = nullptr;
+  weft_mpi_landed_fn landed_ = nullptr;
+  void* listen_arg_ = nullptr;
+  std::condition_variable p2p_wake_;
+  std::thread p2p_thread_;
+  // The progress thread's own.
+  std::vector<std::unique_ptr<Flight>> flights_;
+  std::vector<MPI_Request> p2p_reqs_;
+  std::vector<Flight*> p2p_owner_;
 };
 
 bool MpiType(int32_t dtype, MPI_Datatype* out) {
@@ -272,9 +656,21 @@ int32_t AllGather(const void* in, int64_t bytes, void* out,
 
 const char* LibraryVersion() { return Module::Get().LibraryVersion(); }
 
+int32_t Send(int32_t dest, const void* header, int64_t header_bytes,
+             const void* payload, int64_t payload_bytes, weft_mpi_done_fn done,
+             void* arg, char* error, size_t n) {
+  return Module::Get().Send(dest, header, header_bytes, payload,
+                            payload_bytes, done, arg, error, n);
+}
+
+int32_t Listen(weft_mpi_arrival_fn arrival, weft_mpi_landed_fn landed,
+               void* arg, char* error, size_t n) {
+  return Module::Get().Listen(arrival, landed, arg, error, n);
+}
+
 const weft_mpi_table kTable = {
     sizeof(weft_mpi_table), Init, AllReduce, Broadcast, AllGather,
-    LibraryVersion,
+    LibraryVersion, Send, Listen,
 };
 
 }  // namespace

@@ -24,6 +24,18 @@ enum {
   WEFT_MPI_SUM = 0,
 };
 
+#define WEFT_MPI_MAX_HEADER 4096
+
+// A message's header has arrived from rank `source`: returns where its
+// `payload_bytes` go (NULL: discard them) and sets *token for `landed`.
+typedef void* (*weft_mpi_arrival_fn)(void* arg, int32_t source,
+                                     const void* header, int64_t header_bytes,
+                                     int64_t payload_bytes, void** token);
+// The payload of the message `token` names is in place (code 0) or failed
+// (a weft_code, `message` says why).
+typedef void (*weft_mpi_landed_fn)(void* arg, void* token, int32_t code,
+                                   const char* message);
+
 typedef struct weft_mpi_table {
   size_t struct_size;
   // Initializes MPI once per process (MPI_Init_thread, asking for
@@ -53,6 +65,25 @@ typedef struct weft_mpi_table {
                        size_t error_size);
   // The MPI library's own version string ("Open MPI v4.1.4, ...").
   const char* (*library_version)(void);
+
+  // ---- Point-to-point (transfers between the tasks of a cluster session).
+  // On a duplicate communicator of their own, driven by the module's
+  // progress thread with non-blocking calls; they need MPI_THREAD_MULTIPLE
+  // (the collective thread blocks in MPI meanwhile).  A message is a header
+  // (`header_bytes` opaque bytes, at most WEFT_MPI_MAX_HEADER) and a payload
+  // sent from `payload` in place, both kept valid by the caller until
+  // `done`.  Messages from one rank to another arrive in the order sent.
+  int32_t (*send)(int32_t dest, const void* header, int64_t header_bytes,
+                  const void* payload, int64_t payload_bytes,
+                  weft_mpi_done_fn done, void* arg, char* error,
+                  size_t error_size);
+  // Starts receiving (once per process; later calls return 0 and change
+  // nothing).  For each message: `arrival` on the progress thread with its
+  // header, returning where its payload goes (host memory of
+  // `payload_bytes`, or NULL to discard it) and a token; then `landed`
+  // with that token once the payload is there (code 0) or failed.
+  int32_t (*listen)(weft_mpi_arrival_fn arrival, weft_mpi_landed_fn landed,
+                    void* arg, char* error, size_t error_size);
 } weft_mpi_table;
 
 typedef const weft_mpi_table* (*weft_mpi_module_table_fn)(void);

@@ -92,6 +92,17 @@ class Graph {
   void Attach(const std::string& key, std::shared_ptr<const void> object);
   std::shared_ptr<const void> Attached(const std::string& key) const;
 
+  // The constraint of nodes made from now on that set none
+  // (weft_graph_set_device).
+  void SetDefaultDevice(std::string device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    default_device_ = std::move(device);
+  }
+  std::string DefaultDevice() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return default_device_;
+  }
+
   // Whether weft_minimize() updates a Variable node (all are, until told).
   void SetTrainable(const weft_node* variable, bool trainable);
   bool IsTrainable(const weft_node* variable) const;
@@ -105,6 +116,7 @@ class Graph {
   std::unordered_map<std::string, weft_node*> by_name_;
   std::unordered_map<std::string, int> name_counters_;
   std::unordered_set<const weft_node*> not_trainable_;
+  std::string default_device_;
   std::unordered_map<std::string, std::shared_ptr<const void>> attached_;
   std::unordered_map<const weft_node*, std::vector<weft_node*>> back_edges_;
   std::unordered_map<const weft_node*, weft_output> cond_predicates_;

@@ -217,6 +217,7 @@ weft_status* weft_op_finish(weft_op_builder* b, weft_node** out_node) {
                   name.empty() ? "<unnamed>" : name.c_str(), op.c_str(),
                   b->error.c_str());
   return weft::Guard([&]() -> weft_status* {
+    if (b->node->device.empty()) b->node->device = b->graph->DefaultDevice();
     weft::ControlContext* context = weft::ControlContext::Current(b->graph.get());
     if (context != nullptr)
       WEFT_RETURN_IF_ERROR(context->Prepare(b->node.get()));
@@ -229,6 +230,15 @@ weft_status* weft_op_finish(weft_op_builder* b, weft_node** out_node) {
 }
 
 void weft_op_abandon(weft_op_builder* b) { delete b; }
+
+void weft_graph_set_device(weft_graph* graph, const char* device) {
+  if (graph == nullptr) return;
+  try {
+    graph->impl->SetDefaultDevice(device ? device : "");
+  } catch (...) {
+    // Out of memory: the scope stays as it was.
+  }
+}
 
 weft_status* weft_graph_constant(weft_graph* graph, const char* name,
                                  const weft_tensor* value, weft_output* out) {

@@ -2,15 +2,27 @@
 
 #include <strings.h>
 
+#include <cstring>
+
 #include "base/status.h"
 #include "base/text.h"
 
 namespace weft {
 
+std::string WithoutTask(const std::string& name) {
+  std::string t = name;
+  for (const char* part : {"/job:", "/task:"}) {
+    const size_t n = std::strlen(part);
+    if (t.compare(0, n, part) != 0) continue;
+    const size_t end = t.find('/', n);
+    t = end == std::string::npos ? std::string() : t.substr(end);
+  }
+  return t;
+}
+
 bool DeviceMatches(const Device& d, const std::string& raw) {
-  std::string t = raw;
-  const std::string job = "/job:localhost";
-  if (t.compare(0, job.size(), job) == 0) t = t.substr(job.size());
+  std::string t = WithoutTask(raw);
+  if (t.empty()) return true;  // "/job:ps/task:0": any device of that task
   const std::string prefix = "/device:";
   if (t.compare(0, prefix.size(), prefix) != 0)
     return strcasecmp(t.c_str(), d.type.c_str()) == 0;
@@ -31,9 +43,7 @@ bool FilterMayName(const std::string& filter, const std::string& type) {
   probe.type = type;
   bool named = false;
   weft_status_destroy(ForEachListTerm(filter, [&](const std::string& term) {
-    std::string t = term;
-    const std::string job = "/job:localhost";
-    if (t.compare(0, job.size(), job) == 0) t = t.substr(job.size());
+    std::string t = WithoutTask(term);
     const size_t colon = t.rfind(':');
     if (t.compare(0, 8, "/device:") == 0 && colon > 8)
       t = t.substr(0, colon) + ":*";

@@ -12,9 +12,14 @@
 namespace weft {
 
 // True when `device` matches one filter term.  Terms: a type ("CPU"), a
-// name ("/device:CPU:0"), or a type wildcard ("/device:CPU:*"); an optional
-// "/job:localhost" prefix is accepted; types compare without case.
+// name ("/device:CPU:0"), or a type wildcard ("/device:CPU:*"); a
+// "/job:NAME/task:N" prefix is skipped (cluster sessions place by task
+// first: session/tasks.cc), and a term that is only such a prefix matches
+// every device; types compare without case.
 bool DeviceMatches(const Device& device, const std::string& term);
+
+// `name` without a leading "/job:NAME" and "/task:N".
+std::string WithoutTask(const std::string& name);
 
 // Whether some term of the comma-separated `filter` can match a device of
 // type `type` (an empty filter matches every type).

@@ -195,9 +195,19 @@ weft_status* Planner::Partition() {
             f.node->output_shapes[f.index],
             f.node->name + ":" + std::to_string(f.index));
   }
+  weft_status* remote_error = nullptr;
   auto slot_of = [&](const weft_output& o) -> int32_t {
     auto f = fed_.find(OutputKey{o.node, o.index});
     if (f != fed_.end()) return plan_->feed_slots[f->second];
+    if (Remote(o.node)) {
+      int32_t s = -1;
+      if (weft_status* st = RemoteSlot(o, &s)) {
+        if (remote_error == nullptr) remote_error = st;
+        else weft_status_destroy(st);
+        return -1;
+      }
+      return s;
+    }
     return plan_->nodes[index_.at(Rep(o.node))].output_base + o.index;
   };
   // Inputs: where a value is in memory the node's device cannot read, the
@@ -212,6 +222,7 @@ weft_status* Planner::Partition() {
         continue;
       }
       int32_t s = slot_of(n->inputs[k]);
+      if (s < 0) return remote_error;
       Device* src = slot_device_[s];
       if (!SameMemory(src, dst)) {
         int32_t producer = slot_producer_[s];
@@ -230,9 +241,18 @@ weft_status* Planner::Partition() {
         slots.push_back(plan_->nodes[it->second].output_base);
       }
     plan_->nodes[i].input_slots = std::move(slots);
+    if (!remote_.empty())
+      for (const weft_node* c : n->control_inputs)
+        if (Remote(c)) {
+          int32_t token = -1;
+          WEFT_RETURN_IF_ERROR(RemoteToken(c, &token));
+        }
   }
+  if (!task_sends_.empty() || !token_sends_.empty())
+    WEFT_RETURN_IF_ERROR(AddTaskSends());
   for (const weft_output& f : *req_.fetches) {
     int32_t s = slot_of(f);
+    if (s < 0) return remote_error;
     if (slot_frame_[s] != 0)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "fetch '%s:%d' is a value inside loop %s, which has one "
@@ -269,10 +289,15 @@ void Planner::Link() {
     if ((static_cast<int32_t>(i) < n_graph || p.kind == ExecKind::kConst) &&
         p.kind != ExecKind::kSend && p.kind != ExecKind::kRecv)
       for (const weft_node* c : p.node->control_inputs) {
-        plan_->nodes[index_.at(Rep(c))].successors.push_back(
-            static_cast<int32_t>(i));
+        const int32_t from = Remote(c) ? remote_token_.at(Rep(c))
+                                       : index_.at(Rep(c));
+        plan_->nodes[from].successors.push_back(static_cast<int32_t>(i));
         p.pending++;
       }
+    for (int32_t from : p.control_preds) {
+      plan_->nodes[from].successors.push_back(static_cast<int32_t>(i));
+      p.pending++;
+    }
     if (p.kind != ExecKind::kMerge) p.pending_next = p.pending;
   }
   for (int32_t s : plan_->fetch_slots) plan_->slot_uses[s]++;

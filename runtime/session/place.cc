@@ -155,6 +155,10 @@ double Planner::InputTransferUs(const weft_node* n, Device* d) {
       us += req_.costs->TransferUs(bytes, nullptr, d);
       continue;
     }
+    if (Remote(in.node)) {  // arrives in host memory
+      us += req_.costs->TransferUs(bytes, nullptr, d);
+      continue;
+    }
     const PlanNode& p = plan_->nodes[index_.at(Rep(in.node))];
     // Constants follow their consumers: they cost nothing to move.
     if (p.device == nullptr || p.kind == ExecKind::kConst) continue;
@@ -288,7 +292,8 @@ weft_status* Planner::Place() {
       const weft_node* n = p.node;
       for (size_t k = 0; k < n->inputs.size() && p.device == nullptr; ++k) {
         const weft_output& in = n->inputs[k];
-        if (!IsRefInput(n, k) && !IsFed(in.node, in.index))
+        if (!IsRefInput(n, k) && !IsFed(in.node, in.index) &&
+            !Remote(in.node))
           p.device = plan_->nodes[index_.at(Rep(in.node))].device;
       }
       if (p.device != nullptr) p.reason = "with its input";
@@ -330,7 +335,9 @@ weft_status* Planner::Place() {
   for (size_t i = 0; i < order_.size(); ++i)
     for (size_t k = 0; k < order_[i]->inputs.size(); ++k) {
       const weft_output& in = order_[i]->inputs[k];
-      if (IsRefInput(order_[i], k) || IsFed(in.node, in.index)) continue;
+      if (IsRefInput(order_[i], k) || IsFed(in.node, in.index) ||
+          Remote(in.node))
+        continue;
       consumers[index_.at(Rep(in.node))].push_back(static_cast<int32_t>(i));
     }
   std::vector<Device*> cands;

@@ -8,9 +8,12 @@
 //     availability and cost (argmin over devices of compute time plus the
 //     time to bring inputs over), state with its variable, constants and
 //     NoOps with their consumers;
+//  3b. in a cluster session, first split by task (tasks.cc): every rank
+//     decides alike which task runs each node and keeps its own;
 //  4. partition: one Send/Recv pair per (value, destination device) for
 //     values that cross memories; constants are copied to each device that
-//     reads them once, at plan time, instead;
+//     reads them once, at plan time, instead; a TaskSend/TaskRecv pair
+//     per (value, task) for values crossing tasks;
 //  5. schedule for memory: delay nodes whose outputs would otherwise wait
 //     for their consumers;
 //  6. lay out value slots and dependency counts, per control-flow frame
@@ -46,6 +49,7 @@ weft_status* Planner::Build() {
     TopologicalOrder();
   }
   WEFT_RETURN_IF_ERROR(AnalyzeFrames());
+  if (req_.cluster != nullptr) WEFT_RETURN_IF_ERROR(SplitTasks());
   WEFT_RETURN_IF_ERROR(Place());
   WEFT_RETURN_IF_ERROR(Partition());
   Link();

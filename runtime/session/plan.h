@@ -30,6 +30,9 @@ struct PlanNode {
   int32_t output_base = 0;
   int32_t num_outputs = 0;
   std::vector<int32_t> successors;  // one entry per edge into a plan node
+  // Plan nodes this one waits for without reading a value (a TaskSend of
+  // a control edge waits for the node the edge starts at).
+  std::vector<int32_t> control_preds;
   int32_t pending = 0;              // edges from plan nodes
   TensorValue const_value;          // kConst: on `device`
   VariableState* variable = nullptr;  // kVariable, kAssign, kAssignAdd
@@ -140,6 +143,10 @@ struct PlanOptions {
   int32_t recompute = 0;           // weft_recompute_policy
 };
 
+namespace distributed {
+struct Cluster;
+}
+
 struct PlanRequest {
   const std::vector<weft_output>* feeds;
   const std::vector<weft_output>* fetches;
@@ -148,6 +155,10 @@ struct PlanRequest {
   VariableStore* variables;
   const PlanOptions* options;
   CostModel* costs;
+  // Cluster sessions: the cluster, and a name for the plan that every rank
+  // gives it alike (the session and the feeds, fetches and targets).
+  const distributed::Cluster* cluster = nullptr;
+  std::string name;
 };
 
 weft_status* BuildPlan(const PlanRequest& request, std::shared_ptr<Plan>* out);

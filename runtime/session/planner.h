@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -110,8 +111,32 @@ class Planner {
   weft_status* PlaceKernel(int32_t i);
   weft_status* PlaceUpdate(PlanNode* p);
   double InputTransferUs(const weft_node* n, Device* d);
+  weft_status* SplitTasks();  // tasks.cc; cluster sessions only
+  // Is `n` on another task of the cluster (SplitTasks dropped it)?
+  bool Remote(const weft_node* n) const {
+    return !remote_.empty() && remote_.count(Rep(n)) != 0;
+  }
   weft_status* Place();
   weft_status* Partition();
+  // Cluster sessions (partition.cc): the host device the transfers use,
+  // the slot of a value from another task, the TaskSends of this task's
+  // values and control edges.
+  weft_status* TaskHost(Device** out);
+  weft_status* RemoteSlot(const weft_output& o, int32_t* slot);
+  weft_status* RemoteToken(const weft_node* n, int32_t* node);
+  weft_status* AddTaskSends();
+  weft_node* TaskNode(const OpDef* def, const std::string& name,
+                      const std::string& edge, int32_t peer,
+                      const std::string& value);
+  // A TaskRecv of `value` (dtype, shape as sent) from rank `from`: its
+  // plan node.
+  int32_t AddTaskRecv(Device* host, int32_t from, const std::string& value,
+                      weft_dtype dtype, const ShapeInfo& shape,
+                      std::string reason);
+  // A Cast of `in_slot` to `to` on `host` (lossy transfers): its slot.
+  int32_t AddTaskCast(Device* host, int32_t in_slot, weft_dtype to,
+                      const KernelReg* kernel, const std::string& name,
+                      std::string reason);
   int32_t NewNode(PlanNode p);
   void AddSlot(int32_t producer, Device* device, weft_dtype dtype,
                const ShapeInfo& shape, std::string name);
@@ -155,6 +180,15 @@ class Planner {
   std::vector<int32_t> slot_frame_;
   std::map<std::pair<int32_t, Device*>, int32_t> const_copies_;
   std::map<std::pair<int32_t, Device*>, int32_t> recv_slot_;
+  // Cluster sessions: nodes on other tasks (and which), this task's values
+  // and control edges other tasks need (by destination rank), and what
+  // partitioning made for them.
+  std::unordered_map<const weft_node*, int32_t> remote_;
+  std::map<OutputKey, std::set<int32_t>> task_sends_;
+  std::map<const weft_node*, std::set<int32_t>> token_sends_;
+  std::map<OutputKey, int32_t> remote_slot_;
+  std::map<const weft_node*, int32_t> remote_token_;
+  Device* task_host_ = nullptr;
 };
 
 }  // namespace planning

@@ -1,7 +1,9 @@
 // The session C API: options, plan caching, feeds and fetches.
 #include "session/session.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -10,6 +12,7 @@
 
 #include "base/status.h"
 #include "device/registry.h"
+#include "distributed/transfer.h"
 #include "session/device_set.h"
 #include "session/executor.h"
 #include "session/run_metadata.h"
@@ -214,7 +217,17 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
   std::vector<weft_output> ov(fetches, fetches + num_fetches);
   std::vector<weft_node*> tv(targets, targets + num_targets);
   PlanRequest req{&fv, &ov, &tv, &session->devices, &session->variables,
-                  &session->plan_options, session->costs.get()};
+                  &session->plan_options, session->costs.get(), nullptr,
+                  std::string()};
+  if (session->cluster) {
+    // Named alike on every rank: the session's place among the process's
+    // cluster sessions and the plan's signature (node ids).
+    char name[48];
+    std::snprintf(name, sizeof name, "s%d.%016llx", session->cluster->session,
+                  static_cast<unsigned long long>(distributed::NameHash(key)));
+    req.cluster = session->cluster.get();
+    req.name = name;
+  }
   std::shared_ptr<Plan> plan;
   WEFT_RETURN_IF_ERROR(BuildPlan(req, &plan));
   std::lock_guard<std::mutex> lock(session->plan_mu);
@@ -358,6 +371,17 @@ weft_status* weft_session_create(weft_graph* graph,
         opts.device_gflops && *opts.device_gflops
             ? "session option device_gflops"
             : "WEFT_DEVICE_GFLOPS"));
+    const std::string cluster = opts.cluster ? opts.cluster : "";
+    if (!cluster.empty()) {
+      const weft::distributed::World* world = nullptr;
+      WEFT_RETURN_IF_ERROR(weft::Annotate(weft::distributed::GetWorld(&world),
+                                          "session option cluster"));
+      s->cluster = std::make_unique<weft::distributed::Cluster>();
+      WEFT_RETURN_IF_ERROR(weft::distributed::ParseCluster(
+          cluster, world->size, world->rank, s->cluster.get()));
+      static std::atomic<int32_t> sessions{0};
+      s->cluster->session = sessions++;
+    }
     *out_session = s.release();
     return nullptr;
   });

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "distributed/cluster.h"
 #include "graph/graph.h"
 #include "ops/runtime_op.h"
 #include "session/plan.h"
@@ -60,6 +61,9 @@ struct weft_session {
   weft::VariableStore variables;
   weft::PlanOptions plan_options;
   std::unique_ptr<weft::CostModel> costs;
+  // A cluster session's tasks (weft_session_options.cluster); null for a
+  // session of this process alone.
+  std::unique_ptr<weft::distributed::Cluster> cluster;
 
   std::mutex plan_mu;
   std::unordered_map<std::string, std::shared_ptr<weft::Plan>> plans;

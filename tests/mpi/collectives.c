@@ -12,45 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "weft/weft.h"
-
-static int g_rank = 0, g_size = 1, g_case = 0, g_failed = 0;
-static char g_why[1024];
-
-static void report(const char* name, int ok) {
-  ++g_case;
-  if (!ok) ++g_failed;
-  if (g_rank == 0 && ok && strncmp(g_why, "skipped:", 8) == 0) {
-    printf("ok %d - %s # SKIP %s\n", g_case, name, g_why);
-    fflush(stdout);
-  } else if (g_rank == 0) {
-    printf("%s %d - %s\n", ok ? "ok" : "not ok", g_case, name);
-    if (!ok) printf("# %s\n", g_why);
-    fflush(stdout);
-  } else if (!ok) {
-    fprintf(stderr, "rank %d: not ok - %s: %s\n", g_rank, name, g_why);
-  }
-  g_why[0] = '\0';
-}
-
-static int fail(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_why, sizeof g_why, fmt, ap);
-  va_end(ap);
-  return 0;
-}
-
-/* Checks a call; on error records the message and returns 0. */
-#define TRY(call)                                                          \
-  do {                                                                     \
-    weft_status* st_ = (call);                                             \
-    if (st_ != NULL) {                                                     \
-      fail("%s: %s", #call, weft_status_message(st_));                     \
-      weft_status_destroy(st_);                                            \
-      return 0;                                                            \
-    }                                                                      \
-  } while (0)
+#include "mpi_tap.h"
 
 static weft_output apply1(weft_graph* g, const char* op, weft_output x,
                           const char* str_attr, const char* str_value,
@@ -63,18 +25,6 @@ static weft_output apply1(weft_graph* g, const char* op, weft_output x,
   weft_node* n = NULL;
   *st = weft_op_finish(b, &n);
   return (weft_output){n, 0};
-}
-
-static weft_output constant(weft_graph* g, weft_dtype dtype,
-                            const int64_t* dims, int32_t rank,
-                            const void* data, size_t bytes) {
-  weft_tensor* t = NULL;
-  weft_output out = {NULL, 0};
-  if (weft_tensor_create_copy(dtype, dims, rank, data, bytes, &t) != NULL)
-    return out;
-  if (weft_graph_constant(g, NULL, t, &out) != NULL) out.node = NULL;
-  weft_tensor_destroy(t);
-  return out;
 }
 
 static weft_session* session(weft_graph* g, int inter_op) {
@@ -471,15 +421,7 @@ static int check_data_parallel(void) {
 
 int main(int argc, char** argv) {
   const int expected = argc > 1 ? atoi(argv[1]) : 1;
-  int32_t rank = 0, size = 1;
-  weft_status* st = weft_cluster_world(&rank, &size);
-  if (st != NULL) {
-    printf("1..1\nnot ok 1 - world: %s\n", weft_status_message(st));
-    return 1;
-  }
-  g_rank = rank;
-  g_size = size;
-  if (g_rank == 0) printf("1..8\n# %d rank(s)\n", g_size);
+  if (!tap_start(expected, 8)) return 1;
   report("the world has the ranks mpirun started", check_world(expected));
   report("AllGather of the ranks gives each once, in order",
          check_allgather_ranks());

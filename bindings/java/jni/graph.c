@@ -77,6 +77,15 @@ JNIEXPORT void NATIVE(opSetDevice)(JNIEnv* env, jclass c, jlong builder,
   weft_jni_string_release(env, &d);
 }
 
+JNIEXPORT void NATIVE(graphSetDevice)(JNIEnv* env, jclass c, jlong graph,
+                                      jstring device) {
+  (void)c;
+  weft_jni_string d;
+  if (!weft_jni_string_get(env, device, &d)) return;
+  weft_graph_set_device(GRAPH(graph), d.utf);
+  weft_jni_string_release(env, &d);
+}
+
 /* Attribute setters: the name as C string `n` around one statement. */
 #define WITH_NAME(statement)                             \
   do {                                                   \

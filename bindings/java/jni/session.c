@@ -34,18 +34,25 @@ JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
                                       jint transfer_precision,
                                       jint optimizations,
                                       jstring device_gflops,
-                                      jint recompute) {
+                                      jint recompute, jstring cluster) {
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
-  weft_jni_string d, g;
+  weft_jni_string d, g, k;
   weft_session_options o;
   if (!weft_jni_session_options(env, devices, inter_op, intra_op, placement,
                                 transfer_precision, optimizations,
                                 device_gflops, recompute, &o, &d, &g))
     return 0;
+  if (!weft_jni_string_get(env, cluster, &k)) {
+    weft_jni_string_release(env, &g);
+    weft_jni_string_release(env, &d);
+    return 0;
+  }
+  o.cluster = k.utf;
   weft_session* s = NULL;
   weft_status* st =
       weft_session_create(WEFT_JNI_PTR(weft_graph, graph), &o, &s);
+  weft_jni_string_release(env, &k);
   weft_jni_string_release(env, &g);
   weft_jni_string_release(env, &d);
   return weft_jni_check(env, st) ? 0 : WEFT_JNI_HANDLE(s);

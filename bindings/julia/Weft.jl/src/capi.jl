@@ -160,6 +160,7 @@ struct SessionOptionsC
     optimizations::UInt32
     device_gflops::Ptr{UInt8}
     recompute::Int32
+    cluster::Ptr{UInt8}
 end
 
 # C: weft_optimizer_options

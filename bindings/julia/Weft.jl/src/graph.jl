@@ -232,6 +232,28 @@ function op(g::Graph, op_type::AbstractString, inputs...;
     end
 end
 
+"""
+    with_device(f, g::Graph, device::AbstractString)
+
+Runs `f()` with `device` as the constraint of every node it makes that
+sets none of its own (`weft_graph_set_device`), as TensorFlow's
+`with tf.device(...)`; the scope ends when `f` returns or throws.  In a
+cluster session `device` may name a task: `with_device(g, "/job:ps/task:0")
+do ... end`.
+"""
+function with_device(f, g::Graph, device::AbstractString)
+    GC.@preserve g begin
+        @ccall libweft.weft_graph_set_device(g::Ptr{Cvoid},
+                                             device::Cstring)::Cvoid
+        try
+            return f()
+        finally
+            @ccall libweft.weft_graph_set_device(g::Ptr{Cvoid},
+                                                 C_NULL::Cstring)::Cvoid
+        end
+    end
+end
+
 function check_graph(g::Graph, n::Node)
     n.graph === g || throw(ArgumentError("node $(nameof(n)) is of another graph"))
 end

@@ -14,7 +14,7 @@ const OPTIMIZE_ALL = 0xffffffff
     Session(graph; devices = "", inter_op_threads = 0, intra_op_threads = 0,
             placement = :soft, transfer_precision = :exact,
             optimizations = Weft.OPTIMIZE_ALL, device_gflops = "",
-            recompute = :off)
+            recompute = :off, cluster = "")
 
 Opens a session on `graph`.  `devices`: names or patterns such as
 "/device:CPU:0", "CPU" or "/device:OPENCL:*", comma-separated ("" means the
@@ -25,7 +25,10 @@ a device without a kernel.  `transfer_precision`: `:exact`, `:bfloat16` or
 estimates ("OPENCL=500,CPU=50").  `recompute`: `:off` (or the
 WEFT_RECOMPUTE environment variable) or `:cheap`, to compute cheap values
 the gradient reads again in the backward pass instead of keeping them.
-`close(s)` releases it at once.
+`cluster`: under mpirun, the jobs of the MPI job ("ps:1,worker:3", one task
+per rank; "worker" is every rank): device constraints may then name tasks
+("/job:ps/task:0", see `set_device`), each rank runs its task's nodes and
+values crossing tasks go over MPI.  `close(s)` releases it at once.
 """
 mutable struct Session <: Handle
     ptr::Ptr{Cvoid}
@@ -51,7 +54,8 @@ function with_session_options(f; devices::AbstractString = "",
                               transfer_precision::Symbol = :exact,
                               optimizations::Integer = OPTIMIZE_ALL,
                               device_gflops::AbstractString = "",
-                              recompute::Symbol = :off)
+                              recompute::Symbol = :off,
+                              cluster::AbstractString = "")
     haskey(PLACEMENTS, placement) ||
         throw(ArgumentError("placement is :soft or :strict, not :$placement"))
     haskey(TRANSFER_PRECISIONS, transfer_precision) ||
@@ -61,7 +65,8 @@ function with_session_options(f; devices::AbstractString = "",
         throw(ArgumentError("recompute is :off or :cheap, not :$recompute"))
     devices_c = String(devices)
     gflops_c = String(device_gflops)
-    GC.@preserve devices_c gflops_c begin
+    cluster_c = String(cluster)
+    GC.@preserve devices_c gflops_c cluster_c begin
         options = Ref(SessionOptionsC(
             sizeof(SessionOptionsC),
             isempty(devices_c) ? C_NULL : pointer(devices_c),
@@ -70,7 +75,8 @@ function with_session_options(f; devices::AbstractString = "",
             Int32(TRANSFER_PRECISIONS[transfer_precision]),
             UInt32(optimizations),
             isempty(gflops_c) ? C_NULL : pointer(gflops_c),
-            Int32(RECOMPUTES[recompute])))
+            Int32(RECOMPUTES[recompute]),
+            isempty(cluster_c) ? C_NULL : pointer(cluster_c)))
         return f(options)
     end
 end

@@ -56,6 +56,21 @@ public final class Graph extends NativeObject {
     }
   }
 
+  /**
+   * The device constraint of every node made from now on that sets none of
+   * its own (the gradients' and optimizers' included), as TensorFlow's
+   * {@code with tf.device(...)}; null or "" ends it.  In a cluster session
+   * it may name a task: {@code "/job:ps/task:0"}.
+   */
+  public void setDevice(String device) {
+    long g = acquire();
+    try {
+      Native.graphSetDevice(g, device);
+    } finally {
+      release();
+    }
+  }
+
   /** A Const node holding {@code value} (the graph keeps its own reference). */
   public Output constant(String name, Tensor value) {
     long g = acquire();

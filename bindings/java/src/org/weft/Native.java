@@ -93,6 +93,7 @@ final class Native {
   static native void opAddInputList(long builder, long[] nodes, int[] indices);
   static native void opAddControlInput(long builder, long node);
   static native void opSetDevice(long builder, String device);
+  static native void graphSetDevice(long graph, String device);
   static native void opSetAttrInt(long builder, String name, long value);
   static native void opSetAttrFloat(long builder, String name, double value);
   static native void opSetAttrBool(long builder, String name, boolean value);
@@ -156,7 +157,7 @@ final class Native {
   // ---- sessions ----
   static native long sessionCreate(long graph, String devices, int interOpThreads,
       int intraOpThreads, int placement, int transferPrecision, int optimizations,
-      String deviceGflops, int recompute);
+      String deviceGflops, int recompute, String cluster);
   static native void sessionDestroy(long session);
   /** The fetched tensors' handles. */
   static native long[] sessionRun(long session, long[] feedNodes, int[] feedIndices,

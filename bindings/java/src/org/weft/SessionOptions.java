@@ -50,6 +50,7 @@ public final class SessionOptions {
   private int optimizations = OPTIMIZE_ALL;
   private String deviceGflops;
   private Recompute recompute = Recompute.OFF;
+  private String cluster;
 
   /**
    * Devices the session may use: a comma-separated list of names or
@@ -99,6 +100,19 @@ public final class SessionOptions {
     return this;
   }
 
+  /**
+   * A cluster session under mpirun: the jobs of the MPI job
+   * ("ps:1,worker:3", one task per rank; "worker" is every rank).  Device
+   * constraints may then name tasks ({@link Graph#setDevice}); each rank
+   * runs its task's nodes and values crossing tasks go over MPI.  Every
+   * rank builds the same graph and makes the same runs.  Sessions only
+   * (models load into a session of their own process).
+   */
+  public SessionOptions cluster(String value) {
+    cluster = value;
+    return this;
+  }
+
   /** Which values to recompute in the backward pass instead of keeping. */
   public SessionOptions recompute(Recompute value) {
     recompute = value;
@@ -108,7 +122,7 @@ public final class SessionOptions {
   long create(long graph) {
     return Native.sessionCreate(graph, devices, interOpThreads, intraOpThreads,
         placement.ordinal(), transferPrecision.ordinal(), optimizations, deviceGflops,
-        recompute.ordinal());
+        recompute.ordinal(), cluster);
   }
 
   /** Loads a model into a session made with these options (Model.load). */

@@ -2,6 +2,8 @@ package org.weft;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -44,5 +46,41 @@ class ClusterTest {
     // w <- w - 0.1 * 2 (w - 3), three times: 3 - (3 - w0) * 0.8^3.
     assertArrayEquals(new float[] {3f - 2f * 0.512f, 3f - 4f * 0.512f}, plain, 1e-5f);
     assertArrayEquals(plain, train(true, true), 0f);
+  }
+
+  /** A one-task cluster session, with a variable put on that task by a
+   * device scope, trains as an ordinary session does. */
+  @Test
+  void aClusterSessionOfOneTaskTrainsAsUsual() {
+    try (Graph g = new Graph()) {
+      g.setDevice("/job:worker/task:0");
+      Variable w = g.variable("w", Tensor.of(new float[] {1f, -1f}, 2));
+      g.setDevice(null);
+      assertEquals("/job:worker/task:0", w.value().node().device());
+      Output target = g.constant("target", Tensor.of(new float[] {3f, 3f}, 2));
+      assertEquals("", target.node().device());
+      Output loss = g.apply("Sum", "loss",
+          g.apply("Square", "sq", g.apply("Sub", "d", w.value(), target)));
+      Node step = g.minimize(loss, OptimizerOptions.gradientDescent(0.1), null);
+      Node init = g.initializeAll("init");
+      try (Session s = new Session(g, new SessionOptions().cluster("worker"))) {
+        s.run(init);
+        for (int i = 0; i < 3; ++i) s.run(step);
+        try (Session.Result r = s.runner().fetch(w.value()).run()) {
+          assertArrayEquals(train(false, false), r.get(0).toFloatArray(), 0f);
+        }
+      }
+    }
+  }
+
+  @Test
+  void aClusterOfMoreTasksThanRanksIsRefused() {
+    try (Graph g = new Graph()) {
+      WeftException e = assertThrows(WeftException.class,
+          () -> new Session(g, new SessionOptions().cluster("ps:1,worker:2")));
+      assertEquals(WeftException.Code.INVALID_ARGUMENT, e.code());
+      assertTrue(e.getMessage().contains("has 3 task(s) but this job has 1"),
+          e.getMessage());
+    }
   }
 }

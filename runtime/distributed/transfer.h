@@ -1,0 +1,38 @@
+// Values crossing between the tasks of a cluster session (one MPI rank per
+// task): the planner cuts each edge whose ends are on different tasks into
+// a TaskSend on the producer's task and a TaskRecv on the consumer's, two
+// runtime ops that park while MPI moves the bytes (no inter-op thread
+// waits).  They meet in a rendezvous keyed by name:
+//
+//   <plan>/<run>/<edge>[/<iterations>]
+//
+// <plan> names the session and the plan (the same on every rank running the
+// same program), <run> counts that plan's runs on this rank (so a fast
+// rank's next run cannot be taken for this one), <edge> the value and its
+// destination, <iterations> the loop iterations the op runs in.  A message
+// arriving before its TaskRecv waits in the rendezvous; its payload lands
+// straight in the buffer that becomes the TaskRecv's output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ops/registry.h"
+
+namespace weft {
+namespace distributed {
+
+// The plan-only ops (not in the op registry: no program can make one).
+//   TaskSend(x)        attrs: plan, edge, peer (rank), peer_name, wire (dtype)
+//   TaskRecv() -> y    attrs: plan, edge, peer, peer_name, wire; y's dtype
+//                      and shape are the synthetic node's
+// `wire`, when it differs from the value's dtype, is float16 or bfloat16:
+// the planner puts a Cast before the send and after the receive.
+const OpDef* TaskSendDef();
+const OpDef* TaskRecvDef();
+
+// FNV-1a of `s`, for naming plans alike on every rank.
+uint64_t NameHash(const std::string& s);
+
+}  // namespace distributed
+}  // namespace weft

@@ -1,0 +1,462 @@
+// Tasks (cluster sessions only): which task of the cluster runs each node,
+// decided from the graph alone so that every rank, planning the same graph,
+// decides alike; then this rank keeps its own task's nodes, and the edges
+// that cross tasks become TaskSend/TaskRecv pairs (partition.cc makes
+// them, distributed/transfer.h moves the bytes).
+//
+// The rule, in order:
+//  - a constraint's "/job:NAME/task:N" part (wildcards: "/job:worker",
+//    "/task:*") limits a node to those tasks;
+//  - a variable goes to the first task its constraint allows (task 0 of the
+//    cluster when unconstrained), and what writes it (Assign, the
+//    optimizers' updates) goes with it;
+//  - any other node goes where most of its input bytes are, among the tasks
+//    it may use (ties: its first input's task);
+//  - a node no input decides (constants, random ops, nodes whose inputs are
+//    all fed) goes with its first consumer, else the first task it may use;
+//  - every node of a loop (and of the loops inside it) stays on one task:
+//    that of the loop's first node.
+// Values crossing tasks must be outside loops and conditionals (a branch
+// not taken would leave the receiver waiting): UNIMPLEMENTED otherwise.
+#include <algorithm>
+#include <set>
+
+#include "base/status.h"
+#include "distributed/cluster.h"
+#include "distributed/transfer.h"
+#include "session/planner.h"
+
+namespace weft {
+namespace planning {
+
+weft_status* Planner::SplitTasks() {
+  const distributed::Cluster& c = *req_.cluster;
+  const int32_t n = static_cast<int32_t>(order_.size());
+  std::vector<int32_t> task(static_cast<size_t>(n), -1);
+  std::vector<std::vector<int32_t>> allowed(static_cast<size_t>(n));
+  auto ranks_of = [&](const weft_node* node,
+                      std::vector<int32_t>* out) -> weft_status* {
+    out->clear();
+    if (node->device.empty()) return nullptr;
+    return Annotate(c.RanksOf(node->device, out),
+                    "node '" + node->name + "' (" + node->op_type + ")");
+  };
+  auto may = [&](int32_t i, int32_t t) {
+    const auto& a = allowed[static_cast<size_t>(i)];
+    return a.empty() || std::find(a.begin(), a.end(), t) != a.end();
+  };
+  auto variable_task = [&](const weft_node* var,
+                           int32_t* out) -> weft_status* {
+    std::vector<int32_t> r;
+    WEFT_RETURN_IF_ERROR(ranks_of(var, &r));
+    *out = r.empty() ? 0 : r[0];
+    return nullptr;
+  };
+  for (int32_t i = 0; i < n; ++i) {
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    if (node->def->collective)
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s' (%s): collective ops in a cluster session "
+                    "(cluster '%s') are not supported: a collective runs on "
+                    "every rank, a cluster session's nodes each on one task",
+                    node->name.c_str(), node->op_type.c_str(),
+                    c.spec.c_str());
+    WEFT_RETURN_IF_ERROR(ranks_of(node, &allowed[static_cast<size_t>(i)]));
+    if (node->def->exec == ExecKind::kVariable) {
+      WEFT_RETURN_IF_ERROR(variable_task(node, &task[static_cast<size_t>(i)]));
+    } else if (node->def->num_refs > 0) {
+      int32_t t = 0;
+      WEFT_RETURN_IF_ERROR(variable_task(node->inputs[0].node, &t));
+      if (!may(i, t))
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (%s) is constrained to '%s', but it writes "
+                      "variable '%s', which is on %s", node->name.c_str(),
+                      node->op_type.c_str(), node->device.c_str(),
+                      node->inputs[0].node->name.c_str(),
+                      c.TaskName(t).c_str());
+      task[static_cast<size_t>(i)] = t;
+    }
+  }
+  auto producer = [&](const weft_node* node, size_t k) -> int32_t {
+    if (IsRefInput(node, k)) return -1;
+    const weft_output& in = node->inputs[k];
+    if (IsFed(in.node, in.index)) return -1;
+    return index_.at(Rep(in.node));
+  };
+  // Where the input bytes are.
+  for (int32_t i : topo_) {
+    if (task[static_cast<size_t>(i)] >= 0) continue;
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    const auto& a = allowed[static_cast<size_t>(i)];
+    if (a.size() == 1) {
+      task[static_cast<size_t>(i)] = a[0];
+      continue;
+    }
+    std::vector<std::pair<int32_t, uint64_t>> votes;  // task, bytes
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const int32_t j = producer(node, k);
+      if (j < 0) continue;
+      const int32_t t = task[static_cast<size_t>(j)];
+      if (t < 0 || !may(i, t)) continue;
+      const uint64_t bytes =
+          std::max<uint64_t>(1, StaticBytes(node->inputs[k].node,
+                                            node->inputs[k].index));
+      auto v = std::find_if(votes.begin(), votes.end(),
+                            [t](const auto& e) { return e.first == t; });
+      if (v == votes.end()) votes.emplace_back(t, bytes);
+      else v->second += bytes;
+    }
+    if (votes.empty()) continue;
+    auto best = votes.begin();
+    for (auto v = votes.begin(); v != votes.end(); ++v)
+      if (v->second > best->second) best = v;
+    task[static_cast<size_t>(i)] = best->first;
+  }
+  // Nodes no input decided: with their first consumer.
+  std::vector<std::vector<int32_t>> consumers(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const int32_t j = producer(node, k);
+      if (j >= 0) consumers[static_cast<size_t>(j)].push_back(i);
+    }
+    for (const weft_node* ci : node->control_inputs)
+      consumers[static_cast<size_t>(index_.at(Rep(ci)))].push_back(i);
+  }
+  for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
+    const int32_t i = *it;
+    if (task[static_cast<size_t>(i)] >= 0) continue;
+    const auto& a = allowed[static_cast<size_t>(i)];
+    int32_t t = a.empty() ? 0 : a[0];
+    for (int32_t k : consumers[static_cast<size_t>(i)]) {
+      const int32_t ct = task[static_cast<size_t>(k)];
+      if (ct >= 0 && may(i, ct)) {
+        t = ct;
+        break;
+      }
+    }
+    task[static_cast<size_t>(i)] = t;
+  }
+  // A loop stays on one task: that of its outermost frame's first node.
+  if (plan_->control_flow) {
+    auto top = [&](int32_t f) {
+      while (f != 0 && plan_->frames[static_cast<size_t>(f)].parent != 0)
+        f = plan_->frames[static_cast<size_t>(f)].parent;
+      return f;
+    };
+    std::vector<int32_t> frame_task(plan_->frames.size(), -1);
+    for (int32_t i : topo_) {
+      const int32_t f = top(std::max(exec_frame_[static_cast<size_t>(i)],
+                                     out_frame_[static_cast<size_t>(i)]));
+      if (f == 0) continue;
+      int32_t& ft = frame_task[static_cast<size_t>(f)];
+      if (ft < 0) ft = task[static_cast<size_t>(i)];
+      if (!may(i, ft))
+        return Errorf(WEFT_UNIMPLEMENTED,
+                      "node '%s' (%s) is constrained to '%s', but %s runs on "
+                      "%s: a loop's nodes must share a task",
+                      order_[static_cast<size_t>(i)]->name.c_str(),
+                      order_[static_cast<size_t>(i)]->op_type.c_str(),
+                      order_[static_cast<size_t>(i)]->device.c_str(),
+                      FrameName(f).c_str(), c.TaskName(ft).c_str());
+      task[static_cast<size_t>(i)] = ft;
+    }
+  }
+  // Values that may be dead (downstream of a Switch, before its Merge).
+  std::vector<bool> maybe_dead(static_cast<size_t>(n), false);
+  for (int32_t i : topo_) {
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    const ExecKind kind = node->def->exec;
+    bool d = kind == ExecKind::kSwitch;
+    if (kind != ExecKind::kMerge) {
+      for (size_t k = 0; k < node->inputs.size(); ++k) {
+        const int32_t j = producer(node, k);
+        if (j >= 0 && maybe_dead[static_cast<size_t>(j)]) d = true;
+      }
+      for (const weft_node* ci : node->control_inputs)
+        if (maybe_dead[static_cast<size_t>(index_.at(Rep(ci)))]) d = true;
+    }
+    maybe_dead[static_cast<size_t>(i)] = d;
+  }
+  // The edges that cross tasks: checked on every rank alike, kept where
+  // this rank sends.
+  const int32_t local = c.local;
+  auto check = [&](int32_t j, int32_t i, const char* what) -> weft_status* {
+    const weft_node* from = order_[static_cast<size_t>(j)];
+    const weft_node* to = order_[static_cast<size_t>(i)];
+    if (out_frame_[static_cast<size_t>(j)] != 0 ||
+        maybe_dead[static_cast<size_t>(j)])
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "%s from '%s' (%s, on %s) to '%s' (%s, on %s) crosses "
+                    "tasks inside a loop or conditional, which cluster "
+                    "sessions do not support: constrain both to one task",
+                    what, from->name.c_str(), from->op_type.c_str(),
+                    c.TaskName(task[static_cast<size_t>(j)]).c_str(),
+                    to->name.c_str(), to->op_type.c_str(),
+                    c.TaskName(task[static_cast<size_t>(i)]).c_str());
+    return nullptr;
+  };
+  task_sends_.clear();
+  token_sends_.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    const int32_t ti = task[static_cast<size_t>(i)];
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const int32_t j = producer(node, k);
+      if (j < 0 || task[static_cast<size_t>(j)] == ti) continue;
+      WEFT_RETURN_IF_ERROR(check(j, i, "the value"));
+      if (task[static_cast<size_t>(j)] == local)
+        task_sends_[OutputKey{order_[static_cast<size_t>(j)],
+                              node->inputs[k].index}]
+            .insert(ti);
+    }
+    for (const weft_node* ci : node->control_inputs) {
+      const int32_t j = index_.at(Rep(ci));
+      if (task[static_cast<size_t>(j)] == ti) continue;
+      WEFT_RETURN_IF_ERROR(check(j, i, "the control edge"));
+      if (task[static_cast<size_t>(j)] == local)
+        token_sends_[order_[static_cast<size_t>(j)]].insert(ti);
+    }
+  }
+  // Fetched values go to every rank (each rank's run returns them).
+  for (const weft_output& f : *req_.fetches) {
+    if (IsFed(f.node, f.index)) continue;
+    const int32_t j = index_.at(Rep(f.node));
+    if (task[static_cast<size_t>(j)] != local) continue;
+    for (int32_t r = 0; r < c.size(); ++r)
+      if (r != local)
+        task_sends_[OutputKey{order_[static_cast<size_t>(j)], f.index}]
+            .insert(r);
+  }
+  // Keep this rank's nodes.
+  std::vector<int32_t> renumber(static_cast<size_t>(n), -1);
+  std::vector<const weft_node*> kept;
+  std::vector<int32_t> exec_frame, out_frame;
+  remote_.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    if (task[static_cast<size_t>(i)] != local) {
+      remote_[node] = task[static_cast<size_t>(i)];
+      continue;
+    }
+    renumber[static_cast<size_t>(i)] = static_cast<int32_t>(kept.size());
+    kept.push_back(node);
+    exec_frame.push_back(exec_frame_[static_cast<size_t>(i)]);
+    out_frame.push_back(out_frame_[static_cast<size_t>(i)]);
+  }
+  std::vector<int32_t> topo;
+  for (int32_t i : topo_)
+    if (renumber[static_cast<size_t>(i)] >= 0)
+      topo.push_back(renumber[static_cast<size_t>(i)]);
+  for (PlanFrame& f : plan_->frames) {
+    std::vector<int32_t> exits;
+    for (int32_t e : f.exits)
+      if (renumber[static_cast<size_t>(e)] >= 0)
+        exits.push_back(renumber[static_cast<size_t>(e)]);
+    f.exits = std::move(exits);
+  }
+  order_ = std::move(kept);
+  topo_ = std::move(topo);
+  exec_frame_ = std::move(exec_frame);
+  out_frame_ = std::move(out_frame);
+  index_.clear();
+  for (size_t i = 0; i < order_.size(); ++i)
+    index_.emplace(order_[i], static_cast<int32_t>(i));
+  return nullptr;
+}
+
+// ---- The transfers (called by Partition) ----------------------------------
+
+weft_status* Planner::TaskHost(Device** out) {
+  if (task_host_ == nullptr)
+    for (Device* d : allowed_)
+      if (d->host_memory()) {
+        task_host_ = d;
+        break;
+      }
+  if (task_host_ == nullptr)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "values cross tasks, which needs a device with host memory "
+                  "(the CPU) among the session's devices (%s)",
+                  Names(allowed_).c_str());
+  *out = task_host_;
+  return nullptr;
+}
+
+// A TaskSend or TaskRecv node for `edge` ("producer:index>rank"), with the
+// attributes every rank computes alike.
+weft_node* Planner::TaskNode(const OpDef* def, const std::string& name,
+                                   const std::string& edge, int32_t peer,
+                                   const std::string& value) {
+  auto n = std::make_unique<weft_node>();
+  n->name = name;
+  n->op_type = def->name;
+  n->def = def;
+  auto str = [&](const char* key, const std::string& v) {
+    AttrValue a;
+    a.type = AttrType::kString;
+    a.s = v;
+    SetAttr(&n->attrs, key, a);
+  };
+  str("plan", req_.name);
+  str("edge", edge);
+  str("peer_name", req_.cluster->TaskName(peer));
+  str("value", value);
+  SetAttr(&n->attrs, "peer", IntValue(peer));
+  plan_->synthetic.push_back(std::move(n));
+  return plan_->synthetic.back().get();
+}
+
+namespace {
+
+// float32 values cross tasks narrowed when the session asks and the host
+// device has both Casts (every rank's CPU plugin does alike).
+weft_dtype WireDtype(int32_t precision, weft_dtype dtype, Device* host,
+                     const KernelReg** narrow, const KernelReg** widen) {
+  *narrow = *widen = nullptr;
+  if (precision == WEFT_TRANSFER_EXACT || dtype != WEFT_FLOAT32) return dtype;
+  const weft_dtype wire =
+      precision == WEFT_TRANSFER_FLOAT16 ? WEFT_FLOAT16 : WEFT_BFLOAT16;
+  *narrow = Registry::Get().FindKernel("Cast", host,
+                                       CastAttrs(WEFT_FLOAT32, wire));
+  *widen = Registry::Get().FindKernel("Cast", host,
+                                      CastAttrs(wire, WEFT_FLOAT32));
+  return *narrow && *widen ? wire : dtype;
+}
+
+std::string EdgeName(const std::string& value, int32_t dest) {
+  return value + ">" + std::to_string(dest);
+}
+
+}  // namespace
+
+int32_t Planner::AddTaskRecv(Device* host, int32_t from,
+                             const std::string& value, weft_dtype dtype,
+                             const ShapeInfo& shape, std::string reason) {
+  weft_node* recv =
+      TaskNode(distributed::TaskRecvDef(), value + "/_recv",
+               EdgeName(value, req_.cluster->local), from, value);
+  recv->output_dtypes = {dtype};
+  recv->output_shapes = {shape};
+  PlanNode p;
+  p.node = recv;
+  p.kind = ExecKind::kRuntime;
+  p.device = host;
+  p.num_outputs = 1;
+  p.reason = std::move(reason);
+  const int32_t id = NewNode(std::move(p));
+  AddSlot(id, host, dtype, shape, value);
+  return id;
+}
+
+int32_t Planner::AddTaskCast(Device* host, int32_t in_slot, weft_dtype to,
+                             const KernelReg* kernel, const std::string& name,
+                             std::string reason) {
+  const ShapeInfo shape = slot_shape_[in_slot];
+  PlanNode c;
+  c.node = CastNode(name, slot_dtype_[in_slot], to, shape);
+  c.kind = ExecKind::kKernel;
+  c.kernel = kernel;
+  c.device = host;
+  c.num_outputs = 1;
+  c.input_slots = {in_slot};
+  c.frame = c.out_frame = slot_frame_[in_slot];
+  c.reason = std::move(reason);
+  const int32_t id = NewNode(std::move(c));
+  AddSlot(id, host, to, shape, slot_name_[in_slot]);
+  return plan_->nodes[id].output_base;
+}
+
+weft_status* Planner::RemoteSlot(const weft_output& o, int32_t* slot) {
+  const weft_node* producer = Rep(o.node);
+  const OutputKey key{producer, o.index};
+  auto it = remote_slot_.find(key);
+  if (it != remote_slot_.end()) {
+    *slot = it->second;
+    return nullptr;
+  }
+  Device* host = nullptr;
+  WEFT_RETURN_IF_ERROR(TaskHost(&host));
+  const int32_t from = remote_.at(producer);
+  const weft_dtype dtype = producer->output_dtypes[o.index];
+  const std::string value = producer->name + ":" + std::to_string(o.index);
+  const KernelReg* narrow = nullptr;
+  const KernelReg* widen = nullptr;
+  const weft_dtype wire =
+      WireDtype(opts_.transfer_precision, dtype, host, &narrow, &widen);
+  const int32_t id =
+      AddTaskRecv(host, from, value, wire, producer->output_shapes[o.index],
+                  "from " + req_.cluster->TaskName(from));
+  int32_t s = plan_->nodes[id].output_base;
+  if (wire != dtype)
+    s = AddTaskCast(host, s, dtype, widen, value + "/_widen",
+                    "widens a value from " + req_.cluster->TaskName(from));
+  remote_slot_.emplace(key, s);
+  *slot = s;
+  return nullptr;
+}
+
+weft_status* Planner::RemoteToken(const weft_node* n, int32_t* node) {
+  n = Rep(n);
+  auto it = remote_token_.find(n);
+  if (it != remote_token_.end()) {
+    *node = it->second;
+    return nullptr;
+  }
+  Device* host = nullptr;
+  WEFT_RETURN_IF_ERROR(TaskHost(&host));
+  const int32_t from = remote_.at(n);
+  *node = AddTaskRecv(host, from, "^" + n->name, WEFT_BOOL, ShapeInfo::Of({0}),
+                      "control edge from " + req_.cluster->TaskName(from));
+  remote_token_.emplace(n, *node);
+  return nullptr;
+}
+
+weft_status* Planner::AddTaskSends() {
+  Device* host = nullptr;
+  WEFT_RETURN_IF_ERROR(TaskHost(&host));
+  for (const auto& [key, dests] : task_sends_) {
+    const weft_node* producer = key.first;
+    int32_t s = plan_->nodes[index_.at(producer)].output_base + key.second;
+    const weft_dtype dtype = slot_dtype_[s];
+    const ShapeInfo shape = slot_shape_[s];
+    const std::string value = slot_name_[s];
+    if (!SameMemory(slot_device_[s], host))
+      s = TransferTo(s, slot_device_[s], dtype, shape, value, host);
+    const KernelReg* narrow = nullptr;
+    const KernelReg* widen = nullptr;
+    const weft_dtype wire =
+        WireDtype(opts_.transfer_precision, dtype, host, &narrow, &widen);
+    if (wire != dtype)
+      s = AddTaskCast(host, s, wire, narrow, value + "/_narrow",
+                      "narrows a value for other tasks");
+    for (int32_t dest : dests) {
+      PlanNode p;
+      p.node = TaskNode(distributed::TaskSendDef(),
+                        value + "/_send" + std::to_string(dest),
+                        EdgeName(value, dest), dest, value);
+      p.kind = ExecKind::kRuntime;
+      p.device = host;
+      p.input_slots = {s};
+      p.reason = "to " + req_.cluster->TaskName(dest);
+      NewNode(std::move(p));
+    }
+  }
+  for (const auto& [n, dests] : token_sends_) {
+    for (int32_t dest : dests) {
+      PlanNode p;
+      p.node = TaskNode(distributed::TaskSendDef(),
+                        "^" + n->name + "/_send" + std::to_string(dest),
+                        EdgeName("^" + n->name, dest), dest, "^" + n->name);
+      p.kind = ExecKind::kRuntime;
+      p.device = host;
+      p.control_preds = {index_.at(n)};
+      p.reason = "control edge to " + req_.cluster->TaskName(dest);
+      NewNode(std::move(p));
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace planning
+}  // namespace weft

@@ -1,0 +1,526 @@
+/* Graphs split across the tasks of a cluster session (issue 16): run under
+ * `mpirun -np N` (N as argv[1] too) and alone (N = 1, cluster "worker": one
+ * task, nothing crosses).  Each case builds one graph twice, runs it in a
+ * cluster session whose constraints put nodes on different tasks and in an
+ * ordinary session of this process alone, and compares: a model split over
+ * ranks must compute what one process computes.  Rank 0 prints TAP;
+ * another rank prints its failures to stderr and exits 1. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi_tap.h"
+
+static weft_session* make_session(weft_graph* g, const char* cluster,
+                                  int32_t precision) {
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.devices = "CPU";
+  o.inter_op_threads = 2;
+  o.cluster = cluster;
+  o.transfer_precision = precision;
+  weft_session* s = NULL;
+  weft_status* st = weft_session_create(g, &o, &s);
+  if (st != NULL) {
+    fail("session (cluster '%s'): %s", cluster ? cluster : "",
+         weft_status_message(st));
+    weft_status_destroy(st);
+    return NULL;
+  }
+  return s;
+}
+
+static weft_output on(weft_graph* g, const char* device, const char* op,
+                      weft_output a, weft_output b, int two,
+                      weft_status** st) {
+  weft_op_builder* bl = weft_op_begin(g, op, NULL);
+  weft_op_add_input(bl, a);
+  if (two) weft_op_add_input(bl, b);
+  if (device != NULL) weft_op_set_device(bl, device);
+  weft_node* n = NULL;
+  *st = weft_op_finish(bl, &n);
+  return (weft_output){n, 0};
+}
+
+static char g_task[64];
+static const char* task(int t) {
+  snprintf(g_task, sizeof g_task, "/job:worker/task:%d", t % g_size);
+  return g_task;
+}
+
+static float pseudo(int i) { return (float)((i * 7919) % 1000) / 500.0f - 1.0f; }
+
+/* ---- Cluster specs and names ---------------------------------------------- */
+
+static int expect_error(weft_status* st, weft_code code, const char* text,
+                        const char* what) {
+  if (st == NULL) return fail("%s: succeeded", what);
+  int ok = weft_status_code(st) == code &&
+           strstr(weft_status_message(st), text) != NULL;
+  if (!ok)
+    fail("%s: got %s '%s', wanted %s containing '%s'", what,
+         weft_code_name(weft_status_code(st)), weft_status_message(st),
+         weft_code_name(code), text);
+  weft_status_destroy(st);
+  return ok;
+}
+
+static int check_specs(void) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  weft_session_options o;
+  weft_session_options_init(&o);
+  o.devices = "CPU";
+  weft_session* s = NULL;
+  char spec[64], want[96];
+  snprintf(spec, sizeof spec, "worker:%d", g_size + 1);
+  snprintf(want, sizeof want, "has %d task(s) but this job has %d", g_size + 1,
+           g_size);
+  o.cluster = spec;
+  if (!expect_error(weft_session_create(g, &o, &s), WEFT_INVALID_ARGUMENT,
+                    want, "one task too many"))
+    return 0;
+  o.cluster = "ps:1,ps";
+  if (!expect_error(weft_session_create(g, &o, &s), WEFT_INVALID_ARGUMENT,
+                    "job 'ps' twice", "a job twice"))
+    return 0;
+  o.cluster = "ps:x";
+  if (!expect_error(weft_session_create(g, &o, &s), WEFT_INVALID_ARGUMENT,
+                    "task count", "a count that is not a number"))
+    return 0;
+  o.cluster = "a b";
+  if (!expect_error(weft_session_create(g, &o, &s), WEFT_INVALID_ARGUMENT,
+                    "job name 'a b'", "a bad job name"))
+    return 0;
+  /* A constraint naming a job the cluster lacks, and a task past its end. */
+  const float one = 1;
+  weft_output c = constant(g, WEFT_FLOAT32, NULL, 0, &one, sizeof one);
+  weft_status* st = NULL;
+  weft_output y = on(g, "/job:ps/task:0", "Neg", c, c, 0, &st);
+  TRY(st);
+  s = make_session(g, "worker", 0);
+  if (s == NULL) return 0;
+  weft_tensor* out = NULL;
+  if (!expect_error(weft_session_run(s, NULL, NULL, 0, &y, 1, NULL, 0, &out),
+                    WEFT_INVALID_ARGUMENT, "job 'ps', which cluster 'worker'",
+                    "an unknown job"))
+    return 0;
+  snprintf(spec, sizeof spec, "/job:worker/task:%d", g_size);
+  weft_output z = on(g, spec, "Neg", c, c, 0, &st);
+  TRY(st);
+  if (!expect_error(weft_session_run(s, NULL, NULL, 0, &z, 1, NULL, 0, &out),
+                    WEFT_INVALID_ARGUMENT, "a task that cluster 'worker'",
+                    "a task past the end"))
+    return 0;
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return 1;
+}
+
+/* ---- A chain of layers, one per task -------------------------------------- */
+
+#define ROWS 64
+#define COLS 32
+
+/* x [ROWS, COLS] fed -> per task t: h = Tanh(h W_t), W_t a constant on
+ * task t -> sum; fetches h and the sum, on every rank. */
+static int build_chain(weft_graph* g, weft_output* x, weft_output fetch[2]) {
+  const int64_t xd[2] = {ROWS, COLS}, wd[2] = {COLS, COLS};
+  TRY(weft_graph_placeholder(g, "x", WEFT_FLOAT32, xd, 2, x));
+  weft_output h = *x;
+  weft_status* st = NULL;
+  for (int t = 0; t < g_size + 1; ++t) {  /* ends where it started */
+    float w[COLS * COLS];
+    for (int i = 0; i < COLS * COLS; ++i) w[i] = pseudo(i + 31 * t) * 0.3f;
+    weft_graph_set_device(g, task(t));
+    weft_output wc = constant(g, WEFT_FLOAT32, wd, 2, w, sizeof w);
+    weft_graph_set_device(g, NULL);
+    h = on(g, task(t), "MatMul", h, wc, 1, &st);
+    TRY(st);
+    h = on(g, task(t), "Tanh", h, h, 0, &st);
+    TRY(st);
+  }
+  fetch[0] = h;
+  fetch[1] = on(g, task(g_size - 1), "Sum", h, h, 0, &st);
+  TRY(st);
+  return 1;
+}
+
+static int run_chain(const char* cluster, int32_t precision,
+                     const float* xv, float* h_out, float* sum_out) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  weft_output x, f[2];
+  if (!build_chain(g, &x, f)) return 0;
+  weft_session* s = make_session(g, cluster, precision);
+  if (s == NULL) return 0;
+  const int64_t xd[2] = {ROWS, COLS};
+  weft_tensor* xt = NULL;
+  TRY(weft_tensor_create_copy(WEFT_FLOAT32, xd, 2, xv,
+                              sizeof(float) * ROWS * COLS, &xt));
+  weft_tensor* out[2] = {NULL, NULL};
+  for (int run = 0; run < 3; ++run) {  /* later runs reuse the plan */
+    TRY(weft_session_run(s, &x, &xt, 1, f, 2, NULL, 0, out));
+    memcpy(h_out, weft_tensor_data(out[0]), sizeof(float) * ROWS * COLS);
+    *sum_out = *(const float*)weft_tensor_data(out[1]);
+    weft_tensor_destroy(out[0]);
+    weft_tensor_destroy(out[1]);
+  }
+  weft_tensor_destroy(xt);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return 1;
+}
+
+static float g_x[ROWS * COLS];
+
+static int check_chain(void) {
+  for (int i = 0; i < ROWS * COLS; ++i) g_x[i] = pseudo(i);
+  static float h_split[ROWS * COLS], h_one[ROWS * COLS];
+  float sum_split = 0, sum_one = 0;
+  if (!run_chain("worker", WEFT_TRANSFER_EXACT, g_x, h_split, &sum_split))
+    return 0;
+  if (!run_chain(NULL, WEFT_TRANSFER_EXACT, g_x, h_one, &sum_one)) return 0;
+  for (int i = 0; i < ROWS * COLS; ++i)
+    if (h_split[i] != h_one[i])
+      return fail("h[%d]: %.9g split over %d tasks, %.9g in one process", i,
+                  h_split[i], g_size, h_one[i]);
+  if (sum_split != sum_one)
+    return fail("sum %.9g split, %.9g in one process", sum_split, sum_one);
+  return 1;
+}
+
+/* bfloat16 on the wire: with several tasks the values cross (narrowed and
+ * widened back), so the chain's result moves by about bfloat16's precision
+ * but no more; alone nothing crosses and it is exact. */
+static int check_lossy(void) {
+  static float h_lossy[ROWS * COLS], h_one[ROWS * COLS];
+  float sum_lossy = 0, sum_one = 0;
+  if (!run_chain("worker", WEFT_TRANSFER_BFLOAT16, g_x, h_lossy, &sum_lossy))
+    return 0;
+  if (!run_chain(NULL, WEFT_TRANSFER_EXACT, g_x, h_one, &sum_one)) return 0;
+  double worst = 0;
+  for (int i = 0; i < ROWS * COLS; ++i) {
+    double d = fabs((double)h_lossy[i] - h_one[i]);
+    if (d > worst) worst = d;
+  }
+  if (g_size == 1 && worst != 0)
+    return fail("alone the values moved by %g", worst);
+  if (g_size > 1 && (worst == 0 || worst > 0.1))
+    return fail("bfloat16 transfers moved the values by %g (want > 0, "
+                "<= 0.1)", worst);
+  return 1;
+}
+
+/* ---- Training with variables on different tasks --------------------------- */
+
+#define IN 8
+#define HID 16
+#define BATCH 32
+
+static int train(const char* cluster, float losses[20], float* w1_out) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const int64_t xd[2] = {BATCH, IN}, td[2] = {BATCH, 1};
+  const int64_t w1d[2] = {IN, HID}, w2d[2] = {HID, 1};
+  float w1[IN * HID], w2[HID];
+  for (int i = 0; i < IN * HID; ++i) w1[i] = pseudo(3 * i + 1) * 0.5f;
+  for (int i = 0; i < HID; ++i) w2[i] = pseudo(5 * i + 2) * 0.5f;
+  const char* ps = g_size > 1 ? "/job:ps/task:0" : "/job:worker/task:0";
+  char last[64];
+  snprintf(last, sizeof last, "/job:worker/task:%d", g_size > 1 ? g_size - 2 : 0);
+  /* w1 on the ps task, w2 and the second layer on the last worker. */
+  weft_graph_set_device(g, ps);
+  weft_output w1v, w2v;
+  weft_node* init[2];
+  TRY(weft_graph_variable(g, "w1",
+                          constant(g, WEFT_FLOAT32, w1d, 2, w1, sizeof w1),
+                          &w1v, &init[0]));
+  weft_graph_set_device(g, last);
+  TRY(weft_graph_variable(g, "w2",
+                          constant(g, WEFT_FLOAT32, w2d, 2, w2, sizeof w2),
+                          &w2v, &init[1]));
+  weft_graph_set_device(g, NULL);
+  weft_output x, t, h, pred, diff, sq, loss;
+  TRY(weft_graph_placeholder(g, "x", WEFT_FLOAT32, xd, 2, &x));
+  TRY(weft_graph_placeholder(g, "t", WEFT_FLOAT32, td, 2, &t));
+  weft_status* st = NULL;
+  h = on(g, ps, "MatMul", x, w1v, 1, &st);
+  TRY(st);
+  h = on(g, NULL, "Relu", h, h, 0, &st);
+  TRY(st);
+  pred = on(g, last, "MatMul", h, w2v, 1, &st);
+  TRY(st);
+  diff = on(g, NULL, "Sub", pred, t, 1, &st);
+  TRY(st);
+  sq = on(g, NULL, "Square", diff, diff, 0, &st);
+  TRY(st);
+  loss = on(g, NULL, "Mean", sq, sq, 0, &st);
+  TRY(st);
+  weft_optimizer_options opt;
+  weft_optimizer_options_init(&opt, WEFT_OPTIMIZER_MOMENTUM);
+  opt.learning_rate = 0.05f;
+  opt.momentum = 0.9f;
+  weft_node* step = NULL;
+  TRY(weft_minimize(g, loss, &opt, "train", &step));
+  weft_node* init_all = NULL;
+  TRY(weft_graph_initialize_all(g, "init", &init_all));
+  weft_session* s = make_session(g, cluster, WEFT_TRANSFER_EXACT);
+  if (s == NULL) return 0;
+  TRY(weft_session_run(s, NULL, NULL, 0, NULL, 0, &init_all, 1, NULL));
+  float xv[BATCH * IN], tv[BATCH];
+  weft_tensor *xt = NULL, *tt = NULL;
+  weft_output feeds[2] = {x, t};
+  for (int k = 0; k < 20; ++k) {
+    for (int i = 0; i < BATCH * IN; ++i) xv[i] = pseudo(i + 17 * k);
+    for (int r = 0; r < BATCH; ++r) {
+      float sum = 0.25f;
+      for (int c = 0; c < IN; ++c) sum += (c % 3 - 1) * xv[r * IN + c];
+      tv[r] = sum;
+    }
+    TRY(weft_tensor_create_copy(WEFT_FLOAT32, xd, 2, xv, sizeof xv, &xt));
+    TRY(weft_tensor_create_copy(WEFT_FLOAT32, td, 2, tv, sizeof tv, &tt));
+    weft_tensor* fv[2] = {xt, tt};
+    weft_tensor* lt = NULL;
+    TRY(weft_session_run(s, feeds, fv, 2, &loss, 1, &step, 1, &lt));
+    losses[k] = *(const float*)weft_tensor_data(lt);
+    weft_tensor_destroy(lt);
+    weft_tensor_destroy(xt);
+    weft_tensor_destroy(tt);
+  }
+  weft_tensor* w = NULL;
+  TRY(weft_session_run(s, NULL, NULL, 0, &w1v, 1, NULL, 0, &w));
+  memcpy(w1_out, weft_tensor_data(w), sizeof(float) * IN * HID);
+  weft_tensor_destroy(w);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return 1;
+}
+
+static int check_training(void) {
+  float l_split[20], l_one[20], w_split[IN * HID], w_one[IN * HID];
+  if (!train(g_size > 1 ? "ps:1,worker" : "worker", l_split, w_split))
+    return 0;
+  if (!train(NULL, l_one, w_one)) return 0;
+  for (int k = 0; k < 20; ++k)
+    if (fabsf(l_split[k] - l_one[k]) > 1e-6f * (1 + fabsf(l_one[k])))
+      return fail("loss %d: %.9g split, %.9g in one process", k, l_split[k],
+                  l_one[k]);
+  for (int i = 0; i < IN * HID; ++i)
+    if (fabsf(w_split[i] - w_one[i]) > 1e-6f * (1 + fabsf(w_one[i])))
+      return fail("w1[%d]: %.9g split, %.9g in one process", i, w_split[i],
+                  w_one[i]);
+  if (!(l_one[19] < 0.5f * l_one[0]))
+    return fail("training did not learn (loss %g -> %g)", l_one[0], l_one[19]);
+  return 1;
+}
+
+/* ---- A control edge across tasks ------------------------------------------- */
+
+/* Only the last task's AssignAdd is a target; its control input, an
+ * AssignAdd on task 0, runs because the edge crosses tasks. */
+static int check_control_edge(void) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const float zero = 0, one = 1;
+  weft_output u, v;
+  weft_node *iu = NULL, *iv = NULL;
+  weft_graph_set_device(g, task(0));
+  TRY(weft_graph_variable(g, "u", constant(g, WEFT_FLOAT32, NULL, 0, &zero,
+                                           sizeof zero), &u, &iu));
+  weft_op_builder* b = weft_op_begin(g, "AssignAdd", "bump_u");
+  weft_op_add_input(b, u);
+  weft_op_add_input(b, constant(g, WEFT_FLOAT32, NULL, 0, &one, sizeof one));
+  weft_node* bump_u = NULL;
+  TRY(weft_op_finish(b, &bump_u));
+  weft_graph_set_device(g, task(g_size - 1));
+  TRY(weft_graph_variable(g, "v", constant(g, WEFT_FLOAT32, NULL, 0, &zero,
+                                           sizeof zero), &v, &iv));
+  b = weft_op_begin(g, "AssignAdd", "bump_v");
+  weft_op_add_input(b, v);
+  weft_op_add_input(b, constant(g, WEFT_FLOAT32, NULL, 0, &one, sizeof one));
+  weft_op_add_control_input(b, bump_u);
+  weft_node* bump_v = NULL;
+  TRY(weft_op_finish(b, &bump_v));
+  weft_graph_set_device(g, NULL);
+  weft_session* s = make_session(g, "worker", 0);
+  if (s == NULL) return 0;
+  weft_node* inits[2] = {iu, iv};
+  TRY(weft_session_run(s, NULL, NULL, 0, NULL, 0, inits, 2, NULL));
+  for (int i = 0; i < 3; ++i)
+    TRY(weft_session_run(s, NULL, NULL, 0, NULL, 0, &bump_v, 1, NULL));
+  weft_output both[2] = {u, v};
+  weft_tensor* out[2] = {NULL, NULL};
+  TRY(weft_session_run(s, NULL, NULL, 0, both, 2, NULL, 0, out));
+  float gu = *(const float*)weft_tensor_data(out[0]);
+  float gv = *(const float*)weft_tensor_data(out[1]);
+  weft_tensor_destroy(out[0]);
+  weft_tensor_destroy(out[1]);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  if (gu != 3 || gv != 3) return fail("u = %g, v = %g; want 3 and 3", gu, gv);
+  return 1;
+}
+
+/* ---- A large value ----------------------------------------------------------- */
+
+static int check_large(void) {
+  const int64_t n = (int64_t)8 << 20;  /* 32 MiB of float32 */
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  weft_output x;
+  TRY(weft_graph_placeholder(g, "big", WEFT_FLOAT32, &n, 1, &x));
+  weft_status* st = NULL;
+  weft_output a = on(g, task(0), "Neg", x, x, 0, &st);
+  TRY(st);
+  weft_output y = on(g, task(g_size - 1), "Neg", a, a, 0, &st);
+  TRY(st);
+  weft_session* s = make_session(g, "worker", 0);
+  if (s == NULL) return 0;
+  weft_tensor* xt = NULL;
+  TRY(weft_tensor_create(WEFT_FLOAT32, &n, 1, &xt));
+  float* xv = weft_tensor_data(xt);
+  for (int64_t i = 0; i < n; ++i) xv[i] = (float)(i % 100003) - 5.0f;
+  weft_tensor* out = NULL;
+  TRY(weft_session_run(s, &x, &xt, 1, &y, 1, NULL, 0, &out));
+  const float* yv = weft_tensor_data(out);
+  int ok = 1;
+  for (int64_t i = 0; ok && i < n; ++i)
+    if (yv[i] != xv[i])
+      ok = fail("element %lld: %g, want %g", (long long)i, yv[i], xv[i]);
+  weft_tensor_destroy(out);
+  weft_tensor_destroy(xt);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return ok;
+}
+
+/* ---- Values crossing tasks inside a conditional: refused ------------------- */
+
+static weft_status* neg_on_last(weft_graph* g, void* user, weft_output* out,
+                                int32_t n) {
+  (void)n;
+  weft_op_builder* b = weft_op_begin(g, "Neg", NULL);
+  weft_op_add_input(b, *(weft_output*)user);
+  weft_op_set_device(b, task(g_size - 1));
+  weft_node* node = NULL;
+  WEFT_RETURN_IF_ERROR_IN_TEST(weft_op_finish(b, &node));
+  *out = (weft_output){node, 0};
+  return NULL;
+}
+
+static weft_status* same(weft_graph* g, void* user, weft_output* out,
+                         int32_t n) {
+  (void)g;
+  (void)n;
+  *out = *(weft_output*)user;
+  return NULL;
+}
+
+static int check_cond_refused(void) {
+  if (g_size < 2) {
+    snprintf(g_why, sizeof g_why, "skipped: one task, nothing crosses");
+    return 1;
+  }
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const float one = 1;
+  const int yes = 1;
+  weft_graph_set_device(g, task(0));
+  weft_output c = constant(g, WEFT_FLOAT32, NULL, 0, &one, sizeof one);
+  weft_output p = constant(g, WEFT_BOOL, NULL, 0, &yes, 1);
+  weft_output y;
+  TRY(weft_cond(g, "branch", p, neg_on_last, same, &c, 1, &y));
+  weft_graph_set_device(g, NULL);
+  weft_session* s = make_session(g, "worker", 0);
+  if (s == NULL) return 0;
+  weft_tensor* out = NULL;
+  int ok = expect_error(weft_session_run(s, NULL, NULL, 0, &y, 1, NULL, 0, &out),
+                        WEFT_UNIMPLEMENTED, "inside a loop or conditional",
+                        "a value crossing tasks in a branch");
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return ok;
+}
+
+/* ---- A task that never sends ---------------------------------------------- */
+
+/* Task 1 makes a value task 0 reads (and every rank fetches); rank 1 comes
+ * 2.5 s late, so rank 0's run (1 s deadline) ends UNAVAILABLE naming task
+ * 1, and rank 1's then ends naming task 0.  Then every rank meets in an
+ * AllReduce of an ordinary session. */
+static int check_silent_task(void) {
+  if (g_size < 2) {
+    snprintf(g_why, sizeof g_why, "skipped: one task has no one to wait for");
+    return 1;
+  }
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const float one = 1;
+  weft_graph_set_device(g, task(1));
+  weft_output c = constant(g, WEFT_FLOAT32, NULL, 0, &one, sizeof one);
+  weft_status* st = NULL;
+  weft_output a = on(g, NULL, "Neg", c, c, 0, &st);
+  TRY(st);
+  weft_graph_set_device(g, task(0));
+  weft_output y = on(g, NULL, "Neg", a, a, 0, &st);
+  TRY(st);
+  weft_graph_set_device(g, NULL);
+  weft_session* s = make_session(g, "worker", 0);
+  if (s == NULL) return 0;
+  int ok = 1;
+  weft_tensor* out = NULL;
+  if (g_rank == 0) {
+    weft_run_options ro;
+    weft_run_options_init(&ro);
+    ro.timeout_ms = 1000;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = weft_session_run_with_options(s, &ro, NULL, NULL, 0, &y, 1, NULL, 0,
+                                       &out, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    ok = expect_error(st, WEFT_UNAVAILABLE,
+                      "waited for task /job:worker/task:1 (rank 1)",
+                      "rank 0's run without task 1");
+    if (ok && secs > 2.4) ok = fail("rank 0 waited %.2f s", secs);
+  } else if (g_rank == 1) {
+    struct timespec nap = {2, 500000000};
+    nanosleep(&nap, NULL);
+    /* Its send goes (the message then waits, unclaimed, on rank 0), and
+     * the fetch it waits for from task 0 never comes: rank 0 gave up. */
+    weft_run_options ro;
+    weft_run_options_init(&ro);
+    ro.timeout_ms = 500;
+    ok = expect_error(weft_session_run_with_options(s, &ro, NULL, NULL, 0, &y,
+                                                    1, NULL, 0, &out, NULL),
+                      WEFT_UNAVAILABLE,
+                      "waited for task /job:worker/task:0 (rank 0) to send",
+                      "rank 1's late run");
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return barrier() && ok;
+}
+
+int main(int argc, char** argv) {
+  const int expected = argc > 1 ? atoi(argv[1]) : 1;
+  if (!tap_start(expected, 8)) return 1;
+  report("cluster specs and task names are checked", check_specs());
+  report("a chain of layers over every task equals one process",
+         check_chain());
+  report("bfloat16 transfers narrow what crosses tasks, and only that",
+         check_lossy());
+  report("training with variables on two tasks equals one process",
+         check_training());
+  report("a control edge across tasks runs its source", check_control_edge());
+  report("a 32 MiB value crosses tasks intact", check_large());
+  report("a value crossing tasks inside a conditional is refused",
+         check_cond_refused());
+  report("a task that never sends ends the run UNAVAILABLE, naming it",
+         check_silent_task());
+  return g_failed == 0 ? 0 : 1;
+}
