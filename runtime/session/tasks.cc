@@ -14,11 +14,14 @@
 //    it may use (ties: its first input's task);
 //  - a node no input decides (constants, random ops, nodes whose inputs are
 //    all fed) goes with its first consumer, else the first task it may use;
-//  - every node of a loop (and of the loops inside it) stays on one task:
-//    that of the loop's first node.
+//  - every node of a loop (and of the loops inside it), and the ops of one
+//    accumulator or TensorArray (a loop's gradient reads what the loop
+//    saved), stay on one task: that of the group's first node.
 // Values crossing tasks must be outside loops and conditionals (a branch
 // not taken would leave the receiver waiting): UNIMPLEMENTED otherwise.
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "base/status.h"
@@ -137,45 +140,97 @@ weft_status* Planner::SplitTasks() {
     }
     task[static_cast<size_t>(i)] = t;
   }
-  // A loop stays on one task: that of its outermost frame's first node.
-  if (plan_->control_flow) {
-    auto top = [&](int32_t f) {
-      while (f != 0 && plan_->frames[static_cast<size_t>(f)].parent != 0)
-        f = plan_->frames[static_cast<size_t>(f)].parent;
-      return f;
-    };
-    std::vector<int32_t> frame_task(plan_->frames.size(), -1);
-    for (int32_t i : topo_) {
+  // Nodes that must share a task: a loop's (and the loops inside it),
+  // and the runtime ops of one accumulator or TensorArray (a run resource
+  // each task would otherwise make its own of).  Each group takes the task
+  // of its member first in topological order.
+  std::vector<int32_t> group(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) group[static_cast<size_t>(i)] = i;
+  std::function<int32_t(int32_t)> find = [&](int32_t i) {
+    while (group[static_cast<size_t>(i)] != i)
+      i = group[static_cast<size_t>(i)] =
+          group[static_cast<size_t>(group[static_cast<size_t>(i)])];
+    return i;
+  };
+  std::vector<int32_t> position(static_cast<size_t>(n));
+  for (size_t k = 0; k < topo_.size(); ++k)
+    position[static_cast<size_t>(topo_[k])] = static_cast<int32_t>(k);
+  auto unite = [&](int32_t a, int32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return;
+    // The root is the member first in topological order.
+    if (position[static_cast<size_t>(b)] < position[static_cast<size_t>(a)])
+      std::swap(a, b);
+    group[static_cast<size_t>(b)] = a;
+  };
+  std::map<std::string, int32_t> shared;  // resource name -> a member
+  std::map<int32_t, int32_t> frame_member;  // outermost frame -> a member
+  auto top = [&](int32_t f) {
+    while (f != 0 && plan_->frames[static_cast<size_t>(f)].parent != 0)
+      f = plan_->frames[static_cast<size_t>(f)].parent;
+    return f;
+  };
+  bool grouped = false;
+  for (int32_t i = 0; i < n; ++i) {
+    if (plan_->control_flow) {
       const int32_t f = top(std::max(exec_frame_[static_cast<size_t>(i)],
                                      out_frame_[static_cast<size_t>(i)]));
-      if (f == 0) continue;
-      int32_t& ft = frame_task[static_cast<size_t>(f)];
-      if (ft < 0) ft = task[static_cast<size_t>(i)];
-      if (!may(i, ft))
+      if (f != 0) {
+        auto [it, fresh] = frame_member.emplace(f, i);
+        if (!fresh) unite(it->second, i);
+        grouped = true;
+      }
+    }
+    const weft_node* node = order_[static_cast<size_t>(i)];
+    if (node->def->exec != ExecKind::kRuntime) continue;
+    for (const char* attr : {"accumulator", "tensor_array"})
+      if (const AttrValue* a = FindAttr(node->attrs, attr)) {
+        auto [it, fresh] = shared.emplace(std::string(attr) + ":" + a->s, i);
+        if (!fresh) unite(it->second, i);
+        grouped = true;
+      }
+  }
+  if (grouped)
+    for (int32_t i : topo_) {
+      const int32_t root = find(i);
+      if (root == i) continue;
+      const int32_t t = task[static_cast<size_t>(root)];
+      if (!may(i, t))
         return Errorf(WEFT_UNIMPLEMENTED,
-                      "node '%s' (%s) is constrained to '%s', but %s runs on "
-                      "%s: a loop's nodes must share a task",
+                      "node '%s' (%s) is constrained to '%s', but it belongs "
+                      "with '%s' (a loop, or the state of one accumulator or "
+                      "TensorArray), which runs on %s: they must share a task",
                       order_[static_cast<size_t>(i)]->name.c_str(),
                       order_[static_cast<size_t>(i)]->op_type.c_str(),
                       order_[static_cast<size_t>(i)]->device.c_str(),
-                      FrameName(f).c_str(), c.TaskName(ft).c_str());
-      task[static_cast<size_t>(i)] = ft;
+                      order_[static_cast<size_t>(root)]->name.c_str(),
+                      c.TaskName(t).c_str());
+      task[static_cast<size_t>(i)] = t;
     }
-  }
   // Values that may be dead (downstream of a Switch, before its Merge).
+  // A Merge is live when one input is; an Exit leaves its loop once, live
+  // unless the loop was entered with a value that may be dead (a loop in a
+  // branch).
   std::vector<bool> maybe_dead(static_cast<size_t>(n), false);
+  std::vector<bool> entered_dead(plan_->frames.size(), false);
   for (int32_t i : topo_) {
     const weft_node* node = order_[static_cast<size_t>(i)];
     const ExecKind kind = node->def->exec;
-    bool d = kind == ExecKind::kSwitch;
-    if (kind != ExecKind::kMerge) {
-      for (size_t k = 0; k < node->inputs.size(); ++k) {
-        const int32_t j = producer(node, k);
-        if (j >= 0 && maybe_dead[static_cast<size_t>(j)]) d = true;
-      }
-      for (const weft_node* ci : node->control_inputs)
-        if (maybe_dead[static_cast<size_t>(index_.at(Rep(ci)))]) d = true;
+    bool in_dead = false;
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const int32_t j = producer(node, k);
+      if (j >= 0 && maybe_dead[static_cast<size_t>(j)]) in_dead = true;
     }
+    for (const weft_node* ci : node->control_inputs)
+      if (maybe_dead[static_cast<size_t>(index_.at(Rep(ci)))]) in_dead = true;
+    bool d = in_dead || kind == ExecKind::kSwitch;
+    if (kind == ExecKind::kMerge) d = false;
+    if (kind == ExecKind::kEnter && in_dead)
+      entered_dead[static_cast<size_t>(out_frame_[static_cast<size_t>(i)])] =
+          true;
+    if (kind == ExecKind::kExit)
+      d = entered_dead[static_cast<size_t>(exec_frame_[static_cast<size_t>(i)])];
     maybe_dead[static_cast<size_t>(i)] = d;
   }
   // The edges that cross tasks: checked on every rank alike, kept where
