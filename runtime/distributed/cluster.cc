@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -113,6 +114,56 @@ weft_status* GetWorld(const World** out) {
   if (code != WEFT_OK) return Error(code, error);
   *out = &world;
   return nullptr;
+}
+
+std::string Liveness(const World* world, int32_t timeout_ms, int32_t peer,
+                     const Cluster* names) {
+  if (world == nullptr || world->mpi == nullptr) return std::string();
+  // Every op that waited hears of one deadline at once: one check serves
+  // them all (a second within 2 s reuses the first's answers).
+  static std::mutex mu;
+  static std::vector<uint8_t> last;
+  static std::chrono::steady_clock::time_point when;
+  std::vector<uint8_t> answered(static_cast<size_t>(world->size), 0);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (last.size() == answered.size() && now - when < std::chrono::seconds(2)) {
+      answered = last;
+    } else {
+      char error[256] = {};
+      if (world->mpi->ping(timeout_ms, answered.data(), error,
+                           sizeof error) != 0)
+        return std::string();
+      last = answered;
+      when = std::chrono::steady_clock::now();
+    }
+  }
+  auto name = [&](int32_t r) {
+    std::string s = "rank " + std::to_string(r);
+    if (names != nullptr && r < names->size())
+      s += " (" + names->TaskName(r) + ")";
+    return s;
+  };
+  const std::string within = " within " + std::to_string(timeout_ms) + " ms";
+  if (peer >= 0 && peer < world->size)
+    return answered[static_cast<size_t>(peer)]
+               ? name(peer) + " answers a liveness check: it is alive but "
+                              "did not come (late, or running a different "
+                              "program)"
+               : name(peer) + " did not answer a liveness check" + within +
+                     ": dead or stopped";
+  std::string missing;
+  int32_t count = 0;
+  for (int32_t r = 0; r < world->size; ++r)
+    if (!answered[static_cast<size_t>(r)]) {
+      missing += (missing.empty() ? "" : ", ") + name(r);
+      ++count;
+    }
+  if (count == 0)
+    return "every rank answers a liveness check: all are alive, so one is "
+           "late or runs a different program";
+  return missing + " did not answer a liveness check" + within + ": dead or stopped";
 }
 
 void SplitTaskPrefix(const std::string& c, std::string* job, std::string* task,

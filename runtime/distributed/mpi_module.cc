@@ -125,6 +125,7 @@ class Module {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (owns_mpi_ && !finalized) {
+      MPI_Comm_free(&ping_comm_);
       MPI_Comm_free(&p2p_comm_);
       MPI_Comm_free(&comm_);
       MPI_Finalize();
@@ -190,6 +191,25 @@ class Module {
     listening_ = true;
     StartP2pLocked();
     p2p_wake_.notify_one();
+    return 0;
+  }
+
+  int32_t Ping(int32_t timeout_ms, uint8_t* answered, char* error,
+               size_t n) {
+    std::lock_guard<std::mutex> one(ping_mu_);  // one check at a time
+    std::unique_lock<std::mutex> lock(mu_);
+    WEFT_MPI_RETURN_IF(P2pReadyLocked(error, n));
+    ++ping_id_;
+    ping_answered_.assign(static_cast<size_t>(size_), 0);
+    ping_answered_[static_cast<size_t>(rank_)] = 1;
+    ping_wanted_ = true;
+    p2p_wake_.notify_one();
+    ping_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] {
+      for (uint8_t a : ping_answered_)
+        if (!a) return false;
+      return true;
+    });
+    std::memcpy(answered, ping_answered_.data(), ping_answered_.size());
     return 0;
   }
 
@@ -267,6 +287,13 @@ class Module {
       ready_ = true;
     }
     worker_ = std::thread([this] { Work(); });
+    MPI_Comm_dup(MPI_COMM_WORLD, &ping_comm_);
+    MPI_Comm_set_errhandler(ping_comm_, MPI_ERRORS_RETURN);
+    if (provided_ >= MPI_THREAD_MULTIPLE) {
+      // Answers other ranks' liveness checks from the start.
+      std::lock_guard<std::mutex> lock(mu_);
+      StartP2pLocked();
+    }
     std::atexit([] { Get().Shutdown(); });
     // A program that initialized MPI itself may finalize it before exit:
     // MPI deletes MPI_COMM_SELF's attributes first thing in MPI_Finalize,
@@ -310,6 +337,8 @@ class Module {
     uint32_t chunks;
   };
   static constexpr int kHeaderTag = 1;
+  static constexpr int kPingTag = 1;  // on ping_comm_
+  static constexpr int kPongTag = 2;
   static constexpr int kFirstPayloadTag = 2;
   // MPI counts are ints: payloads go in chunks of at most this.
   static constexpr int64_t kChunk = int64_t{1} << 30;
@@ -436,6 +465,64 @@ class Module {
       landed_(listen_arg_, raw->token, code, code ? why.c_str() : nullptr);
   }
 
+  static void NoDone(void*, int32_t, const char*) {}
+
+  // Answers liveness checks, and takes the answers to this rank's.
+  bool Pings() {
+    bool any = false;
+    for (int tag : {kPingTag, kPongTag}) {
+      for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, tag, ping_comm_, &flag, &st) !=
+                MPI_SUCCESS || !flag)
+          break;
+        any = true;
+        uint64_t id = 0;
+        MPI_Recv(&id, 8, MPI_BYTE, st.MPI_SOURCE, tag, ping_comm_,
+                 MPI_STATUS_IGNORE);
+        if (tag == kPingTag) {
+          SendTiny(st.MPI_SOURCE, kPongTag, id);
+        } else {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (id == ping_id_ && st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_) {
+            ping_answered_[static_cast<size_t>(st.MPI_SOURCE)] = 1;
+            ping_cv_.notify_all();
+          }
+        }
+      }
+    }
+    bool wanted = false;
+    uint64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wanted = ping_wanted_;
+      ping_wanted_ = false;
+      id = ping_id_;
+    }
+    if (wanted)
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) SendTiny(r, kPingTag, id);
+    return any || wanted;
+  }
+
+  // An 8-byte message on the liveness communicator, tracked until sent.
+  void SendTiny(int dest, int tag, uint64_t id) {
+    auto f = std::make_unique<Flight>();
+    f->is_send = true;
+    f->done = NoDone;
+    f->peer = dest;
+    f->envelope.resize(sizeof id);
+    std::memcpy(f->envelope.data(), &id, sizeof id);
+    MPI_Request r;
+    Flight* raw = f.get();
+    flights_.push_back(std::move(f));
+    if (MPI_Isend(raw->envelope.data(), 8, MPI_BYTE, dest, tag, ping_comm_,
+                  &r) == MPI_SUCCESS)
+      Track(r, raw);
+    if (raw->remaining == 0) Finish(raw);
+  }
+
   // Takes every header that has arrived and posts its payload's receives.
   bool Arrivals() {
     bool any = false;
@@ -530,14 +617,16 @@ class Module {
             (stopping_ && outbox_.empty() && flights_.empty()))
           return;
         // Idle: poll (yielding) for 2 ms after the last message, then
-        // sleep in growing steps up to 500 us (a header that arrives
-        // meanwhile waits at most the step; a local send wakes the thread
-        // at once).  Never while messages are in flight: MPI moves a large
+        // sleep in growing steps up to 2 ms (a header or liveness check
+        // that arrives meanwhile waits at most the step; a local send or
+        // check wakes the thread at once).  Never while messages are in flight: MPI moves a large
         // one only while someone calls into it.
         const auto quiet = Clock::now() - last_busy;
         if (quiet > std::chrono::milliseconds(2) && outbox_.empty() &&
             p2p_reqs_.empty()) {
-          const int us = quiet > std::chrono::milliseconds(50) ? 500 : 50;
+          const int us = quiet > std::chrono::seconds(1)         ? 2000
+                         : quiet > std::chrono::milliseconds(50) ? 500
+                                                                 : 50;
           p2p_wake_.wait_for(lock, std::chrono::microseconds(us));
         }
         out.swap(outbox_);
@@ -547,6 +636,7 @@ class Module {
       bool busy = !out.empty();
       for (Outgoing& o : out) Post(o);
       if (listening) busy |= Arrivals();
+      busy |= Pings();
       busy |= Progress();
       if (busy || !p2p_reqs_.empty()) last_busy = Clock::now();
       if (!busy) std::this_thread::yield();
@@ -576,6 +666,13 @@ class Module {
   size_t in_flight_ = 0;               // under mu_
   bool listening_ = false;             // under mu_
   bool p2p_stopped_ = false;           // under mu_
+  // Liveness checks.
+  MPI_Comm ping_comm_ = MPI_COMM_NULL;
+  std::mutex ping_mu_;
+  std::condition_variable ping_cv_;
+  uint64_t ping_id_ = 0;               // under mu_
+  bool ping_wanted_ = false;           // under mu_
+  std::vector<uint8_t> ping_answered_; // under mu_
   weft_mpi_arrival_fn arrival_ = nullptr;
   weft_mpi_landed_fn landed_ = nullptr;
   void* listen_arg_ = nullptr;
@@ -668,9 +765,13 @@ int32_t Listen(weft_mpi_arrival_fn arrival, weft_mpi_landed_fn landed,
   return Module::Get().Listen(arrival, landed, arg, error, n);
 }
 
+int32_t Ping(int32_t timeout_ms, uint8_t* answered, char* error, size_t n) {
+  return Module::Get().Ping(timeout_ms, answered, error, n);
+}
+
 const weft_mpi_table kTable = {
     sizeof(weft_mpi_table), Init, AllReduce, Broadcast, AllGather,
-    LibraryVersion, Send, Listen,
+    LibraryVersion, Send, Listen, Ping,
 };
 
 }  // namespace

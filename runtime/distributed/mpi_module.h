@@ -66,7 +66,8 @@ typedef struct weft_mpi_table {
   // The MPI library's own version string ("Open MPI v4.1.4, ...").
   const char* (*library_version)(void);
 
-  // ---- Point-to-point (transfers between the tasks of a cluster session).
+  // ---- Point-to-point (transfers between the tasks of a cluster session,
+  // and liveness checks).
   // On a duplicate communicator of their own, driven by the module's
   // progress thread with non-blocking calls; they need MPI_THREAD_MULTIPLE
   // (the collective thread blocks in MPI meanwhile).  A message is a header
@@ -84,6 +85,14 @@ typedef struct weft_mpi_table {
   // with that token once the payload is there (code 0) or failed.
   int32_t (*listen)(weft_mpi_arrival_fn arrival, weft_mpi_landed_fn landed,
                     void* arg, char* error, size_t error_size);
+  // Which ranks are alive: asks every other rank's progress thread (which
+  // runs in every process of the job from initialization on) to answer,
+  // and waits up to `timeout_ms`.  answered[r] (size entries) is 1 for a
+  // rank that answered (this one included), 0 for one that did not: dead,
+  // stopped, or without the thread.  Returns 0, or a weft_code with
+  // `error` filled.
+  int32_t (*ping)(int32_t timeout_ms, uint8_t* answered, char* error,
+                  size_t error_size);
 } weft_mpi_table;
 
 typedef const weft_mpi_table* (*weft_mpi_module_table_fn)(void);

@@ -344,13 +344,19 @@ weft_status* KeyOf(RuntimeOpContext* ctx, std::string* key) {
 weft_status* PeerMissing(weft_status* why, const std::string& where,
                          const weft_node* n, const char* what) {
   if (weft_status_code(why) != WEFT_DEADLINE_EXCEEDED) return why;
+  const World* world = nullptr;
+  std::string alive;
+  if (weft_status* st = GetWorld(&world)) weft_status_destroy(st);
+  else alive = Liveness(world, 1000, static_cast<int32_t>(IntAttr(n, "peer")),
+                        nullptr);
   weft_status* st = Errorf(
       WEFT_UNAVAILABLE,
       "%s waited for task %s (rank %lld) to %s '%s' until the run's "
-      "deadline: that task died, hung or runs a different program (%s)",
+      "deadline: that task died, hung or runs a different program%s%s (%s)",
       where.c_str(), Attr(n, "peer_name").c_str(),
       static_cast<long long>(IntAttr(n, "peer")), what,
-      Attr(n, "value").c_str(), weft_status_message(why));
+      Attr(n, "value").c_str(), alive.empty() ? "" : "; ", alive.c_str(),
+      weft_status_message(why));
   weft_status_destroy(why);
   return st;
 }

@@ -296,11 +296,19 @@ weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
     // A deadline that passes while a collective waits means the other
     // ranks did not all come: say so (MPI cannot tell which one is missing).
     if (weft_status_code(why) == WEFT_DEADLINE_EXCEEDED) {
+      const distributed::World* world = nullptr;
+      std::string alive;
+      if (weft_status* st = distributed::GetWorld(&world))
+        weft_status_destroy(st);
+      else
+        alive = distributed::Liveness(world, 1000, -1, nullptr);
       weft_status* unavailable = Errorf(
           WEFT_UNAVAILABLE,
           "%s waited for the other ranks of the job (%d ranks) until the "
-          "run's deadline: a rank died, hung or runs a different program (%s)",
-          g->done->where().c_str(), size, weft_status_message(why));
+          "run's deadline: a rank died, hung or runs a different program%s%s "
+          "(%s)",
+          g->done->where().c_str(), size, alive.empty() ? "" : "; ",
+          alive.c_str(), weft_status_message(why));
       weft_status_destroy(why);
       why = unavailable;
     }
