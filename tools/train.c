@@ -72,6 +72,8 @@ typedef struct train_args {
                           * --data-parallel 300 unless set */
   int64_t checkpoint_every;  /* --checkpoint-every N steps (0: at the end
                               * and on SIGINT/SIGTERM only) */
+  int64_t bucket_bytes;  /* --bucket-bytes N: gradients averaged in buckets
+                          * (0: one AllReduce each) */
   int32_t rank, ranks;   /* this process's rank and the job's size */
 } train_args;
 
@@ -417,6 +419,7 @@ static int build_model(const train_args* a, model* m,
   /* Data-parallel: each rank's gradient of its shard, averaged over the
    * ranks before the update, equals the whole batch's. */
   opt.data_parallel = a->data_parallel;
+  opt.bucket_bytes = a->bucket_bytes;
   if (!check(weft_minimize(g, m->loss, &opt, "train", &m->train),
              "building the training step"))
     return 0;
@@ -1007,6 +1010,8 @@ static int parse_args(int argc, char** argv, train_args* a) {
     } else if (strcmp(f, "--step-timeout") == 0) {
       if (!parse_int(f, v, 0, 86400, &a->step_timeout)) return 0;
       step_timeout_set = 1;
+    } else if (strcmp(f, "--bucket-bytes") == 0) {
+      if (!parse_int(f, v, 0, INT64_MAX, &a->bucket_bytes)) return 0;
     } else if (strcmp(f, "--checkpoint-every") == 0) {
       if (!parse_int(f, v, 1, INT64_MAX, &a->checkpoint_every)) return 0;
     } else if (strcmp(f, "--threads") == 0) {

@@ -133,6 +133,14 @@ typedef struct weft_optimizer_options {
    * from the same values on every rank (weft_broadcast_variables).  0
    * (default): this process's gradient only. */
   int32_t data_parallel;
+  /* 1.11, with data_parallel: 0 (default) averages each gradient with an
+   * AllReduce of its own, started as soon as that gradient exists; > 0
+   * packs the gradients into buckets of at most this many bytes (one
+   * larger gradient makes a bucket alone), the last variables' first (the
+   * backward pass makes them first), and averages each bucket with one
+   * AllReduce: fewer, larger reductions (the latency term of each is paid
+   * once per bucket) at the cost of waiting for a bucket's last gradient. */
+  int64_t bucket_bytes;
 } weft_optimizer_options;
 
 /* Fills the first `size` bytes of `options` (at most

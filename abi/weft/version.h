@@ -47,7 +47,8 @@ extern "C" {
  *       weft_optimizer_options.data_parallel,
  *       weft_optimizer_options_init_sized, weft_broadcast_variables.
  *  1.11 weft_session_options.cluster: sessions whose graphs run across
- *       the tasks of an MPI job. */
+ *       the tasks of an MPI job; weft_graph_set_device;
+ *       weft_optimizer_options.bucket_bytes. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 11
 

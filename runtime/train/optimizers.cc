@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "graph/graph.h"
+#include "session/cost_model.h"
 #include "weft/train.h"
 
 namespace weft {
@@ -107,6 +108,100 @@ weft_status* ZerosLikeVariable(weft_graph* g, const std::string& slot,
   return nullptr;
 }
 
+// Data parallelism in buckets: the gradients (the last variables' first,
+// the order the backward pass makes them) packed by dtype into buckets of
+// at most `bucket_bytes`, each flattened, concatenated, averaged over the
+// ranks by one AllReduce and cut back into its gradients, which replace
+// grads[i].  A gradient alone in its bucket is averaged as it is.
+weft_status* AverageInBuckets(weft_graph* graph, const std::string& scope,
+                              const std::vector<weft_output>& vars,
+                              int64_t bucket_bytes,
+                              std::vector<weft_output>* grads) {
+  const Graph& g = *graph->impl;
+  std::vector<std::vector<size_t>> buckets;
+  int64_t filled = 0;
+  weft_dtype dtype = WEFT_DTYPE_INVALID;
+  for (size_t k = vars.size(); k-- > 0;) {
+    const weft_output gr = (*grads)[k];
+    if (gr.node == nullptr) continue;
+    const weft_dtype t = gr.node->output_dtypes[gr.index];
+    const int64_t bytes = StaticBytes(gr.node, gr.index);
+    if (buckets.empty() || t != dtype || filled + bytes > bucket_bytes) {
+      buckets.emplace_back();
+      filled = 0;
+      dtype = t;
+    }
+    buckets.back().push_back(k);
+    filled += bytes;
+  }
+  for (const std::vector<size_t>& bucket : buckets) {
+    const std::string base =
+        FreshName(g, scope + "/bucket/" + vars[bucket.front()].node->name);
+    std::vector<weft_output> flats;
+    std::vector<int64_t> sizes;
+    for (size_t k : bucket) {
+      const weft_output gr = (*grads)[k];
+      int64_t n = 1;
+      for (int64_t d : gr.node->output_shapes[gr.index].dims) n *= d;
+      sizes.push_back(n);
+      if (bucket.size() == 1) {
+        flats.push_back(gr);
+        break;
+      }
+      weft_op_builder* b = weft_op_begin(
+          graph, "Reshape", FreshName(g, base + "/flat").c_str());
+      weft_op_add_input(b, gr);
+      weft_op_set_attr_int_list(b, "shape", &n, 1);
+      weft_node* flat = nullptr;
+      WEFT_RETURN_IF_ERROR(weft_op_finish(b, &flat));
+      flats.push_back(weft_output{flat, 0});
+    }
+    weft_output packed = flats[0];
+    if (bucket.size() > 1) {
+      weft_op_builder* b = weft_op_begin(
+          graph, "Concat", FreshName(g, base + "/packed").c_str());
+      weft_op_add_input_list(b, flats.data(),
+                             static_cast<int32_t>(flats.size()));
+      weft_op_set_attr_int(b, "axis", 0);
+      weft_node* cat = nullptr;
+      WEFT_RETURN_IF_ERROR(weft_op_finish(b, &cat));
+      packed = weft_output{cat, 0};
+    }
+    weft_op_builder* b = weft_op_begin(
+        graph, "AllReduce", FreshName(g, base + "/allreduce").c_str());
+    weft_op_add_input(b, packed);
+    weft_op_set_attr_string(b, "reduction", "mean");
+    weft_node* mean = nullptr;
+    WEFT_RETURN_IF_ERROR(weft_op_finish(b, &mean));
+    if (bucket.size() == 1) {
+      (*grads)[bucket[0]] = weft_output{mean, 0};
+      continue;
+    }
+    int64_t offset = 0;
+    for (size_t j = 0; j < bucket.size(); ++j) {
+      const size_t k = bucket[j];
+      weft_op_builder* s = weft_op_begin(
+          graph, "Slice", FreshName(g, base + "/piece").c_str());
+      weft_op_add_input(s, weft_output{mean, 0});
+      weft_op_set_attr_int_list(s, "begin", &offset, 1);
+      weft_op_set_attr_int_list(s, "size", &sizes[j], 1);
+      weft_node* piece = nullptr;
+      WEFT_RETURN_IF_ERROR(weft_op_finish(s, &piece));
+      const ShapeInfo& shape =
+          (*grads)[k].node->output_shapes[(*grads)[k].index];
+      weft_op_builder* r = weft_op_begin(
+          graph, "Reshape", FreshName(g, base + "/grad").c_str());
+      weft_op_add_input(r, weft_output{piece, 0});
+      weft_op_set_attr_int_list(r, "shape", shape.dims.data(), shape.rank);
+      weft_node* back = nullptr;
+      WEFT_RETURN_IF_ERROR(weft_op_finish(r, &back));
+      (*grads)[k] = weft_output{back, 0};
+      offset += sizes[j];
+    }
+  }
+  return nullptr;
+}
+
 weft_status* CheckOptions(const weft_optimizer_options* in,
                           weft_optimizer_options* out) {
   if (in == nullptr) return Error(WEFT_INVALID_ARGUMENT, "options is NULL");
@@ -130,6 +225,11 @@ weft_status* CheckOptions(const weft_optimizer_options* in,
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "data_parallel %d: want 0 (this process's gradients) or 1 "
                   "(averaged over the MPI job's ranks)", out->data_parallel);
+  if (out->bucket_bytes < 0)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "bucket_bytes %lld: want 0 (one AllReduce per gradient) or "
+                  "a positive byte count",
+                  static_cast<long long>(out->bucket_bytes));
   if (out->kind == WEFT_OPTIMIZER_MOMENTUM &&
       !(out->momentum >= 0 && out->momentum < 1))
     return Errorf(WEFT_INVALID_ARGUMENT, "momentum %g must be in [0, 1)",
@@ -406,12 +506,15 @@ weft_status* weft_minimize(weft_graph* graph, weft_output loss,
                                         static_cast<int32_t>(vars.size()),
                                         nullptr, grads.data()));
     weft::Minimizer minimizer(graph, o, scope);
+    if (o.data_parallel && o.bucket_bytes > 0)
+      WEFT_RETURN_IF_ERROR(
+          weft::AverageInBuckets(graph, scope, vars, o.bucket_bytes, &grads));
     bool any = false;
     for (size_t i = 0; i < vars.size(); ++i) {
       if (grads[i].node == nullptr) continue;  // the loss ignores it
       any = true;
       weft_output grad = grads[i];
-      if (o.data_parallel) {
+      if (o.data_parallel && o.bucket_bytes == 0) {
         // Every rank's gradient of its own shard, averaged: each rank then
         // applies the same update.  Placed by the planner like the update.
         weft_op_builder* b = weft_op_begin(

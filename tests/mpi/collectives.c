@@ -333,6 +333,102 @@ static int train(int rows_from, int rows, int collective, float* w_out) {
   return 1;
 }
 
+/* A two-layer model trained by weft_minimize in data-parallel mode, its
+ * gradients averaged one AllReduce each (bucket_bytes 0) or packed into
+ * buckets; returns the 10 losses and how many AllReduce nodes the graph
+ * has. */
+static int train_minimize(int64_t bucket_bytes, float losses[10],
+                          int* reductions) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  enum { HID = 5 };
+  const int shard = ROWS / g_size;
+  float x[ROWS * IN], t[ROWS], w1[IN * HID], w2[HID];
+  for (int r = 0; r < shard; ++r) {
+    float sum = 0.25f;
+    for (int c = 0; c < IN; ++c) {
+      x[r * IN + c] = row_value(g_rank * shard + r, c);
+      sum += (c + 1) * 0.5f * x[r * IN + c];
+    }
+    t[r] = sum;
+  }
+  for (int i = 0; i < IN * HID; ++i) w1[i] = 0.1f * (float)((i * 7) % 5 - 2);
+  for (int i = 0; i < HID; ++i) w2[i] = 0.2f * (float)(i % 3 - 1) + 0.05f;
+  const int64_t xd[2] = {shard, IN}, td[2] = {shard, 1};
+  const int64_t w1d[2] = {IN, HID}, w2d[2] = {HID, 1};
+  weft_output w1v, w2v, h, pred, diff, sq, loss;
+  TRY(weft_graph_variable(g, "w1", constant(g, WEFT_FLOAT32, w1d, 2, w1,
+                                            sizeof w1), &w1v, NULL));
+  TRY(weft_graph_variable(g, "w2", constant(g, WEFT_FLOAT32, w2d, 2, w2,
+                                            sizeof w2), &w2v, NULL));
+  weft_output in1[2] = {constant(g, WEFT_FLOAT32, xd, 2, x,
+                                 sizeof(float) * shard * IN), w1v};
+  TRY(weft_graph_apply(g, "MatMul", NULL, in1, 2, &h));
+  TRY(weft_graph_apply(g, "Tanh", NULL, &h, 1, &h));
+  weft_output in2[2] = {h, w2v};
+  TRY(weft_graph_apply(g, "MatMul", NULL, in2, 2, &pred));
+  weft_output d_in[2] = {pred, constant(g, WEFT_FLOAT32, td, 2, t,
+                                        sizeof(float) * shard)};
+  TRY(weft_graph_apply(g, "Sub", NULL, d_in, 2, &diff));
+  TRY(weft_graph_apply(g, "Square", NULL, &diff, 1, &sq));
+  TRY(weft_graph_apply(g, "Mean", NULL, &sq, 1, &loss));
+  weft_optimizer_options o;
+  weft_optimizer_options_init(&o, WEFT_OPTIMIZER_MOMENTUM);
+  o.learning_rate = 0.1;
+  o.data_parallel = 1;
+  o.bucket_bytes = bucket_bytes;
+  weft_node* step = NULL;
+  TRY(weft_minimize(g, loss, &o, "train", &step));
+  weft_node* init = NULL;
+  TRY(weft_graph_initialize_all(g, "init", &init));
+  *reductions = 0;
+  for (int32_t i = 0; i < weft_graph_node_count(g); ++i)
+    *reductions += strcmp(weft_node_op_type(weft_graph_node_at(g, i)),
+                          "AllReduce") == 0;
+  /* The job's loss, the mean of the ranks' (each rank's own may rise). */
+  weft_status* st = NULL;
+  weft_output job_loss = apply1(g, "AllReduce", loss, "reduction", "mean",
+                                NULL, 0, &st);
+  TRY(st);
+  weft_session* s = session(g, 2);
+  if (s == NULL) return 0;
+  TRY(weft_session_run(s, NULL, NULL, 0, NULL, 0, &init, 1, NULL));
+  for (int k = 0; k < 10; ++k) {
+    weft_tensor* l = NULL;
+    TRY(weft_session_run(s, NULL, NULL, 0, &job_loss, 1, &step, 1, &l));
+    losses[k] = *(const float*)weft_tensor_data(l);
+    weft_tensor_destroy(l);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return 1;
+}
+
+static int check_buckets(void) {
+  if (ROWS % g_size != 0) {
+    snprintf(g_why, sizeof g_why, "skipped: %d ranks do not divide %d rows",
+             g_size, ROWS);
+    return 1;
+  }
+  float each[10], packed[10], split[10];
+  int n_each = 0, n_packed = 0, n_split = 0;
+  if (!train_minimize(0, each, &n_each)) return 0;
+  /* Both gradients in one bucket; then buckets too small for two. */
+  if (!train_minimize(1 << 20, packed, &n_packed)) return 0;
+  if (!train_minimize(4, split, &n_split)) return 0;
+  if (n_each != 2 || n_packed != 1 || n_split != 2)
+    return fail("AllReduce nodes: %d per gradient (want 2), %d in one "
+                "bucket (want 1), %d in small buckets (want 2)", n_each,
+                n_packed, n_split);
+  for (int k = 0; k < 10; ++k)
+    if (fabsf(packed[k] - each[k]) > 1e-6f * (1 + fabsf(each[k])) ||
+        fabsf(split[k] - each[k]) > 1e-6f * (1 + fabsf(each[k])))
+      return fail("loss %d: %.9g per gradient, %.9g in one bucket, %.9g in "
+                  "small ones", k, each[k], packed[k], split[k]);
+  if (!(each[9] < each[0])) return fail("the loss did not fall");
+  return 1;
+}
+
 /* A rank that is late: rank 0's run of an AllReduce, with a 1 s deadline,
  * ends with UNAVAILABLE (naming the wait for the other ranks) while rank 1
  * sleeps 2.5 s; rank 1 then runs it and gets the full sum (rank 0's
@@ -423,7 +519,7 @@ static int check_data_parallel(void) {
 
 int main(int argc, char** argv) {
   const int expected = argc > 1 ? atoi(argv[1]) : 1;
-  if (!tap_start(expected, 8)) return 1;
+  if (!tap_start(expected, 9)) return 1;
   report("the world has the ranks mpirun started", check_world(expected));
   report("AllGather of the ranks gives each once, in order",
          check_allgather_ranks());
@@ -437,6 +533,8 @@ int main(int argc, char** argv) {
          check_gradient());
   report("data-parallel SGD equals one process with the whole batch",
          check_data_parallel());
+  report("data-parallel gradients in buckets train as one AllReduce each",
+         check_buckets());
   report("a late rank ends the others' run at its deadline, UNAVAILABLE",
          check_late_rank());
   return g_failed == 0 ? 0 : 1;

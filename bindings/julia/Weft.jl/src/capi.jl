@@ -174,6 +174,7 @@ struct OptimizerOptionsC
     beta2::Cdouble
     epsilon::Cdouble
     data_parallel::Int32
+    bucket_bytes::Int64
 end
 
 # C: weft_device_description

@@ -125,12 +125,13 @@ depends on, one update per variable (`:gradient_descent`/`:sgd`,
 Options left `nothing` take the library's defaults (learning rate 0.01,
 momentum 0.9, beta1 0.9, beta2 0.999, epsilon 1e-8).  `data_parallel = true`
 averages each gradient over the ranks of the program's MPI job before its
-update (see `broadcast_variables`).
+update (see `broadcast_variables`); `bucket_bytes` > 0 packs the gradients
+into buckets of at most that many bytes, one AllReduce each.
 """
 function minimize(loss::Output; optimizer::Symbol = :adam, learning_rate = nothing,
                   momentum = nothing, use_nesterov::Bool = false, beta1 = nothing,
                   beta2 = nothing, epsilon = nothing, data_parallel::Bool = false,
-                  name::AbstractString = "train")
+                  bucket_bytes::Integer = 0, name::AbstractString = "train")
     haskey(OPTIMIZERS, optimizer) ||
         throw(ArgumentError("optimizer is one of $(sort(collect(keys(OPTIMIZERS))))"))
     kind = Int32(OPTIMIZERS[optimizer])
@@ -143,7 +144,8 @@ function minimize(loss::Output; optimizer::Symbol = :adam, learning_rate = nothi
         sizeof(OptimizerOptionsC), kind,
         something(learning_rate, d.learning_rate), something(momentum, d.momentum),
         Int32(use_nesterov), something(beta1, d.beta1), something(beta2, d.beta2),
-        something(epsilon, d.epsilon), Int32(data_parallel)))
+        something(epsilon, d.epsilon), Int32(data_parallel),
+        Int64(bucket_bytes)))
     g = graph(loss)
     out = Ref{Ptr{Cvoid}}(C_NULL)
     differentiating(g) do
