@@ -178,6 +178,13 @@ build_decoders() {
     -o "$out/decoders"
 }
 
+# Transfer headers between ranks and cluster specs (runtime/distributed).
+build_cluster() {
+  build_runtime_archive
+  "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi tests/fuzz/cluster.cc \
+    "$out/libweft_fuzz.a" -ldl -pthread -o "$out/cluster"
+}
+
 # Seeds for graph_file: the graph files of the test suite's two model
 # bundles (built in build/), whole (first byte 0) and as payloads (1).
 seed_graph_file() {
@@ -215,6 +222,8 @@ seed_corpus() {
       python3 tests/fuzz/make_seeds.py records "$dir" ;;
     decoders)
       python3 tests/fuzz/make_seeds.py decoders "$dir" ;;
+    cluster)
+      python3 tests/fuzz/make_seeds.py cluster "$dir" ;;
   esac
 }
 
@@ -224,7 +233,7 @@ targets=("$@")
 [ $# -gt 0 ] || targets+=(graphdef_loader)
 [ $# -gt 0 ] || targets+=(onnx_loader)
 [ $# -gt 0 ] || targets+=(graph_file)
-[ $# -gt 0 ] || targets+=(record_reader decoders dataset)
+[ $# -gt 0 ] || targets+=(record_reader decoders dataset cluster)
 for target in "${targets[@]}"; do
   weft_log "building $target"
   "build_$target"

@@ -115,6 +115,48 @@ bool Decode(const void* data, int64_t size, Header* h, std::string* why) {
   return true;
 }
 
+}  // namespace
+
+std::string EncodeTransferHeader(const std::string& key, weft_dtype dtype,
+                                 const std::vector<int64_t>& dims) {
+  Header h;
+  h.key = key;
+  h.dtype = dtype;
+  h.dims = dims;
+  return Encode(h);
+}
+
+bool ReadTransferHeader(const void* header, int64_t header_bytes,
+                        int64_t payload_bytes, ArrivalHeader* out) {
+  Header h;
+  std::string why;
+  *out = ArrivalHeader();
+  if (!Decode(header, header_bytes, &h, &why)) return false;
+  out->key = h.key;
+  if (!why.empty()) {
+    out->error = why;
+    return true;
+  }
+  out->dtype = h.dtype;
+  out->dims = h.dims;
+  size_t bytes = 0;
+  if (weft_status* st = CheckedByteSize(h.dtype, h.dims.data(),
+                                        static_cast<int32_t>(h.dims.size()),
+                                        &bytes)) {
+    out->error = std::string("a shape whose size overflows: ") +
+                 weft_status_message(st);
+    weft_status_destroy(st);
+    return true;
+  }
+  out->bytes = bytes;
+  if (static_cast<int64_t>(bytes) != payload_bytes)
+    out->error = std::to_string(payload_bytes) + " bytes for a value of " +
+                 std::to_string(bytes);
+  return true;
+}
+
+namespace {
+
 // ---- The rendezvous --------------------------------------------------------
 
 using RecvDone = std::function<void(weft_status*, TensorValue)>;
@@ -208,16 +250,15 @@ class Rendezvous {
                        void** token) {
     auto* self = static_cast<Rendezvous*>(arg);
     *token = nullptr;
-    Header h;
-    std::string why;
-    if (!Decode(header, header_bytes, &h, &why)) {
+    ArrivalHeader a;
+    if (!ReadTransferHeader(header, header_bytes, payload_bytes, &a)) {
       std::fprintf(stderr,
                    "weft: dropped a message from rank %d that is not a Weft "
                    "transfer (%lld header bytes)\n",
                    source, static_cast<long long>(header_bytes));
       return nullptr;
     }
-    std::string full = Full(source, h.key);
+    std::string full = Full(source, a.key);
     std::lock_guard<std::mutex> lock(self->mu_);
     Slot& s = self->table_[full];
     auto fail = [&](weft_code code, std::string what) -> void* {
@@ -230,28 +271,15 @@ class Rendezvous {
     };
     if (s.landed || s.value.buffer)
       return fail(WEFT_INTERNAL,
-                  "rank " + std::to_string(source) + " sent '" + h.key +
+                  "rank " + std::to_string(source) + " sent '" + a.key +
                       "' twice");
-    if (!why.empty())
+    if (!a.error.empty())
       return fail(WEFT_DATA_LOSS, "rank " + std::to_string(source) +
-                                      " sent '" + h.key + "' with " + why);
+                                      " sent '" + a.key + "' with " + a.error);
     TensorValue v;
-    v.dtype = h.dtype;
-    v.dims.assign(h.dims.data(), static_cast<int32_t>(h.dims.size()));
-    size_t bytes = 0;
-    if (weft_status* st = CheckedByteSize(v.dtype, h.dims.data(),
-                                          static_cast<int32_t>(h.dims.size()),
-                                          &bytes)) {
-      std::string m = weft_status_message(st);
-      weft_status_destroy(st);
-      return fail(WEFT_DATA_LOSS, "rank " + std::to_string(source) +
-                                      " sent '" + h.key + "': " + m);
-    }
-    if (static_cast<int64_t>(bytes) != payload_bytes)
-      return fail(WEFT_DATA_LOSS,
-                  "rank " + std::to_string(source) + " sent '" + h.key +
-                      "' with " + std::to_string(payload_bytes) +
-                      " bytes for a value of " + std::to_string(bytes));
+    v.dtype = a.dtype;
+    v.dims.assign(a.dims.data(), static_cast<int32_t>(a.dims.size()));
+    const size_t bytes = static_cast<size_t>(a.bytes);
     if (Device* d = self->landing_.load(std::memory_order_acquire)) {
       weft_status_destroy(d->Allocate(bytes, &v.buffer));
     } else {
@@ -259,7 +287,7 @@ class Rendezvous {
     }
     if (!v.buffer && bytes != 0)
       return fail(WEFT_RESOURCE_EXHAUSTED,
-                  "out of host memory receiving '" + h.key + "' (" +
+                  "out of host memory receiving '" + a.key + "' (" +
                       std::to_string(bytes) + " bytes)");
     s.value = std::move(v);
     *token = new std::string(full);

@@ -16,6 +16,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "weft/dtype.h"
 
 #include "ops/registry.h"
 
@@ -30,6 +33,24 @@ namespace distributed {
 // the planner puts a Cast before the send and after the receive.
 const OpDef* TaskSendDef();
 const OpDef* TaskRecvDef();
+
+// A message's header as the rendezvous reads it (exposed for tests and the
+// fuzzer; every byte of it comes from another process).
+struct ArrivalHeader {
+  std::string key;    // the rendezvous key, when the header has one
+  std::string error;  // empty, or why the value cannot be delivered
+  weft_dtype dtype = WEFT_DTYPE_INVALID;
+  std::vector<int64_t> dims;
+  uint64_t bytes = 0;  // the value's size: what the payload must hold
+};
+// The header of a transfer: magic, key, dtype, dims, dead flag.
+std::string EncodeTransferHeader(const std::string& key, weft_dtype dtype,
+                                 const std::vector<int64_t>& dims);
+// False when `header` is not a Weft transfer (no key can be read: the
+// message is dropped); else true with out->key, and out->error set when the
+// rest is malformed or `payload_bytes` does not match the value's size.
+bool ReadTransferHeader(const void* header, int64_t header_bytes,
+                        int64_t payload_bytes, ArrivalHeader* out);
 
 // FNV-1a of `s`, for naming plans alike on every rank.
 uint64_t NameHash(const std::string& s);

@@ -2,7 +2,7 @@
 """Writes seed inputs for the fuzz targets (scripts/fuzz.sh): valid files,
 so the fuzzer starts past the headers.  Usage: make_seeds.py KIND DIR, KIND
 being `checkpoint` (runtime/checkpoint/FORMAT.md, version 1), `idx`,
-`c_api`, `npy`, `graphdef`, `onnx`, `records` or `decoders`."""
+`c_api`, `npy`, `graphdef`, `onnx`, `records`, `decoders` or `cluster`."""
 
 import base64
 import gzip
@@ -470,6 +470,19 @@ def main() -> None:
         seeds.update(record_seeds())
     elif kind == "decoders":
         seeds.update(decoder_seeds())
+    elif kind == "cluster":
+        # Transfer headers (runtime/distributed/transfer.cc: magic "WFT1",
+        # key, dtype, rank, dims, dead flag) after the payload size, and
+        # cluster specs with a constraint.
+        def header(key, dtype, dims, size):
+            body = struct.pack("<II", 0x57465431, len(key)) + key
+            body += struct.pack("<ii", dtype, len(dims))
+            body += b"".join(struct.pack("<q", d) for d in dims) + b"\0"
+            return b"\0" + struct.pack("<q", size) + body
+        seeds["header_float"] = header(b"s0.1/0/x:0>1", 1, [2, 3], 24)
+        seeds["header_scalar"] = header(b"s0.1/3/^n>0/2", 10, [], 1)
+        seeds["spec_ps_worker"] = b"\1\3ps:1,worker\n/job:worker/task:1"
+        seeds["spec_wildcard"] = b"\1\4worker:4\n/job:worker/task:*/device:CPU:0"
     elif kind == "npy":
         # NumPy .npy files (tools/npy.h): each dtype, each format version,
         # Fortran order, a scalar, an empty array.

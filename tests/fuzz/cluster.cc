@@ -1,0 +1,76 @@
+// Fuzz target: what a cluster session reads from outside its own code —
+// the headers of transfers other ranks send (every byte comes from another
+// process), and the cluster spec and task constraints the program gives.
+// Input: [selector] bytes.
+//   selector & 1 == 0: bytes[0..8) is the payload size, the rest a header
+//     as the MPI module hands it to the rendezvous.  A header that reads
+//     must give a key; one without an error must describe a value whose
+//     size is the payload's, and encode back to the same bytes.
+//   selector & 1 == 1: "SPEC\nCONSTRAINT" with the job's size from the
+//     next byte (1..16): a spec that parses must have as many tasks as
+//     ranks, and the ranks a constraint names must be among them.
+// Never a crash or a sanitizer report.  Built and run by scripts/fuzz.sh.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "distributed/cluster.h"
+#include "distributed/transfer.h"
+
+namespace {
+
+void Header(const uint8_t* data, size_t size) {
+  if (size < 8) return;
+  int64_t payload = 0;
+  std::memcpy(&payload, data, 8);
+  weft::distributed::ArrivalHeader a;
+  if (!weft::distributed::ReadTransferHeader(
+          data + 8, static_cast<int64_t>(size - 8), payload, &a))
+    return;
+  if (!a.error.empty()) return;
+  if (static_cast<int64_t>(a.bytes) != payload) std::abort();
+  const std::string again =
+      weft::distributed::EncodeTransferHeader(a.key, a.dtype, a.dims);
+  // The dead flag is the last byte; this encoder writes 0.
+  if (again.size() != size - 8 ||
+      std::memcmp(again.data(), data + 8, again.size() - 1) != 0)
+    std::abort();
+}
+
+void Spec(const uint8_t* data, size_t size) {
+  if (size < 1) return;
+  const int32_t ranks = 1 + data[0] % 16;
+  std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
+  const size_t nl = text.find('\n');
+  const std::string spec = text.substr(0, nl);
+  const std::string constraint =
+      nl == std::string::npos ? std::string() : text.substr(nl + 1);
+  weft::distributed::Cluster c;
+  weft_status* st = weft::distributed::ParseCluster(spec, ranks, 0, &c);
+  if (st != nullptr) {
+    weft_status_destroy(st);
+    return;
+  }
+  if (c.size() != ranks) std::abort();
+  for (int32_t r = 0; r < ranks; ++r)
+    if (c.TaskName(r).empty()) std::abort();
+  std::vector<int32_t> named;
+  st = c.RanksOf(constraint, &named);
+  if (st != nullptr) {
+    weft_status_destroy(st);
+    return;
+  }
+  if (named.empty()) std::abort();
+  for (int32_t r : named)
+    if (r < 0 || r >= ranks) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  if (data[0] & 1) Spec(data + 1, size - 1);
+  else Header(data + 1, size - 1);
+  return 0;
+}
