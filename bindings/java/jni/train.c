@@ -128,7 +128,8 @@ JNIEXPORT jlong NATIVE(minimize)(JNIEnv* env, jclass c, jlong graph,
                                  jdouble learning_rate, jdouble momentum,
                                  jboolean nesterov, jdouble beta1,
                                  jdouble beta2, jdouble epsilon,
-                                 jboolean data_parallel, jstring name) {
+                                 jboolean data_parallel, jlong bucket_bytes,
+                                 jstring name) {
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
   weft_optimizer_options o;
@@ -140,6 +141,7 @@ JNIEXPORT jlong NATIVE(minimize)(JNIEnv* env, jclass c, jlong graph,
   o.beta2 = beta2;
   o.epsilon = epsilon;
   o.data_parallel = data_parallel ? 1 : 0;
+  o.bucket_bytes = bucket_bytes;
   weft_jni_string n;
   if (!weft_jni_string_get(env, name, &n)) return 0;
   weft_node* train = NULL;

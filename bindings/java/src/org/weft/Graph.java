@@ -326,7 +326,7 @@ public final class Graph extends NativeObject {
       return node(Native.minimize(g, loss.node().handleIn(this), loss.index(),
           options.optimizer().value(), options.learningRate(), options.momentum(),
           options.nesterov(), options.beta1(), options.beta2(), options.epsilon(),
-          options.dataParallel(), name));
+          options.dataParallel(), options.bucketBytes(), name));
     } finally {
       DIFFERENTIATING.set(outer);
       release();

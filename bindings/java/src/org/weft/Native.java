@@ -148,7 +148,7 @@ final class Native {
   static native double[] optimizerDefaults(int kind);
   static native long minimize(long graph, long lossNode, int lossIndex, int kind,
       double learningRate, double momentum, boolean nesterov, double beta1, double beta2,
-      double epsilon, boolean dataParallel, String name);
+      double epsilon, boolean dataParallel, long bucketBytes, String name);
   static native long broadcastVariables(long graph, int root, String name);
   static native int[] clusterWorld();
   static native void checkpointSave(long session, String path, long[] variables);

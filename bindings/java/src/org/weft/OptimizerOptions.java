@@ -4,15 +4,25 @@ package org.weft;
  * Options of {@link Graph#minimize}: start from {@link #defaults} (the C
  * library's, learning rate 0.01) and change what differs.
  * {@code dataParallel}: average each gradient over the ranks of the
- * program's MPI job before its update ({@link Weft#clusterWorld}).
+ * program's MPI job before its update ({@link Weft#clusterWorld});
+ * {@code bucketBytes} (with it): 0 averages each gradient by an AllReduce
+ * of its own, more packs the gradients into buckets of at most that many
+ * bytes, one AllReduce each.
  */
 public record OptimizerOptions(Optimizer optimizer, double learningRate, double momentum,
-    boolean nesterov, double beta1, double beta2, double epsilon, boolean dataParallel) {
+    boolean nesterov, double beta1, double beta2, double epsilon, boolean dataParallel,
+    long bucketBytes) {
 
   /** The options without data parallelism (the record before it had it). */
   public OptimizerOptions(Optimizer optimizer, double learningRate, double momentum,
       boolean nesterov, double beta1, double beta2, double epsilon) {
-    this(optimizer, learningRate, momentum, nesterov, beta1, beta2, epsilon, false);
+    this(optimizer, learningRate, momentum, nesterov, beta1, beta2, epsilon, false, 0);
+  }
+
+  /** The options without buckets (the record before it had them). */
+  public OptimizerOptions(Optimizer optimizer, double learningRate, double momentum,
+      boolean nesterov, double beta1, double beta2, double epsilon, boolean dataParallel) {
+    this(optimizer, learningRate, momentum, nesterov, beta1, beta2, epsilon, dataParallel, 0);
   }
 
   /** The library's defaults for {@code optimizer}. */
@@ -35,27 +45,33 @@ public record OptimizerOptions(Optimizer optimizer, double learningRate, double 
 
   public OptimizerOptions withLearningRate(double value) {
     return new OptimizerOptions(optimizer, value, momentum, nesterov, beta1, beta2, epsilon,
-        dataParallel);
+        dataParallel, bucketBytes);
   }
 
   public OptimizerOptions withMomentum(double value) {
     return new OptimizerOptions(optimizer, learningRate, value, nesterov, beta1, beta2, epsilon,
-        dataParallel);
+        dataParallel, bucketBytes);
   }
 
   public OptimizerOptions withNesterov(boolean value) {
     return new OptimizerOptions(optimizer, learningRate, momentum, value, beta1, beta2, epsilon,
-        dataParallel);
+        dataParallel, bucketBytes);
   }
 
   public OptimizerOptions withAdam(double beta1, double beta2, double epsilon) {
     return new OptimizerOptions(optimizer, learningRate, momentum, nesterov, beta1, beta2,
-        epsilon, dataParallel);
+        epsilon, dataParallel, bucketBytes);
   }
 
   /** Gradients averaged over the MPI job's ranks before each update. */
   public OptimizerOptions withDataParallel(boolean value) {
     return new OptimizerOptions(optimizer, learningRate, momentum, nesterov, beta1, beta2,
-        epsilon, value);
+        epsilon, value, bucketBytes);
+  }
+
+  /** Data-parallel gradients averaged in buckets of at most this many bytes. */
+  public OptimizerOptions withBucketBytes(long value) {
+    return new OptimizerOptions(optimizer, learningRate, momentum, nesterov, beta1, beta2,
+        epsilon, dataParallel, value);
   }
 }

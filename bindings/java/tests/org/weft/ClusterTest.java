@@ -41,6 +41,34 @@ class ClusterTest {
   }
 
   @Test
+  void bucketsAloneTrainAsUsual() {
+    try (Graph g = new Graph()) {
+      Variable w = g.variable("w", Tensor.of(new float[] {1f, -1f}, 2));
+      Variable v = g.variable("v", Tensor.of(new float[] {0.5f}, 1));
+      Output loss = g.apply("Add", "loss",
+          g.apply("Sum", "sw", g.apply("Square", "sq", w.value())),
+          g.apply("Sum", "sv", g.apply("Square", "sqv", v.value())));
+      OptimizerOptions o = OptimizerOptions.gradientDescent(0.25).withDataParallel(true)
+          .withBucketBytes(1 << 20);
+      assertEquals(1 << 20, o.bucketBytes());
+      Node step = g.minimize(loss, o, null);
+      int reductions = 0;
+      for (Node n : g.nodes()) reductions += n.opType().equals("AllReduce") ? 1 : 0;
+      assertEquals(1, reductions, "both gradients in one bucket");
+      Node init = g.initializeAll("init");
+      try (Session s = new Session(g)) {
+        s.run(init);
+        s.run(step);
+        try (Session.Result r = s.runner().fetch(w.value()).fetch(v.value()).run()) {
+          // w <- w - 0.25 * 2w = w / 2, alone (the mean over one rank).
+          assertArrayEquals(new float[] {0.5f, -0.5f}, r.get(0).toFloatArray(), 0f);
+          assertArrayEquals(new float[] {0.25f}, r.get(1).toFloatArray(), 0f);
+        }
+      }
+    }
+  }
+
+  @Test
   void dataParallelAloneTrainsAsUsual() {
     float[] plain = train(false, false);
     // w <- w - 0.1 * 2 (w - 3), three times: 3 - (3 - w0) * 0.8^3.
