@@ -118,11 +118,12 @@ bool Decode(const void* data, int64_t size, Header* h, std::string* why) {
 }  // namespace
 
 std::string EncodeTransferHeader(const std::string& key, weft_dtype dtype,
-                                 const std::vector<int64_t>& dims) {
+                                 const std::vector<int64_t>& dims, bool dead) {
   Header h;
   h.key = key;
   h.dtype = dtype;
   h.dims = dims;
+  h.dead = dead;
   return Encode(h);
 }
 
@@ -139,6 +140,12 @@ bool ReadTransferHeader(const void* header, int64_t header_bytes,
   }
   out->dtype = h.dtype;
   out->dims = h.dims;
+  out->dead = h.dead;
+  if (h.dead) {  // an untaken branch's value: nothing follows
+    if (payload_bytes != 0)
+      out->error = std::to_string(payload_bytes) + " bytes for a dead value";
+    return true;
+  }
   size_t bytes = 0;
   if (weft_status* st = CheckedByteSize(h.dtype, h.dims.data(),
                                         static_cast<int32_t>(h.dims.size()),
@@ -159,10 +166,12 @@ namespace {
 
 // ---- The rendezvous --------------------------------------------------------
 
-using RecvDone = std::function<void(weft_status*, TensorValue)>;
+// The value, or dead (an untaken branch on the sending task).
+using RecvDone = std::function<void(weft_status*, TensorValue, bool dead)>;
 
 struct Slot {
   bool landed = false;
+  bool dead = false;
   weft_code code = WEFT_OK;
   std::string error;
   TensorValue value;
@@ -230,9 +239,9 @@ class Rendezvous {
 
   static void Deliver(Slot got, const RecvDone& done) {
     if (got.code != WEFT_OK)
-      done(Error(got.code, got.error), TensorValue());
+      done(Error(got.code, got.error), TensorValue(), false);
     else
-      done(nullptr, std::move(got.value));
+      done(nullptr, std::move(got.value), got.dead);
   }
 
   weft_status* Start() {
@@ -269,13 +278,18 @@ class Rendezvous {
       *token = new std::string(full);
       return nullptr;
     };
-    if (s.landed || s.value.buffer)
+    if (s.landed || s.value.buffer || s.dead)
       return fail(WEFT_INTERNAL,
                   "rank " + std::to_string(source) + " sent '" + a.key +
                       "' twice");
     if (!a.error.empty())
       return fail(WEFT_DATA_LOSS, "rank " + std::to_string(source) +
                                       " sent '" + a.key + "' with " + a.error);
+    if (a.dead) {
+      s.dead = true;
+      *token = new std::string(full);
+      return nullptr;
+    }
     TensorValue v;
     v.dtype = a.dtype;
     v.dims.assign(a.dims.data(), static_cast<int32_t>(a.dims.size()));
@@ -432,7 +446,8 @@ weft_status* TaskSend(RuntimeOpContext* ctx) {
   Rendezvous* rv = nullptr;
   WEFT_RETURN_IF_ERROR(Transport(n, &rv));
   auto f = std::make_shared<SendFlight>();
-  if (ctx->num_inputs() > 0) {
+  const bool dead = ctx->inputs_dead();
+  if (ctx->num_inputs() > 0 && !dead) {
     f->value = ctx->input(0);
   } else {  // a control edge: an empty token
     f->value.dtype = WEFT_BOOL;
@@ -447,6 +462,7 @@ weft_status* TaskSend(RuntimeOpContext* ctx) {
   h.dtype = f->value.dtype;
   h.dims.assign(f->value.dims.data(),
                 f->value.dims.data() + f->value.dims.rank());
+  h.dead = dead;
   f->header = Encode(h);
   std::weak_ptr<SendFlight> weak = f;
   f->done = ctx->Park([weak, n](weft_status* why) {
@@ -511,10 +527,25 @@ weft_status* TaskRecv(RuntimeOpContext* ctx) {
   });
   const weft_dtype want = n->output_dtypes[0];
   const ShapeInfo& shape = n->output_shapes[0];
-  id->store(rv->Recv(source, key, [f, n, want, shape](weft_status* st,
-                                                       TensorValue v) {
+  const bool may_be_dead = ctx->plan_has_control_flow();
+  id->store(rv->Recv(source, key, [f, n, want, shape, may_be_dead](
+                                      weft_status* st, TensorValue v,
+                                      bool dead) {
     if (f->ended.exchange(true)) {
       weft_status_destroy(st);
+      return;
+    }
+    if (st == nullptr && dead) {
+      if (may_be_dead) {
+        f->done->set_dead();
+      } else {
+        st = Errorf(WEFT_INTERNAL,
+                    "%s: task %s sent '%s' dead, which this plan cannot "
+                    "carry: the ranks run different graphs",
+                    f->done->where().c_str(), Attr(n, "peer_name").c_str(),
+                    Attr(n, "value").c_str());
+      }
+      f->done->Done(st);
       return;
     }
     if (st == nullptr && (v.dtype != want || !Allows(shape, v.dims)))
@@ -542,7 +573,11 @@ OpDef MakeDef(const char* name, std::vector<std::string> inputs,
 }  // namespace
 
 const OpDef* TaskSendDef() {
-  static const OpDef* d = new OpDef(MakeDef("_TaskSend", {"x"}, TaskSend, 0));
+  static const OpDef* d = [] {
+    auto* def = new OpDef(MakeDef("_TaskSend", {"x"}, TaskSend, 0));
+    def->runs_dead = true;  // the receiver must hear of an untaken branch
+    return def;
+  }();
   return d;
 }
 

@@ -42,10 +42,11 @@ struct ArrivalHeader {
   weft_dtype dtype = WEFT_DTYPE_INVALID;
   std::vector<int64_t> dims;
   uint64_t bytes = 0;  // the value's size: what the payload must hold
+  bool dead = false;   // an untaken branch's value: no payload
 };
 // The header of a transfer: magic, key, dtype, dims, dead flag.
 std::string EncodeTransferHeader(const std::string& key, weft_dtype dtype,
-                                 const std::vector<int64_t>& dims);
+                                 const std::vector<int64_t>& dims, bool dead);
 // False when `header` is not a Weft transfer (no key can be read: the
 // message is dropped); else true with out->key, and out->error set when the
 // rest is malformed or `payload_bytes` does not match the value's size.

@@ -113,6 +113,10 @@ struct OpDef {
   // plans list these nodes in creation order, the order every rank starts
   // them in.
   bool collective = false;
+  // A runtime op the executor runs even when its inputs are dead (an
+  // untaken branch), telling it so (RuntimeOpContext::inputs_dead): a
+  // TaskSend forwards the deadness to the task that waits for the value.
+  bool runs_dead = false;
   std::string summary;
   // How `weft ops` names the outputs when num_outputs does not tell
   // (an attribute decides how many, as for Split): "num_split outputs".

@@ -94,6 +94,10 @@ class AsyncDone {
   virtual void Done(weft_status* status) = 0;
   // "node 'q' (QueueDequeue)", for messages.
   virtual const std::string& where() const = 0;
+  // Makes the node's outputs dead, as if it were on an untaken branch (a
+  // TaskRecv whose sender's value was dead).  Before Done; only in plans
+  // with control flow (RuntimeOpContext::plan_has_control_flow).
+  virtual void set_dead() = 0;
 };
 
 // Called when the run a parked op belongs to is cancelled, passes its
@@ -174,6 +178,9 @@ class RuntimeOpContext {
   // (Plan::collectives), and whether the plan has control flow.
   virtual const std::vector<const weft_node*>& plan_collectives() const = 0;
   virtual bool plan_has_control_flow() const = 0;
+  // OpDef::runs_dead ops: whether this call is for dead inputs (then the
+  // op reads no input and its outputs are dead whatever it does).
+  virtual bool inputs_dead() const { return false; }
 };
 
 using RuntimeOpFn = weft_status* (*)(RuntimeOpContext* ctx);

@@ -49,6 +49,7 @@ class ParkedOp : public AsyncDone {
     run_->ParkedDone(this, status);
   }
   const std::string& where() const override { return where_; }
+  void set_dead() override { item_.dead = true; }
   bool done() const { return done_.load(std::memory_order_acquire); }
   void Cancel(weft_status* why) {
     if (done()) {
@@ -108,6 +109,8 @@ class CfRuntimeContext : public RuntimeOpContext {
   }
   void set_dead() override { dead_ = true; }
   bool dead() const { return dead_; }
+  bool inputs_dead() const override { return inputs_dead_; }
+  void set_inputs_dead() { inputs_dead_ = true; }
   weft_status* Allocate(weft_dtype dtype, const Dims& dims,
                         TensorValue* out) override {
     out->dtype = dtype;
@@ -211,6 +214,7 @@ class CfRuntimeContext : public RuntimeOpContext {
   std::vector<int64_t> path_;
   bool dead_ = false;
   bool parked_ = false;
+  bool inputs_dead_ = false;
 };
 
 std::shared_ptr<ParkedOp> Run::Park(const PlanNode& p, const CfItem& item,
@@ -830,6 +834,15 @@ void Run::CfProcess(CfItem item) {
         Fail(st);
         item.dead = true;
       }
+    } else if (p.kind == ExecKind::kRuntime && p.node->def->runs_dead &&
+               !failed_.load(std::memory_order_acquire)) {
+      // A value of an untaken branch that another task waits for: the op
+      // (a TaskSend) tells it so.  Its outputs stay dead.
+      CfRuntimeContext ctx(this, p, item);
+      ctx.set_inputs_dead();
+      weft_status* st = p.node->def->runtime(&ctx);
+      parked = ctx.parked();
+      if (st != nullptr) Fail(st);
     }
     if (parked) {
       // Its Done completes the item.  A failure or cancellation that came

@@ -17,8 +17,10 @@
 //  - every node of a loop (and of the loops inside it), and the ops of one
 //    accumulator or TensorArray (a loop's gradient reads what the loop
 //    saved), stay on one task: that of the group's first node.
-// Values crossing tasks must be outside loops and conditionals (a branch
-// not taken would leave the receiver waiting): UNIMPLEMENTED otherwise.
+// Values crossing tasks must be outside loops (UNIMPLEMENTED otherwise); a
+// value of a conditional's branch crosses dead when the branch is not
+// taken (TaskSend runs on dead inputs and says so), so the receiving
+// task's plan runs on the executor that tracks deadness.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -236,19 +238,24 @@ weft_status* Planner::SplitTasks() {
   // The edges that cross tasks: checked on every rank alike, kept where
   // this rank sends.
   const int32_t local = c.local;
+  bool dead_arrivals = false;
   auto check = [&](int32_t j, int32_t i, const char* what) -> weft_status* {
     const weft_node* from = order_[static_cast<size_t>(j)];
     const weft_node* to = order_[static_cast<size_t>(i)];
-    if (out_frame_[static_cast<size_t>(j)] != 0 ||
-        maybe_dead[static_cast<size_t>(j)])
+    if (out_frame_[static_cast<size_t>(j)] != 0)
       return Errorf(WEFT_UNIMPLEMENTED,
                     "%s from '%s' (%s, on %s) to '%s' (%s, on %s) crosses "
-                    "tasks inside a loop or conditional, which cluster "
-                    "sessions do not support: constrain both to one task",
+                    "tasks inside a loop, which cluster sessions do not "
+                    "support: constrain both to one task",
                     what, from->name.c_str(), from->op_type.c_str(),
                     c.TaskName(task[static_cast<size_t>(j)]).c_str(),
                     to->name.c_str(), to->op_type.c_str(),
                     c.TaskName(task[static_cast<size_t>(i)]).c_str());
+    // A value of a branch arrives dead when the branch is not taken: the
+    // receiving task's plan needs the executor that tracks deadness.
+    if (maybe_dead[static_cast<size_t>(j)] &&
+        task[static_cast<size_t>(i)] == local)
+      dead_arrivals = true;
     return nullptr;
   };
   task_sends_.clear();
@@ -282,6 +289,10 @@ weft_status* Planner::SplitTasks() {
       if (r != local)
         task_sends_[OutputKey{order_[static_cast<size_t>(j)], f.index}]
             .insert(r);
+  }
+  if (dead_arrivals && !plan_->control_flow) {
+    plan_->control_flow = true;  // the root frame alone
+    plan_->frames.assign(1, PlanFrame{});
   }
   // Keep this rank's nodes.
   std::vector<int32_t> renumber(static_cast<size_t>(n), -1);

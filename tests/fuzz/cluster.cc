@@ -29,12 +29,13 @@ void Header(const uint8_t* data, size_t size) {
           data + 8, static_cast<int64_t>(size - 8), payload, &a))
     return;
   if (!a.error.empty()) return;
-  if (static_cast<int64_t>(a.bytes) != payload) std::abort();
+  if (static_cast<int64_t>(a.bytes) != payload && !a.dead) std::abort();
   const std::string again =
-      weft::distributed::EncodeTransferHeader(a.key, a.dtype, a.dims);
-  // The dead flag is the last byte; this encoder writes 0.
+      weft::distributed::EncodeTransferHeader(a.key, a.dtype, a.dims, a.dead);
+  // The dead flag is the last byte: any nonzero byte reads as dead.
   if (again.size() != size - 8 ||
-      std::memcmp(again.data(), data + 8, again.size() - 1) != 0)
+      std::memcmp(again.data(), data + 8, again.size() - 1) != 0 ||
+      (again.back() != 0) != (data[size - 1] != 0))
     std::abort();
 }
 
