@@ -3,14 +3,13 @@
  *
  *   mpirun -np 2 --oversubscribe build/bench/sendrecv_mpi [ROUNDS]
  *
- * For each size: a run of a two-task graph (x fed, a = StopGradient(x) on
- * task 0, Shape(a) on task 1, fetched on every rank), in which `bytes` cross
- * from rank 0 to rank 1 and four bytes come back; against rank 0's
+ * For each size: a run of a two-task graph (x fed, a = Identity(x) on task
+ * 0, which forwards x without a copy, Shape(a) on task 1, fetched on every
+ * rank), in which `bytes` cross from rank 0 to rank 1 and four bytes come
+ * back; against rank 0's
  * MPI_Send of the same bytes and rank 1's four-byte reply (osu_bw's
  * pattern with one message in flight; osu_latency's for the small sizes).
- * (StopGradient hands x on without a copy; an Identity kernel would copy
- * the fed buffer, which it may not overwrite.)  Rank 0 prints the medians
- * of its round trips and their ratio.  The
+ * Rank 0 prints the medians of its round trips and their ratio.  The
  * program initializes MPI itself (MPI_THREAD_MULTIPLE); Weft's MPI module
  * then uses that MPI. */
 #define _POSIX_C_SOURCE 200809L
@@ -63,7 +62,7 @@ int main(int argc, char** argv) {
     die(weft_graph_create(&g), "graph");
     weft_output x;
     die(weft_graph_placeholder(g, "x", WEFT_FLOAT32, &n, 1, &x), "x");
-    weft_output a = on_task(g, "StopGradient", 0, x);
+    weft_output a = on_task(g, "Identity", 0, x);
     weft_output y = on_task(g, "Shape", 1, a);
     weft_session_options o;
     weft_session_options_init(&o);
