@@ -194,6 +194,13 @@ class Module {
     return 0;
   }
 
+  // A receiver starts (+1) or stops (-1) waiting for a message.
+  void Expect(int32_t delta) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expected_ += delta;
+    if (delta > 0) p2p_wake_.notify_one();
+  }
+
   int32_t Ping(int32_t timeout_ms, uint8_t* answered, char* error,
                size_t n) {
     std::lock_guard<std::mutex> one(ping_mu_);  // one check at a time
@@ -624,7 +631,9 @@ class Module {
         const auto quiet = Clock::now() - last_busy;
         if (quiet > std::chrono::milliseconds(2) && outbox_.empty() &&
             p2p_reqs_.empty()) {
-          const int us = quiet > std::chrono::seconds(1)         ? 2000
+          // Someone waits for a message: short steps whatever the quiet.
+          const int us = expected_ > 0                           ? 50
+                         : quiet > std::chrono::seconds(1)         ? 2000
                          : quiet > std::chrono::milliseconds(50) ? 500
                                                                  : 50;
           p2p_wake_.wait_for(lock, std::chrono::microseconds(us));
@@ -666,6 +675,7 @@ class Module {
   size_t in_flight_ = 0;               // under mu_
   bool listening_ = false;             // under mu_
   bool p2p_stopped_ = false;           // under mu_
+  int64_t expected_ = 0;               // receivers waiting, under mu_
   // Liveness checks.
   MPI_Comm ping_comm_ = MPI_COMM_NULL;
   std::mutex ping_mu_;
@@ -769,9 +779,11 @@ int32_t Ping(int32_t timeout_ms, uint8_t* answered, char* error, size_t n) {
   return Module::Get().Ping(timeout_ms, answered, error, n);
 }
 
+void Expect(int32_t delta) { Module::Get().Expect(delta); }
+
 const weft_mpi_table kTable = {
     sizeof(weft_mpi_table), Init, AllReduce, Broadcast, AllGather,
-    LibraryVersion, Send, Listen, Ping,
+    LibraryVersion, Send, Listen, Ping, Expect,
 };
 
 }  // namespace

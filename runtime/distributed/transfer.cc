@@ -217,6 +217,7 @@ class Rendezvous {
     }
     s.waiter = std::move(done);
     s.waiter_id = ++next_id_;
+    if (world_->mpi != nullptr) world_->mpi->expect(1);
     return s.waiter_id;
   }
 
@@ -229,6 +230,7 @@ class Rendezvous {
     it->second.waiter = nullptr;
     it->second.waiter_id = 0;
     if (!it->second.landed && !it->second.value.buffer) table_.erase(it);
+    world_->mpi->expect(-1);
     return true;
   }
 
@@ -323,6 +325,7 @@ class Rendezvous {
       s.error = message ? message : "the transfer failed";
     }
     if (!s.waiter) return;  // kept until its TaskRecv comes
+    self->world_->mpi->expect(-1);
     RecvDone done = std::move(s.waiter);
     Slot got = std::move(s);
     self->table_.erase(it);
