@@ -116,9 +116,13 @@ weft_status* GetWorld(const World** out) {
   return nullptr;
 }
 
-std::string Liveness(const World* world, int32_t timeout_ms, int32_t peer,
-                     const Cluster* names) {
-  if (world == nullptr || world->mpi == nullptr) return std::string();
+std::string Liveness(int32_t timeout_ms, int32_t peer) {
+  const World* world = nullptr;
+  if (weft_status* st = GetWorld(&world)) {
+    weft_status_destroy(st);
+    return std::string();
+  }
+  if (world->mpi == nullptr) return std::string();
   // Every op that waited hears of one deadline at once: one check serves
   // them all (a second within 2 s reuses the first's answers).
   static std::mutex mu;
@@ -139,31 +143,23 @@ std::string Liveness(const World* world, int32_t timeout_ms, int32_t peer,
       when = std::chrono::steady_clock::now();
     }
   }
-  auto name = [&](int32_t r) {
-    std::string s = "rank " + std::to_string(r);
-    if (names != nullptr && r < names->size())
-      s += " (" + names->TaskName(r) + ")";
-    return s;
-  };
   const std::string within = " within " + std::to_string(timeout_ms) + " ms";
   if (peer >= 0 && peer < world->size)
-    return answered[static_cast<size_t>(peer)]
-               ? name(peer) + " answers a liveness check: it is alive but "
-                              "did not come (late, or running a different "
-                              "program)"
-               : name(peer) + " did not answer a liveness check" + within +
-                     ": dead or stopped";
+    return "rank " + std::to_string(peer) +
+           (answered[static_cast<size_t>(peer)]
+                ? " answers a liveness check: it is alive but did not come "
+                  "(late, or running a different program)"
+                : " did not answer a liveness check" + within +
+                      ": dead or stopped");
   std::string missing;
-  int32_t count = 0;
   for (int32_t r = 0; r < world->size; ++r)
-    if (!answered[static_cast<size_t>(r)]) {
-      missing += (missing.empty() ? "" : ", ") + name(r);
-      ++count;
-    }
-  if (count == 0)
+    if (!answered[static_cast<size_t>(r)])
+      missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
+  if (missing.empty())
     return "every rank answers a liveness check: all are alive, so one is "
            "late or runs a different program";
-  return missing + " did not answer a liveness check" + within + ": dead or stopped";
+  return missing + " did not answer a liveness check" + within +
+         ": dead or stopped";
 }
 
 void SplitTaskPrefix(const std::string& c, std::string* job, std::string* task,

@@ -33,13 +33,11 @@ weft_status* GetWorld(const World** out);
 
 // Why ranks did not come, for errors after a deadline: asks every rank to
 // answer a liveness check (waiting up to `timeout_ms`) and says which did
-// not ("rank 1 (/job:worker/task:1) did not answer a liveness check within
-// 1000 ms: dead or stopped"), or that all did (alive, so late or running a
-// different program).  `peer` >= 0 asks about that rank only; `names`
-// (may be null) names ranks by task.  Empty when the job has no MPI or the
-// check cannot run.
-std::string Liveness(const World* world, int32_t timeout_ms, int32_t peer,
-                     const struct Cluster* names);
+// not ("rank 1 did not answer a liveness check within 1000 ms: dead or
+// stopped"), or that all did (alive, so late or running a different
+// program).  `peer` >= 0 asks about that rank only.  Empty when the job has
+// no MPI or the check cannot run.
+std::string Liveness(int32_t timeout_ms, int32_t peer);
 
 // The tasks of a cluster session: jobs declared by the program ("ps:1,
 // worker:3"; a job without a count takes the ranks left, so "worker" alone

@@ -1,8 +1,9 @@
-// weft-mpi.so: Weft's collectives over MPI (mpi_module.h says why a
-// module).  Every MPI call of the process but initialization runs on one
-// thread of this module, the collective thread, in the order the
-// collectives were started; callers enqueue and return, and hear of the
-// end through their completion function (called on that thread).
+// weft-mpi.so: Weft's collectives and transfers over MPI (mpi_module.h
+// says why a module).  The process's MPI calls but initialization run on
+// two threads of this module: collectives on the collective thread, in the
+// order they were started; point-to-point messages and liveness checks on
+// the progress thread.  Callers enqueue and return, and hear of the end
+// through their completion function (called on that thread).
 //
 // Why blocking calls on a thread of their own rather than MPI's
 // non-blocking collectives: the executor must not hold an inter-op thread
@@ -22,7 +23,8 @@
 // communicator of their own (MPI_Isend, MPI_Iprobe for arriving headers,
 // MPI_Irecv of payloads straight into the receiver's memory, MPI_Testsome).
 // That thread and the collective thread call MPI at once: point-to-point
-// needs MPI_THREAD_MULTIPLE.
+// and liveness checks need MPI_THREAD_MULTIPLE (without it the progress
+// thread does not start and they report why).
 #include "distributed/mpi_module.h"
 
 #include <mpi.h>
@@ -125,7 +127,6 @@ class Module {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (owns_mpi_ && !finalized) {
-      MPI_Comm_free(&ping_comm_);
       MPI_Comm_free(&p2p_comm_);
       MPI_Comm_free(&comm_);
       MPI_Finalize();
@@ -175,7 +176,6 @@ class Module {
     out.done = done;
     out.arg = arg;
     outbox_.push_back(std::move(out));
-    StartP2pLocked();
     p2p_wake_.notify_one();
     return 0;
   }
@@ -189,7 +189,6 @@ class Module {
     landed_ = landed;
     listen_arg_ = arg;
     listening_ = true;
-    StartP2pLocked();
     p2p_wake_.notify_one();
     return 0;
   }
@@ -261,8 +260,8 @@ class Module {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
-      // The collective thread makes the calls; MPI_Abort at exit may come
-      // from another thread while it waits.
+      // The module's two threads call MPI at once (and MPI_Abort at exit
+      // may come from a third while they wait).
       int provided = 0;
       int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE,
                                &provided);
@@ -294,13 +293,9 @@ class Module {
       ready_ = true;
     }
     worker_ = std::thread([this] { Work(); });
-    MPI_Comm_dup(MPI_COMM_WORLD, &ping_comm_);
-    MPI_Comm_set_errhandler(ping_comm_, MPI_ERRORS_RETURN);
-    if (provided_ >= MPI_THREAD_MULTIPLE) {
-      // Answers other ranks' liveness checks from the start.
-      std::lock_guard<std::mutex> lock(mu_);
-      StartP2pLocked();
-    }
+    // From the start: it answers other ranks' liveness checks.
+    if (provided_ >= MPI_THREAD_MULTIPLE)
+      p2p_thread_ = std::thread([this] { P2pWork(); });
     std::atexit([] { Get().Shutdown(); });
     // A program that initialized MPI itself may finalize it before exit:
     // MPI deletes MPI_COMM_SELF's attributes first thing in MPI_Finalize,
@@ -343,10 +338,11 @@ class Module {
     uint32_t first_tag;  // of the payload's chunks, consecutive
     uint32_t chunks;
   };
+  // Tags on p2p_comm_.
   static constexpr int kHeaderTag = 1;
-  static constexpr int kPingTag = 1;  // on ping_comm_
-  static constexpr int kPongTag = 2;
-  static constexpr int kFirstPayloadTag = 2;
+  static constexpr int kPingTag = 2;
+  static constexpr int kPongTag = 3;
+  static constexpr int kFirstPayloadTag = 4;
   // MPI counts are ints: payloads go in chunks of at most this.
   static constexpr int64_t kChunk = int64_t{1} << 30;
   static uint64_t Chunks(int64_t bytes) {
@@ -398,11 +394,6 @@ class Module {
       return WEFT_UNAVAILABLE;
     }
     return 0;
-  }
-
-  void StartP2pLocked() {
-    if (!p2p_thread_.joinable())
-      p2p_thread_ = std::thread([this] { P2pWork(); });
   }
 
   void Post(Outgoing& out) {
@@ -481,12 +472,12 @@ class Module {
       for (;;) {
         int flag = 0;
         MPI_Status st;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, tag, ping_comm_, &flag, &st) !=
+        if (MPI_Iprobe(MPI_ANY_SOURCE, tag, p2p_comm_, &flag, &st) !=
                 MPI_SUCCESS || !flag)
           break;
         any = true;
         uint64_t id = 0;
-        MPI_Recv(&id, 8, MPI_BYTE, st.MPI_SOURCE, tag, ping_comm_,
+        MPI_Recv(&id, 8, MPI_BYTE, st.MPI_SOURCE, tag, p2p_comm_,
                  MPI_STATUS_IGNORE);
         if (tag == kPingTag) {
           SendTiny(st.MPI_SOURCE, kPongTag, id);
@@ -513,7 +504,7 @@ class Module {
     return any || wanted;
   }
 
-  // An 8-byte message on the liveness communicator, tracked until sent.
+  // An 8-byte liveness message, tracked until sent.
   void SendTiny(int dest, int tag, uint64_t id) {
     auto f = std::make_unique<Flight>();
     f->is_send = true;
@@ -524,7 +515,7 @@ class Module {
     MPI_Request r;
     Flight* raw = f.get();
     flights_.push_back(std::move(f));
-    if (MPI_Isend(raw->envelope.data(), 8, MPI_BYTE, dest, tag, ping_comm_,
+    if (MPI_Isend(raw->envelope.data(), 8, MPI_BYTE, dest, tag, p2p_comm_,
                   &r) == MPI_SUCCESS)
       Track(r, raw);
     if (raw->remaining == 0) Finish(raw);
@@ -677,7 +668,6 @@ class Module {
   bool p2p_stopped_ = false;           // under mu_
   int64_t expected_ = 0;               // receivers waiting, under mu_
   // Liveness checks.
-  MPI_Comm ping_comm_ = MPI_COMM_NULL;
   std::mutex ping_mu_;
   std::condition_variable ping_cv_;
   uint64_t ping_id_ = 0;               // under mu_

@@ -39,8 +39,8 @@ typedef void (*weft_mpi_landed_fn)(void* arg, void* token, int32_t code,
 typedef struct weft_mpi_table {
   size_t struct_size;
   // Initializes MPI once per process (MPI_Init_thread, asking for
-  // MPI_THREAD_MULTIPLE; MPI calls are serialized by the module either
-  // way) and starts the progress thread; MPI is finalized at exit.
+  // MPI_THREAD_MULTIPLE) and starts the collective thread and, with
+  // MPI_THREAD_MULTIPLE, the progress thread; MPI is finalized at exit.
   // Returns 0 with *rank and *size set, or a weft_code with `error` filled.
   int32_t (*init)(int32_t* rank, int32_t* size, char* error,
                   size_t error_size);

@@ -207,10 +207,11 @@ class Rendezvous {
   // it is here.  Returns an id for Cancel.
   uint64_t Recv(int32_t source, const std::string& key, RecvDone done) {
     std::unique_lock<std::mutex> lock(mu_);
-    Slot& s = table_[Full(source, key)];
+    auto it = table_.try_emplace(Full(source, key)).first;
+    Slot& s = it->second;
     if (s.landed) {
       Slot got = std::move(s);
-      table_.erase(Full(source, key));
+      table_.erase(it);
       lock.unlock();
       Deliver(std::move(got), done);
       return 0;
@@ -229,7 +230,10 @@ class Rendezvous {
       return false;
     it->second.waiter = nullptr;
     it->second.waiter_id = 0;
-    if (!it->second.landed && !it->second.value.buffer) table_.erase(it);
+    // Nothing arriving for it: forget the key (an arrival in progress
+    // keeps it until it lands).
+    if (!it->second.landed && !it->second.value.buffer && !it->second.dead)
+      table_.erase(it);
     world_->mpi->expect(-1);
     return true;
   }
@@ -389,11 +393,8 @@ weft_status* KeyOf(RuntimeOpContext* ctx, std::string* key) {
 weft_status* PeerMissing(weft_status* why, const std::string& where,
                          const weft_node* n, const char* what) {
   if (weft_status_code(why) != WEFT_DEADLINE_EXCEEDED) return why;
-  const World* world = nullptr;
-  std::string alive;
-  if (weft_status* st = GetWorld(&world)) weft_status_destroy(st);
-  else alive = Liveness(world, 1000, static_cast<int32_t>(IntAttr(n, "peer")),
-                        nullptr);
+  const std::string alive =
+      Liveness(1000, static_cast<int32_t>(IntAttr(n, "peer")));
   weft_status* st = Errorf(
       WEFT_UNAVAILABLE,
       "%s waited for task %s (rank %lld) to %s '%s' until the run's "

@@ -296,12 +296,7 @@ weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
     // A deadline that passes while a collective waits means the other
     // ranks did not all come: say so (MPI cannot tell which one is missing).
     if (weft_status_code(why) == WEFT_DEADLINE_EXCEEDED) {
-      const distributed::World* world = nullptr;
-      std::string alive;
-      if (weft_status* st = distributed::GetWorld(&world))
-        weft_status_destroy(st);
-      else
-        alive = distributed::Liveness(world, 1000, -1, nullptr);
+      const std::string alive = distributed::Liveness(1000, -1);
       weft_status* unavailable = Errorf(
           WEFT_UNAVAILABLE,
           "%s waited for the other ranks of the job (%d ranks) until the "

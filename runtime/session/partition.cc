@@ -195,18 +195,16 @@ weft_status* Planner::Partition() {
             f.node->output_shapes[f.index],
             f.node->name + ":" + std::to_string(f.index));
   }
+  // A value from another task comes from a TaskRecv; -1 when that cannot
+  // be made (remote_error says why; the caller returns it at once).
   weft_status* remote_error = nullptr;
   auto slot_of = [&](const weft_output& o) -> int32_t {
     auto f = fed_.find(OutputKey{o.node, o.index});
     if (f != fed_.end()) return plan_->feed_slots[f->second];
     if (Remote(o.node)) {
       int32_t s = -1;
-      if (weft_status* st = RemoteSlot(o, &s)) {
-        if (remote_error == nullptr) remote_error = st;
-        else weft_status_destroy(st);
-        return -1;
-      }
-      return s;
+      remote_error = RemoteSlot(o, &s);
+      return remote_error ? -1 : s;
     }
     return plan_->nodes[index_.at(Rep(o.node))].output_base + o.index;
   };
@@ -242,11 +240,10 @@ weft_status* Planner::Partition() {
       }
     plan_->nodes[i].input_slots = std::move(slots);
     if (!remote_.empty())
-      for (const weft_node* c : n->control_inputs)
-        if (Remote(c)) {
-          int32_t token = -1;
-          WEFT_RETURN_IF_ERROR(RemoteToken(c, &token));
-        }
+      for (const weft_node* c : n->control_inputs) {
+        int32_t token = -1;  // Link makes the edge from it
+        if (Remote(c)) WEFT_RETURN_IF_ERROR(RemoteToken(c, &token));
+      }
   }
   if (!task_sends_.empty() || !token_sends_.empty())
     WEFT_RETURN_IF_ERROR(AddTaskSends());

@@ -151,11 +151,8 @@ double Planner::InputTransferUs(const weft_node* n, Device* d) {
     if (IsRefInput(n, k)) continue;
     const weft_output& in = n->inputs[k];
     uint64_t bytes = StaticBytes(in.node, in.index);
-    if (IsFed(in.node, in.index)) {
-      us += req_.costs->TransferUs(bytes, nullptr, d);
-      continue;
-    }
-    if (Remote(in.node)) {  // arrives in host memory
+    // A feed, or a value from another task, comes from host memory.
+    if (IsFed(in.node, in.index) || Remote(in.node)) {
       us += req_.costs->TransferUs(bytes, nullptr, d);
       continue;
     }

@@ -22,7 +22,6 @@
 // taken (TaskSend runs on dead inputs and says so), so the receiving
 // task's plan runs on the executor that tracks deadness.
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -148,7 +147,7 @@ weft_status* Planner::SplitTasks() {
   // of its member first in topological order.
   std::vector<int32_t> group(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) group[static_cast<size_t>(i)] = i;
-  std::function<int32_t(int32_t)> find = [&](int32_t i) {
+  auto find = [&](int32_t i) {
     while (group[static_cast<size_t>(i)] != i)
       i = group[static_cast<size_t>(i)] =
           group[static_cast<size_t>(group[static_cast<size_t>(i)])];
@@ -173,7 +172,6 @@ weft_status* Planner::SplitTasks() {
       f = plan_->frames[static_cast<size_t>(f)].parent;
     return f;
   };
-  bool grouped = false;
   for (int32_t i = 0; i < n; ++i) {
     if (plan_->control_flow) {
       const int32_t f = top(std::max(exec_frame_[static_cast<size_t>(i)],
@@ -181,7 +179,6 @@ weft_status* Planner::SplitTasks() {
       if (f != 0) {
         auto [it, fresh] = frame_member.emplace(f, i);
         if (!fresh) unite(it->second, i);
-        grouped = true;
       }
     }
     const weft_node* node = order_[static_cast<size_t>(i)];
@@ -190,26 +187,24 @@ weft_status* Planner::SplitTasks() {
       if (const AttrValue* a = FindAttr(node->attrs, attr)) {
         auto [it, fresh] = shared.emplace(std::string(attr) + ":" + a->s, i);
         if (!fresh) unite(it->second, i);
-        grouped = true;
       }
   }
-  if (grouped)
-    for (int32_t i : topo_) {
-      const int32_t root = find(i);
-      if (root == i) continue;
-      const int32_t t = task[static_cast<size_t>(root)];
-      if (!may(i, t))
-        return Errorf(WEFT_UNIMPLEMENTED,
-                      "node '%s' (%s) is constrained to '%s', but it belongs "
-                      "with '%s' (a loop, or the state of one accumulator or "
-                      "TensorArray), which runs on %s: they must share a task",
-                      order_[static_cast<size_t>(i)]->name.c_str(),
-                      order_[static_cast<size_t>(i)]->op_type.c_str(),
-                      order_[static_cast<size_t>(i)]->device.c_str(),
-                      order_[static_cast<size_t>(root)]->name.c_str(),
-                      c.TaskName(t).c_str());
-      task[static_cast<size_t>(i)] = t;
-    }
+  for (int32_t i : topo_) {
+    const int32_t root = find(i);
+    if (root == i) continue;
+    const int32_t t = task[static_cast<size_t>(root)];
+    if (!may(i, t))
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "node '%s' (%s) is constrained to '%s', but it belongs "
+                    "with '%s' (a loop, or the state of one accumulator or "
+                    "TensorArray), which runs on %s: they must share a task",
+                    order_[static_cast<size_t>(i)]->name.c_str(),
+                    order_[static_cast<size_t>(i)]->op_type.c_str(),
+                    order_[static_cast<size_t>(i)]->device.c_str(),
+                    order_[static_cast<size_t>(root)]->name.c_str(),
+                    c.TaskName(t).c_str());
+    task[static_cast<size_t>(i)] = t;
+  }
   // Values that may be dead (downstream of a Switch, before its Merge).
   // A Merge is live when one input is; an Exit leaves its loop once, live
   // unless the loop was entered with a value that may be dead (a loop in a
