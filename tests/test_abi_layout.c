@@ -55,7 +55,7 @@ struct pin {
   F(weft_tensor_array, flow, 8)
 
 #define SESSION_OPTIONS_LAYOUT(S, F)                  \
-  S(weft_session_options, 64)                         \
+  S(weft_session_options, 72)                         \
   F(weft_session_options, struct_size, 0)             \
   F(weft_session_options, devices, 8)                 \
   F(weft_session_options, inter_op_threads, 16)       \
@@ -65,7 +65,8 @@ struct pin {
   F(weft_session_options, optimizations, 32)          \
   F(weft_session_options, device_gflops, 40)          \
   F(weft_session_options, recompute, 48)              \
-  F(weft_session_options, cluster, 56)
+  F(weft_session_options, cluster, 56)                \
+  F(weft_session_options, serving_jobs, 64)
 
 #define DEVICE_DESCRIPTION_LAYOUT(S, F)            \
   S(weft_device_description, 88)                   \

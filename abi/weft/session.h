@@ -101,6 +101,26 @@ typedef struct weft_session_options {
    * NULL or "" (the default): an ordinary session of this process alone.
    * Borrowed for the duration of weft_session_create(). */
   const char* cluster;
+
+  /* ---- Appended in 1.12. ---- */
+
+  /* With `cluster`: an asynchronous cluster of parameter servers.  The
+   * tasks of the jobs named here (comma-separated, e.g. "ps") serve: they
+   * call weft_session_serve() (after initializing or restoring what they
+   * hold, with runs of their own) and execute their part of the other
+   * tasks' runs.  Every other task runs on its own, in its own order and
+   * at its own pace, as the whitepaper's asynchronous replicas do: a run
+   * involves the task that makes it and the serving tasks its nodes need.
+   * Nodes constrained to a serving job run there; every other node runs
+   * on the task that makes the run (a node constrained to another
+   * non-serving task is INVALID_ARGUMENT); constants go with their first
+   * consumer.  Feeds are the running task's (a serving task's node that
+   * reads a feed is INVALID_ARGUMENT), and fetches come back to it alone.
+   * Nothing orders one task's runs against another's: two tasks' updates
+   * of one variable on a server apply in whatever order they arrive.
+   * NULL or "" (the default): a synchronous cluster.  Borrowed for the
+   * duration of weft_session_create(). */
+  const char* serving_jobs;
 } weft_session_options;
 
 typedef enum weft_placement_policy WEFT_ENUM_BASE {
@@ -251,6 +271,22 @@ WEFT_API WEFT_MUST_USE weft_status* weft_session_run_with_options(
  * as a deadline would; runs started afterwards are not affected.  Returns
  * how many runs it reached.  NULL is a no-op (0).  Thread-safe. */
 WEFT_API int32_t weft_session_cancel(weft_session* session);
+
+/* Serves an asynchronous cluster (weft_session_options.serving_jobs) on a
+ * serving task: executes this task's part of the runs the other tasks
+ * make, each task's runs in the order it made them and different tasks'
+ * at once, until every other task has destroyed its session.  A part that
+ * fails here fails the run that made it, with this task named; serving
+ * goes on.  Initialize or restore what this task holds first, with runs of
+ * its own (a serving task's runs use its own nodes only); requests that
+ * arrive meanwhile wait.  Returns NULL when every other task ended its
+ * session; UNAVAILABLE naming the tasks that stopped answering liveness
+ * checks (dead or stopped processes) without ending theirs, once the rest
+ * have; FAILED_PRECONDITION for a session that is not an asynchronous
+ * cluster's, a task that does not serve, or a second call while one
+ * serves.  Runs of this task's own may go on on other threads meanwhile.
+ * User API 1.12. */
+WEFT_API WEFT_MUST_USE weft_status* weft_session_serve(weft_session* session);
 
 /* A queue runner: threads that run a queue's enqueue op over and over, so
  * that a graph's input stage fills a queue while training dequeues.  Each

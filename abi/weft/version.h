@@ -48,9 +48,11 @@ extern "C" {
  *       weft_optimizer_options_init_sized, weft_broadcast_variables.
  *  1.11 weft_session_options.cluster: sessions whose graphs run across
  *       the tasks of an MPI job; weft_graph_set_device;
- *       weft_optimizer_options.bucket_bytes. */
+ *       weft_optimizer_options.bucket_bytes.
+ *  1.12 weft_session_options.serving_jobs, weft_session_serve:
+ *       asynchronous clusters of parameter servers. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 11
+#define WEFT_ABI_VERSION_MINOR 12
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

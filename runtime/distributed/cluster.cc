@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -116,6 +117,34 @@ weft_status* GetWorld(const World** out) {
   return nullptr;
 }
 
+bool Answering(int32_t timeout_ms, std::vector<uint8_t>* answered) {
+  const World* world = nullptr;
+  if (weft_status* st = GetWorld(&world)) {
+    weft_status_destroy(st);
+    return false;
+  }
+  if (world->mpi == nullptr) return false;
+  // Every op that waited hears of one deadline at once: one check serves
+  // them all (a second within 2 s reuses the first's answers).
+  static std::mutex mu;
+  static std::vector<uint8_t> last;
+  static std::chrono::steady_clock::time_point when;
+  answered->assign(static_cast<size_t>(world->size), 0);
+  std::lock_guard<std::mutex> lock(mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (last.size() == answered->size() && now - when < std::chrono::seconds(2)) {
+    *answered = last;
+    return true;
+  }
+  char error[256] = {};
+  if (world->mpi->ping(timeout_ms, answered->data(), error, sizeof error) !=
+      0)
+    return false;
+  last = *answered;
+  when = std::chrono::steady_clock::now();
+  return true;
+}
+
 std::string Liveness(int32_t timeout_ms, int32_t peer) {
   const World* world = nullptr;
   if (weft_status* st = GetWorld(&world)) {
@@ -123,26 +152,8 @@ std::string Liveness(int32_t timeout_ms, int32_t peer) {
     return std::string();
   }
   if (world->mpi == nullptr) return std::string();
-  // Every op that waited hears of one deadline at once: one check serves
-  // them all (a second within 2 s reuses the first's answers).
-  static std::mutex mu;
-  static std::vector<uint8_t> last;
-  static std::chrono::steady_clock::time_point when;
-  std::vector<uint8_t> answered(static_cast<size_t>(world->size), 0);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto now = std::chrono::steady_clock::now();
-    if (last.size() == answered.size() && now - when < std::chrono::seconds(2)) {
-      answered = last;
-    } else {
-      char error[256] = {};
-      if (world->mpi->ping(timeout_ms, answered.data(), error,
-                           sizeof error) != 0)
-        return std::string();
-      last = answered;
-      when = std::chrono::steady_clock::now();
-    }
-  }
+  std::vector<uint8_t> answered;
+  if (!Answering(timeout_ms, &answered)) return std::string();
   const std::string within = " within " + std::to_string(timeout_ms) + " ms";
   if (peer >= 0 && peer < world->size)
     return "rank " + std::to_string(peer) +
@@ -223,6 +234,27 @@ weft_status* Cluster::RanksOf(const std::string& constraint,
   return nullptr;
 }
 
+namespace {
+
+// The comma-separated terms of `list`, trimmed of spaces, empty ones left
+// out.
+std::vector<std::string> Terms(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string term = list.substr(start, end - start);
+    start = end + 1;
+    while (!term.empty() && term.front() == ' ') term.erase(0, 1);
+    while (!term.empty() && term.back() == ' ') term.pop_back();
+    if (!term.empty()) out.push_back(std::move(term));
+  }
+  return out;
+}
+
+}  // namespace
+
 weft_status* ParseCluster(const std::string& spec, int32_t world_size,
                           int32_t rank, Cluster* out) {
   out->spec = spec;
@@ -230,15 +262,7 @@ weft_status* ParseCluster(const std::string& spec, int32_t world_size,
   out->tasks.clear();
   out->local = rank;
   int32_t fixed = 0, open = -1;
-  size_t start = 0;
-  while (start <= spec.size()) {
-    size_t end = spec.find(',', start);
-    if (end == std::string::npos) end = spec.size();
-    std::string term = spec.substr(start, end - start);
-    start = end + 1;
-    while (!term.empty() && term.front() == ' ') term.erase(0, 1);
-    while (!term.empty() && term.back() == ' ') term.pop_back();
-    if (term.empty()) continue;
+  for (const std::string& term : Terms(spec)) {
     const size_t colon = term.find(':');
     std::string name = term.substr(0, colon);
     int64_t count = -1;
@@ -297,6 +321,39 @@ weft_status* ParseCluster(const std::string& spec, int32_t world_size,
   for (size_t j = 0; j < out->jobs.size(); ++j)
     for (int32_t i = 0; i < out->jobs[j].second; ++i)
       out->tasks.emplace_back(static_cast<int32_t>(j), i);
+  return nullptr;
+}
+
+weft_status* ParseServing(const std::string& jobs, Cluster* c) {
+  c->serving.assign(c->tasks.size(), false);
+  bool any = false;
+  for (const std::string& name : Terms(jobs)) {
+    int32_t job = -1;
+    for (size_t j = 0; j < c->jobs.size(); ++j)
+      if (c->jobs[j].first == name) job = static_cast<int32_t>(j);
+    if (job < 0) {
+      c->serving.clear();  // refused: the cluster stays synchronous
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "serving_jobs '%s' names job '%s', which cluster '%s' "
+                    "does not have", jobs.c_str(), name.c_str(),
+                    c->spec.c_str());
+    }
+    for (size_t r = 0; r < c->tasks.size(); ++r)
+      if (c->tasks[r].first == job) c->serving[r] = any = true;
+  }
+  if (!any) {
+    c->serving.clear();
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "serving_jobs '%s' names no job", jobs.c_str());
+  }
+  if (std::find(c->serving.begin(), c->serving.end(), false) ==
+      c->serving.end()) {
+    c->serving.clear();
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "serving_jobs '%s' covers every task of cluster '%s': "
+                  "leave at least one task to run", jobs.c_str(),
+                  c->spec.c_str());
+  }
   return nullptr;
 }
 

@@ -38,6 +38,9 @@ weft_status* GetWorld(const World** out);
 // program).  `peer` >= 0 asks about that rank only.  Empty when the job has
 // no MPI or the check cannot run.
 std::string Liveness(int32_t timeout_ms, int32_t peer);
+// The same check's answers, by rank (1: answered); false when the job has
+// no MPI or the check cannot run.
+bool Answering(int32_t timeout_ms, std::vector<uint8_t>* answered);
 
 // The tasks of a cluster session: jobs declared by the program ("ps:1,
 // worker:3"; a job without a count takes the ranks left, so "worker" alone
@@ -49,6 +52,15 @@ struct Cluster {
   std::vector<std::pair<int32_t, int32_t>> tasks;    // by rank: job, index
   int32_t local = 0;                                 // this process's rank
   int32_t session = 0;  // the process's count of cluster sessions so far
+  // Asynchronous clusters (weft_session_options.serving_jobs): by rank,
+  // whether that task serves (weft_session_serve) instead of running;
+  // empty for a synchronous cluster, where every rank makes every run.
+  std::vector<bool> serving;
+
+  bool async() const { return !serving.empty(); }
+  bool Serves(int32_t rank) const {
+    return async() && serving[static_cast<size_t>(rank)];
+  }
 
   int32_t size() const { return static_cast<int32_t>(tasks.size()); }
   // "/job:ps/task:0"
@@ -63,6 +75,11 @@ struct Cluster {
 // Reads `spec` for a job of `world_size` ranks.
 weft_status* ParseCluster(const std::string& spec, int32_t world_size,
                           int32_t rank, Cluster* out);
+
+// Marks the tasks of the jobs `jobs` names ("ps", or "ps,cache") as
+// serving: INVALID_ARGUMENT for a job the cluster lacks, or when every
+// task would serve (no task would run).
+weft_status* ParseServing(const std::string& jobs, Cluster* c);
 
 // Splits "/job:ps/task:0/device:CPU:0" into its job ("ps", or "" when
 // absent), task ("0", "*", or "") and the rest ("/device:CPU:0").

@@ -177,6 +177,7 @@ struct Slot {
   TensorValue value;
   RecvDone waiter;
   uint64_t waiter_id = 0;
+  bool urgent = false;  // the waiter asked the progress thread to poll
 };
 
 class Rendezvous {
@@ -204,8 +205,12 @@ class Rendezvous {
   }
 
   // Calls `done` once with what arrives from `source` under `key`, now if
-  // it is here.  Returns an id for Cancel.
-  uint64_t Recv(int32_t source, const std::string& key, RecvDone done) {
+  // it is here.  Returns an id for Cancel.  `urgent`: the progress thread
+  // polls in short steps while this waits (a value a run waits for); a
+  // message that may come much later (a server's next request) does not
+  // keep it awake.
+  uint64_t Recv(int32_t source, const std::string& key, RecvDone done,
+                bool urgent = true) {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = table_.try_emplace(Full(source, key)).first;
     Slot& s = it->second;
@@ -218,7 +223,8 @@ class Rendezvous {
     }
     s.waiter = std::move(done);
     s.waiter_id = ++next_id_;
-    if (world_->mpi != nullptr) world_->mpi->expect(1);
+    s.urgent = urgent && world_->mpi != nullptr;
+    if (s.urgent) world_->mpi->expect(1);
     return s.waiter_id;
   }
 
@@ -230,11 +236,12 @@ class Rendezvous {
       return false;
     it->second.waiter = nullptr;
     it->second.waiter_id = 0;
+    if (it->second.urgent) world_->mpi->expect(-1);
+    it->second.urgent = false;
     // Nothing arriving for it: forget the key (an arrival in progress
     // keeps it until it lands).
     if (!it->second.landed && !it->second.value.buffer && !it->second.dead)
       table_.erase(it);
-    world_->mpi->expect(-1);
     return true;
   }
 
@@ -329,7 +336,7 @@ class Rendezvous {
       s.error = message ? message : "the transfer failed";
     }
     if (!s.waiter) return;  // kept until its TaskRecv comes
-    self->world_->mpi->expect(-1);
+    if (s.urgent) self->world_->mpi->expect(-1);
     RecvDone done = std::move(s.waiter);
     Slot got = std::move(s);
     self->table_.erase(it);
@@ -415,7 +422,8 @@ weft_status* Transport(const weft_node* n, Rendezvous** out) {
   if ((*out)->world()->mpi == nullptr)
     return Errorf(WEFT_FAILED_PRECONDITION,
                   "%s: a transfer between tasks, but this process was not "
-                  "started by an MPI launcher", NodeWhere(n).c_str());
+                  "started by an MPI launcher",
+                  n ? NodeWhere(n).c_str() : "a cluster session");
   return nullptr;
 }
 
@@ -565,6 +573,88 @@ weft_status* TaskRecv(RuntimeOpContext* ctx) {
   }));
   return nullptr;
 }
+
+// ---- Messages outside plans ------------------------------------------------
+
+struct MessageFlight {
+  TensorValue value;
+  std::string header;
+  std::function<void(weft_status*)> done;
+};
+
+void MessageSent(void* arg, int32_t code, const char* message) {
+  std::unique_ptr<MessageFlight> f(static_cast<MessageFlight*>(arg));
+  if (f->done)
+    f->done(code == 0 ? nullptr
+                      : Errorf(static_cast<weft_code>(code), "%s", message));
+}
+
+}  // namespace
+
+weft_status* SendMessage(int32_t dest, const std::string& key,
+                         TensorValue value,
+                         std::function<void(weft_status*)> done) {
+  Rendezvous* rv = nullptr;
+  WEFT_RETURN_IF_ERROR(Transport(nullptr, &rv));
+  if (value.byte_size() != 0 && value.host_data() == nullptr)
+    return Error(WEFT_INTERNAL, "a message that is not in host memory");
+  auto f = std::make_unique<MessageFlight>();
+  f->value = std::move(value);
+  f->header = Encode(Header{
+      key, f->value.dtype,
+      std::vector<int64_t>(f->value.dims.data(),
+                           f->value.dims.data() + f->value.dims.rank()),
+      false});
+  f->done = std::move(done);
+  char error[512] = {};
+  MessageFlight* raw = f.get();
+  const int32_t code = rv->world()->mpi->send(
+      dest, raw->header.data(), static_cast<int64_t>(raw->header.size()),
+      raw->value.host_data(), static_cast<int64_t>(raw->value.byte_size()),
+      MessageSent, raw, error, sizeof error);
+  if (code != 0) return Errorf(static_cast<weft_code>(code), "%s", error);
+  f.release();  // MessageSent owns it now
+  return nullptr;
+}
+
+weft_status* ReceiveMessage(int32_t source, const std::string& key,
+                            bool urgent, MessageDone done, uint64_t* id) {
+  Rendezvous* rv = nullptr;
+  WEFT_RETURN_IF_ERROR(Transport(nullptr, &rv));
+  *id = rv->Recv(
+      source, key,
+      [done = std::move(done), key](weft_status* st, TensorValue v,
+                                    bool dead) {
+        if (st == nullptr && dead)
+          st = Errorf(WEFT_INTERNAL, "message '%s' arrived dead",
+                      key.c_str());
+        done(st, std::move(v));
+      },
+      urgent);
+  return nullptr;
+}
+
+bool CancelMessage(int32_t source, const std::string& key, uint64_t id) {
+  Rendezvous* rv = nullptr;
+  if (weft_status* st = Rendezvous::Get(&rv)) {
+    weft_status_destroy(st);
+    return false;
+  }
+  return rv->Cancel(source, key, id);
+}
+
+void SetTaskRun(RunResources* resources, uint64_t run) {
+  RunResource* r = nullptr;
+  weft_status_destroy(resources->GetOrCreate(
+      "task_run",
+      [run](std::unique_ptr<RunResource>* made) -> weft_status* {
+        made->reset(new RunNumber(run));
+        return nullptr;
+      },
+      &r));
+}
+
+namespace {
 
 OpDef MakeDef(const char* name, std::vector<std::string> inputs,
               RuntimeOpFn fn, int outputs) {

@@ -15,12 +15,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "weft/dtype.h"
 
 #include "ops/registry.h"
+#include "ops/runtime_op.h"
+#include "tensor/tensor_value.h"
 
 namespace weft {
 namespace distributed {
@@ -52,6 +55,27 @@ std::string EncodeTransferHeader(const std::string& key, weft_dtype dtype,
 // rest is malformed or `payload_bytes` does not match the value's size.
 bool ReadTransferHeader(const void* header, int64_t header_bytes,
                         int64_t payload_bytes, ArrivalHeader* out);
+
+// ---- Messages outside plans (an asynchronous cluster's run requests and
+// replies), through the same rendezvous and the same wire format.
+// `value` (host memory) to rank `dest` under `key`; `done` (may be empty)
+// once MPI is done with it, on the progress thread.
+weft_status* SendMessage(int32_t dest, const std::string& key,
+                         TensorValue value,
+                         std::function<void(weft_status*)> done);
+// Calls `done` once with what `source` sends under `key` (now, if it is
+// here).  `urgent` keeps the progress thread polling in short steps while
+// this waits.  *id is for CancelMessage.
+using MessageDone = std::function<void(weft_status*, TensorValue)>;
+weft_status* ReceiveMessage(int32_t source, const std::string& key,
+                            bool urgent, MessageDone done, uint64_t* id);
+// Takes back a wait not yet answered (false when it was: `done` ran or
+// runs).
+bool CancelMessage(int32_t source, const std::string& key, uint64_t id);
+
+// Makes `run` the <run> of every key of the run whose resources these are
+// (an asynchronous cluster's runs are numbered by the running task).
+void SetTaskRun(RunResources* resources, uint64_t run);
 
 // FNV-1a of `s`, for naming plans alike on every rank.
 uint64_t NameHash(const std::string& s);

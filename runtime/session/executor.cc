@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "device/kernel_context.h"
+#include "distributed/transfer.h"
 #include "session/run.h"
 
 namespace weft {
@@ -939,6 +940,28 @@ int32_t CancelRuns(weft_session* session, const weft_status* why,
   return n;
 }
 
+RunCanceller::~RunCanceller() { weft_status_destroy(why_); }
+
+void RunCanceller::Cancel(const weft_status* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (why_ != nullptr) return;
+  why_ = Error(weft_status_code(why), weft_status_message(why));
+  if (run_ != nullptr)
+    run_->Cancel(Error(weft_status_code(why), weft_status_message(why)));
+}
+
+void RunCanceller::Attach(exec::Run* run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  run_ = run;
+  if (why_ != nullptr)
+    run->Cancel(Error(weft_status_code(why_), weft_status_message(why_)));
+}
+
+void RunCanceller::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  run_ = nullptr;
+}
+
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
                      std::vector<TensorValue>* fetched, RunStats* stats,
@@ -951,11 +974,16 @@ weft_status* Execute(weft_session* session, const Plan& plan,
   {
     exec::Run run(session, plan, threads);
     run.SetControl(control);
+    if (control.task_run >= 0)
+      distributed::SetTaskRun(run.resources(),
+                              static_cast<uint64_t>(control.task_run));
     {
       std::lock_guard<std::mutex> lock(session->runs_mu);
       session->runs.push_back(&run);
     }
+    if (control.canceller != nullptr) control.canceller->Attach(&run);
     st = run.Execute(feeds, fetched, stats);
+    if (control.canceller != nullptr) control.canceller->Detach();
     // Out of the list before it is destroyed: CancelRuns holds runs_mu
     // while it reaches a run.
     std::lock_guard<std::mutex> lock(session->runs_mu);

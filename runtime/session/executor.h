@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,30 @@ struct RunStats {
   int32_t intra_op_threads = 0;
 };
 
+namespace exec {
+class Run;
+}
+
+// Ends one run from another thread, whether it has started yet or not (a
+// message that arrives before the run begins must still end it): Cancel
+// ends the run now if it is going, else as soon as Execute starts it.
+class RunCanceller {
+ public:
+  ~RunCanceller();
+  void Cancel(const weft_status* why);  // copies `why`; the first one wins
+
+ private:
+  friend weft_status* Execute(weft_session*, const Plan&,
+                              std::vector<TensorValue>,
+                              std::vector<TensorValue>*, struct RunStats*,
+                              const struct RunControl&);
+  void Attach(exec::Run* run);
+  void Detach();
+  std::mutex mu_;
+  weft_status* why_ = nullptr;
+  exec::Run* run_ = nullptr;
+};
+
 // What the caller asks of one run beyond its plan.
 struct RunControl {
   // A run still going at `deadline` ends with DEADLINE_EXCEEDED: parked
@@ -37,6 +62,11 @@ struct RunControl {
   // Runs started for one owner (a queue runner) share a group, which
   // CancelRuns can end alone; null for none.
   const void* group = nullptr;
+  // An asynchronous cluster's run: the <run> of its transfers' keys (the
+  // running task's count); -1 elsewhere.
+  int64_t task_run = -1;
+  // Null, or how another thread may end this run.
+  RunCanceller* canceller = nullptr;
 };
 
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is

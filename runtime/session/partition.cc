@@ -7,6 +7,7 @@
 #include "session/planner.h"
 
 #include "base/status.h"
+#include "distributed/cluster.h"
 #include "weft/session.h"
 
 namespace weft {
@@ -247,7 +248,13 @@ weft_status* Planner::Partition() {
   }
   if (!task_sends_.empty() || !token_sends_.empty())
     WEFT_RETURN_IF_ERROR(AddTaskSends());
+  // An asynchronous cluster's serving task returns no fetches: they go to
+  // the running task (SplitTasks sends those made here).
+  const bool fetches_here =
+      req_.cluster == nullptr || req_.client < 0 ||
+      req_.client == req_.cluster->local;
   for (const weft_output& f : *req_.fetches) {
+    if (!fetches_here) break;
     int32_t s = slot_of(f);
     if (s < 0) return remote_error;
     if (slot_frame_[s] != 0)

@@ -106,6 +106,8 @@ struct Plan {
   // Control flow: frames, when any node of the plan is a control-flow
   // primitive (then slots are per frame and the frame executor runs it).
   bool control_flow = false;
+  // Cluster sessions: the other tasks (ranks) with nodes of this plan.
+  std::vector<int32_t> task_peers;
   std::vector<PlanFrame> frames;
   // The collective nodes (OpDef::collective) in creation order: the order
   // a run starts them in on every rank.
@@ -159,6 +161,9 @@ struct PlanRequest {
   // gives it alike (the session and the feeds, fetches and targets).
   const distributed::Cluster* cluster = nullptr;
   std::string name;
+  // Asynchronous clusters: the rank whose run this is (the one that made
+  // it, or a serving task's client); -1 in synchronous ones.
+  int32_t client = -1;
 };
 
 weft_status* BuildPlan(const PlanRequest& request, std::shared_ptr<Plan>* out);

@@ -137,6 +137,7 @@ class Run {
   ~Run();
 
   void SetControl(const RunControl& control) { control_ = control; }
+  RunResources* resources() { return &resources_; }
   const void* group() const { return control_.group; }
   // Ends the run early with `why` (taken over) unless it has failed
   // already: nodes not yet started are skipped and parked ops cancelled.

@@ -16,6 +16,7 @@
 #include "session/device_set.h"
 #include "session/executor.h"
 #include "session/run_metadata.h"
+#include "session/serve.h"
 #include "weft/session.h"
 
 namespace weft {
@@ -196,9 +197,14 @@ namespace weft {
 weft_status* FindPlan(weft_session* session, const weft_output* feeds,
                       int32_t num_feeds, const weft_output* fetches,
                       int32_t num_fetches, weft_node* const* targets,
-                      int32_t num_targets, std::shared_ptr<Plan>* out) {
+                      int32_t num_targets, std::shared_ptr<Plan>* out,
+                      int32_t client) {
+  const distributed::Cluster* cluster = session->cluster.get();
+  if (cluster != nullptr && cluster->async() && client < 0)
+    client = cluster->local;
   std::string key;
-  key.reserve(9 * (num_feeds + num_fetches + num_targets));
+  key.reserve(9 * (num_feeds + num_fetches + num_targets + 1));
+  if (client >= 0) KeyAppend(&key, 'c', client, 0);
   for (int32_t i = 0; i < num_feeds; ++i)
     KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
   for (int32_t i = 0; i < num_fetches; ++i)
@@ -219,14 +225,16 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
   PlanRequest req{&fv, &ov, &tv, &session->devices, &session->variables,
                   &session->plan_options, session->costs.get(), nullptr,
                   std::string()};
-  if (session->cluster) {
+  if (cluster != nullptr) {
     // Named alike on every rank: the session's place among the process's
-    // cluster sessions and the plan's signature (node ids).
+    // cluster sessions and the plan's signature (node ids; in an
+    // asynchronous cluster the running task's rank too).
     char name[48];
-    std::snprintf(name, sizeof name, "s%d.%016llx", session->cluster->session,
+    std::snprintf(name, sizeof name, "s%d.%016llx", cluster->session,
                   static_cast<unsigned long long>(distributed::NameHash(key)));
-    req.cluster = session->cluster.get();
+    req.cluster = cluster;
     req.name = name;
+    req.client = client;
   }
   std::shared_ptr<Plan> plan;
   WEFT_RETURN_IF_ERROR(BuildPlan(req, &plan));
@@ -264,9 +272,17 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
     std::vector<weft::TensorValue> fetched;
     weft::RunStats stats;
     if (metadata) metadata->Describe(*plan);
-    WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
-                                       &fetched, metadata ? &stats : nullptr,
-                                       control));
+    if (session->async != nullptr && !plan->task_peers.empty()) {
+      WEFT_RETURN_IF_ERROR(weft::ExecuteWithServers(
+          session, *plan, feeds, num_feeds, fetches, num_fetches, targets,
+          num_targets, std::move(in), &fetched,
+          metadata ? &stats : nullptr, control));
+    } else {
+      WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
+                                         &fetched,
+                                         metadata ? &stats : nullptr,
+                                         control));
+    }
     if (metadata) metadata->SetPeaks(*plan, stats);
     for (int32_t i = 0; i < num_fetches; ++i) {
       if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
@@ -381,13 +397,33 @@ weft_status* weft_session_create(weft_graph* graph,
           cluster, world->size, world->rank, s->cluster.get()));
       static std::atomic<int32_t> sessions{0};
       s->cluster->session = sessions++;
+      const std::string serving = opts.serving_jobs ? opts.serving_jobs : "";
+      if (!serving.empty()) {
+        WEFT_RETURN_IF_ERROR(
+            weft::distributed::ParseServing(serving, s->cluster.get()));
+        s->async = std::make_unique<weft::AsyncClient>();
+        s->async->sent.assign(static_cast<size_t>(s->cluster->size()), 0);
+      }
+    } else if (opts.serving_jobs != nullptr && *opts.serving_jobs != '\0') {
+      return Error(WEFT_INVALID_ARGUMENT,
+                   "session option serving_jobs needs a cluster (session "
+                   "option cluster)");
     }
     *out_session = s.release();
     return nullptr;
   });
 }
 
-void weft_session_destroy(weft_session* session) { delete session; }
+void weft_session_destroy(weft_session* session) {
+  if (session == nullptr) return;
+  if (session->async != nullptr) weft::EndClient(session);
+  delete session;
+}
+
+weft_status* weft_session_serve(weft_session* session) {
+  if (session == nullptr) return Error(WEFT_INVALID_ARGUMENT, "session is NULL");
+  return weft::Guard([&] { return weft::Serve(session); });
+}
 
 weft_status* weft_session_run(weft_session* session, const weft_output* feeds,
                               weft_tensor* const* feed_values,

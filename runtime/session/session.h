@@ -17,6 +17,7 @@ namespace weft {
 namespace exec {
 class Run;
 }
+struct AsyncClient;
 
 // Streams of one async device, reused across runs: each run takes one.
 class StreamPool {
@@ -41,11 +42,13 @@ weft_status* CheckFeedValue(weft_output o, const TensorValue& v);
 
 // The session's plan for these feeds, fetches and targets, from its cache
 // or built now.  The caller has checked that they are outputs and nodes of
-// the session's graph.
+// the session's graph.  `client`: in an asynchronous cluster, the task
+// whose run it is (-1: this one).
 weft_status* FindPlan(weft_session* session, const weft_output* feeds,
                       int32_t num_feeds, const weft_output* fetches,
                       int32_t num_fetches, weft_node* const* targets,
-                      int32_t num_targets, std::shared_ptr<Plan>* out);
+                      int32_t num_targets, std::shared_ptr<Plan>* out,
+                      int32_t client = -1);
 
 }  // namespace weft
 
@@ -64,6 +67,9 @@ struct weft_session {
   // A cluster session's tasks (weft_session_options.cluster); null for a
   // session of this process alone.
   std::unique_ptr<weft::distributed::Cluster> cluster;
+  // An asynchronous cluster's bookkeeping (session/serve.h); null
+  // otherwise.
+  std::unique_ptr<weft::AsyncClient> async;
 
   std::mutex plan_mu;
   std::unordered_map<std::string, std::shared_ptr<weft::Plan>> plans;

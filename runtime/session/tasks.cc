@@ -17,6 +17,12 @@
 //  - every node of a loop (and of the loops inside it), and the ops of one
 //    accumulator or TensorArray (a loop's gradient reads what the loop
 //    saved), stay on one task: that of the group's first node.
+// In an asynchronous cluster (serving jobs, session/serve.h) a run uses
+// the task that makes it (the client) and the serving tasks: constraints
+// are narrowed to those (a node left with none is INVALID_ARGUMENT), an
+// unconstrained node runs on the client (a constant with its first
+// consumer, an op writing a variable with the variable), a serving task's
+// node may not read a feed, and fetched values go to the client alone.
 // Values crossing tasks must be outside loops (UNIMPLEMENTED otherwise); a
 // value of a conditional's branch crosses dead when the branch is not
 // taken (TaskSend runs on dead inputs and says so), so the receiving
@@ -38,12 +44,52 @@ weft_status* Planner::SplitTasks() {
   const int32_t n = static_cast<int32_t>(order_.size());
   std::vector<int32_t> task(static_cast<size_t>(n), -1);
   std::vector<std::vector<int32_t>> allowed(static_cast<size_t>(n));
+  // Asynchronous clusters: the tasks this run may use, the running task
+  // (the client) and the serving ones (none for a serving task's own
+  // runs).
+  const bool async = c.async();
+  const int32_t client = req_.client;
+  std::vector<int32_t> participants;
+  if (async) {
+    for (int32_t r = 0; r < c.size(); ++r)
+      if (r == client || (!c.Serves(client) && c.Serves(r)))
+        participants.push_back(r);
+  }
   auto ranks_of = [&](const weft_node* node,
                       std::vector<int32_t>* out) -> weft_status* {
     out->clear();
-    if (node->device.empty()) return nullptr;
-    return Annotate(c.RanksOf(node->device, out),
-                    "node '" + node->name + "' (" + node->op_type + ")");
+    if (node->device.empty()) {
+      // Unconstrained nodes run on the running task; constants go with
+      // their first consumer.
+      if (async)
+        *out = node->def->exec == ExecKind::kConst
+                   ? participants
+                   : std::vector<int32_t>{client};
+      return nullptr;
+    }
+    WEFT_RETURN_IF_ERROR(
+        Annotate(c.RanksOf(node->device, out),
+                 "node '" + node->name + "' (" + node->op_type + ")"));
+    if (!async) return nullptr;
+    std::vector<int32_t> kept;
+    for (int32_t r : *out)
+      if (std::find(participants.begin(), participants.end(), r) !=
+          participants.end())
+        kept.push_back(r);
+    if (kept.empty()) {
+      std::string may;
+      for (int32_t r : participants)
+        may += (may.empty() ? "" : ", ") + c.TaskName(r);
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "node '%s' (%s) is constrained to '%s', which a run of "
+                    "%s cannot use: in an asynchronous cluster (serving "
+                    "jobs) a run uses only %s",
+                    node->name.c_str(), node->op_type.c_str(),
+                    node->device.c_str(), c.TaskName(client).c_str(),
+                    may.c_str());
+    }
+    *out = std::move(kept);
+    return nullptr;
   };
   auto may = [&](int32_t i, int32_t t) {
     const auto& a = allowed[static_cast<size_t>(i)];
@@ -71,7 +117,8 @@ weft_status* Planner::SplitTasks() {
     } else if (node->def->num_refs > 0) {
       int32_t t = 0;
       WEFT_RETURN_IF_ERROR(variable_task(node->inputs[0].node, &t));
-      if (!may(i, t))
+      // (Unconstrained writers follow their variable wherever it is.)
+      if (!node->device.empty() && !may(i, t))
         return Errorf(WEFT_INVALID_ARGUMENT,
                       "node '%s' (%s) is constrained to '%s', but it writes "
                       "variable '%s', which is on %s", node->name.c_str(),
@@ -205,6 +252,25 @@ weft_status* Planner::SplitTasks() {
                     c.TaskName(t).c_str());
     task[static_cast<size_t>(i)] = t;
   }
+  // Asynchronous clusters: feeds are the running task's alone.
+  if (async)
+    for (int32_t i = 0; i < n; ++i) {
+      if (task[static_cast<size_t>(i)] == client) continue;
+      const weft_node* node = order_[static_cast<size_t>(i)];
+      for (size_t k = 0; k < node->inputs.size(); ++k) {
+        const weft_output& in = node->inputs[k];
+        if (IsRefInput(node, k) || !IsFed(in.node, in.index)) continue;
+        return Errorf(WEFT_INVALID_ARGUMENT,
+                      "node '%s' (%s) runs on serving task %s but reads "
+                      "'%s:%d', which is fed: in an asynchronous cluster "
+                      "feeds are the running task's (%s); compute the "
+                      "value there, or constrain the node to it",
+                      node->name.c_str(), node->op_type.c_str(),
+                      c.TaskName(task[static_cast<size_t>(i)]).c_str(),
+                      in.node->name.c_str(), in.index,
+                      c.TaskName(client).c_str());
+      }
+    }
   // Values that may be dead (downstream of a Switch, before its Merge).
   // A Merge is live when one input is; an Exit leaves its loop once, live
   // unless the loop was entered with a value that may be dead (a loop in a
@@ -275,16 +341,21 @@ weft_status* Planner::SplitTasks() {
         token_sends_[order_[static_cast<size_t>(j)]].insert(ti);
     }
   }
-  // Fetched values go to every rank (each rank's run returns them).
+  // Fetched values go to every rank (each rank's run returns them); in an
+  // asynchronous cluster, to the running task alone.
   for (const weft_output& f : *req_.fetches) {
     if (IsFed(f.node, f.index)) continue;
     const int32_t j = index_.at(Rep(f.node));
     if (task[static_cast<size_t>(j)] != local) continue;
     for (int32_t r = 0; r < c.size(); ++r)
-      if (r != local)
+      if (r != local && (!async || r == client))
         task_sends_[OutputKey{order_[static_cast<size_t>(j)], f.index}]
             .insert(r);
   }
+  std::set<int32_t> peers;
+  for (int32_t t : task)
+    if (t != local) peers.insert(t);
+  plan_->task_peers.assign(peers.begin(), peers.end());
   if (dead_arrivals && !plan_->control_flow) {
     plan_->control_flow = true;  // the root frame alone
     plan_->frames.assign(1, PlanFrame{});

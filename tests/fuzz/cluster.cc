@@ -6,17 +6,24 @@
 //     as the MPI module hands it to the rendezvous.  A header that reads
 //     must give a key; one without an error must describe a value whose
 //     size is the payload's, and encode back to the same bytes.
-//   selector & 1 == 1: "SPEC\nCONSTRAINT" with the job's size from the
+//   selector & 3 == 1: "SPEC\nCONSTRAINT" with the job's size from the
 //     next byte (1..16): a spec that parses must have as many tasks as
-//     ranks, and the ranks a constraint names must be among them.
+//     ranks, and the ranks a constraint names must be among them; the
+//     constraint read as serving jobs must leave a task that runs.
+//   selector & 3 == 3: int64 words of a run request, as an asynchronous
+//     cluster's server receives them: one that decodes must encode back
+//     to the same words.
 // Never a crash or a sanitizer report.  Built and run by scripts/fuzz.sh.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include <vector>
+
 #include "distributed/cluster.h"
 #include "distributed/transfer.h"
+#include "session/serve.h"
 
 namespace {
 
@@ -65,13 +72,36 @@ void Spec(const uint8_t* data, size_t size) {
   if (named.empty()) std::abort();
   for (int32_t r : named)
     if (r < 0 || r >= ranks) std::abort();
+  st = weft::distributed::ParseServing(constraint, &c);
+  if (st != nullptr) {
+    weft_status_destroy(st);
+    if (c.async()) std::abort();  // refused: the cluster stays synchronous
+    return;
+  }
+  if (c.serving.size() != static_cast<size_t>(ranks)) std::abort();
+  bool runs = false;
+  for (int32_t r = 0; r < ranks; ++r) runs |= !c.Serves(r);
+  if (!runs) std::abort();
+}
+
+void Request(const uint8_t* data, size_t size) {
+  std::vector<int64_t> words(size / 8);
+  if (!words.empty()) std::memcpy(words.data(), data, words.size() * 8);
+  weft::RunRequest r;
+  std::string why;
+  if (!weft::DecodeRunRequest(words.data(), words.size(), &r, &why)) {
+    if (why.empty()) std::abort();
+    return;
+  }
+  if (weft::EncodeRunRequest(r) != words) std::abort();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  if (data[0] & 1) Spec(data + 1, size - 1);
+  if ((data[0] & 3) == 3) Request(data + 1, size - 1);
+  else if (data[0] & 1) Spec(data + 1, size - 1);
   else Header(data + 1, size - 1);
   return 0;
 }

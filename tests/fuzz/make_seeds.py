@@ -483,6 +483,18 @@ def main() -> None:
         seeds["header_scalar"] = header(b"s0.1/3/^n>0/2", 10, [], 1)
         seeds["spec_ps_worker"] = b"\1\3ps:1,worker\n/job:worker/task:1"
         seeds["spec_wildcard"] = b"\1\4worker:4\n/job:worker/task:*/device:CPU:0"
+        seeds["spec_serving"] = b"\1\3ps:1,worker\nps"
+        # Run requests of an asynchronous cluster (runtime/session/serve.cc:
+        # magic "WFRR", kind, run, timeout, names hash, counts, ids).
+        def request(kind, run, feeds, fetches, targets):
+            words = [0x57465252, kind, run, 0, 12345, len(feeds),
+                     len(fetches), len(targets)]
+            for f in feeds + fetches:
+                words += list(f)
+            words += targets
+            return b"\3" + b"".join(struct.pack("<q", w) for w in words)
+        seeds["request_run"] = request(0, 7, [(3, 0)], [(9, 0), (4, 1)], [12])
+        seeds["request_end"] = request(1, 0, [], [], [])
     elif kind == "npy":
         # NumPy .npy files (tools/npy.h): each dtype, each format version,
         # Fortran order, a scalar, an empty array.

@@ -37,6 +37,21 @@ static inline int fail(const char* fmt, ...) {
   return 0;
 }
 
+/* Whether `st` is an error of `code` whose message holds `text`; records
+ * why not.  Destroys `st`. */
+static inline int expect_error(weft_status* st, weft_code code,
+                               const char* text, const char* what) {
+  if (st == NULL) return fail("%s: succeeded", what);
+  int ok = weft_status_code(st) == code &&
+           strstr(weft_status_message(st), text) != NULL;
+  if (!ok)
+    fail("%s: got %s '%s', wanted %s containing '%s'", what,
+         weft_code_name(weft_status_code(st)), weft_status_message(st),
+         weft_code_name(code), text);
+  weft_status_destroy(st);
+  return ok;
+}
+
 /* Checks a call; on error records the message and returns 0. */
 #define TRY(call)                                                          \
   do {                                                                     \

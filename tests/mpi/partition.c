@@ -55,19 +55,6 @@ static float pseudo(int i) { return (float)((i * 7919) % 1000) / 500.0f - 1.0f; 
 
 /* ---- Cluster specs and names ---------------------------------------------- */
 
-static int expect_error(weft_status* st, weft_code code, const char* text,
-                        const char* what) {
-  if (st == NULL) return fail("%s: succeeded", what);
-  int ok = weft_status_code(st) == code &&
-           strstr(weft_status_message(st), text) != NULL;
-  if (!ok)
-    fail("%s: got %s '%s', wanted %s containing '%s'", what,
-         weft_code_name(weft_status_code(st)), weft_status_message(st),
-         weft_code_name(code), text);
-  weft_status_destroy(st);
-  return ok;
-}
-
 static int check_specs(void) {
   weft_graph* g = NULL;
   TRY(weft_graph_create(&g));

@@ -34,10 +34,11 @@ JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
                                       jint transfer_precision,
                                       jint optimizations,
                                       jstring device_gflops,
-                                      jint recompute, jstring cluster) {
+                                      jint recompute, jstring cluster,
+                                      jstring serving_jobs) {
   (void)c;
   if (weft_jni_null_handle(env, graph)) return 0;
-  weft_jni_string d, g, k;
+  weft_jni_string d, g, k, j;
   weft_session_options o;
   if (!weft_jni_session_options(env, devices, inter_op, intra_op, placement,
                                 transfer_precision, optimizations,
@@ -48,10 +49,18 @@ JNIEXPORT jlong NATIVE(sessionCreate)(JNIEnv* env, jclass c, jlong graph,
     weft_jni_string_release(env, &d);
     return 0;
   }
+  if (!weft_jni_string_get(env, serving_jobs, &j)) {
+    weft_jni_string_release(env, &k);
+    weft_jni_string_release(env, &g);
+    weft_jni_string_release(env, &d);
+    return 0;
+  }
   o.cluster = k.utf;
+  o.serving_jobs = j.utf;
   weft_session* s = NULL;
   weft_status* st =
       weft_session_create(WEFT_JNI_PTR(weft_graph, graph), &o, &s);
+  weft_jni_string_release(env, &j);
   weft_jni_string_release(env, &k);
   weft_jni_string_release(env, &g);
   weft_jni_string_release(env, &d);
@@ -122,6 +131,12 @@ no_fetches:
 no_values:
   weft_jni_outputs_release(&feeds);
   return out;
+}
+
+JNIEXPORT void NATIVE(sessionServe)(JNIEnv* env, jclass c, jlong session) {
+  (void)c;
+  if (weft_jni_null_handle(env, session)) return;
+  weft_jni_check(env, weft_session_serve(WEFT_JNI_PTR(weft_session, session)));
 }
 
 JNIEXPORT jint NATIVE(sessionCancel)(JNIEnv* env, jclass c, jlong session) {

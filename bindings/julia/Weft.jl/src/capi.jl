@@ -161,6 +161,7 @@ struct SessionOptionsC
     device_gflops::Ptr{UInt8}
     recompute::Int32
     cluster::Ptr{UInt8}
+    serving_jobs::Ptr{UInt8}
 end
 
 # C: weft_optimizer_options

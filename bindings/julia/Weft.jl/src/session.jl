@@ -14,7 +14,7 @@ const OPTIMIZE_ALL = 0xffffffff
     Session(graph; devices = "", inter_op_threads = 0, intra_op_threads = 0,
             placement = :soft, transfer_precision = :exact,
             optimizations = Weft.OPTIMIZE_ALL, device_gflops = "",
-            recompute = :off, cluster = "")
+            recompute = :off, cluster = "", serving_jobs = "")
 
 Opens a session on `graph`.  `devices`: names or patterns such as
 "/device:CPU:0", "CPU" or "/device:OPENCL:*", comma-separated ("" means the
@@ -28,7 +28,10 @@ the gradient reads again in the backward pass instead of keeping them.
 `cluster`: under mpirun, the jobs of the MPI job ("ps:1,worker:3", one task
 per rank; "worker" is every rank): device constraints may then name tasks
 ("/job:ps/task:0", see `set_device`), each rank runs its task's nodes and
-values crossing tasks go over MPI.  `close(s)` releases it at once.
+values crossing tasks go over MPI.  `serving_jobs` (with `cluster`): the
+jobs whose tasks serve (`serve`), as parameter servers do, while every
+other task runs on its own, at its own pace (asynchronous training).
+`close(s)` releases it at once.
 """
 mutable struct Session <: Handle
     ptr::Ptr{Cvoid}
@@ -55,7 +58,8 @@ function with_session_options(f; devices::AbstractString = "",
                               optimizations::Integer = OPTIMIZE_ALL,
                               device_gflops::AbstractString = "",
                               recompute::Symbol = :off,
-                              cluster::AbstractString = "")
+                              cluster::AbstractString = "",
+                              serving_jobs::AbstractString = "")
     haskey(PLACEMENTS, placement) ||
         throw(ArgumentError("placement is :soft or :strict, not :$placement"))
     haskey(TRANSFER_PRECISIONS, transfer_precision) ||
@@ -66,7 +70,8 @@ function with_session_options(f; devices::AbstractString = "",
     devices_c = String(devices)
     gflops_c = String(device_gflops)
     cluster_c = String(cluster)
-    GC.@preserve devices_c gflops_c cluster_c begin
+    serving_c = String(serving_jobs)
+    GC.@preserve devices_c gflops_c cluster_c serving_c begin
         options = Ref(SessionOptionsC(
             sizeof(SessionOptionsC),
             isempty(devices_c) ? C_NULL : pointer(devices_c),
@@ -76,7 +81,8 @@ function with_session_options(f; devices::AbstractString = "",
             UInt32(optimizations),
             isempty(gflops_c) ? C_NULL : pointer(gflops_c),
             Int32(RECOMPUTES[recompute]),
-            isempty(cluster_c) ? C_NULL : pointer(cluster_c)))
+            isempty(cluster_c) ? C_NULL : pointer(cluster_c),
+            isempty(serving_c) ? C_NULL : pointer(serving_c)))
         return f(options)
     end
 end
@@ -186,6 +192,18 @@ Ends every run of `session` in flight on other tasks or threads with a
 """
 cancel(s::Session) = Int(GC.@preserve s @ccall libweft.weft_session_cancel(
     s::Ptr{Cvoid})::Int32)
+
+"""
+    serve(session)
+
+On a serving task of an asynchronous cluster (`Session(g; cluster,
+serving_jobs)`): executes this task's part of the other tasks' runs until
+each has closed its session.  Initialize what this task holds first, with
+runs of its own.  Throws a `WeftError` (UNAVAILABLE) naming tasks that
+stopped answering without closing theirs.
+"""
+serve(s::Session) = GC.@preserve s check(@ccall libweft.weft_session_serve(
+    s::Ptr{Cvoid})::Ptr{Cvoid})
 
 function run_raw(s::Session, feed_keys::Vector{Output}, feed_values::Vector{Tensor},
                  fetch_list::Vector{Output}, targets::Vector{Node},

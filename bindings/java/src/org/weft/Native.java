@@ -157,8 +157,9 @@ final class Native {
   // ---- sessions ----
   static native long sessionCreate(long graph, String devices, int interOpThreads,
       int intraOpThreads, int placement, int transferPrecision, int optimizations,
-      String deviceGflops, int recompute, String cluster);
+      String deviceGflops, int recompute, String cluster, String servingJobs);
   static native void sessionDestroy(long session);
+  static native void sessionServe(long session);
   /** The fetched tensors' handles. */
   static native long[] sessionRun(long session, long[] feedNodes, int[] feedIndices,
       long[] feedTensors, long[] fetchNodes, int[] fetchIndices, long[] targets,

@@ -125,6 +125,22 @@ public final class Session extends NativeObject {
   }
 
   /**
+   * On a serving task of an asynchronous cluster ({@link SessionOptions#servingJobs}):
+   * executes this task's part of the other tasks' runs until each has closed its
+   * session.  Initialize what this task holds first, with runs of its own.  Throws a
+   * {@link WeftException} (UNAVAILABLE) naming tasks that stopped answering without
+   * closing theirs, or (FAILED_PRECONDITION) when this task does not serve.
+   */
+  public void serve() {
+    long s = acquire();
+    try {
+      Native.sessionServe(s);
+    } finally {
+      release();
+    }
+  }
+
+  /**
    * Ends every run of this session in flight on other threads with a {@link WeftException}
    * of code CANCELLED; later runs are not affected.  Returns how many runs it reached.
    */

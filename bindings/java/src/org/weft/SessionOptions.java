@@ -51,6 +51,7 @@ public final class SessionOptions {
   private String deviceGflops;
   private Recompute recompute = Recompute.OFF;
   private String cluster;
+  private String servingJobs;
 
   /**
    * Devices the session may use: a comma-separated list of names or
@@ -113,6 +114,17 @@ public final class SessionOptions {
     return this;
   }
 
+  /**
+   * With {@link #cluster}: an asynchronous cluster whose named jobs ("ps")
+   * serve ({@link Session#serve}), as parameter servers do, while every other
+   * task runs on its own, at its own pace.  Nodes constrained to a serving job
+   * run there; the rest on the task that makes the run.
+   */
+  public SessionOptions servingJobs(String value) {
+    servingJobs = value;
+    return this;
+  }
+
   /** Which values to recompute in the backward pass instead of keeping. */
   public SessionOptions recompute(Recompute value) {
     recompute = value;
@@ -122,7 +134,7 @@ public final class SessionOptions {
   long create(long graph) {
     return Native.sessionCreate(graph, devices, interOpThreads, intraOpThreads,
         placement.ordinal(), transferPrecision.ordinal(), optimizations, deviceGflops,
-        recompute.ordinal(), cluster);
+        recompute.ordinal(), cluster, servingJobs);
   }
 
   /** Loads a model into a session made with these options (Model.load). */

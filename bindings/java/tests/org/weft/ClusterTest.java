@@ -111,4 +111,24 @@ class ClusterTest {
           e.getMessage());
     }
   }
+
+  @Test
+  void aClusterWhoseEveryTaskServesIsRefused() {
+    try (Graph g = new Graph()) {
+      WeftException e = assertThrows(WeftException.class,
+          () -> new Session(g, new SessionOptions().cluster("ps").servingJobs("ps")));
+      assertEquals(WeftException.Code.INVALID_ARGUMENT, e.code());
+      assertTrue(e.getMessage().contains("covers every task"), e.getMessage());
+    }
+  }
+
+  @Test
+  void anOrdinarySessionDoesNotServe() {
+    try (Graph g = new Graph(); Session s = new Session(g)) {
+      WeftException e = assertThrows(WeftException.class, s::serve);
+      assertEquals(WeftException.Code.FAILED_PRECONDITION, e.code());
+      assertTrue(e.getMessage().contains("not an asynchronous cluster session"),
+          e.getMessage());
+    }
+  }
 }
