@@ -74,8 +74,15 @@ typedef struct train_args {
                               * and on SIGINT/SIGTERM only) */
   int64_t bucket_bytes;  /* --bucket-bytes N: gradients averaged in buckets
                           * (0: one AllReduce each) */
+  int parameter_server;  /* --parameter-server: rank 0 holds the variables
+                          * and serves; the other ranks train on their own
+                          * (asynchronous), each its share of the steps */
   int32_t rank, ranks;   /* this process's rank and the job's size */
 } train_args;
+
+/* --parameter-server: where every variable lives (the scope set around
+ * each weft_graph_variable call); NULL otherwise. */
+static const char* g_variables_device;
 
 typedef struct model {
   weft_graph* graph;
@@ -154,8 +161,10 @@ static int variable(weft_graph* g, const char* name, int64_t rows,
   char init_name[128];
   snprintf(init_name, sizeof init_name, "%s/initial_value", name);
   weft_output init;
-  int ok = check(weft_graph_constant(g, init_name, t, &init), name) &&
-           check(weft_graph_variable(g, name, init, out, NULL), name);
+  int ok = check(weft_graph_constant(g, init_name, t, &init), name);
+  weft_graph_set_device(g, g_variables_device);
+  ok = ok && check(weft_graph_variable(g, name, init, out, NULL), name);
+  weft_graph_set_device(g, NULL);
   weft_tensor_destroy(t);
   return ok;
 }
@@ -446,6 +455,7 @@ static int build_model(const train_args* a, model* m,
   if (!check(weft_tensor_create_copy(WEFT_INT64, config_dims, 1, config_v,
                                      sizeof config_v, &config), "config"))
     return 0;
+  weft_graph_set_device(g, g_variables_device);
   int config_ok =
       check(weft_graph_constant(g, "train/config/value", config,
                                 &config_out), "config") &&
@@ -472,6 +482,7 @@ static int build_model(const train_args* a, model* m,
            (!a->data_parallel ||
             check(weft_broadcast_variables(g, 0, "sync", &m->broadcast),
                   "sharing rank 0's variables"));
+  weft_graph_set_device(g, NULL);
   m->step_inc = inc.node;
   weft_tensor_destroy(zero);
   weft_tensor_destroy(one);
@@ -516,6 +527,20 @@ static int32_t split_paths(const char* list, char* buf, size_t size,
   return n;
 }
 
+/* --parameter-server: whether global step `step` is this worker's: the
+ * batches of each epoch are dealt to the workers (ranks 1..) in turn. */
+static int worker_takes(const train_args* a, int64_t step) {
+  const int64_t per_epoch = a->train_count / a->batch;
+  return per_epoch > 0 && (step % per_epoch) % (a->ranks - 1) == a->rank - 1;
+}
+
+/* How many of the steps before `step` are this worker's. */
+static int64_t worker_steps_before(const train_args* a, int64_t step) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < step; ++k) n += worker_takes(a, k);
+  return n;
+}
+
 /* The training set as a dataset (--input pipeline, train_input.c): the
  * IDX pixels or the --data tfrecord: files, shuffled over the whole set
  * (seeded; each epoch differently), batched (a short last batch dropped,
@@ -549,6 +574,13 @@ static int input_pipeline(const train_args* a, const idx_dataset* train,
   in.skip = a->resume_step;
   in.shard = a->data_parallel ? a->rank : 0;
   in.num_shards = a->data_parallel ? a->ranks : 1;
+  if (a->parameter_server && a->rank > 0) {
+    /* A worker: whole batches, every (ranks - 1)-th of each epoch. */
+    in.shard = a->rank - 1;
+    in.num_shards = a->ranks - 1;
+    in.whole_batches = 1;
+    in.skip = worker_steps_before(a, a->resume_step);
+  }
   in.epoch_elements = a->train_count;
   return train_input_build(&in, g, "train_input", batch);
 }
@@ -756,6 +788,126 @@ static int save_bundle(const train_args* a, const model* m, weft_session* s) {
   return ok;
 }
 
+/* ---- Serving the variables (--parameter-server) ---------------------------- */
+
+typedef struct ps_monitor {
+  const train_args* a;
+  const model* m;
+  weft_session* s;
+  int64_t total, per_epoch;
+  int stop;    /* under mu */
+  int failed;  /* reading the step or a periodic checkpoint failed */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} ps_monitor;
+
+/* While the workers train: the global step's progress and the periodic
+ * checkpoints (--checkpoint-every), from runs of the server's own beside
+ * its serving. */
+static void* monitor_main(void* arg) {
+  ps_monitor* mo = arg;
+  const train_args* a = mo->a;
+  const int tty = isatty(STDOUT_FILENO);
+  int64_t first = -1, last_saved = 0;
+  double t0 = now_seconds(), last_report = 0;
+  pthread_mutex_lock(&mo->mu);
+  while (!mo->stop && !mo->failed) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec += 1;
+      until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&mo->cv, &mo->mu, &until);
+    if (mo->stop) break;
+    pthread_mutex_unlock(&mo->mu);
+    weft_tensor* t = NULL;
+    int ok = check(weft_session_run(mo->s, NULL, NULL, 0, &mo->m->step, 1,
+                                    NULL, 0, &t), "reading the step");
+    const int64_t step = ok ? *(const int64_t*)weft_tensor_data(t) : 0;
+    weft_tensor_destroy(t);
+    const double now = now_seconds();
+    if (ok && first < 0) {
+      first = last_saved = step;
+      t0 = now;
+    }
+    if (ok && ((tty && now - last_report > 0.1) ||
+               (!tty && now - last_report >= 5))) {
+      const double rate = (double)(step - first) / (now - t0 > 0 ? now - t0
+                                                                  : 1e-9);
+      if (tty)
+        printf("\r[serving %d worker(s)] epoch %lld/%lld  step %lld/%lld  "
+               "%.0f steps/s ", a->ranks - 1,
+               (long long)(step / mo->per_epoch + (step < mo->total)),
+               (long long)a->epochs, (long long)step, (long long)mo->total,
+               rate);
+      else
+        printf("serving %d worker(s): step %lld/%lld %.0f steps/s\n",
+               a->ranks - 1, (long long)step, (long long)mo->total, rate);
+      fflush(stdout);
+      last_report = now;
+    }
+    if (ok && a->checkpoint_every > 0 && step < mo->total &&
+        step / a->checkpoint_every > last_saved / a->checkpoint_every) {
+      ok = check(weft_checkpoint_save(mo->s, a->checkpoint, NULL, 0),
+                 "saving a periodic checkpoint");
+      last_saved = step;
+    }
+    pthread_mutex_lock(&mo->mu);
+    if (!ok) mo->failed = 1;
+  }
+  pthread_mutex_unlock(&mo->mu);
+  return NULL;
+}
+
+/* Rank 0 of --parameter-server: serves the workers' steps until each has
+ * ended; a worker that died leaves a checkpoint to resume from. */
+static int serve_workers(const train_args* a, const model* m,
+                         weft_session* s, int64_t total, int64_t per_epoch) {
+  printf("serving the variables to %d worker(s) (ranks 1-%d), each training "
+         "on its own\n", a->ranks - 1, a->ranks - 1);
+  ps_monitor mo;
+  memset(&mo, 0, sizeof mo);
+  mo.a = a;
+  mo.m = m;
+  mo.s = s;
+  mo.total = total;
+  mo.per_epoch = per_epoch;
+  pthread_mutex_init(&mo.mu, NULL);
+  pthread_cond_init(&mo.cv, NULL);
+  pthread_t thread;
+  const int started = pthread_create(&thread, NULL, monitor_main, &mo) == 0;
+  const double t0 = now_seconds();
+  weft_status* st = weft_session_serve(s);
+  pthread_mutex_lock(&mo.mu);
+  mo.stop = 1;
+  pthread_cond_signal(&mo.cv);
+  pthread_mutex_unlock(&mo.mu);
+  if (started) pthread_join(thread, NULL);
+  pthread_cond_destroy(&mo.cv);
+  pthread_mutex_destroy(&mo.mu);
+  if (isatty(STDOUT_FILENO)) printf("\n");
+  if (st != NULL) {
+    fprintf(stderr, "weft train: serving the workers: %s\n",
+            weft_status_message(st));
+    weft_status_destroy(st);
+    if (check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+              "saving the checkpoint"))
+      fprintf(stderr, "weft train: saved %s; relaunch with --resume to "
+              "continue\n", a->checkpoint);
+    /* A rank is gone: finishing MPI would wait for it forever. */
+    fprintf(stderr, "weft train: ending the MPI job\n");
+    check(weft_cluster_abort(1), "ending the MPI job");
+    return 0;
+  }
+  if (mo.failed) return 0;
+  printf("epoch %lld/%lld: %.1f s training, %d worker(s)\n",
+         (long long)a->epochs, (long long)a->epochs, now_seconds() - t0,
+         a->ranks - 1);
+  return 1;
+}
+
 static int run_training(const train_args* a, model* m,
                         const idx_dataset* train, const idx_dataset* test) {
   weft_session_options o;
@@ -763,13 +915,21 @@ static int run_training(const train_args* a, model* m,
   o.devices = a->devices;
   o.inter_op_threads = a->threads;
   o.intra_op_threads = a->threads;
+  if (a->parameter_server) {
+    o.cluster = "ps:1,worker";
+    o.serving_jobs = "ps";
+  }
   weft_session* s = NULL;
   if (!check(weft_session_create(m->graph, &o, &s), "creating the session"))
     return 1;
   int rc = 1;
-  /* Each rank of a data-parallel job takes its shard of every batch. */
-  const int64_t shard = a->batch / a->ranks;
+  /* Each rank of a data-parallel job takes its shard of every batch; a
+   * worker of a parameter server whole batches. */
+  const int64_t shard = a->data_parallel ? a->batch / a->ranks : a->batch;
   const int chief = a->rank == 0;
+  /* --parameter-server: rank 0 holds the variables (initializes or
+   * restores them, serves, evaluates and saves); the others train. */
+  const int worker = a->parameter_server && a->rank > 0;
   float* x = malloc(sizeof(float) * (size_t)(shard * PIXELS));
   int32_t* labels = malloc(sizeof(int32_t) * (size_t)shard);
   int64_t n = a->train_count;
@@ -788,7 +948,9 @@ static int run_training(const train_args* a, model* m,
             "training images\n", (long long)a->batch, (long long)n);
     goto done;
   }
-  if (a->resume) {
+  if (worker) {
+    /* The variables are the server's. */
+  } else if (a->resume) {
     if (!resume(a, m, s, total)) goto done;
   } else if (!check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->init, 1,
                                      NULL), "initializing")) {
@@ -804,6 +966,13 @@ static int run_training(const train_args* a, model* m,
                               &step_t), "reading the step"))
     goto done;
   int64_t step = *(const int64_t*)weft_tensor_data(step_t);
+  if (a->parameter_server && !worker) {
+    if (!serve_workers(a, m, s, total, per_epoch)) goto done;
+    goto evaluate;
+  }
+  /* A worker's steps are its share of the schedule from where the run
+   * (or the checkpoint resumed) began, whatever the others did since. */
+  if (worker) step = a->resume ? a->resume_step : 0;
   if (!check(weft_tensor_create_from_data(
                  WEFT_FLOAT32, xd, 2, x,
                  sizeof(float) * (size_t)(shard * PIXELS), NULL, NULL,
@@ -831,8 +1000,11 @@ static int run_training(const train_args* a, model* m,
       epoch = step / per_epoch;
       epoch_order(a->seed, epoch, order, n);
     }
+    if (worker && !worker_takes(a, step)) continue;
     if (!a->pipeline)
-      fill_batch(train, order, (step % per_epoch) * a->batch + a->rank * shard,
+      fill_batch(train, order,
+                 (step % per_epoch) * a->batch +
+                     (a->data_parallel ? a->rank * shard : 0),
                  shard, x, labels);
     weft_tensor* loss_t = NULL;
     weft_run_metadata* md = a->explain && steps_done == 0
@@ -912,6 +1084,7 @@ static int run_training(const train_args* a, model* m,
     rc = 0;
     goto done;
   }
+evaluate:;
   int ok = 1;
   uint64_t predictions = 0;
   double acc = accuracy(s, m, test, &ok, &predictions);
@@ -983,6 +1156,10 @@ static int parse_args(int argc, char** argv, train_args* a) {
     }
     if (strcmp(f, "--data-parallel") == 0) {
       a->data_parallel = 1;
+      continue;
+    }
+    if (strcmp(f, "--parameter-server") == 0) {
+      a->parameter_server = 1;
       continue;
     }
     if (strcmp(f, "--input") == 0 && i + 1 < argc &&
@@ -1060,7 +1237,25 @@ static int parse_args(int argc, char** argv, train_args* a) {
   }
   a->rank = 0;
   a->ranks = 1;
-  if (a->data_parallel && !step_timeout_set) a->step_timeout = 300;
+  if ((a->data_parallel || a->parameter_server) && !step_timeout_set)
+    a->step_timeout = 300;
+  if (a->data_parallel && a->parameter_server) {
+    fprintf(stderr, "weft train: --data-parallel (synchronous, every rank "
+            "holds the variables) and --parameter-server (asynchronous, "
+            "rank 0 holds them) exclude each other\n");
+    return 0;
+  }
+  if (a->parameter_server) {
+    if (!check(weft_cluster_world(&a->rank, &a->ranks), "--parameter-server"))
+      return 0;
+    if (a->ranks < 2) {
+      fprintf(stderr, "weft train: --parameter-server needs mpirun -np 2 or "
+              "more: rank 0 serves the variables, the others train\n");
+      return 0;
+    }
+    g_variables_device = "/job:ps/task:0";
+    if (a->rank != 0 && freopen("/dev/null", "w", stdout) == NULL) return 0;
+  }
   if (a->data_parallel) {
     if (!check(weft_cluster_world(&a->rank, &a->ranks), "--data-parallel"))
       return 0;
@@ -1169,7 +1364,8 @@ int weft_command_train(int argc, char** argv) {
       test.images.dims[1] * test.images.dims[2] != PIXELS) {
     fprintf(stderr, "weft train: images must be 28x28\n");
   } else if (!count_tfrecords(&a) ||
-             (a.resume && a.pipeline && !peek_step(&a))) {
+             (a.resume && (a.pipeline || a.parameter_server) &&
+              !peek_step(&a))) {
     /* Said why. */
   } else {
     if (a.tfrecord)

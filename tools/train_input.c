@@ -124,12 +124,16 @@ static int position_element(weft_graph* g, weft_output p[3]) {
  * [shard * b, (shard + 1) * b) of a global batch of `batch` would hold
  * (b = batch / num_shards), none of a last partial global batch (which a
  * single process drops).  Batched by b, each shard's batches are then its
- * rows of the single process's batches, and a shard's batch keeps an
+ * rows of the single process's batches.  With whole_batches, the elements
+ * of the global batches whose index modulo num_shards is the shard,
+ * batched by `batch`.  A shard's batch keeps an
  * unknown leading dim (so evaluation can feed any number of images):
  * zip(range, elements) -> filter on the position -> drop the position. */
 static int shard_elements(const train_input* in, const weft_dataset* stage,
                           weft_dataset* made[3], weft_dataset** out) {
-  const int64_t b = in->batch / in->num_shards;
+  /* Whole batches: the batch's index modulo the shards picks. */
+  const int64_t b = in->whole_batches ? in->num_shards
+                                      : in->batch / in->num_shards;
   const int64_t limit = in->epoch_elements / in->batch * in->batch;
   weft_graph *pick = NULL, *drop = NULL;
   weft_output p[3], d[3], batch_c, part_c, shard_c, limit_c, pos_in_batch,
@@ -143,8 +147,14 @@ static int shard_elements(const train_input* in, const weft_dataset* stage,
       constant_i64(pick, "part", b, &part_c) &&
       constant_i64(pick, "shard", in->shard, &shard_c) &&
       constant_i64(pick, "limit", limit, &limit_c) &&
-      op1(pick, "FloorMod", "row", p[0], &batch_c, &pos_in_batch) &&
-      op1(pick, "FloorDiv", "row_part", pos_in_batch, &part_c, &row_part) &&
+      (in->whole_batches
+           ? op1(pick, "FloorDiv", "batch_index", p[0], &batch_c,
+                 &pos_in_batch) &&
+                 op1(pick, "FloorMod", "row_part", pos_in_batch, &part_c,
+                     &row_part)
+           : op1(pick, "FloorMod", "row", p[0], &batch_c, &pos_in_batch) &&
+                 op1(pick, "FloorDiv", "row_part", pos_in_batch, &part_c,
+                     &row_part)) &&
       op1(pick, "Equal", "mine", row_part, &shard_c, &mine) &&
       op1(pick, "Less", "early", p[0], &limit_c, &early) &&
       op1(pick, "LogicalAnd", "keep", mine, &early, &keep) &&
@@ -209,7 +219,7 @@ int train_input_build(const train_input* in, weft_graph* g, const char* name,
     if (!made(&k, shard_elements(in, stage[k - 1], &stage[k], &stage[k + 3])))
       goto done;
     k += 3;
-    batch = in->batch / in->num_shards;
+    if (!in->whole_batches) batch = in->batch / in->num_shards;
   }
   /* Batches of the same size in the same order every run, so `skip`
    * batches are exactly the steps a resumed run has done; the cast runs

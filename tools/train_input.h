@@ -33,6 +33,11 @@ typedef struct train_input {
    * the epoch_elements elements each epoch has. */
   int32_t shard, num_shards;
   int64_t epoch_elements;
+  /* Asynchronous workers (weft train --parameter-server): with
+   * num_shards > 1, whole batches instead of rows: shard s reads the
+   * batches k of each epoch with k % num_shards == s, each of `batch`
+   * rows. */
+  int whole_batches;
 } train_input;
 
 /* Adds the iterator node `name` to `g`: out[0] the images [batch, 784]

@@ -69,6 +69,14 @@ typedef struct weft_plugin_description {
 WEFT_API WEFT_MUST_USE weft_status* weft_cluster_world(int32_t* out_rank,
                                                       int32_t* out_size);
 
+/* Ends every process of the program's MPI job at once, with exit status
+ * `code` (MPI_Abort): for a job that cannot end cleanly, because a rank
+ * died and finishing MPI would wait for it forever (weft_session_serve's
+ * UNAVAILABLE says so).  Does not return under a launcher; a process alone
+ * gets FAILED_PRECONDITION (there is no job to end), as does one whose
+ * MPI did not start (that error).  User API 1.12. */
+WEFT_API WEFT_MUST_USE weft_status* weft_cluster_abort(int32_t code);
+
 /* Loads the plugins on the search path if not done yet.  Refusals are not
  * errors here (see weft_plugin_refusal); the call fails only on internal
  * errors.  Calling it again does nothing. */

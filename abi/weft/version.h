@@ -50,7 +50,7 @@ extern "C" {
  *       the tasks of an MPI job; weft_graph_set_device;
  *       weft_optimizer_options.bucket_bytes.
  *  1.12 weft_session_options.serving_jobs, weft_session_serve:
- *       asynchronous clusters of parameter servers. */
+ *       asynchronous clusters of parameter servers; weft_cluster_abort. */
 #define WEFT_ABI_VERSION_MAJOR 1
 #define WEFT_ABI_VERSION_MINOR 12
 

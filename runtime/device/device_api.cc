@@ -134,4 +134,15 @@ weft_status* weft_cluster_world(int32_t* out_rank, int32_t* out_size) {
   return nullptr;
 }
 
+weft_status* weft_cluster_abort(int32_t code) {
+  const weft::distributed::World* world = nullptr;
+  WEFT_RETURN_IF_ERROR(weft::distributed::GetWorld(&world));
+  if (world->mpi == nullptr)
+    return weft::Error(WEFT_FAILED_PRECONDITION,
+                       "weft_cluster_abort: this process was not started by "
+                       "an MPI launcher: there is no job to end");
+  world->mpi->abort(code);
+  return nullptr;  // not reached
+}
+
 }  // extern "C"

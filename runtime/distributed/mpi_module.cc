@@ -771,9 +771,16 @@ int32_t Ping(int32_t timeout_ms, uint8_t* answered, char* error, size_t n) {
 
 void Expect(int32_t delta) { Module::Get().Expect(delta); }
 
+void Abort(int32_t code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort returned (it should not)
+}
+
 const weft_mpi_table kTable = {
     sizeof(weft_mpi_table), Init, AllReduce, Broadcast, AllGather,
-    LibraryVersion, Send, Listen, Ping, Expect,
+    LibraryVersion, Send, Listen, Ping, Expect, Abort,
 };
 
 }  // namespace

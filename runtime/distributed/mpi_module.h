@@ -97,6 +97,9 @@ typedef struct weft_mpi_table {
   // waits, the idle progress thread polls every 50 us instead of sleeping
   // up to 2 ms (a header then waits at most that long).
   void (*expect)(int32_t delta);
+  // Ends every process of the job (MPI_Abort with `code`); does not
+  // return.
+  void (*abort)(int32_t code);
 } weft_mpi_table;
 
 typedef const weft_mpi_table* (*weft_mpi_module_table_fn)(void);

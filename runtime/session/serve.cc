@@ -366,10 +366,6 @@ class Lane : public std::enable_shared_from_this<Lane> {
     std::lock_guard<std::mutex> lock(mu_);
     return ended_;
   }
-  bool idle() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return !running_;
-  }
   // The client is gone: end its run in flight and stop waiting for it.
   void Drop(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -411,10 +407,9 @@ class Lane : public std::enable_shared_from_this<Lane> {
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return !inbox_.empty() || !dropped_.empty(); });
-        if (!dropped_.empty()) break;
+        if (!dropped_.empty()) return;
         msg = std::move(inbox_.front());
         inbox_.pop_front();
-        running_ = true;
       }
       next_++;
       RunRequest req;
@@ -427,6 +422,12 @@ class Lane : public std::enable_shared_from_this<Lane> {
                static_cast<size_t>(msg.second.elements()), &req, &why)))
         st = Errorf(WEFT_DATA_LOSS, "a malformed run request (%s)",
                     why.empty() ? "not int64 words" : why.c_str());
+      if (st == nullptr && req.kind == RunRequest::kEnd) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ended_ = true;
+        return;
+      }
+      Listen();  // the next request may land while this one runs
       if (st != nullptr) {
         // Nobody can be told (no run number): say it here, go on.
         std::fprintf(stderr,
@@ -437,28 +438,14 @@ class Lane : public std::enable_shared_from_this<Lane> {
                      cluster().TaskName(client_).c_str(),
                      weft_status_message(st));
         weft_status_destroy(st);
-      } else if (req.kind == RunRequest::kEnd) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ended_ = true;
-        running_ = false;
-        return;
-      } else {
-        Listen();  // the next request may land while this one runs
-        st = Run(req);
-        Post(client_, Key("reply", cluster().session,
-                          static_cast<uint64_t>(req.run)),
-             StatusValue(st));
-        weft_status_destroy(st);
-        std::lock_guard<std::mutex> lock(mu_);
-        running_ = false;
         continue;
       }
-      Listen();
-      std::lock_guard<std::mutex> lock(mu_);
-      running_ = false;
+      st = Run(req);
+      Post(client_, Key("reply", cluster().session,
+                        static_cast<uint64_t>(req.run)),
+           StatusValue(st));
+      weft_status_destroy(st);
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    running_ = false;
   }
 
   weft_status* Node(int32_t id, const char* what, weft_node** out) {
@@ -565,7 +552,6 @@ class Lane : public std::enable_shared_from_this<Lane> {
   std::condition_variable cv_;
   std::deque<std::pair<weft_status*, TensorValue>> inbox_;
   uint64_t next_ = 0;  // the request Listen waits for next
-  bool running_ = false;
   bool ended_ = false;
   std::shared_ptr<RunCanceller> current_;  // of the run in flight
   std::string dropped_;
@@ -598,8 +584,9 @@ weft_status* Serve(weft_session* session) {
     if (!c->Serves(r)) lanes.push_back(std::make_shared<Lane>(session, r));
   for (auto& lane : lanes) lane->Start();
   // Clients that end their process without ending their session (a crash,
-  // a kill, a stop) stop answering liveness checks: checked while their
-  // lane is idle; two checks missed in a row drop the lane.
+  // a kill, a stop) stop answering liveness checks: two checks missed in a
+  // row drop the lane, ending its run in flight (which would wait for the
+  // client's values until its deadline).
   std::vector<int32_t> missed(lanes.size(), 0);
   Clock::time_point last_check = Clock::now();
   for (;;) {
@@ -615,7 +602,7 @@ weft_status* Serve(weft_session* session) {
     for (size_t i = 0; i < lanes.size(); ++i) {
       Lane& lane = *lanes[i];
       if (lane.ended() || !lane.dropped().empty()) continue;
-      if (answered[static_cast<size_t>(lane.client())] || !lane.idle()) {
+      if (answered[static_cast<size_t>(lane.client())]) {
         missed[i] = 0;
         continue;
       }

@@ -57,6 +57,12 @@ static int check_options(void) {
   ok = ok && expect_error(async_session(g, "worker", "worker", &s),
                           WEFT_INVALID_ARGUMENT, "covers every task",
                           "every task serving");
+  /* Under mpirun it would end the job (tests/mpi/test_train_parameter_
+   * server.py sees it do so). */
+  if (g_size == 1)
+    ok = ok && expect_error(weft_cluster_abort(3), WEFT_FAILED_PRECONDITION,
+                            "not started by an MPI launcher",
+                            "aborting a process alone");
   if (ok) {
     weft_session_options o;
     weft_session_options_init(&o);

@@ -19,38 +19,29 @@ import tempfile
 import time
 import uuid
 
+sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 from tap import Skip, Tap  # noqa: E402
+import train_common as common  # noqa: E402
+from train_common import DATA, accuracy  # noqa: E402
 
 WEFT = sys.argv[1]
 MODULE = sys.argv[2]
 MPIRUN = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
-DATA = '/usr/share/datasets/fashion-mnist'
 
 tap = Tap()
 
 
 def need_mpi():
-    if MPIRUN is None or not os.path.exists(MODULE):
-        raise Skip('skipped: Open MPI (mpirun, libopenmpi-dev) is not '
-                   'installed, or Weft was built without its MPI module')
-    if not os.path.isdir(DATA):
-        raise Skip('skipped: no Fashion-MNIST (Debian dataset-fashion-mnist)')
+    common.need_mpi(MPIRUN, MODULE)
 
 
 def mpirun(ranks, *extra_env):
-    """The mpirun prefix for `ranks` ranks passing Weft's variables."""
-    args = [MPIRUN, '-np', str(ranks), '--oversubscribe', '--allow-run-as-root',
-            '-x', 'WEFT_PLUGIN_PATH', '-x', 'WEFT_MPI_MODULE']
-    for name in extra_env:
-        args += ['-x', name]
-    return args
+    return common.mpirun(MPIRUN, ranks, *extra_env)
 
 
 def env():
-    e = dict(os.environ)
-    e['WEFT_MPI_MODULE'] = MODULE
-    return e
+    return common.env(MODULE)
 
 
 def train(workdir, tag, ranks, *flags):
@@ -70,13 +61,6 @@ def train(workdir, tag, ranks, *flags):
     with open(log) as f:
         losses = [float.fromhex(line.split()[1]) for line in f]
     return done.stdout, losses
-
-
-def accuracy(stdout):
-    for line in stdout.splitlines():
-        if line.startswith('test accuracy:'):
-            return float(line.split()[2].rstrip('%'))
-    raise AssertionError('no accuracy line in:\n' + stdout[-2000:])
 
 
 def same_training(ranks, *flags):
@@ -167,24 +151,6 @@ def devices_cluster_lists_every_task():
                                    'by an MPI launcher)'), alone.stdout
 
 
-def rank_pid(marker, rank):
-    """The pid of the process whose environment has `marker` and MPI rank
-    `rank`, or None."""
-    want = {b'WEFT_TEST_MARKER=' + marker.encode(),
-            b'OMPI_COMM_WORLD_RANK=' + str(rank).encode()}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/environ', 'rb') as f:
-                env_items = set(f.read().split(b'\0'))
-        except OSError:
-            continue
-        if want <= env_items:
-            return int(entry)
-    return None
-
-
 def interrupt_rank_one(sig, expected, *mpirun_options):
     """Trains the MLP on 2 ranks to its first periodic checkpoint, sends
     rank 1 `sig`, checks rank 0 ends the job with the collective's
@@ -201,17 +167,8 @@ def interrupt_rank_one(sig, expected, *mpirun_options):
         args = mpirun(2, 'WEFT_TEST_MARKER') + list(mpirun_options) + command
         e = env()
         e['WEFT_TEST_MARKER'] = marker
-        job = subprocess.Popen(args, env=e, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
         # The first periodic checkpoint, then rank 1 stops or dies.
-        deadline = time.monotonic() + 120
-        while not os.path.exists(ckpt) and job.poll() is None:
-            assert time.monotonic() < deadline, 'no checkpoint after 120 s'
-            time.sleep(0.01)
-        pid = rank_pid(marker, 1)
-        assert pid is not None and job.poll() is None, \
-            'the job ended before rank 1 could be stopped'
-        os.kill(pid, sig)
+        job, pid = common.signal_rank_at_checkpoint(args, e, ckpt, 1, sig)
         stopped = time.monotonic()
         try:
             out, err = job.communicate(timeout=90)

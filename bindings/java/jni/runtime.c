@@ -34,6 +34,11 @@ JNIEXPORT jintArray NATIVE(clusterWorld)(JNIEnv* env, jclass c) {
   return out;
 }
 
+JNIEXPORT void NATIVE(clusterAbort)(JNIEnv* env, jclass c, jint code) {
+  (void)c;
+  weft_jni_check(env, weft_cluster_abort(code));
+}
+
 JNIEXPORT void NATIVE(pluginsDiscover)(JNIEnv* env, jclass c) {
   (void)c;
   weft_jni_check(env, weft_plugins_discover());

@@ -112,6 +112,16 @@ function cluster_world()
     return (Int(rank[]), Int(size[]))
 end
 
+"""
+    cluster_abort(code)
+
+Ends every process of the program's MPI job at once with exit status `code`
+(for a job a dead rank keeps from ending cleanly); throws a `WeftError`
+(FAILED_PRECONDITION) in a process not started by an MPI launcher.
+"""
+cluster_abort(code::Integer) =
+    check(@ccall libweft.weft_cluster_abort(Int32(code)::Int32)::Ptr{Cvoid})
+
 const OPTIMIZERS = Dict(:gradient_descent => 0, :sgd => 0, :momentum => 1, :adam => 2)
 
 """

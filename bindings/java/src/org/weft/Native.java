@@ -151,6 +151,7 @@ final class Native {
       double epsilon, boolean dataParallel, long bucketBytes, String name);
   static native long broadcastVariables(long graph, int root, String name);
   static native int[] clusterWorld();
+  static native void clusterAbort(int code);
   static native void checkpointSave(long session, String path, long[] variables);
   static native void checkpointRestore(long session, String path, long[] variables);
 

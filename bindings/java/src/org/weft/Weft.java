@@ -38,6 +38,15 @@ public final class Weft {
     return new ClusterWorld(w[0], w[1]);
   }
 
+  /**
+   * Ends every process of the program's MPI job at once with exit status {@code code},
+   * for a job a dead rank keeps from ending cleanly.  Throws a {@link WeftException}
+   * (FAILED_PRECONDITION) in a process not started by an MPI launcher.
+   */
+  public static void clusterAbort(int code) {
+    Native.clusterAbort(code);
+  }
+
   /** A rank and the number of ranks of the program's MPI job. */
   public record ClusterWorld(int rank, int size) {}
 

@@ -131,4 +131,11 @@ class ClusterTest {
           e.getMessage());
     }
   }
+
+  @Test
+  void abortingAloneIsRefused() {
+    WeftException e = assertThrows(WeftException.class, () -> Weft.clusterAbort(3));
+    assertEquals(WeftException.Code.FAILED_PRECONDITION, e.code());
+    assertTrue(e.getMessage().contains("not started by an MPI launcher"), e.getMessage());
+  }
 }
