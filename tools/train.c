@@ -902,7 +902,7 @@ static int serve_workers(const train_args* a, const model* m,
     return 0;
   }
   if (mo.failed) return 0;
-  printf("epoch %lld/%lld: %.1f s training, %d worker(s)\n",
+  printf("epoch %lld/%lld: %.2f s training, %d worker(s)\n",
          (long long)a->epochs, (long long)a->epochs, now_seconds() - t0,
          a->ranks - 1);
   return 1;
@@ -1062,7 +1062,7 @@ static int run_training(const train_args* a, model* m,
   }
   if (tty) printf("\n");
   if (!stop_signal && steps_done > 0)
-    printf("epoch %lld/%lld: %.1f s training\n", (long long)a->epochs,
+    printf("epoch %lld/%lld: %.2f s training\n", (long long)a->epochs,
            (long long)a->epochs, now_seconds() - epoch_start);
   if (stop_signal) {
     /* `step` steps are done; the variables hold their result. */

@@ -70,9 +70,11 @@ static const command commands[] = {
      "[--loss-log FILE] "
      "[--explain] [--data-parallel (under mpirun: each rank its shard of "
      "every batch)] [--step-timeout SECONDS (0: none; 300 with "
-     "--data-parallel)] [--bucket-bytes N (with --data-parallel: "
+     "--data-parallel or --parameter-server)] [--bucket-bytes N (with --data-parallel: "
      "gradients averaged in buckets of N bytes; 0: one AllReduce each)] "
-     "[--checkpoint-every STEPS]",
+     "[--parameter-server (under mpirun: rank 0 holds the variables and "
+     "serves, the other ranks train asynchronously, each its share of the "
+     "batches)] [--checkpoint-every STEPS]",
      weft_command_train},
     {"tfrecord", "write a dataset as TFRecord files of tf.train.Example "
      "records (image bytes, int64 label)",
