@@ -149,7 +149,10 @@ TensorValue StatusValue(const weft_status* st) {
   return v;
 }
 
-weft_status* StatusOf(const TensorValue& v, const std::string& from) {
+// The status a reply or an abort carries; `name_sender` prefixes the
+// sender's task (a server's own message names it already).
+weft_status* StatusOf(const TensorValue& v, const std::string& from,
+                      bool name_sender) {
   const size_t n = v.byte_size();
   if (v.dtype != WEFT_UINT8 || n < sizeof(int32_t))
     return Errorf(WEFT_DATA_LOSS, "a malformed reply from task %s",
@@ -158,9 +161,12 @@ weft_status* StatusOf(const TensorValue& v, const std::string& from) {
   const auto* p = static_cast<const char*>(v.host_data());
   std::memcpy(&code, p, sizeof code);
   if (code == 0) return nullptr;
-  if (code < 0 || code > WEFT_DATA_LOSS + 16) code = WEFT_UNKNOWN;
+  if (code < 0 || code > WEFT_UNAUTHENTICATED) code = WEFT_UNKNOWN;
+  const std::string text(p + sizeof code, n - sizeof code);
+  if (!name_sender) return Errorf(static_cast<weft_code>(code), "%s",
+                                  text.c_str());
   return Errorf(static_cast<weft_code>(code), "task %s: %s", from.c_str(),
-                std::string(p + sizeof code, n - sizeof code).c_str());
+                text.c_str());
 }
 
 // A message nobody waits for the outcome of.
@@ -222,7 +228,7 @@ weft_status* ExecuteWithServers(weft_session* session, const Plan& plan,
         server, Key("reply", c.session, static_cast<uint64_t>(req.run)),
         true,
         [replies, from](weft_status* st, TensorValue v) {
-          if (st == nullptr) st = StatusOf(v, from);
+          if (st == nullptr) st = StatusOf(v, from, false);
           std::lock_guard<std::mutex> lock(replies->mu);
           if (st != nullptr && replies->error == nullptr) {
             replies->error = Errorf(weft_status_code(st), "%s",
@@ -524,8 +530,9 @@ class Lane : public std::enable_shared_from_this<Lane> {
     uint64_t abort_id = 0;
     weft_status* st = distributed::ReceiveMessage(
         client_, abort_key, false,
-        [canceller](weft_status* st, TensorValue v) {
-          if (st == nullptr) st = StatusOf(v, "");
+        [canceller, from = cluster().TaskName(client_)](weft_status* st,
+                                                        TensorValue v) {
+          if (st == nullptr) st = StatusOf(v, from, true);
           weft_status* why = Errorf(
               WEFT_CANCELLED, "the running task's part failed%s%s",
               st ? ": " : "", st ? weft_status_message(st) : "");
