@@ -90,7 +90,10 @@ typedef struct weft_session_options {
 
   /* A cluster session: the jobs of an MPI job, one task per rank in this
    * order, e.g. "ps:1,worker:3" (ps:0 is rank 0, worker:0..2 ranks 1..3); a
-   * job without a count takes the ranks left ("worker" alone: every rank).
+   * job without a count takes the ranks left ("worker" alone: every rank);
+   * when every job leaves its count out ("ps,worker"), the counts are
+   * those of the launcher's app contexts, one job each (mpirun -np 1 A :
+   * -np 3 B; Open MPI).
    * Device constraints may then name tasks ("/job:ps/task:0",
    * "/job:worker/task:1/device:CPU:0", wildcards "/job:worker",
    * "/task:*"): every rank builds the same graph and makes the same runs

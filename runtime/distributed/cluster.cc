@@ -255,13 +255,30 @@ std::vector<std::string> Terms(const std::string& list) {
 
 }  // namespace
 
+std::vector<int32_t> AppContextSizes() {
+  std::vector<int32_t> sizes;
+  const char* env = std::getenv("OMPI_APP_CTX_NUM_PROCS");
+  if (env == nullptr) return sizes;
+  const char* p = env;
+  while (*p != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(p, &end, 10);
+    if (end == p || n < 1 || n > (1 << 20)) return {};
+    sizes.push_back(static_cast<int32_t>(n));
+    p = end;
+    while (*p == ' ' || *p == ',') ++p;
+  }
+  return sizes;
+}
+
 weft_status* ParseCluster(const std::string& spec, int32_t world_size,
-                          int32_t rank, Cluster* out) {
+                          int32_t rank, Cluster* out,
+                          const std::vector<int32_t>* app_sizes) {
   out->spec = spec;
   out->jobs.clear();
   out->tasks.clear();
   out->local = rank;
-  int32_t fixed = 0, open = -1;
+  int32_t fixed = 0, open = -1, open_jobs = 0;
   for (const std::string& term : Terms(spec)) {
     const size_t colon = term.find(':');
     std::string name = term.substr(0, colon);
@@ -289,11 +306,8 @@ weft_status* ParseCluster(const std::string& spec, int32_t world_size,
         return Errorf(WEFT_INVALID_ARGUMENT, "cluster '%s': job '%s' twice",
                       spec.c_str(), name.c_str());
     if (count < 0) {
-      if (open >= 0)
-        return Errorf(WEFT_INVALID_ARGUMENT,
-                      "cluster '%s': only one job may leave its task count "
-                      "out (it takes the ranks left)", spec.c_str());
-      open = static_cast<int32_t>(out->jobs.size());
+      if (open < 0) open = static_cast<int32_t>(out->jobs.size());
+      ++open_jobs;
     } else {
       fixed += static_cast<int32_t>(count);
     }
@@ -303,6 +317,27 @@ weft_status* ParseCluster(const std::string& spec, int32_t world_size,
     return Errorf(WEFT_INVALID_ARGUMENT,
                   "cluster '%s' declares no job (want e.g. \"ps:1,worker:3\" "
                   "or \"worker\")", spec.c_str());
+  if (open_jobs > 1) {
+    // Every job's count from mpirun's app contexts, in order.
+    const int32_t contexts =
+        app_sizes ? static_cast<int32_t>(app_sizes->size()) : 1;
+    if (fixed != 0 || app_sizes == nullptr ||
+        contexts != static_cast<int32_t>(out->jobs.size()))
+      return Errorf(WEFT_INVALID_ARGUMENT,
+                    "cluster '%s': %d jobs leave their task count out, which "
+                    "takes every job's count from mpirun's app contexts, one "
+                    "job each (mpirun -np 1 PROGRAM : -np 3 PROGRAM), but "
+                    "%s; or give every job but one its count "
+                    "(\"ps:1,worker\")", spec.c_str(), open_jobs,
+                    fixed != 0 ? "some jobs give theirs"
+                               : ("this job has " + std::to_string(contexts) +
+                                  " app context(s)").c_str());
+    for (size_t j = 0; j < out->jobs.size(); ++j) {
+      out->jobs[j].second = (*app_sizes)[j];
+      fixed += (*app_sizes)[j];
+    }
+    open = -1;
+  }
   if (open >= 0) {
     if (world_size - fixed < 1)
       return Errorf(WEFT_INVALID_ARGUMENT,

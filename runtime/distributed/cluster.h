@@ -72,9 +72,17 @@ struct Cluster {
                        std::vector<int32_t>* out) const;
 };
 
-// Reads `spec` for a job of `world_size` ranks.
+// Reads `spec` for a job of `world_size` ranks.  A spec whose every job
+// leaves its count out ("ps,worker") takes the counts from `app_sizes`, the
+// ranks of each of mpirun's app contexts in order (mpirun -np 1 A : -np 3
+// B), one job each.
 weft_status* ParseCluster(const std::string& spec, int32_t world_size,
-                          int32_t rank, Cluster* out);
+                          int32_t rank, Cluster* out,
+                          const std::vector<int32_t>* app_sizes = nullptr);
+
+// The ranks of each app context of this MPI job, from the launcher's
+// environment (Open MPI's OMPI_APP_CTX_NUM_PROCS); empty when it gives none.
+std::vector<int32_t> AppContextSizes();
 
 // Marks the tasks of the jobs `jobs` names ("ps", or "ps,cache") as
 // serving: INVALID_ARGUMENT for a job the cluster lacks, or when every

@@ -393,8 +393,10 @@ weft_status* weft_session_create(weft_graph* graph,
       WEFT_RETURN_IF_ERROR(weft::Annotate(weft::distributed::GetWorld(&world),
                                           "session option cluster"));
       s->cluster = std::make_unique<weft::distributed::Cluster>();
+      const std::vector<int32_t> apps = weft::distributed::AppContextSizes();
       WEFT_RETURN_IF_ERROR(weft::distributed::ParseCluster(
-          cluster, world->size, world->rank, s->cluster.get()));
+          cluster, world->size, world->rank, s->cluster.get(),
+          apps.empty() ? nullptr : &apps));
       static std::atomic<int32_t> sessions{0};
       s->cluster->session = sessions++;
       const std::string serving = opts.serving_jobs ? opts.serving_jobs : "";

@@ -7,7 +7,8 @@
 //     must give a key; one without an error must describe a value whose
 //     size is the payload's, and encode back to the same bytes.
 //   selector & 3 == 1: "SPEC\nCONSTRAINT" with the job's size from the
-//     next byte (1..16): a spec that parses must have as many tasks as
+//     next byte (1..16; its top bit: as if started as two app contexts):
+//     a spec that parses must have as many tasks as
 //     ranks, and the ranks a constraint names must be among them; the
 //     constraint read as serving jobs must leave a task that runs.
 //   selector & 3 == 3: int64 words of a run request, as an asynchronous
@@ -55,7 +56,13 @@ void Spec(const uint8_t* data, size_t size) {
   const std::string constraint =
       nl == std::string::npos ? std::string() : text.substr(nl + 1);
   weft::distributed::Cluster c;
-  weft_status* st = weft::distributed::ParseCluster(spec, ranks, 0, &c);
+  // Every other input as if mpirun started two app contexts (the counts
+  // of "ps,worker" from them).
+  const std::vector<int32_t> apps = {ranks / 2 > 0 ? ranks / 2 : 1,
+                                     ranks - (ranks / 2 > 0 ? ranks / 2 : 1)};
+  const bool mpmd = (data[0] & 0x80) != 0 && ranks >= 2;
+  weft_status* st = weft::distributed::ParseCluster(spec, ranks, 0, &c,
+                                                    mpmd ? &apps : nullptr);
   if (st != nullptr) {
     weft_status_destroy(st);
     return;

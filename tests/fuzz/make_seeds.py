@@ -484,6 +484,7 @@ def main() -> None:
         seeds["spec_ps_worker"] = b"\1\3ps:1,worker\n/job:worker/task:1"
         seeds["spec_wildcard"] = b"\1\4worker:4\n/job:worker/task:*/device:CPU:0"
         seeds["spec_serving"] = b"\1\3ps:1,worker\nps"
+        seeds["spec_app_contexts"] = b"\1\x83ps,worker\n/job:worker"
         # Run requests of an asynchronous cluster (runtime/session/serve.cc:
         # magic "WFRR", kind, run, timeout, names hash, counts, ids).
         def request(kind, run, feeds, fetches, targets):

@@ -28,6 +28,7 @@ static const float kTrue[DIM] = {0.5f, -1.0f, 2.0f, 0.25f};
  * counter on the last. */
 static int g_ps = 1;
 static const char* g_cluster = "ps:1,worker";
+static int g_mpmd = 0;
 
 static float pseudo(int i) { return (float)((i * 7919) % 1000) / 500.0f - 1.0f; }
 
@@ -57,6 +58,12 @@ static int check_options(void) {
   ok = ok && expect_error(async_session(g, "worker", "worker", &s),
                           WEFT_INVALID_ARGUMENT, "covers every task",
                           "every task serving");
+  /* Jobs' counts from mpirun's app contexts need as many as there are
+   * jobs. */
+  if (!g_mpmd)
+    ok = ok && expect_error(async_session(g, "ps,worker", "ps", &s),
+                            WEFT_INVALID_ARGUMENT, "app context(s)",
+                            "counts from one app context for two jobs");
   /* Under mpirun it would end the job (tests/mpi/test_train_parameter_
    * server.py sees it do so). */
   if (g_size == 1)
@@ -396,8 +403,13 @@ static int check_stopped_worker(void) {
 
 int main(int argc, char** argv) {
   const int expected = argc > 1 ? atoi(argv[1]) : 1;
+  /* "mpmd": started as `mpirun -np 1 PROG N mpmd : -np N-1 PROG N mpmd`,
+   * the jobs' counts come from mpirun's app contexts. */
+  g_mpmd = argc > 2 && strcmp(argv[2], "mpmd") == 0;
   if (!tap_start(expected, 3)) return 1;
-  if (g_size >= 4) {
+  if (g_mpmd) {
+    g_cluster = "ps,worker";
+  } else if (g_size >= 4) {
     g_ps = 2;
     g_cluster = "ps:2,worker";
   }
