@@ -359,6 +359,9 @@ namespace {
 class Lane : public std::enable_shared_from_this<Lane> {
  public:
   Lane(weft_session* s, int32_t client) : s_(s), client_(client) {}
+  ~Lane() {
+    for (auto& message : inbox_) weft_status_destroy(message.first);
+  }
 
   void Start() {
     Listen();
