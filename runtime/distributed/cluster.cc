@@ -146,16 +146,11 @@ bool Answering(int32_t timeout_ms, std::vector<uint8_t>* answered) {
 }
 
 std::string Liveness(int32_t timeout_ms, int32_t peer) {
-  const World* world = nullptr;
-  if (weft_status* st = GetWorld(&world)) {
-    weft_status_destroy(st);
-    return std::string();
-  }
-  if (world->mpi == nullptr) return std::string();
-  std::vector<uint8_t> answered;
+  std::vector<uint8_t> answered;  // by rank
   if (!Answering(timeout_ms, &answered)) return std::string();
+  const int32_t size = static_cast<int32_t>(answered.size());
   const std::string within = " within " + std::to_string(timeout_ms) + " ms";
-  if (peer >= 0 && peer < world->size)
+  if (peer >= 0 && peer < size)
     return "rank " + std::to_string(peer) +
            (answered[static_cast<size_t>(peer)]
                 ? " answers a liveness check: it is alive but did not come "
@@ -163,7 +158,7 @@ std::string Liveness(int32_t timeout_ms, int32_t peer) {
                 : " did not answer a liveness check" + within +
                       ": dead or stopped");
   std::string missing;
-  for (int32_t r = 0; r < world->size; ++r)
+  for (int32_t r = 0; r < size; ++r)
     if (!answered[static_cast<size_t>(r)])
       missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
   if (missing.empty())

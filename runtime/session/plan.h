@@ -108,6 +108,9 @@ struct Plan {
   bool control_flow = false;
   // Cluster sessions: the other tasks (ranks) with nodes of this plan.
   std::vector<int32_t> task_peers;
+  // Asynchronous clusters: RequestNamesHash of the plan's feeds, fetches
+  // and targets, computed once (session/serve.h).
+  uint64_t request_names = 0;
   std::vector<PlanFrame> frames;
   // The collective nodes (OpDef::collective) in creation order: the order
   // a run starts them in on every rank.

@@ -103,14 +103,9 @@ bool DecodeRunRequest(const int64_t* w, size_t count, RunRequest* out,
   return true;
 }
 
-namespace {
-
-// What both ends hash: the names of the nodes a request names, so that a
-// server whose graph differs says so instead of waiting for transfers that
-// never come.
-uint64_t NamesHash(const weft_output* feeds, int32_t num_feeds,
-                   const weft_output* fetches, int32_t num_fetches,
-                   weft_node* const* targets, int32_t num_targets) {
+uint64_t RequestNamesHash(const weft_output* feeds, int32_t num_feeds,
+                          const weft_output* fetches, int32_t num_fetches,
+                          weft_node* const* targets, int32_t num_targets) {
   std::string all;
   for (int32_t i = 0; i < num_feeds; ++i) all += feeds[i].node->name + '\n';
   all += '|';
@@ -120,6 +115,8 @@ uint64_t NamesHash(const weft_output* feeds, int32_t num_feeds,
   for (int32_t i = 0; i < num_targets; ++i) all += targets[i]->name + '\n';
   return distributed::NameHash(all);
 }
+
+namespace {
 
 TensorValue Int64Value(const std::vector<int64_t>& words) {
   TensorValue v;
@@ -201,8 +198,7 @@ weft_status* ExecuteWithServers(weft_session* session, const Plan& plan,
   const distributed::Cluster& c = *session->cluster;
   AsyncClient& me = *session->async;
   RunRequest req;
-  req.names = NamesHash(feeds, num_feeds, fetches, num_fetches, targets,
-                        num_targets);
+  req.names = plan.request_names;
   for (int32_t i = 0; i < num_feeds; ++i)
     req.feeds.emplace_back(feeds[i].node->id, feeds[i].index);
   for (int32_t i = 0; i < num_fetches; ++i)
@@ -502,14 +498,13 @@ class Lane : public std::enable_shared_from_this<Lane> {
     const int32_t nf = static_cast<int32_t>(feeds.size()),
                   no = static_cast<int32_t>(fetches.size()),
                   nt = static_cast<int32_t>(targets.size());
-    if (NamesHash(feeds.data(), nf, fetches.data(), no, targets.data(), nt) !=
-        req.names)
-      return Error(WEFT_INVALID_ARGUMENT,
-                   "its nodes' names differ from this task's nodes of the "
-                   "same ids (the tasks run different programs)");
     std::shared_ptr<Plan> plan;
     WEFT_RETURN_IF_ERROR(FindPlan(s_, feeds.data(), nf, fetches.data(), no,
                                   targets.data(), nt, &plan, client_));
+    if (plan->request_names != req.names)
+      return Error(WEFT_INVALID_ARGUMENT,
+                   "its nodes' names differ from this task's nodes of the "
+                   "same ids (the tasks run different programs)");
     RunControl control;
     if (req.timeout_ms > 0) {
       control.has_deadline = true;

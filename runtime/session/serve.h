@@ -51,6 +51,13 @@ std::vector<int64_t> EncodeRunRequest(const RunRequest& r);
 bool DecodeRunRequest(const int64_t* words, size_t count, RunRequest* out,
                       std::string* why);
 
+// What both ends of a request hash (kept in the plan): the names of the
+// nodes it names, so that a server whose graph differs says so instead of
+// waiting for transfers that never come.
+uint64_t RequestNamesHash(const weft_output* feeds, int32_t num_feeds,
+                          const weft_output* fetches, int32_t num_fetches,
+                          weft_node* const* targets, int32_t num_targets);
+
 // A client's state in an asynchronous cluster session.
 struct AsyncClient {
   std::mutex mu;

@@ -238,6 +238,9 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
   }
   std::shared_ptr<Plan> plan;
   WEFT_RETURN_IF_ERROR(BuildPlan(req, &plan));
+  if (client >= 0)
+    plan->request_names = RequestNamesHash(feeds, num_feeds, fetches,
+                                           num_fetches, targets, num_targets);
   std::lock_guard<std::mutex> lock(session->plan_mu);
   auto inserted = session->plans.emplace(key, plan);
   *out = inserted.first->second;  // another thread may have won
