@@ -765,7 +765,10 @@ void Run::CfDispatch() {
 }
 
 // A pool task: runs queued items until none is left for it.  Its last act
-// is to count itself out, under the lock, so the run outlives it.
+// is to count itself out, under the lock, so the run outlives it.  An item
+// queued after CfProcess last looked (a parked op's Done on another thread,
+// whose CfDispatch counted on this task) gets a task of its own here;
+// without that it would wait forever.
 void Run::CfRunQueued() {
   CfItem item;
   bool have = false;
@@ -779,7 +782,9 @@ void Run::CfRunQueued() {
   }
   if (have) CfProcess(item);
   std::lock_guard<std::mutex> lock(cf_mu_);
-  if (--cf_tasks_ == 0) cf_cv_.notify_all();
+  --cf_tasks_;
+  if (!cf_done_) CfDispatch();
+  if (cf_tasks_ == 0) cf_cv_.notify_all();
 }
 
 void Run::CfProcess(CfItem item) {
