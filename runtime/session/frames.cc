@@ -171,7 +171,11 @@ weft_status* Planner::CheckFrameEdges() {
 // Numbers nodes and slots per frame, the indexes of per-iteration state.
 weft_status* Planner::LocalizeFrames() {
   std::vector<PlanFrame>& frames = plan_->frames;
-  for (PlanFrame& f : frames) f.num_nodes = f.num_slots = 0;
+  // Enters counted again: a cluster session keeps its own task's, and
+  // adds copies of invariants' and its control loops' (tasks.cc).
+  for (PlanFrame& f : frames) f.num_nodes = f.num_slots = f.num_enters = 0;
+  for (const PlanNode& p : plan_->nodes)
+    if (p.kind == ExecKind::kEnter) frames[p.out_frame].num_enters++;
   std::vector<int32_t> local(plan_->num_slots);
   for (int32_t s = 0; s < plan_->num_slots; ++s)
     local[s] = frames[slot_frame_[s]].num_slots++;

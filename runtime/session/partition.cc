@@ -177,6 +177,17 @@ int32_t Planner::TransferTo(int32_t slot, Device* src, weft_dtype dtype,
   return out;
 }
 
+weft_status* Planner::SlotOf(const weft_output& o, int32_t* slot) {
+  auto f = fed_.find(OutputKey{o.node, o.index});
+  if (f != fed_.end()) {
+    *slot = plan_->feed_slots[f->second];
+    return nullptr;
+  }
+  if (Remote(o.node)) return RemoteSlot(o, slot);
+  *slot = plan_->nodes[index_.at(Rep(o.node))].output_base + o.index;
+  return nullptr;
+}
+
 weft_status* Planner::Partition() {
   // Slots: every output of every graph node in the plan, then the feeds.
   const int32_t n_graph = static_cast<int32_t>(plan_->nodes.size());
@@ -196,19 +207,6 @@ weft_status* Planner::Partition() {
             f.node->output_shapes[f.index],
             f.node->name + ":" + std::to_string(f.index));
   }
-  // A value from another task comes from a TaskRecv; -1 when that cannot
-  // be made (remote_error says why; the caller returns it at once).
-  weft_status* remote_error = nullptr;
-  auto slot_of = [&](const weft_output& o) -> int32_t {
-    auto f = fed_.find(OutputKey{o.node, o.index});
-    if (f != fed_.end()) return plan_->feed_slots[f->second];
-    if (Remote(o.node)) {
-      int32_t s = -1;
-      remote_error = RemoteSlot(o, &s);
-      return remote_error ? -1 : s;
-    }
-    return plan_->nodes[index_.at(Rep(o.node))].output_base + o.index;
-  };
   // Inputs: where a value is in memory the node's device cannot read, the
   // node reads it from a Recv on its own device.
   for (int32_t i = 0; i < n_graph; ++i) {
@@ -220,8 +218,8 @@ weft_status* Planner::Partition() {
         slots.push_back(-1);  // never read
         continue;
       }
-      int32_t s = slot_of(n->inputs[k]);
-      if (s < 0) return remote_error;
+      int32_t s = -1;
+      WEFT_RETURN_IF_ERROR(SlotOf(n->inputs[k], &s));
       Device* src = slot_device_[s];
       if (!SameMemory(src, dst)) {
         int32_t producer = slot_producer_[s];
@@ -248,6 +246,7 @@ weft_status* Planner::Partition() {
   }
   if (!task_sends_.empty() || !token_sends_.empty())
     WEFT_RETURN_IF_ERROR(AddTaskSends());
+  WEFT_RETURN_IF_ERROR(AddControlLoops());
   // An asynchronous cluster's serving task returns no fetches: they go to
   // the running task (SplitTasks sends those made here).
   const bool fetches_here =
@@ -255,8 +254,8 @@ weft_status* Planner::Partition() {
       req_.client == req_.cluster->local;
   for (const weft_output& f : *req_.fetches) {
     if (!fetches_here) break;
-    int32_t s = slot_of(f);
-    if (s < 0) return remote_error;
+    int32_t s = -1;
+    WEFT_RETURN_IF_ERROR(SlotOf(f, &s));
     if (slot_frame_[s] != 0)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "fetch '%s:%d' is a value inside loop %s, which has one "

@@ -118,6 +118,9 @@ class Planner {
   }
   weft_status* Place();
   weft_status* Partition();
+  // The slot holding `o` here: a feed's, a local node's, or what
+  // RemoteSlot makes for a value from another task.
+  weft_status* SlotOf(const weft_output& o, int32_t* slot);
   // Cluster sessions (partition.cc): the host device the transfers use,
   // the slot of a value from another task, the TaskSends of this task's
   // values and control edges.
@@ -125,13 +128,25 @@ class Planner {
   weft_status* RemoteSlot(const weft_output& o, int32_t* slot);
   weft_status* RemoteToken(const weft_node* n, int32_t* node);
   weft_status* AddTaskSends();
+  // A TaskSend of `value` to rank `dest` in `frame`, reading `in_slot` (a
+  // value) or, when that is -1, waiting for plan node `after` (a token).
+  void AddTaskSend(Device* host, const std::string& value, int32_t dest,
+                   int32_t frame, int32_t in_slot, int32_t after,
+                   std::string reason);
+  // The control loops of the frames this task shares with others, and the
+  // edges that start each iteration's TaskRecvs (tasks.cc).
+  weft_status* AddControlLoops();
+  // A node the planner makes, of registered op `op`, with one output
+  // per entry of `dtypes` (scalars).
+  weft_node* FlowNode(const char* op, const std::string& name,
+                      std::vector<weft_dtype> dtypes);
   weft_node* TaskNode(const OpDef* def, const std::string& name,
                       const std::string& edge, int32_t peer,
                       const std::string& value);
   // A TaskRecv of `value` (dtype, shape as sent) from rank `from`: its
   // plan node.
   int32_t AddTaskRecv(Device* host, int32_t from, const std::string& value,
-                      weft_dtype dtype, const ShapeInfo& shape,
+                      weft_dtype dtype, const ShapeInfo& shape, int32_t frame,
                       std::string reason);
   // A Cast of `in_slot` to `to` on `host` (lossy transfers): its slot.
   int32_t AddTaskCast(Device* host, int32_t in_slot, weft_dtype to,
@@ -188,6 +203,21 @@ class Planner {
   std::map<const weft_node*, std::set<int32_t>> token_sends_;
   std::map<OutputKey, int32_t> remote_slot_;
   std::map<const weft_node*, int32_t> remote_token_;
+  // Remote nodes' frames (exec, out): where their values arrive.
+  std::unordered_map<const weft_node*, std::pair<int32_t, int32_t>>
+      remote_frames_;
+  // A frame this task shares with other tasks: its LoopCond, the tasks
+  // this one tells when its part of a frame instance has finished (those
+  // with Exits of the frame), and those it hears it from (when it has
+  // Exits: they deliver only once every task's part has finished).
+  struct ControlFrame {
+    int32_t frame = 0;
+    const weft_node* loop_cond = nullptr;
+    std::vector<int32_t> done_to, done_from;
+  };
+  std::vector<ControlFrame> control_frames_;  // parents first
+  // The TaskRecv plan nodes (AddControlLoops starts those inside loops).
+  std::vector<int32_t> task_recvs_;
   Device* task_host_ = nullptr;
 };
 

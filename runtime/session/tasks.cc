@@ -14,20 +14,34 @@
 //    it may use (ties: its first input's task);
 //  - a node no input decides (constants, random ops, nodes whose inputs are
 //    all fed) goes with its first consumer, else the first task it may use;
-//  - every node of a loop (and of the loops inside it), and the ops of one
-//    accumulator or TensorArray (a loop's gradient reads what the loop
-//    saved), stay on one task: that of the group's first node.
+//  - a loop variable's Enter, Merge and NextIteration (the back edge never
+//    crosses tasks), and the ops of one accumulator or TensorArray (a
+//    loop's gradient reads what the loop saved), stay on one task: that of
+//    the group's first node.
 // In an asynchronous cluster (serving jobs, session/serve.h) a run uses
 // the task that makes it (the client) and the serving tasks: constraints
 // are narrowed to those (a node left with none is INVALID_ARGUMENT), an
 // unconstrained node runs on the client (a constant with its first
 // consumer, an op writing a variable with the variable), a serving task's
 // node may not read a feed, and fetched values go to the client alone.
-// Values crossing tasks must be outside loops (UNIMPLEMENTED otherwise); a
-// value of a conditional's branch crosses dead when the branch is not
+// A value of a conditional's branch crosses dead when the branch is not
 // taken (TaskSend runs on dead inputs and says so), so the receiving
 // task's plan runs on the executor that tracks deadness.
+//
+// Loops split over tasks.  A value crossing inside a loop crosses once per
+// iteration, keyed by the iteration numbers of its frame and the frames
+// around it (transfer.cc).  Every task with nodes of such a loop (or of a
+// loop inside it) runs a control loop of its own for the frame, as
+// TensorFlow's partitioner does: Enter -> Merge -> Switch(pred) ->
+// NextIteration -> Merge, whose predicate is the loop's LoopCond, sent
+// each iteration by the task that computes it.  The control loop makes the
+// task's iterations those of the loop; its Merge, which fires as each
+// iteration starts, is what starts that iteration's TaskRecvs (they have
+// no input of their own).  A loop-invariant value (an is_constant Enter)
+// read on another task is entered there by a copy of its Enter, so it
+// crosses once per entry of the frame rather than once per iteration.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -38,6 +52,18 @@
 
 namespace weft {
 namespace planning {
+
+namespace {
+
+// "/job:ps/task:0, /job:worker/task:1": the tasks of `ranks`.
+template <typename Ranks>
+std::string TaskList(const distributed::Cluster& c, const Ranks& ranks) {
+  std::string s;
+  for (int32_t r : ranks) s += (s.empty() ? "" : ", ") + c.TaskName(r);
+  return s;
+}
+
+}  // namespace
 
 weft_status* Planner::SplitTasks() {
   const distributed::Cluster& c = *req_.cluster;
@@ -77,9 +103,7 @@ weft_status* Planner::SplitTasks() {
           participants.end())
         kept.push_back(r);
     if (kept.empty()) {
-      std::string may;
-      for (int32_t r : participants)
-        may += (may.empty() ? "" : ", ") + c.TaskName(r);
+      const std::string may = TaskList(c, participants);
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "node '%s' (%s) is constrained to '%s', which a run of "
                     "%s cannot use: in an asynchronous cluster (serving "
@@ -213,22 +237,21 @@ weft_status* Planner::SplitTasks() {
     group[static_cast<size_t>(b)] = a;
   };
   std::map<std::string, int32_t> shared;  // resource name -> a member
-  std::map<int32_t, int32_t> frame_member;  // outermost frame -> a member
-  auto top = [&](int32_t f) {
-    while (f != 0 && plan_->frames[static_cast<size_t>(f)].parent != 0)
-      f = plan_->frames[static_cast<size_t>(f)].parent;
-    return f;
-  };
   for (int32_t i = 0; i < n; ++i) {
-    if (plan_->control_flow) {
-      const int32_t f = top(std::max(exec_frame_[static_cast<size_t>(i)],
-                                     out_frame_[static_cast<size_t>(i)]));
-      if (f != 0) {
-        auto [it, fresh] = frame_member.emplace(f, i);
-        if (!fresh) unite(it->second, i);
-      }
-    }
     const weft_node* node = order_[static_cast<size_t>(i)];
+    if (node->def->exec == ExecKind::kNextIteration) {
+      const weft_node* merge =
+          node->graph->Find(FindAttr(node->attrs, "merge")->s);
+      auto m = index_.find(Rep(merge));
+      if (m != index_.end()) unite(m->second, i);
+    }
+    if (node->def->exec == ExecKind::kMerge)
+      for (size_t k = 0; k < node->inputs.size(); ++k) {
+        const int32_t j = producer(node, k);
+        if (j >= 0 && order_[static_cast<size_t>(j)]->def->exec ==
+                          ExecKind::kEnter)
+          unite(j, i);
+      }
     if (node->def->exec != ExecKind::kRuntime) continue;
     for (const char* attr : {"accumulator", "tensor_array"})
       if (const AttrValue* a = FindAttr(node->attrs, attr)) {
@@ -243,7 +266,8 @@ weft_status* Planner::SplitTasks() {
     if (!may(i, t))
       return Errorf(WEFT_UNIMPLEMENTED,
                     "node '%s' (%s) is constrained to '%s', but it belongs "
-                    "with '%s' (a loop, or the state of one accumulator or "
+                    "with '%s' (a loop variable's Enter, Merge and "
+                    "NextIteration, or the state of one accumulator or "
                     "TensorArray), which runs on %s: they must share a task",
                     order_[static_cast<size_t>(i)]->name.c_str(),
                     order_[static_cast<size_t>(i)]->op_type.c_str(),
@@ -296,27 +320,42 @@ weft_status* Planner::SplitTasks() {
       d = entered_dead[static_cast<size_t>(exec_frame_[static_cast<size_t>(i)])];
     maybe_dead[static_cast<size_t>(i)] = d;
   }
-  // The edges that cross tasks: checked on every rank alike, kept where
-  // this rank sends.
+  // The edges that cross tasks, found on every rank alike and kept where
+  // this rank sends.  A loop-invariant Enter read on another task is
+  // copied there (Partition makes the copy), so what crosses is the
+  // Enter's own input, outside the loop.
   const int32_t local = c.local;
   bool dead_arrivals = false;
-  auto check = [&](int32_t j, int32_t i, const char* what) -> weft_status* {
+  auto invariant = [&](const weft_node* node) {
+    return node->def->exec == ExecKind::kEnter &&
+           FindAttr(node->attrs, "is_constant")->i != 0;
+  };
+  std::function<weft_status*(int32_t, int32_t, int32_t)> cross =
+      [&](int32_t j, int32_t index, int32_t i) -> weft_status* {
+    const int32_t tj = task[static_cast<size_t>(j)];
+    const int32_t ti = task[static_cast<size_t>(i)];
+    if (tj == ti) return nullptr;
     const weft_node* from = order_[static_cast<size_t>(j)];
-    const weft_node* to = order_[static_cast<size_t>(i)];
-    if (out_frame_[static_cast<size_t>(j)] != 0)
-      return Errorf(WEFT_UNIMPLEMENTED,
-                    "%s from '%s' (%s, on %s) to '%s' (%s, on %s) crosses "
-                    "tasks inside a loop, which cluster sessions do not "
-                    "support: constrain both to one task",
-                    what, from->name.c_str(), from->op_type.c_str(),
-                    c.TaskName(task[static_cast<size_t>(j)]).c_str(),
-                    to->name.c_str(), to->op_type.c_str(),
-                    c.TaskName(task[static_cast<size_t>(i)]).c_str());
+    if (invariant(from)) {
+      const weft_output& in = from->inputs[0];
+      if (IsFed(in.node, in.index)) {
+        if (async && ti != client)
+          return Errorf(WEFT_INVALID_ARGUMENT,
+                        "loop invariant '%s' is read on serving task %s but "
+                        "enters its loop from '%s:%d', which is fed: in an "
+                        "asynchronous cluster feeds are the running task's "
+                        "(%s)", from->name.c_str(), c.TaskName(ti).c_str(),
+                        in.node->name.c_str(), in.index,
+                        c.TaskName(client).c_str());
+        return nullptr;
+      }
+      return cross(producer(from, 0), in.index, i);
+    }
     // A value of a branch arrives dead when the branch is not taken: the
     // receiving task's plan needs the executor that tracks deadness.
-    if (maybe_dead[static_cast<size_t>(j)] &&
-        task[static_cast<size_t>(i)] == local)
+    if (maybe_dead[static_cast<size_t>(j)] && ti == local)
       dead_arrivals = true;
+    if (tj == local) task_sends_[OutputKey{from, index}].insert(ti);
     return nullptr;
   };
   task_sends_.clear();
@@ -326,20 +365,78 @@ weft_status* Planner::SplitTasks() {
     const int32_t ti = task[static_cast<size_t>(i)];
     for (size_t k = 0; k < node->inputs.size(); ++k) {
       const int32_t j = producer(node, k);
-      if (j < 0 || task[static_cast<size_t>(j)] == ti) continue;
-      WEFT_RETURN_IF_ERROR(check(j, i, "the value"));
-      if (task[static_cast<size_t>(j)] == local)
-        task_sends_[OutputKey{order_[static_cast<size_t>(j)],
-                              node->inputs[k].index}]
-            .insert(ti);
+      if (j >= 0) WEFT_RETURN_IF_ERROR(cross(j, node->inputs[k].index, i));
     }
     for (const weft_node* ci : node->control_inputs) {
       const int32_t j = index_.at(Rep(ci));
       if (task[static_cast<size_t>(j)] == ti) continue;
-      WEFT_RETURN_IF_ERROR(check(j, i, "the control edge"));
+      const weft_node* from = order_[static_cast<size_t>(j)];
+      if (from->def->exec == ExecKind::kEnter && !invariant(from))
+        return Errorf(WEFT_UNIMPLEMENTED,
+                      "the control edge from '%s' (a loop variable's Enter, "
+                      "on %s) to '%s' (%s, on %s) crosses tasks: that Enter "
+                      "gives a value in the first iteration only; constrain "
+                      "both to one task", from->name.c_str(),
+                      c.TaskName(task[static_cast<size_t>(j)]).c_str(),
+                      node->name.c_str(), node->op_type.c_str(),
+                      c.TaskName(ti).c_str());
+      if (maybe_dead[static_cast<size_t>(j)] && ti == local)
+        dead_arrivals = true;
       if (task[static_cast<size_t>(j)] == local)
-        token_sends_[order_[static_cast<size_t>(j)]].insert(ti);
+        token_sends_[from].insert(ti);
     }
+  }
+  // Loops split over tasks: each task with nodes in a frame (or in a frame
+  // inside it) runs a control loop for it, driven by the frame's LoopCond,
+  // which its task sends the others every iteration.
+  control_frames_.clear();
+  const size_t nf = plan_->frames.size();
+  std::vector<std::set<int32_t>> frame_tasks(nf), exit_tasks(nf);
+  std::vector<int32_t> loop_cond(nf, -1);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t f0 = exec_frame_[static_cast<size_t>(i)];
+    for (int32_t f = f0; f > 0; f = plan_->frames[static_cast<size_t>(f)].parent)
+      frame_tasks[static_cast<size_t>(f)].insert(task[static_cast<size_t>(i)]);
+    if (f0 == 0) continue;
+    const ExecKind kind = order_[static_cast<size_t>(i)]->def->exec;
+    if (kind == ExecKind::kLoopCond) {
+      int32_t& lc = loop_cond[static_cast<size_t>(f0)];
+      lc = lc < 0 ? i : -2;  // -2: more than one
+    }
+    if (kind == ExecKind::kExit)
+      exit_tasks[static_cast<size_t>(f0)].insert(task[static_cast<size_t>(i)]);
+  }
+  for (size_t f = 1; f < nf; ++f) {
+    const std::set<int32_t>& tasks = frame_tasks[f];
+    if (tasks.size() < 2) continue;
+    if (loop_cond[f] < 0) {
+      const std::string names = TaskList(c, tasks);
+      return Errorf(WEFT_UNIMPLEMENTED,
+                    "%s has nodes on %s but %s: a loop split over tasks "
+                    "needs exactly one LoopCond marking its predicate (as "
+                    "weft_while_loop makes), which its task sends the "
+                    "others every iteration; constrain the loop to one task",
+                    FrameName(static_cast<int32_t>(f)).c_str(), names.c_str(),
+                    loop_cond[f] == -1 ? "no LoopCond" : "several LoopConds");
+    }
+    const int32_t lc = loop_cond[f];
+    const int32_t home = task[static_cast<size_t>(lc)];
+    if (home == local)
+      for (int32_t t : tasks)
+        if (t != local)
+          task_sends_[OutputKey{order_[static_cast<size_t>(lc)], 0}].insert(t);
+    if (tasks.count(local) == 0) continue;
+    // A frame instance ends (its Exits deliver) once every iteration has
+    // finished: with the frame split, once every task's part has.
+    ControlFrame cf;
+    cf.frame = static_cast<int32_t>(f);
+    cf.loop_cond = order_[static_cast<size_t>(lc)];
+    for (int32_t t : exit_tasks[f])
+      if (t != local) cf.done_to.push_back(t);
+    if (exit_tasks[f].count(local) != 0)
+      for (int32_t t : tasks)
+        if (t != local) cf.done_from.push_back(t);
+    control_frames_.push_back(std::move(cf));
   }
   // Fetched values go to every rank (each rank's run returns them); in an
   // asynchronous cluster, to the running task alone.
@@ -365,10 +462,13 @@ weft_status* Planner::SplitTasks() {
   std::vector<const weft_node*> kept;
   std::vector<int32_t> exec_frame, out_frame;
   remote_.clear();
+  remote_frames_.clear();
   for (int32_t i = 0; i < n; ++i) {
     const weft_node* node = order_[static_cast<size_t>(i)];
     if (task[static_cast<size_t>(i)] != local) {
       remote_[node] = task[static_cast<size_t>(i)];
+      remote_frames_[node] = {exec_frame_[static_cast<size_t>(i)],
+                              out_frame_[static_cast<size_t>(i)]};
       continue;
     }
     renumber[static_cast<size_t>(i)] = static_cast<int32_t>(kept.size());
@@ -464,7 +564,8 @@ std::string EdgeName(const std::string& value, int32_t dest) {
 
 int32_t Planner::AddTaskRecv(Device* host, int32_t from,
                              const std::string& value, weft_dtype dtype,
-                             const ShapeInfo& shape, std::string reason) {
+                             const ShapeInfo& shape, int32_t frame,
+                             std::string reason) {
   weft_node* recv =
       TaskNode(distributed::TaskRecvDef(), value + "/_recv",
                EdgeName(value, req_.cluster->local), from, value);
@@ -475,9 +576,11 @@ int32_t Planner::AddTaskRecv(Device* host, int32_t from,
   p.kind = ExecKind::kRuntime;
   p.device = host;
   p.num_outputs = 1;
+  p.frame = p.out_frame = frame;
   p.reason = std::move(reason);
   const int32_t id = NewNode(std::move(p));
   AddSlot(id, host, dtype, shape, value);
+  task_recvs_.push_back(id);
   return id;
 }
 
@@ -510,15 +613,40 @@ weft_status* Planner::RemoteSlot(const weft_output& o, int32_t* slot) {
   Device* host = nullptr;
   WEFT_RETURN_IF_ERROR(TaskHost(&host));
   const int32_t from = remote_.at(producer);
+  const auto [exec_frame, out_frame] = remote_frames_.at(producer);
   const weft_dtype dtype = producer->output_dtypes[o.index];
   const std::string value = producer->name + ":" + std::to_string(o.index);
+  if (producer->def->exec == ExecKind::kEnter &&
+      FindAttr(producer->attrs, "is_constant")->i != 0) {
+    // A loop invariant entered on another task: entered here too, from
+    // its input (SplitTasks sends that instead), so it crosses once per
+    // entry of the frame, not once per iteration.
+    int32_t in = -1;
+    WEFT_RETURN_IF_ERROR(SlotOf(producer->inputs[0], &in));
+    PlanNode p;
+    p.node = producer;
+    p.kind = ExecKind::kEnter;
+    p.device = slot_device_[in] != nullptr ? slot_device_[in] : host;
+    p.input_slots = {in};
+    p.num_outputs = 1;
+    p.frame = exec_frame;
+    p.out_frame = out_frame;
+    p.reason = "a copy of the loop invariant's Enter on " +
+               req_.cluster->TaskName(from) + ", for this task's nodes";
+    Device* d = p.device;
+    const int32_t id = NewNode(std::move(p));
+    AddSlot(id, d, slot_dtype_[in], slot_shape_[in], value);
+    *slot = plan_->nodes[id].output_base;
+    remote_slot_.emplace(key, *slot);
+    return nullptr;
+  }
   const KernelReg* narrow = nullptr;
   const KernelReg* widen = nullptr;
   const weft_dtype wire =
       WireDtype(opts_.transfer_precision, dtype, host, &narrow, &widen);
   const int32_t id =
       AddTaskRecv(host, from, value, wire, producer->output_shapes[o.index],
-                  "from " + req_.cluster->TaskName(from));
+                  out_frame, "from " + req_.cluster->TaskName(from));
   int32_t s = plan_->nodes[id].output_base;
   if (wire != dtype)
     s = AddTaskCast(host, s, dtype, widen, value + "/_widen",
@@ -539,9 +667,26 @@ weft_status* Planner::RemoteToken(const weft_node* n, int32_t* node) {
   WEFT_RETURN_IF_ERROR(TaskHost(&host));
   const int32_t from = remote_.at(n);
   *node = AddTaskRecv(host, from, "^" + n->name, WEFT_BOOL, ShapeInfo::Of({0}),
+                      remote_frames_.at(n).second,
                       "control edge from " + req_.cluster->TaskName(from));
   remote_token_.emplace(n, *node);
   return nullptr;
+}
+
+void Planner::AddTaskSend(Device* host, const std::string& value,
+                          int32_t dest, int32_t frame, int32_t in_slot,
+                          int32_t after, std::string reason) {
+  PlanNode p;
+  p.node = TaskNode(distributed::TaskSendDef(),
+                    value + "/_send" + std::to_string(dest),
+                    EdgeName(value, dest), dest, value);
+  p.kind = ExecKind::kRuntime;
+  p.device = host;
+  if (in_slot >= 0) p.input_slots = {in_slot};
+  if (after >= 0) p.control_preds = {after};
+  p.frame = p.out_frame = frame;
+  p.reason = std::move(reason);
+  NewNode(std::move(p));
 }
 
 weft_status* Planner::AddTaskSends() {
@@ -562,30 +707,161 @@ weft_status* Planner::AddTaskSends() {
     if (wire != dtype)
       s = AddTaskCast(host, s, wire, narrow, value + "/_narrow",
                       "narrows a value for other tasks");
-    for (int32_t dest : dests) {
-      PlanNode p;
-      p.node = TaskNode(distributed::TaskSendDef(),
-                        value + "/_send" + std::to_string(dest),
-                        EdgeName(value, dest), dest, value);
-      p.kind = ExecKind::kRuntime;
-      p.device = host;
-      p.input_slots = {s};
-      p.reason = "to " + req_.cluster->TaskName(dest);
-      NewNode(std::move(p));
-    }
+    for (int32_t dest : dests)
+      AddTaskSend(host, value, dest, slot_frame_[s], s, -1,
+                  "to " + req_.cluster->TaskName(dest));
   }
   for (const auto& [n, dests] : token_sends_) {
-    for (int32_t dest : dests) {
-      PlanNode p;
-      p.node = TaskNode(distributed::TaskSendDef(),
-                        "^" + n->name + "/_send" + std::to_string(dest),
-                        EdgeName("^" + n->name, dest), dest, "^" + n->name);
-      p.kind = ExecKind::kRuntime;
+    const int32_t from = index_.at(n);
+    for (int32_t dest : dests)
+      AddTaskSend(host, "^" + n->name, dest, plan_->nodes[from].out_frame, -1,
+                  from, "control edge to " + req_.cluster->TaskName(dest));
+  }
+  return nullptr;
+}
+
+weft_node* Planner::FlowNode(const char* op, const std::string& name,
+                             std::vector<weft_dtype> dtypes) {
+  auto n = std::make_unique<weft_node>();
+  n->name = name;
+  n->op_type = op;
+  n->def = OpRegistry::Global().Find(op);
+  n->output_shapes.assign(dtypes.size(), ShapeInfo::Of({}));
+  n->output_dtypes = std::move(dtypes);
+  plan_->synthetic.push_back(std::move(n));
+  return plan_->synthetic.back().get();
+}
+
+// For each frame this task shares with others: Enter (from a scalar in the
+// root, or from the parent frame's control Merge) -> Merge -> Switch on the
+// frame's LoopCond (here, or received from its task) -> NextIteration ->
+// the Merge.  Its Merge fires once as each iteration starts, whatever the
+// loop's own Merges do here (perhaps nothing: this task may hold none of
+// the loop variables), and every TaskRecv in the frame waits for it.
+weft_status* Planner::AddControlLoops() {
+  Device* host = nullptr;
+  if (!control_frames_.empty()) WEFT_RETURN_IF_ERROR(TaskHost(&host));
+  std::map<int32_t, int32_t> merge_of;  // frame -> its control Merge
+  const int32_t n_graph = static_cast<int32_t>(order_.size());
+  for (const ControlFrame& cf : control_frames_) {
+    const int32_t f = cf.frame;
+    const PlanFrame frame = plan_->frames[static_cast<size_t>(f)];
+    const std::string base =
+        "_control" + std::to_string(f) + "/" + frame.name + "/";
+    auto add = [&](PlanNode p, int32_t frame_of, int32_t out_frame) {
       p.device = host;
-      p.control_preds = {index_.at(n)};
-      p.reason = "control edge to " + req_.cluster->TaskName(dest);
-      NewNode(std::move(p));
+      p.num_outputs = static_cast<int32_t>(p.node->output_dtypes.size());
+      p.frame = frame_of;
+      p.out_frame = out_frame;
+      p.reason = "runs the iterations of " + FrameName(f) + " on this task";
+      const weft_node* node = p.node;
+      const int32_t id = NewNode(std::move(p));
+      for (int32_t o = 0; o < plan_->nodes[id].num_outputs; ++o)
+        AddSlot(id, host, node->output_dtypes[o], node->output_shapes[o],
+                node->name + ":" + std::to_string(o));
+      return id;
+    };
+    int32_t init = -1;
+    if (frame.parent == 0) {
+      PlanNode c;
+      c.node = FlowNode("Const", base + "init", {WEFT_INT32});
+      c.kind = ExecKind::kConst;
+      WEFT_RETURN_IF_ERROR(ScalarOn(host, 0, &c.const_value));
+      init = plan_->nodes[add(std::move(c), 0, 0)].output_base;
+    } else {
+      auto parent = merge_of.find(frame.parent);
+      if (parent == merge_of.end())
+        return Errorf(WEFT_INTERNAL, "%s has no control loop for its parent "
+                      "%s", FrameName(f).c_str(),
+                      FrameName(frame.parent).c_str());
+      init = plan_->nodes[parent->second].output_base;
     }
+    PlanNode e;
+    weft_node* enter = FlowNode("Enter", base + "enter", {WEFT_INT32});
+    AttrValue name;
+    name.type = AttrType::kString;
+    name.s = frame.name;
+    SetAttr(&enter->attrs, "frame_name", name);
+    AttrValue constant = IntValue(0);
+    constant.type = AttrType::kBool;
+    SetAttr(&enter->attrs, "is_constant", constant);
+    SetAttr(&enter->attrs, "parallel_iterations",
+            IntValue(frame.parallel_iterations));
+    e.node = enter;
+    e.kind = ExecKind::kEnter;
+    e.input_slots = {init};
+    const int32_t enter_id = add(std::move(e), frame.parent, f);
+    PlanNode m;
+    m.node = FlowNode("Merge", base + "merge", {WEFT_INT32, WEFT_INT32});
+    m.kind = ExecKind::kMerge;
+    m.merge_indices.resize(2);
+    for (int32_t k = 0; k < 2; ++k)
+      WEFT_RETURN_IF_ERROR(ScalarOn(host, k, &m.merge_indices[k]));
+    const int32_t merge = add(std::move(m), f, f);
+    merge_of[f] = merge;
+    int32_t pred = -1;
+    WEFT_RETURN_IF_ERROR(SlotOf(
+        weft_output{const_cast<weft_node*>(cf.loop_cond), 0}, &pred));
+    PlanNode sw;
+    sw.node = FlowNode("Switch", base + "switch", {WEFT_INT32, WEFT_INT32});
+    sw.kind = ExecKind::kSwitch;
+    sw.input_slots = {plan_->nodes[merge].output_base, pred};
+    const int32_t switch_id = add(std::move(sw), f, f);
+    PlanNode next;
+    next.node = FlowNode("NextIteration", base + "next", {WEFT_INT32});
+    next.kind = ExecKind::kNextIteration;
+    next.input_slots = {plan_->nodes[switch_id].output_base + 1};
+    const int32_t next_id = add(std::move(next), f, f);
+    plan_->nodes[merge].input_slots = {plan_->nodes[enter_id].output_base,
+                                       plan_->nodes[next_id].output_base};
+    if (cf.done_to.empty() && cf.done_from.empty()) continue;
+    // Done tokens: the control loop's Exit delivers when this task's part
+    // of the frame instance has finished; it tells the tasks with Exits.
+    // Here, what reads an Exit of the frame waits for the others' tokens.
+    PlanNode x;
+    x.node = FlowNode("Exit", base + "exit", {WEFT_INT32});
+    x.kind = ExecKind::kExit;
+    x.input_slots = {plan_->nodes[switch_id].output_base};
+    const int32_t exit_id = add(std::move(x), f, frame.parent);
+    plan_->frames[static_cast<size_t>(f)].exits.push_back(exit_id);
+    const std::string done = "^" + frame.name + "/_done" + std::to_string(f);
+    for (int32_t dest : cf.done_to)
+      AddTaskSend(host, done, dest, frame.parent, -1, exit_id,
+                  "tells " + req_.cluster->TaskName(dest) + " that " +
+                      FrameName(f) + " has finished here");
+    std::vector<int32_t> tokens;
+    for (int32_t from : cf.done_from)
+      tokens.push_back(AddTaskRecv(
+          host, from, done, WEFT_BOOL, ShapeInfo::Of({0}), frame.parent,
+          "hears that " + FrameName(f) + " has finished on " +
+              req_.cluster->TaskName(from)));
+    if (tokens.empty()) continue;
+    std::set<int32_t> exits;  // the frame's own Exits here
+    for (int32_t e : frame.exits) exits.insert(e);
+    for (size_t q = 0; q < plan_->nodes.size(); ++q) {
+      PlanNode& p = plan_->nodes[q];
+      bool reads = false;
+      for (int32_t s : p.input_slots)
+        if (s >= 0 && exits.count(slot_producer_[s])) reads = true;
+      for (int32_t c : p.control_preds)
+        if (exits.count(c)) reads = true;
+      if (static_cast<int32_t>(q) < n_graph)
+        for (const weft_node* c : p.node->control_inputs)
+          if (!Remote(c) && exits.count(index_.at(Rep(c)))) reads = true;
+      if (reads)
+        p.control_preds.insert(p.control_preds.end(), tokens.begin(),
+                               tokens.end());
+    }
+  }
+  for (int32_t id : task_recvs_) {
+    PlanNode& p = plan_->nodes[static_cast<size_t>(id)];
+    if (p.frame == 0) continue;
+    auto m = merge_of.find(p.frame);
+    if (m == merge_of.end())
+      return Errorf(WEFT_INTERNAL, "node '%s' receives a value in %s, which "
+                    "has no control loop on this task", p.node->name.c_str(),
+                    FrameName(p.frame).c_str());
+    p.control_preds.push_back(m->second);
   }
   return nullptr;
 }

@@ -447,17 +447,29 @@ static int check_cond(void) {
   return ok;
 }
 
-/* ---- A loop body split over tasks: refused ------------------------------ */
+/* ---- A loop body split over tasks ---------------------------------------- */
+
+static weft_status* below(weft_graph* g, const weft_output counter, float n,
+                          weft_output* pred) {
+  weft_output in[2] = {counter, constant(g, WEFT_FLOAT32, NULL, 0, &n,
+                                         sizeof n)};
+  return weft_graph_apply(g, "Less", NULL, in, 2, pred);
+}
+
+static weft_status* count_up(weft_graph* g, const weft_output counter,
+                             weft_output* next) {
+  const float one = 1;
+  weft_output in[2] = {counter, constant(g, WEFT_FLOAT32, NULL, 0, &one,
+                                         sizeof one)};
+  return weft_graph_apply(g, "Add", NULL, in, 2, next);
+}
 
 static weft_status* below_three(weft_graph* g, void* user,
                                 const weft_output* v, int32_t n,
                                 weft_output* pred) {
   (void)user;
   (void)n;
-  const float three = 3;
-  weft_output in[2] = {v[0], constant(g, WEFT_FLOAT32, NULL, 0, &three,
-                                      sizeof three)};
-  return weft_graph_apply(g, "Less", NULL, in, 2, pred);
+  return below(g, v[0], 3, pred);
 }
 
 static weft_status* step_on_last(weft_graph* g, void* user,
@@ -476,11 +488,11 @@ static weft_status* step_on_last(weft_graph* g, void* user,
   return NULL;
 }
 
-static int check_loop_body_refused(void) {
-  if (g_size < 2) {
-    snprintf(g_why, sizeof g_why, "skipped: one task, nothing crosses");
-    return 1;
-  }
+/* The counter's Enter, Merge, condition and Switch on task 0 (where its
+ * initial value is), the body's Add on the last task: every iteration the
+ * counter crosses there and back, and the last task runs the loop's
+ * iterations on the predicate task 0 sends it. */
+static int check_loop_body_split(void) {
   weft_graph* g = NULL;
   TRY(weft_graph_create(&g));
   const float zero = 0;
@@ -490,10 +502,14 @@ static int check_loop_body_refused(void) {
   TRY(weft_while_loop(g, below_three, step_on_last, NULL, &v, 1, NULL, &y));
   weft_session* s = make_session(g, "worker", 0);
   if (s == NULL) return 0;
-  weft_tensor* out = NULL;
-  int ok = expect_error(weft_session_run(s, NULL, NULL, 0, &y, 1, NULL, 0, &out),
-                        WEFT_UNIMPLEMENTED, "they must share a task",
-                        "a loop body split over tasks");
+  int ok = 1;
+  for (int run = 0; ok && run < 3; ++run) {
+    weft_tensor* out = NULL;
+    TRY(weft_session_run(s, NULL, NULL, 0, &y, 1, NULL, 0, &out));
+    const float got = *(const float*)weft_tensor_data(out);
+    if (got != 3) ok = fail("run %d: the loop gave %g, not 3", run, got);
+    weft_tensor_destroy(out);
+  }
   weft_session_destroy(s);
   weft_graph_destroy(g);
   return ok;
@@ -505,10 +521,7 @@ static weft_status* below_five(weft_graph* g, void* user, const weft_output* v,
                                int32_t n, weft_output* pred) {
   (void)user;
   (void)n;
-  const float five = 5;
-  weft_output in[2] = {v[0], constant(g, WEFT_FLOAT32, NULL, 0, &five,
-                                      sizeof five)};
-  return weft_graph_apply(g, "Less", NULL, in, 2, pred);
+  return below(g, v[0], 5, pred);
 }
 
 static weft_status* grow(weft_graph* g, void* user, const weft_output* v,
@@ -523,6 +536,18 @@ static weft_status* grow(weft_graph* g, void* user, const weft_output* v,
   WEFT_RETURN_IF_ERROR_IN_TEST(weft_graph_apply(g, "Tanh", NULL, mul, 1, &next[1]));
   weft_output sc[2] = {next[1], v[1]};
   return weft_graph_apply(g, "Add", NULL, sc, 2, &next[1]);
+}
+
+/* f = {y, dy/dx}, y = Sum(Square(v)) on the last task. */
+static int loss_and_gradient(weft_graph* g, weft_output v, weft_output x,
+                             weft_output f[2]) {
+  weft_status* st = NULL;
+  weft_output sq = on(g, task(g_size - 1), "Square", v, v, 0, &st);
+  TRY(st);
+  f[0] = on(g, task(g_size - 1), "Sum", sq, sq, 0, &st);
+  TRY(st);
+  TRY(weft_gradients(g, &f[0], 1, &x, 1, NULL, &f[1]));
+  return 1;
 }
 
 /* x (fed) -> Neg on task 0 -> while i < 5: v = tanh(v) + v, on task 1 ->
@@ -544,18 +569,13 @@ static int run_loop(const char* cluster, float* y_out, float* dx_out) {
               out[2];
   TRY(weft_while_loop(g, below_five, grow, NULL, vars, 2, NULL, out));
   weft_graph_set_device(g, NULL);
-  weft_output sq = on(g, task(g_size - 1), "Square", out[1], out[1], 0, &st);
-  TRY(st);
-  weft_output y = on(g, task(g_size - 1), "Sum", sq, sq, 0, &st);
-  TRY(st);
-  weft_output dx;
-  TRY(weft_gradients(g, &y, 1, &x, 1, NULL, &dx));
+  weft_output f[2];
+  if (!loss_and_gradient(g, out[1], x, f)) return 0;
   weft_session* s = make_session(g, cluster, WEFT_TRANSFER_EXACT);
   if (s == NULL) return 0;
   const float xv[4] = {0.5f, -1.0f, 2.0f, 0.0f};
   weft_tensor* xt = NULL;
   TRY(weft_tensor_create_copy(WEFT_FLOAT32, &four, 1, xv, sizeof xv, &xt));
-  weft_output f[2] = {y, dx};
   weft_tensor* got[2] = {NULL, NULL};
   TRY(weft_session_run(s, &x, &xt, 1, f, 2, NULL, 0, got));
   *y_out = *(const float*)weft_tensor_data(got[0]);
@@ -579,6 +599,205 @@ static int check_loop(void) {
       return fail("dx[%d] %.9g split, %.9g in one process", i, dx_split[i],
                   dx_one[i]);
   if (dx_one[0] == 0) return fail("the gradient is 0");
+  return 1;
+}
+
+/* ---- A hand-built loop without a LoopCond, split: refused ---------------- */
+
+static weft_node* raw(weft_graph* g, const char* op, const char* name,
+                      const weft_output* in, int n, const char* device,
+                      const char* frame, int constant, weft_status** st) {
+  weft_op_builder* b = weft_op_begin(g, op, name);
+  for (int i = 0; i < n; ++i) weft_op_add_input(b, in[i]);
+  if (frame != NULL) {
+    weft_op_set_attr_string(b, "frame_name", frame);
+    weft_op_set_attr_bool(b, "is_constant", constant);
+  }
+  if (strcmp(op, "NextIteration") == 0)
+    weft_op_set_attr_string(b, "merge", "raw/merge");
+  if (device != NULL) weft_op_set_device(b, device);
+  weft_node* node = NULL;
+  if (*st == NULL) *st = weft_op_finish(b, &node);
+  else weft_op_abandon(b);
+  return node;
+}
+
+/* i = 0; while (i < 3) i = i + 1, from Enter, Merge, Switch, NextIteration
+ * and Exit alone: nothing marks the predicate, so no other task could be
+ * told it.  Alone it counts to 3; with the Add on another task than the
+ * Switch the session refuses it, naming the frame. */
+static int check_loop_without_loop_cond(void) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const float zero = 0, one = 1, three = 3;
+  weft_status* st = NULL;
+  char add_task[64];
+  snprintf(add_task, sizeof add_task, "%s", task(g_size - 1));
+  weft_output c[3] = {constant(g, WEFT_FLOAT32, NULL, 0, &zero, sizeof zero),
+                      constant(g, WEFT_FLOAT32, NULL, 0, &one, sizeof one),
+                      constant(g, WEFT_FLOAT32, NULL, 0, &three,
+                               sizeof three)};
+  weft_output e = {raw(g, "Enter", "raw/enter", &c[0], 1, task(0), "raw", 0,
+                       &st), 0};
+  weft_output inc = {raw(g, "Enter", "raw/one", &c[1], 1, NULL, "raw", 1,
+                         &st), 0};
+  weft_output lim = {raw(g, "Enter", "raw/three", &c[2], 1, NULL, "raw", 1,
+                         &st), 0};
+  weft_output m = {raw(g, "Merge", "raw/merge", &e, 1, NULL, NULL, 0, &st),
+                   0};
+  weft_output ml[2] = {m, lim};
+  weft_output less = {raw(g, "Less", "raw/less", ml, 2, NULL, NULL, 0, &st),
+                      0};
+  weft_output sl[2] = {m, less};
+  weft_node* sw = raw(g, "Switch", "raw/switch", sl, 2, NULL, NULL, 0, &st);
+  weft_output ai[2] = {{sw, 1}, inc};
+  weft_output add = {raw(g, "Add", "raw/add", ai, 2, add_task, NULL, 0, &st),
+                     0};
+  raw(g, "NextIteration", "raw/next", &add, 1, NULL, NULL, 0, &st);
+  weft_output x = {raw(g, "Exit", "raw/exit", &(weft_output){sw, 0}, 1, NULL,
+                       NULL, 0, &st), 0};
+  TRY(st);
+  weft_session* s = make_session(g, "worker", 0);
+  if (s == NULL) return 0;
+  weft_tensor* out = NULL;
+  int ok = 1;
+  if (g_size == 1) {
+    TRY(weft_session_run(s, NULL, NULL, 0, &x, 1, NULL, 0, &out));
+    if (*(const float*)weft_tensor_data(out) != 3)
+      ok = fail("the loop gave %g, not 3", *(const float*)weft_tensor_data(out));
+    weft_tensor_destroy(out);
+  } else {
+    ok = expect_error(weft_session_run(s, NULL, NULL, 0, &x, 1, NULL, 0, &out),
+                      WEFT_UNIMPLEMENTED,
+                      "frame 'raw' has nodes on /job:worker/task:0",
+                      "a split loop without a LoopCond");
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return ok;
+}
+
+/* ---- A recurrent loop spread over every task, with its gradient ---------- */
+
+/* x [4] fed; w = Neg(x) on task 0, outside the loop, read inside on task 1
+ * (a loop invariant: entered there by a copy of its Enter, it crosses once
+ * per entry, not per iteration).  while i < 6: v = Tanh(v * w) + v with the
+ * Mul on task 1, the Tanh on task 2 and the Add on task 0; the counter
+ * where its initial value is (task 0).  Nested: the body runs an inner loop
+ * (k < 2: u = Tanh(u * w), its Mul on task 2, its Tanh on task 3) and adds
+ * u to v, so both frames span tasks and the inner one's iterations are
+ * numbered within the outer's.  Then y = Sum(Square(v)) on the last task
+ * and dy/dx, which runs the loops' gradients (loops of their own, reading
+ * what the forward loops saved) back across. */
+typedef struct {
+  weft_output w;
+  int nested;
+} rnn_loop;
+
+static weft_status* below_two(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  return below(g, v[0], 2, pred);
+}
+
+static weft_status* inner_body(weft_graph* g, void* user,
+                               const weft_output* v, int32_t n,
+                               weft_output* next) {
+  (void)n;
+  const rnn_loop* l = (const rnn_loop*)user;
+  WEFT_RETURN_IF_ERROR_IN_TEST(count_up(g, v[0], &next[0]));
+  weft_status* st = NULL;
+  weft_output m = on(g, task(2), "Mul", v[1], l->w, 1, &st);
+  if (st == NULL) next[1] = on(g, task(3), "Tanh", m, m, 0, &st);
+  return st;
+}
+
+static weft_status* below_six(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  return below(g, v[0], 6, pred);
+}
+
+static weft_status* rnn_body(weft_graph* g, void* user, const weft_output* v,
+                             int32_t n, weft_output* next) {
+  (void)n;
+  const rnn_loop* l = (const rnn_loop*)user;
+  WEFT_RETURN_IF_ERROR_IN_TEST(count_up(g, v[0], &next[0]));
+  weft_status* st = NULL;
+  weft_output m = on(g, task(1), "Mul", v[1], l->w, 1, &st);
+  weft_output t = st ? m : on(g, task(2), "Tanh", m, m, 0, &st);
+  if (st == NULL && l->nested) {
+    const float zero = 0;
+    weft_output in[2] = {constant(g, WEFT_FLOAT32, NULL, 0, &zero,
+                                  sizeof zero), t}, out[2];
+    weft_while_options o = {sizeof o, "inner", 0, 0, NULL};
+    WEFT_RETURN_IF_ERROR_IN_TEST(weft_while_loop(g, below_two, inner_body,
+                                                 user, in, 2, &o, out));
+    t = out[1];
+  }
+  if (st == NULL) next[1] = on(g, task(0), "Add", t, v[1], 1, &st);
+  return st;
+}
+
+static int run_rnn(const char* cluster, int nested, int parallel,
+                   float* y_out, float* dx_out) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const int64_t four = 4;
+  weft_output x;
+  TRY(weft_graph_placeholder(g, "x", WEFT_FLOAT32, &four, 1, &x));
+  weft_status* st = NULL;
+  rnn_loop l = {on(g, task(0), "Neg", x, x, 0, &st), nested};
+  TRY(st);
+  const float zero = 0;
+  weft_graph_set_device(g, task(0));
+  weft_output vars[2] = {constant(g, WEFT_FLOAT32, NULL, 0, &zero,
+                                  sizeof zero), x}, out[2];
+  weft_graph_set_device(g, NULL);
+  weft_while_options o = {sizeof o, "rnn", parallel, 0, NULL};
+  TRY(weft_while_loop(g, below_six, rnn_body, &l, vars, 2, &o, out));
+  weft_output f[2];
+  if (!loss_and_gradient(g, out[1], x, f)) return 0;
+  weft_session* s = make_session(g, cluster, WEFT_TRANSFER_EXACT);
+  if (s == NULL) return 0;
+  const float xv[4] = {0.5f, -1.0f, 0.25f, 0.0f};
+  weft_tensor* xt = NULL;
+  TRY(weft_tensor_create_copy(WEFT_FLOAT32, &four, 1, xv, sizeof xv, &xt));
+  for (int run = 0; run < 2; ++run) {
+    weft_tensor* got[2] = {NULL, NULL};
+    weft_run_options ro;
+    weft_run_options_init(&ro);
+    ro.timeout_ms = 20000;
+    TRY(weft_session_run_with_options(s, &ro, &x, &xt, 1, f, 2, NULL, 0, got,
+                                      NULL));
+    y_out[run] = *(const float*)weft_tensor_data(got[0]);
+    memcpy(dx_out + 4 * run, weft_tensor_data(got[1]), sizeof(float) * 4);
+    weft_tensor_destroy(got[0]);
+    weft_tensor_destroy(got[1]);
+  }
+  weft_tensor_destroy(xt);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return 1;
+}
+
+static int check_rnn(int nested, int parallel) {
+  float y_split[2], y_one[2], dx_split[8], dx_one[8];
+  if (!run_rnn("worker", nested, parallel, y_split, dx_split)) return 0;
+  if (!run_rnn(NULL, nested, parallel, y_one, dx_one)) return 0;
+  for (int run = 0; run < 2; ++run) {
+    if (y_split[run] != y_one[run])
+      return fail("run %d: y %.9g split, %.9g in one process", run,
+                  y_split[run], y_one[run]);
+    for (int i = 0; i < 4; ++i)
+      if (dx_split[4 * run + i] != dx_one[4 * run + i])
+        return fail("run %d: dx[%d] %.9g split, %.9g in one process", run, i,
+                    dx_split[4 * run + i], dx_one[4 * run + i]);
+  }
+  if (dx_one[0] == 0 || !isfinite(y_one[0]))
+    return fail("a degenerate reference: y %g, dx[0] %g", y_one[0], dx_one[0]);
   return 1;
 }
 
@@ -650,7 +869,7 @@ static int check_silent_task(void) {
 
 int main(int argc, char** argv) {
   const int expected = argc > 1 ? atoi(argv[1]) : 1;
-  if (!tap_start(expected, 10)) return 1;
+  if (!tap_start(expected, 14)) return 1;
   report("cluster specs and task names are checked", check_specs());
   report("a chain of layers over every task equals one process",
          check_chain());
@@ -664,7 +883,15 @@ int main(int argc, char** argv) {
          "its gradient, equals one process", check_loop());
   report("a conditional whose branches cross tasks takes either branch",
          check_cond());
-  report("a loop body split over tasks is refused", check_loop_body_refused());
+  report("a loop whose body is on another task than its counter counts "
+         "right, run after run", check_loop_body_split());
+  report("a split loop without a LoopCond is refused, naming its frame",
+         check_loop_without_loop_cond());
+  report("a recurrent loop spread over every task, with its gradient, "
+         "equals one process", check_rnn(0, 1));
+  report("... with 8 iterations in flight", check_rnn(0, 8));
+  report("... with a loop inside it spread over the tasks too",
+         check_rnn(1, 4));
   report("a task that never sends ends the run UNAVAILABLE, naming it",
          check_silent_task());
   return g_failed == 0 ? 0 : 1;
