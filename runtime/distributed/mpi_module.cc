@@ -105,8 +105,19 @@ class Module {
     std::unique_lock<std::mutex> lock(mu_);
     if (!ready_) return;
     stopping_ = true;
-    const size_t unfinished =
-        queue_.size() + (busy_ ? 1 : 0) + outbox_.size() + in_flight_;
+    p2p_wake_.notify_one();
+    // A message nobody waits for (a liveness check's answer, sent just
+    // before exit) completes within moments: give the threads 2 s before
+    // taking what is left for a peer that will never come.
+    size_t unfinished = 0;
+    for (int waited_ms = 0;; waited_ms += 2) {
+      unfinished =
+          queue_.size() + (busy_ ? 1 : 0) + outbox_.size() + in_flight_;
+      if (unfinished == 0 || waited_ms >= 2000) break;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      lock.lock();
+    }
     if (unfinished != 0) {
       // A peer never came: the collective thread waits in MPI for it, and
       // finalizing would wait forever too.
