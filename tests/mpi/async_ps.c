@@ -360,6 +360,98 @@ static int check_training(void) {
   return ok;
 }
 
+/* ---- A loop split between a worker and a ps ------------------------------ */
+
+/* while (i < 4) v = Tanh(v * nx) + v, nx = Neg(x) computed by the worker
+ * (a loop invariant the ps reads: it crosses once per run, not per
+ * iteration), the Mul on ps task 0, everything else on the worker that
+ * runs it: every iteration crosses to the ps and back, and the ps runs the
+ * loop's iterations on the predicate the worker sends it.  Each worker's
+ * runs equal an ordinary session's. */
+static weft_status* loop_cond(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* pred) {
+  (void)user;
+  (void)n;
+  const float four = 4;
+  weft_output in[2] = {v[0], constant(g, WEFT_FLOAT32, NULL, 0, &four,
+                                      sizeof four)};
+  return weft_graph_apply(g, "Less", NULL, in, 2, pred);
+}
+
+static weft_status* loop_body(weft_graph* g, void* user, const weft_output* v,
+                              int32_t n, weft_output* next) {
+  (void)n;
+  const weft_output* nx = (const weft_output*)user;
+  const float one = 1;
+  weft_output in[2] = {v[0], constant(g, WEFT_FLOAT32, NULL, 0, &one,
+                                      sizeof one)};
+  WEFT_RETURN_IF_ERROR_IN_TEST(weft_graph_apply(g, "Add", NULL, in, 2,
+                                                &next[0]));
+  weft_op_builder* b = weft_op_begin(g, "Mul", NULL);
+  weft_op_add_input(b, v[1]);
+  weft_op_add_input(b, *nx);
+  weft_op_set_device(b, "/job:ps/task:0");
+  weft_node* mul = NULL;
+  WEFT_RETURN_IF_ERROR_IN_TEST(weft_op_finish(b, &mul));
+  weft_output t;
+  WEFT_RETURN_IF_ERROR_IN_TEST(
+      weft_graph_apply(g, "Tanh", NULL, &(weft_output){mul, 0}, 1, &t));
+  weft_output sum[2] = {t, v[1]};
+  return weft_graph_apply(g, "Add", NULL, sum, 2, &next[1]);
+}
+
+static int check_split_loop(void) {
+  if (g_size < 2) {
+    snprintf(g_why, sizeof g_why, "skipped: needs mpirun -np 2 or more");
+    return 1;
+  }
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  const int64_t dim = DIM;
+  weft_output x, nx, y[2];
+  TRY(weft_graph_placeholder(g, "x", WEFT_FLOAT32, &dim, 1, &x));
+  TRY(weft_graph_apply(g, "Neg", NULL, &x, 1, &nx));
+  const float zero = 0;
+  weft_output vars[2] = {constant(g, WEFT_FLOAT32, NULL, 0, &zero,
+                                  sizeof zero), x};
+  TRY(weft_while_loop(g, loop_cond, loop_body, &nx, vars, 2, NULL, y));
+  weft_session* s = NULL;
+  TRY(async_session(g, g_cluster, "ps", &s));
+  int ok = 1;
+  if (g_rank < g_ps) {
+    TRY(weft_session_serve(s));
+  } else {
+    weft_session_options o;
+    weft_session_options_init(&o);
+    o.devices = "CPU";
+    weft_session* local = NULL;
+    TRY(weft_session_create(g, &o, &local));
+    for (int run = 0; ok && run < 3; ++run) {
+      float xv[DIM];
+      for (int c = 0; c < DIM; ++c)
+        xv[c] = 0.25f * pseudo(g_rank * 31 + run * DIM + c);
+      weft_tensor* xt = NULL;
+      TRY(weft_tensor_create_copy(WEFT_FLOAT32, &dim, 1, xv, sizeof xv, &xt));
+      weft_tensor *got = NULL, *want = NULL;
+      TRY(weft_session_run(s, &x, &xt, 1, &y[1], 1, NULL, 0, &got));
+      TRY(weft_session_run(local, &x, &xt, 1, &y[1], 1, NULL, 0, &want));
+      const float* a = weft_tensor_data(got);
+      const float* b = weft_tensor_data(want);
+      for (int c = 0; c < DIM && ok; ++c)
+        if (a[c] != b[c])
+          ok = fail("worker %d run %d: v[%d] = %.9g through the ps, %.9g "
+                    "in one process", g_rank - g_ps, run, c, a[c], b[c]);
+      weft_tensor_destroy(got);
+      weft_tensor_destroy(want);
+      weft_tensor_destroy(xt);
+    }
+    weft_session_destroy(local);
+  }
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return barrier() && ok;
+}
+
 /* ---- A worker that stops ----------------------------------------------------- */
 
 /* The last worker stops (SIGSTOP, continued by a child 9 s later) without
@@ -406,7 +498,7 @@ int main(int argc, char** argv) {
   /* "mpmd": started as `mpirun -np 1 PROG N mpmd : -np N-1 PROG N mpmd`,
    * the jobs' counts come from mpirun's app contexts. */
   g_mpmd = argc > 2 && strcmp(argv[2], "mpmd") == 0;
-  if (!tap_start(expected, 3)) return 1;
+  if (!tap_start(expected, 4)) return 1;
   if (g_mpmd) {
     g_cluster = "ps,worker";
   } else if (g_size >= 4) {
@@ -420,6 +512,8 @@ int main(int argc, char** argv) {
              : "workers train through two parameter servers, each at its "
                "own pace",
          check_training());
+  report("a loop split between each worker and a ps equals one process",
+         check_split_loop());
   report("a worker that stops without ending its session ends serving "
          "UNAVAILABLE, naming it",
          check_stopped_worker());
