@@ -23,7 +23,11 @@
  * from --seed, and the step count is a variable saved in the checkpoint, so
  * --resume continues exactly where a run stopped: with one thread on the
  * CPU the losses after a resume equal, bit for bit, those of a run that
- * never stopped (tests/test_train_resume.sh checks it).
+ * never stopped (tests/test_train_main.c checks it).
+ *
+ * The models are built in train_model.c; this file reads the data, runs
+ * the steps (alone, data-parallel or through a parameter server),
+ * evaluates and saves.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -39,78 +43,13 @@
 #include "tools/commands.h"
 #include "tools/random.h"
 #include "tools/idx.h"
+#include "tools/train.h"
 #include "tools/train_input.h"
 #include "weft/weft.h"
 
-enum { PIXELS = 784, CLASSES = 10, HIDDEN = 256, EVAL_BATCH = 1000 };
-/* The LSTM reads an image row by row. */
-enum { ROWS = 28, ROW = 28, UNITS = 128 };
-
-typedef struct train_args {
-  const char* model;
-  int64_t epochs;
-  int64_t batch;
-  double learning_rate;  /* 0: the model's default */
-  const char* optimizer; /* NULL: the model's default */
-  const char* devices;
-  const char* data_dir;
-  const char* checkpoint;
-  const char* save;  /* the model bundle */
-  int resume;
-  uint64_t seed;
-  int32_t threads;
-  const char* loss_log;  /* every step's loss, exactly, for tests */
-  int explain;           /* print the first step's placement */
-  int pipeline;          /* --input pipeline (the default): batches from a
-                          * dataset read inside the graph; 0: fed */
-  const char* tfrecord;  /* --data tfrecord:PATH[,PATH...]: the training
-                          * set from these files */
-  int64_t train_count;   /* training examples */
-  int64_t resume_step;   /* with --resume: the checkpoint's step */
-  int data_parallel;     /* --data-parallel: one rank of an MPI job */
-  int64_t step_timeout;  /* --step-timeout seconds (0: none); with
-                          * --data-parallel 300 unless set */
-  int64_t checkpoint_every;  /* --checkpoint-every N steps (0: at the end
-                              * and on SIGINT/SIGTERM only) */
-  int64_t bucket_bytes;  /* --bucket-bytes N: gradients averaged in buckets
-                          * (0: one AllReduce each) */
-  int parameter_server;  /* --parameter-server: rank 0 holds the variables
-                          * and serves; the other ranks train on their own
-                          * (asynchronous), each its share of the steps */
-  int32_t rank, ranks;   /* this process's rank and the job's size */
-} train_args;
-
-/* --parameter-server: where every variable lives (the scope set around
- * each weft_graph_variable call); NULL otherwise. */
-static const char* g_variables_device;
-
-typedef struct model {
-  weft_graph* graph;
-  weft_output x, labels, logits, loss;
-  weft_output probabilities, classes;  /* for serving */
-  weft_node* train;
-  weft_node* step_inc;
-  weft_node* init;
-  weft_output step;
-  /* What a resume must agree with (run_config below), saved with the
-   * weights as the non-trainable variable "train/config". */
-  weft_output config;
-  /* --data-parallel: the loss averaged over the ranks (what a single
-   * process with the whole batch reports), and the op that sets every
-   * variable to rank 0's values. */
-  weft_output loss_report;
-  weft_node* broadcast;
-} model;
-
-/* The settings a checkpoint's step count only makes sense with: the model
- * and optimizer decide which variables exist, the batch size and seed which
- * examples each step saw. */
-enum { CONFIG_MODEL, CONFIG_OPTIMIZER, CONFIG_BATCH, CONFIG_SEED,
-       CONFIG_SIZE };
-
 /* ---- Small helpers -------------------------------------------------------- */
 
-static int check(weft_status* st, const char* what) {
+int train_check(weft_status* st, const char* what) {
   if (st == NULL) return 1;
   fprintf(stderr, "weft train: %s: %s\n", what, weft_status_message(st));
   weft_status_destroy(st);
@@ -121,372 +60,6 @@ static double now_seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* ---- The model -------------------------------------------------------------- */
-
-static const char* optimizer_name(const train_args* a) {
-  if (a->optimizer) return a->optimizer;
-  return strcmp(a->model, "softmax") == 0 ? "sgd" : "adam";
-}
-
-static int model_index(const char* model) {
-  return strcmp(model, "lstm") == 0 ? 2 : strcmp(model, "mlp") == 0;
-}
-
-static void run_config(const train_args* a, int64_t config[CONFIG_SIZE]) {
-  const char* optimizer = optimizer_name(a);
-  config[CONFIG_MODEL] = model_index(a->model);
-  config[CONFIG_OPTIMIZER] = strcmp(optimizer, "adam") == 0       ? 2
-                             : strcmp(optimizer, "momentum") == 0 ? 1
-                                                                  : 0;
-  config[CONFIG_BATCH] = a->batch;
-  config[CONFIG_SEED] = (int64_t)a->seed;
-}
-
-/* A float32 variable of `rows` x `cols` (cols 0: a vector), Glorot-uniform
- * from `seed` when `scale` is set, else zeros. */
-static int variable(weft_graph* g, const char* name, int64_t rows,
-                    int64_t cols, int glorot, uint64_t* seed,
-                    weft_output* out) {
-  int64_t dims[2] = {rows, cols};
-  int32_t rank = cols > 0 ? 2 : 1;
-  weft_tensor* t = NULL;
-  if (!check(weft_tensor_create(WEFT_FLOAT32, dims, rank, &t), name)) return 0;
-  float* p = weft_tensor_data(t);
-  int64_t n = weft_tensor_element_count(t);
-  double limit = glorot ? sqrt(6.0 / (double)(rows + cols)) : 0;
-  for (int64_t i = 0; i < n; ++i)
-    p[i] = glorot ? (float)((weft_tool_uniform(seed) * 2 - 1) * limit) : 0.0f;
-  char init_name[128];
-  snprintf(init_name, sizeof init_name, "%s/initial_value", name);
-  weft_output init;
-  int ok = check(weft_graph_constant(g, init_name, t, &init), name);
-  weft_graph_set_device(g, g_variables_device);
-  ok = ok && check(weft_graph_variable(g, name, init, out, NULL), name);
-  weft_graph_set_device(g, NULL);
-  weft_tensor_destroy(t);
-  return ok;
-}
-
-static int apply(weft_graph* g, const char* op, const char* name,
-                 weft_output a, const weft_output* b, weft_output* out) {
-  weft_op_builder* bl = weft_op_begin(g, op, name);
-  weft_op_add_input(bl, a);
-  if (b) weft_op_add_input(bl, *b);
-  weft_node* n = NULL;
-  if (!check(weft_op_finish(bl, &n), name)) return 0;
-  *out = (weft_output){n, 0};
-  return 1;
-}
-
-static int apply_attr_ints(weft_graph* g, const char* op, const char* name,
-                           weft_output x, const char* attr,
-                           const int64_t* v, int32_t n, weft_output* out) {
-  weft_op_builder* b = weft_op_begin(g, op, name);
-  weft_op_add_input(b, x);
-  weft_op_set_attr_int_list(b, attr, v, n);
-  weft_node* node = NULL;
-  if (!check(weft_op_finish(b, &node), name)) return 0;
-  *out = (weft_output){node, 0};
-  return 1;
-}
-
-/* The LSTM's loop: variables (t, h, c); the rows [ROWS, batch, ROW], the
- * gate weights [ROW + UNITS, 4 UNITS] and bias come in from outside. */
-typedef struct lstm_loop {
-  weft_output rows, weights, bias, forget_bias;
-} lstm_loop;
-
-static weft_status* lstm_cond(weft_graph* g, void* user, const weft_output* v,
-                              int32_t n, weft_output* pred) {
-  (void)user;
-  (void)n;
-  int32_t rows = ROWS;
-  weft_tensor* t = NULL;
-  weft_status* st = weft_tensor_create_copy(WEFT_INT32, NULL, 0, &rows,
-                                            sizeof rows, &t);
-  weft_output limit;
-  if (st == NULL) st = weft_graph_constant(g, NULL, t, &limit);
-  weft_tensor_destroy(t);
-  if (st != NULL) return st;
-  weft_op_builder* b = weft_op_begin(g, "Less", NULL);
-  weft_op_add_input(b, v[0]);
-  weft_op_add_input(b, limit);
-  weft_node* node = NULL;
-  st = weft_op_finish(b, &node);
-  *pred = (weft_output){node, 0};
-  return st;
-}
-
-static weft_status* op2(weft_graph* g, const char* op, weft_output a,
-                        weft_output b, weft_output* out) {
-  weft_op_builder* bl = weft_op_begin(g, op, NULL);
-  weft_op_add_input(bl, a);
-  weft_op_add_input(bl, b);
-  weft_node* n = NULL;
-  weft_status* st = weft_op_finish(bl, &n);
-  *out = (weft_output){n, 0};
-  return st;
-}
-
-static weft_status* op1(weft_graph* g, const char* op, weft_output a,
-                        weft_output* out) {
-  weft_op_builder* bl = weft_op_begin(g, op, NULL);
-  weft_op_add_input(bl, a);
-  weft_node* n = NULL;
-  weft_status* st = weft_op_finish(bl, &n);
-  *out = (weft_output){n, 0};
-  return st;
-}
-
-/* One step: gates = [x_t, h] W + b; c' = sigmoid(f + 1) c + sigmoid(i)
- * tanh(g); h' = sigmoid(o) tanh(c'). */
-static weft_status* lstm_body(weft_graph* g, void* user, const weft_output* v,
-                              int32_t n, weft_output* next) {
-  (void)n;
-  const lstm_loop* L = user;
-  weft_status* st = NULL;
-  weft_output x_t, xh, gates, parts[4], one, i, f, u, o, c1, c2, tc;
-  int32_t step = 1;
-  weft_tensor* t = NULL;
-#define TRY(call) \
-  do {            \
-    st = (call);  \
-    if (st) return st; \
-  } while (0)
-  TRY(op2(g, "Gather", L->rows, v[0], &x_t));
-  weft_op_builder* b = weft_op_begin(g, "Concat", NULL);
-  weft_output pair[2] = {x_t, v[1]};
-  weft_op_add_input_list(b, pair, 2);
-  weft_op_set_attr_int(b, "axis", 1);
-  weft_node* node = NULL;
-  TRY(weft_op_finish(b, &node));
-  xh = (weft_output){node, 0};
-  TRY(op2(g, "MatMul", xh, L->weights, &gates));
-  TRY(op2(g, "BiasAdd", gates, L->bias, &gates));
-  b = weft_op_begin(g, "Split", NULL);
-  weft_op_add_input(b, gates);
-  weft_op_set_attr_int(b, "axis", 1);
-  weft_op_set_attr_int(b, "num_split", 4);
-  TRY(weft_op_finish(b, &node));
-  for (int k = 0; k < 4; ++k) parts[k] = (weft_output){node, k};
-  TRY(op1(g, "Sigmoid", parts[0], &i));
-  TRY(op2(g, "Add", parts[1], L->forget_bias, &f));
-  TRY(op1(g, "Sigmoid", f, &f));
-  TRY(op1(g, "Tanh", parts[2], &u));
-  TRY(op1(g, "Sigmoid", parts[3], &o));
-  TRY(op2(g, "Mul", f, v[2], &c1));
-  TRY(op2(g, "Mul", i, u, &c2));
-  TRY(op2(g, "Add", c1, c2, &next[2]));
-  TRY(op1(g, "Tanh", next[2], &tc));
-  TRY(op2(g, "Mul", o, tc, &next[1]));
-  TRY(weft_tensor_create_copy(WEFT_INT32, NULL, 0, &step, sizeof step, &t));
-  st = weft_graph_constant(g, NULL, t, &one);
-  weft_tensor_destroy(t);
-  if (st) return st;
-  TRY(op2(g, "Add", v[0], one, &next[0]));
-#undef TRY
-  return NULL;
-}
-
-/* The last hidden state of an LSTM over the image's rows. */
-static int build_lstm(weft_graph* g, weft_output x, uint64_t* seed,
-                      weft_output* h_out) {
-  const int64_t image[3] = {-1, ROWS, ROW}, time_major[3] = {1, 0, 2};
-  weft_output img, rows, w, bias, zeros_w, h0, c0, zero_t, forget;
-  lstm_loop L;
-  float one = 1.0f;
-  int32_t start = 0;
-  weft_tensor* t = NULL;
-  if (!apply_attr_ints(g, "Reshape", "lstm/image", x, "shape", image, 3,
-                       &img) ||
-      !apply_attr_ints(g, "Transpose", "lstm/rows", img, "perm", time_major,
-                       3, &rows) ||
-      !variable(g, "lstm/weights", ROW + UNITS, 4 * UNITS, 1, seed, &w) ||
-      !variable(g, "lstm/bias", 4 * UNITS, 0, 0, seed, &bias))
-    return 0;
-  /* Zero states with the batch's size: x times a zero matrix. */
-  int64_t zd[2] = {PIXELS, UNITS};
-  if (!check(weft_tensor_create(WEFT_FLOAT32, zd, 2, &t), "lstm/zeros"))
-    return 0;
-  memset(weft_tensor_data(t), 0, sizeof(float) * PIXELS * UNITS);
-  int ok = check(weft_graph_constant(g, "lstm/zeros", t, &zeros_w),
-                 "lstm/zeros");
-  weft_tensor_destroy(t);
-  if (!ok || !apply(g, "MatMul", "lstm/h0", x, &zeros_w, &h0) ||
-      !apply(g, "Identity", "lstm/c0", h0, NULL, &c0))
-    return 0;
-  if (!check(weft_tensor_create_copy(WEFT_INT32, NULL, 0, &start,
-                                     sizeof start, &t), "lstm/t0"))
-    return 0;
-  ok = check(weft_graph_constant(g, "lstm/t0", t, &zero_t), "lstm/t0");
-  weft_tensor_destroy(t);
-  if (!ok || !check(weft_tensor_create_copy(WEFT_FLOAT32, NULL, 0, &one,
-                                            sizeof one, &t), "lstm/forget"))
-    return 0;
-  ok = check(weft_graph_constant(g, "lstm/forget_bias", t, &forget),
-             "lstm/forget_bias");
-  weft_tensor_destroy(t);
-  if (!ok) return 0;
-  L.rows = rows;
-  L.weights = w;
-  L.bias = bias;
-  L.forget_bias = forget;
-  weft_output init[3] = {zero_t, h0, c0}, out[3];
-  weft_while_options o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.name = "lstm/loop";
-  if (!check(weft_while_loop(g, lstm_cond, lstm_body, &L, init, 3, &o, out),
-             "lstm/loop"))
-    return 0;
-  *h_out = out[1];
-  return 1;
-}
-
-/* logits = x W + b, with a hidden ReLU layer first for the MLP, and the
- * LSTM's last state as x for the LSTM. */
-static int input_pipeline(const train_args* a, const idx_dataset* train,
-                          weft_graph* g, weft_output* batch);
-
-static int build_model(const train_args* a, model* m,
-                       const idx_dataset* train) {
-  uint64_t seed = a->seed;
-  weft_graph* g = NULL;
-  if (!check(weft_graph_create(&g), "creating the graph")) return 0;
-  m->graph = g;
-  int64_t xd[2] = {-1, PIXELS}, ld[1] = {-1};
-  if (a->pipeline) {
-    /* The model reads the dataset's batches; evaluation and serving feed
-     * "images" and "labels" (any output can be fed), which cuts the
-     * iterator out of their runs. */
-    weft_output batch[2];
-    if (!input_pipeline(a, train, g, batch) ||
-        !apply(g, "Identity", "images", batch[0], NULL, &m->x) ||
-        !apply(g, "Identity", "labels", batch[1], NULL, &m->labels))
-      return 0;
-  } else if (!check(weft_graph_placeholder(g, "images", WEFT_FLOAT32, xd, 2,
-                                           &m->x), "images") ||
-             !check(weft_graph_placeholder(g, "labels", WEFT_INT32, ld, 1,
-                                           &m->labels), "labels")) {
-    return 0;
-  }
-  weft_output h = m->x, w, b, t;
-  int64_t in = PIXELS;
-  int mlp = strcmp(a->model, "mlp") == 0;
-  int lstm = strcmp(a->model, "lstm") == 0;
-  if (lstm) {
-    if (!build_lstm(g, m->x, &seed, &h)) return 0;
-    in = UNITS;
-  }
-  if (mlp) {
-    if (!variable(g, "hidden/weights", PIXELS, HIDDEN, 1, &seed, &w) ||
-        !variable(g, "hidden/bias", HIDDEN, 0, 0, &seed, &b) ||
-        !apply(g, "MatMul", "hidden/matmul", h, &w, &t) ||
-        !apply(g, "BiasAdd", "hidden/preactivation", t, &b, &t) ||
-        !apply(g, "Relu", "hidden/relu", t, NULL, &h))
-      return 0;
-    in = HIDDEN;
-  }
-  if (!variable(g, "softmax/weights", in, CLASSES, mlp || lstm, &seed, &w) ||
-      !variable(g, "softmax/bias", CLASSES, 0, 0, &seed, &b) ||
-      !apply(g, "MatMul", "softmax/matmul", h, &w, &t) ||
-      !apply(g, "BiasAdd", "logits", t, &b, &m->logits) ||
-      !apply(g, "SparseSoftmaxCrossEntropyWithLogits", "xent", m->logits,
-             &m->labels, &t) ||
-      !apply(g, "Mean", "loss", t, NULL, &m->loss) ||
-      !apply(g, "Softmax", "probabilities", m->logits, NULL,
-             &m->probabilities))
-    return 0;
-  {
-    weft_op_builder* am = weft_op_begin(g, "ArgMax", "classes");
-    weft_op_add_input(am, m->logits);
-    weft_op_set_attr_int(am, "axis", 1);
-    weft_op_set_attr_dtype(am, "output_type", WEFT_INT32);
-    weft_node* classes = NULL;
-    if (!check(weft_op_finish(am, &classes), "classes")) return 0;
-    m->classes = (weft_output){classes, 0};
-  }
-
-  /* The tutorial's plain gradient descent at 0.5 for softmax regression;
-   * Adam for the MLP: after two epochs plain SGD leaves it at 83-85% over
-   * seeds (learning rates 0.1-0.3), momentum at 84.9-85.7%, Adam at
-   * 85.4-86.4% (seeds 1-5, this machine). */
-  const char* optimizer = optimizer_name(a);
-  int kind = strcmp(optimizer, "adam") == 0       ? WEFT_OPTIMIZER_ADAM
-             : strcmp(optimizer, "momentum") == 0 ? WEFT_OPTIMIZER_MOMENTUM
-                                                  : WEFT_OPTIMIZER_GRADIENT_DESCENT;
-  weft_optimizer_options opt;
-  weft_optimizer_options_init(&opt, kind);
-  double default_lr = kind == WEFT_OPTIMIZER_ADAM       ? (lstm ? 0.002
-                                                                : 0.001)
-                      : kind == WEFT_OPTIMIZER_MOMENTUM ? 0.05
-                      : mlp                             ? 0.1
-                                                        : 0.5;
-  opt.learning_rate = a->learning_rate > 0 ? a->learning_rate : default_lr;
-  /* Data-parallel: each rank's gradient of its shard, averaged over the
-   * ranks before the update, equals the whole batch's. */
-  opt.data_parallel = a->data_parallel;
-  opt.bucket_bytes = a->bucket_bytes;
-  if (!check(weft_minimize(g, m->loss, &opt, "train", &m->train),
-             "building the training step"))
-    return 0;
-  m->loss_report = m->loss;
-  if (a->data_parallel) {
-    weft_op_builder* mean = weft_op_begin(g, "AllReduce", "loss/all_ranks");
-    weft_op_add_input(mean, m->loss);
-    weft_op_set_attr_string(mean, "reduction", "mean");
-    weft_node* n = NULL;
-    if (!check(weft_op_finish(mean, &n), "the loss over the ranks")) return 0;
-    m->loss_report = (weft_output){n, 0};
-  }
-
-  /* The step count, saved with the weights so a resume knows where it is. */
-  weft_tensor* zero = NULL;
-  weft_output zero_out, one_out, inc = {NULL, 0};
-  int64_t one_v = 1;
-  weft_tensor* one = NULL;
-  int64_t config_v[CONFIG_SIZE];
-  run_config(a, config_v);
-  const int64_t config_dims[1] = {CONFIG_SIZE};
-  weft_tensor* config = NULL;
-  weft_output config_out;
-  if (!check(weft_tensor_create_copy(WEFT_INT64, config_dims, 1, config_v,
-                                     sizeof config_v, &config), "config"))
-    return 0;
-  weft_graph_set_device(g, g_variables_device);
-  int config_ok =
-      check(weft_graph_constant(g, "train/config/value", config,
-                                &config_out), "config") &&
-      check(weft_graph_variable(g, "train/config", config_out, &m->config,
-                                NULL), "config") &&
-      check(weft_variable_set_trainable(g, m->config.node, 0), "config");
-  weft_tensor_destroy(config);
-  if (!config_ok ||
-      !check(weft_tensor_create(WEFT_INT64, NULL, 0, &zero), "step") ||
-      !check(weft_tensor_create_copy(WEFT_INT64, NULL, 0, &one_v,
-                                     sizeof one_v, &one), "step"))
-    return 0;
-  *(int64_t*)weft_tensor_data(zero) = 0;
-  int ok = check(weft_graph_constant(g, "global_step/zero", zero, &zero_out),
-                 "step") &&
-           check(weft_graph_variable(g, "global_step", zero_out, &m->step,
-                                     NULL), "step") &&
-           check(weft_variable_set_trainable(g, m->step.node, 0), "step") &&
-           check(weft_graph_constant(g, "global_step/one", one, &one_out),
-                 "step") &&
-           apply(g, "AssignAdd", "global_step/increment", m->step, &one_out,
-                 &inc) &&
-           check(weft_graph_initialize_all(g, "init", &m->init), "init") &&
-           (!a->data_parallel ||
-            check(weft_broadcast_variables(g, 0, "sync", &m->broadcast),
-                  "sharing rank 0's variables"));
-  weft_graph_set_device(g, NULL);
-  m->step_inc = inc.node;
-  weft_tensor_destroy(zero);
-  weft_tensor_destroy(one);
-  return ok;
 }
 
 /* ---- Data --------------------------------------------------------------------- */
@@ -547,8 +120,8 @@ static int64_t worker_steps_before(const train_args* a, int64_t step) {
  * as the feeding loop does), repeated for the epochs, past the steps a
  * resumed run has done, cast and scaled, and prefetched on a background
  * thread while the step runs. */
-static int input_pipeline(const train_args* a, const idx_dataset* train,
-                          weft_graph* g, weft_output* batch) {
+int train_input_pipeline(const train_args* a, const idx_dataset* train,
+                         weft_graph* g, weft_output* batch) {
   enum { kMaxFiles = 64 };
   char files[4096];
   const char* paths[kMaxFiles];
@@ -625,11 +198,11 @@ static double accuracy(weft_session* s, const model* m, const idx_dataset* d,
     int64_t dims[2] = {count, PIXELS};
     weft_tensor* xt = NULL;
     weft_tensor* logits = NULL;
-    *ok = check(weft_tensor_create_from_data(
+    *ok = train_check(weft_tensor_create_from_data(
                     WEFT_FLOAT32, dims, 2, x,
                     sizeof(float) * (size_t)(count * PIXELS), NULL, NULL,
                     &xt), "test batch") &&
-          check(weft_session_run(s, &m->x, &xt, 1, &m->logits, 1, NULL, 0,
+          train_check(weft_session_run(s, &m->x, &xt, 1, &m->logits, 1, NULL, 0,
                                  &logits), "evaluating");
     if (*ok) {
       const float* l = weft_tensor_data(logits);
@@ -712,7 +285,7 @@ static int resume(const train_args* a, const model* m, weft_session* s,
   }
   char what[4200];
   snprintf(what, sizeof what, "--resume: restoring %s", path);
-  if (!check(weft_checkpoint_restore(s, path, NULL, 0), what)) return 0;
+  if (!train_check(weft_checkpoint_restore(s, path, NULL, 0), what)) return 0;
   /* A file that does not hold the configuration leaves it uninitialized,
    * and reading it fails. */
   weft_output fetches[2] = {m->config, m->step};
@@ -728,7 +301,7 @@ static int resume(const train_args* a, const model* m, weft_session* s,
     return 0;
   }
   int64_t want[CONFIG_SIZE];
-  run_config(a, want);
+  train_run_config(a, want);
   const int64_t* have = weft_tensor_data(values[0]);
   int64_t step = *(const int64_t*)weft_tensor_data(values[1]);
   int ok = 1;
@@ -738,7 +311,7 @@ static int resume(const train_args* a, const model* m, weft_session* s,
             "--optimizer %s, not --model %s --optimizer %s\n", path,
             config_name(model_names, 3, have[CONFIG_MODEL]),
             config_name(optimizer_names, 3, have[CONFIG_OPTIMIZER]),
-            a->model, optimizer_name(a));
+            a->model, train_optimizer_name(a));
     ok = 0;
   } else if (have[CONFIG_BATCH] != want[CONFIG_BATCH] ||
              have[CONFIG_SEED] != want[CONFIG_SEED]) {
@@ -777,10 +350,10 @@ static int save_bundle(const train_args* a, const model* m, weft_session* s) {
   weft_signature_def sig = {sizeof sig, WEFT_DEFAULT_SIGNATURE, 1, in_keys,
                             &m->x, 3, out_keys, outs};
   weft_model* model = NULL;
-  if (!check(weft_model_create(m->graph, s, &sig, 1, &model),
+  if (!train_check(weft_model_create(m->graph, s, &sig, 1, &model),
              "describing the model"))
     return 0;
-  int ok = check(weft_model_save(model, a->save), "saving the model");
+  int ok = train_check(weft_model_save(model, a->save), "saving the model");
   weft_model_destroy(model);
   if (ok)
     printf("model: %s (serving_default: images -> logits, probabilities, "
@@ -823,7 +396,7 @@ static void* monitor_main(void* arg) {
     if (mo->stop) break;
     pthread_mutex_unlock(&mo->mu);
     weft_tensor* t = NULL;
-    int ok = check(weft_session_run(mo->s, NULL, NULL, 0, &mo->m->step, 1,
+    int ok = train_check(weft_session_run(mo->s, NULL, NULL, 0, &mo->m->step, 1,
                                     NULL, 0, &t), "reading the step");
     const int64_t step = ok ? *(const int64_t*)weft_tensor_data(t) : 0;
     weft_tensor_destroy(t);
@@ -850,7 +423,7 @@ static void* monitor_main(void* arg) {
     }
     if (ok && a->checkpoint_every > 0 && step < mo->total &&
         step / a->checkpoint_every > last_saved / a->checkpoint_every) {
-      ok = check(weft_checkpoint_save(mo->s, a->checkpoint, NULL, 0),
+      ok = train_check(weft_checkpoint_save(mo->s, a->checkpoint, NULL, 0),
                  "saving a periodic checkpoint");
       last_saved = step;
     }
@@ -892,13 +465,13 @@ static int serve_workers(const train_args* a, const model* m,
     fprintf(stderr, "weft train: serving the workers: %s\n",
             weft_status_message(st));
     weft_status_destroy(st);
-    if (check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+    if (train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
               "saving the checkpoint"))
       fprintf(stderr, "weft train: saved %s; relaunch with --resume to "
               "continue\n", a->checkpoint);
     /* A rank is gone: finishing MPI would wait for it forever. */
     fprintf(stderr, "weft train: ending the MPI job\n");
-    check(weft_cluster_abort(1), "ending the MPI job");
+    train_check(weft_cluster_abort(1), "ending the MPI job");
     return 0;
   }
   if (mo.failed) return 0;
@@ -920,7 +493,7 @@ static int run_training(const train_args* a, model* m,
     o.serving_jobs = "ps";
   }
   weft_session* s = NULL;
-  if (!check(weft_session_create(m->graph, &o, &s), "creating the session"))
+  if (!train_check(weft_session_create(m->graph, &o, &s), "creating the session"))
     return 1;
   int rc = 1;
   /* Each rank of a data-parallel job takes its shard of every batch; a
@@ -952,17 +525,17 @@ static int run_training(const train_args* a, model* m,
     /* The variables are the server's. */
   } else if (a->resume) {
     if (!resume(a, m, s, total)) goto done;
-  } else if (!check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->init, 1,
+  } else if (!train_check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->init, 1,
                                      NULL), "initializing")) {
     goto done;
   }
   /* Every rank from rank 0's values (the same seed gives the same ones
    * anyway; a resume reads one file; this makes it so whatever happened). */
   if (m->broadcast &&
-      !check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->broadcast, 1,
+      !train_check(weft_session_run(s, NULL, NULL, 0, NULL, 0, &m->broadcast, 1,
                               NULL), "sharing rank 0's variables"))
     goto done;
-  if (!check(weft_session_run(s, NULL, NULL, 0, &m->step, 1, NULL, 0,
+  if (!train_check(weft_session_run(s, NULL, NULL, 0, &m->step, 1, NULL, 0,
                               &step_t), "reading the step"))
     goto done;
   int64_t step = *(const int64_t*)weft_tensor_data(step_t);
@@ -973,11 +546,11 @@ static int run_training(const train_args* a, model* m,
   /* A worker's steps are its share of the schedule from where the run
    * (or the checkpoint resumed) began, whatever the others did since. */
   if (worker) step = a->resume ? a->resume_step : 0;
-  if (!check(weft_tensor_create_from_data(
+  if (!train_check(weft_tensor_create_from_data(
                  WEFT_FLOAT32, xd, 2, x,
                  sizeof(float) * (size_t)(shard * PIXELS), NULL, NULL,
                  &xt), "batch") ||
-      !check(weft_tensor_create_from_data(
+      !train_check(weft_tensor_create_from_data(
                  WEFT_INT32, ld, 1, labels,
                  sizeof(int32_t) * (size_t)shard, NULL, NULL, &lt),
              "batch"))
@@ -1020,7 +593,7 @@ static int run_training(const train_args* a, model* m,
         1, targets, 2, &loss_t, md);
     if (md) fputs(weft_run_metadata_to_string(md), stdout);
     weft_run_metadata_destroy(md);
-    if (!check(st, "training step")) goto done;
+    if (!train_check(st, "training step")) goto done;
     float loss = *(const float*)weft_tensor_data(loss_t);
     weft_tensor_destroy(loss_t);
     if (!isfinite(loss)) {
@@ -1035,7 +608,7 @@ static int run_training(const train_args* a, model* m,
     if (chief && a->checkpoint_every > 0 &&
         (step + 1) % a->checkpoint_every == 0 && step + 1 < total) {
       if (log) fflush(log);
-      if (!check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+      if (!train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
                  "saving a periodic checkpoint"))
         goto done;
     }
@@ -1067,7 +640,7 @@ static int run_training(const train_args* a, model* m,
   if (stop_signal) {
     /* `step` steps are done; the variables hold their result. */
     int signal_number = stop_signal;
-    if (chief && !check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+    if (chief && !train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
                         "saving the checkpoint after the interruption"))
       goto done;
     printf("interrupted by %s after step %lld of %lld (epoch %lld/%lld): "
@@ -1094,7 +667,7 @@ evaluate:;
          (long long)a->epochs);
   printf("test predictions: %lld classes, fnv1a %016llx\n",
          (long long)test->images.dims[0], (unsigned long long)predictions);
-  if (!check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
+  if (!train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
              "saving the checkpoint"))
     goto done;
   printf("checkpoint: %s\n", a->checkpoint);
@@ -1246,18 +819,18 @@ static int parse_args(int argc, char** argv, train_args* a) {
     return 0;
   }
   if (a->parameter_server) {
-    if (!check(weft_cluster_world(&a->rank, &a->ranks), "--parameter-server"))
+    if (!train_check(weft_cluster_world(&a->rank, &a->ranks), "--parameter-server"))
       return 0;
     if (a->ranks < 2) {
       fprintf(stderr, "weft train: --parameter-server needs mpirun -np 2 or "
               "more: rank 0 serves the variables, the others train\n");
       return 0;
     }
-    g_variables_device = "/job:ps/task:0";
+    a->variables_device = "/job:ps/task:0";
     if (a->rank != 0 && freopen("/dev/null", "w", stdout) == NULL) return 0;
   }
   if (a->data_parallel) {
-    if (!check(weft_cluster_world(&a->rank, &a->ranks), "--data-parallel"))
+    if (!train_check(weft_cluster_world(&a->rank, &a->ranks), "--data-parallel"))
       return 0;
     if (a->batch % a->ranks != 0) {
       fprintf(stderr, "weft train: --data-parallel: --batch %lld does not "
@@ -1311,14 +884,14 @@ static int peek_step(train_args* a) {
   a->resume_step = 0;
   if (access(a->checkpoint, F_OK) != 0) return 1;
   int ok =
-      check(weft_graph_create(&g), "--resume") &&
-      check(weft_tensor_create_copy(WEFT_INT64, NULL, 0, &z, sizeof z, &zero),
+      train_check(weft_graph_create(&g), "--resume") &&
+      train_check(weft_tensor_create_copy(WEFT_INT64, NULL, 0, &z, sizeof z, &zero),
             "--resume") &&
-      check(weft_graph_constant(g, "global_step/zero", zero, &init),
+      train_check(weft_graph_constant(g, "global_step/zero", zero, &init),
             "--resume") &&
-      check(weft_graph_variable(g, "global_step", init, &step, NULL),
+      train_check(weft_graph_variable(g, "global_step", init, &step, NULL),
             "--resume") &&
-      check(weft_session_create(g, NULL, &s), "--resume");
+      train_check(weft_session_create(g, NULL, &s), "--resume");
   if (ok) {
     weft_status* st = weft_checkpoint_restore(s, a->checkpoint, &step.node, 1);
     if (st == NULL)
@@ -1378,7 +951,7 @@ int weft_command_train(int argc, char** argv) {
              (long long)test.images.dims[0], a.model);
     model m;
     memset(&m, 0, sizeof m);
-    if (build_model(&a, &m, &train)) rc = run_training(&a, &m, &train, &test);
+    if (train_build_model(&a, &m, &train)) rc = run_training(&a, &m, &train, &test);
     weft_graph_destroy(m.graph);
   }
   idx_free_dataset(&train);
