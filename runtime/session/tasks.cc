@@ -14,6 +14,8 @@
 //    it may use (ties: its first input's task);
 //  - a node no input decides (constants, random ops, nodes whose inputs are
 //    all fed) goes with its first consumer, else the first task it may use;
+//  - a loop's unconstrained nodes (and those of the loops inside it) go
+//    where its LoopCond is: a loop stays whole unless constraints spread it;
 //  - a loop variable's Enter, Merge and NextIteration (the back edge never
 //    crosses tasks), and the ops of one accumulator or TensorArray (a
 //    loop's gradient reads what the loop saved), stay on one task: that of
@@ -212,10 +214,38 @@ weft_status* Planner::SplitTasks() {
     }
     task[static_cast<size_t>(i)] = t;
   }
-  // Nodes that must share a task: a loop's (and the loops inside it),
-  // and the runtime ops of one accumulator or TensorArray (a run resource
-  // each task would otherwise make its own of).  Each group takes the task
-  // of its member first in topological order.
+  // A loop stays on one task unless constraints spread it: its
+  // unconstrained nodes (those of the loops inside it too) go where the
+  // outermost loop's predicate (its LoopCond) is, so by default values
+  // cross at the loop's Enters and Exits, once, rather than every
+  // iteration.  (Asynchronous clusters put unconstrained nodes on the
+  // running task already.)
+  if (plan_->control_flow && !async) {
+    auto top = [&](int32_t f) {
+      while (f != 0 && plan_->frames[static_cast<size_t>(f)].parent != 0)
+        f = plan_->frames[static_cast<size_t>(f)].parent;
+      return f;
+    };
+    std::map<int32_t, int32_t> home;  // outermost frame -> its LoopCond's task
+    for (int32_t i = 0; i < n; ++i)
+      if (order_[static_cast<size_t>(i)]->def->exec == ExecKind::kLoopCond &&
+          plan_->frames[static_cast<size_t>(
+                            exec_frame_[static_cast<size_t>(i)])]
+                  .parent == 0)
+        home.emplace(exec_frame_[static_cast<size_t>(i)],
+                     task[static_cast<size_t>(i)]);
+    for (int32_t i = 0; i < n; ++i) {
+      if (!order_[static_cast<size_t>(i)]->device.empty()) continue;
+      const int32_t f = top(std::max(exec_frame_[static_cast<size_t>(i)],
+                                     out_frame_[static_cast<size_t>(i)]));
+      auto h = home.find(f);
+      if (f != 0 && h != home.end()) task[static_cast<size_t>(i)] = h->second;
+    }
+  }
+  // Nodes that must share a task: a loop variable's Enter, Merge and
+  // NextIteration, and the runtime ops of one accumulator or TensorArray
+  // (a run resource each task would otherwise make its own of).  Each
+  // group takes the task of its member first in topological order.
   std::vector<int32_t> group(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) group[static_cast<size_t>(i)] = i;
   auto find = [&](int32_t i) {

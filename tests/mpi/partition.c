@@ -602,6 +602,87 @@ static int check_loop(void) {
   return 1;
 }
 
+/* ---- An unconstrained loop stays whole ---------------------------------- */
+
+typedef struct {
+  weft_output w;
+} whole_loop;
+
+static weft_status* whole_body(weft_graph* g, void* user, const weft_output* v,
+                               int32_t n, weft_output* next) {
+  (void)n;
+  const whole_loop* l = (const whole_loop*)user;
+  WEFT_RETURN_IF_ERROR_IN_TEST(count_up(g, v[0], &next[0]));
+  weft_output mm[2] = {v[1], l->w}, prod;
+  WEFT_RETURN_IF_ERROR_IN_TEST(weft_graph_apply(g, "MatMul", NULL, mm, 2,
+                                                &prod));
+  return weft_graph_apply(g, "Tanh", NULL, &prod, 1, &next[1]);
+}
+
+/* h = Tanh(h W) five times, W (64 x 64, 16 KiB) made on the last task, h
+ * (1 x 64) and the counter on task 0, nothing in the loop constrained: the
+ * loop stays on the task of its predicate, so W crosses once instead of h
+ * twice per iteration (the MatMul would otherwise go where most of its
+ * input bytes are).  Each rank's run metadata shows the MatMul exactly
+ * where the LoopCond is; the result equals one process. */
+static int run_whole(const char* cluster, float* out, int* here) {
+  weft_graph* g = NULL;
+  TRY(weft_graph_create(&g));
+  float wv[64 * 64], hv[64];
+  for (int i = 0; i < 64 * 64; ++i) wv[i] = 0.1f * pseudo(i);
+  for (int i = 0; i < 64; ++i) hv[i] = pseudo(i + 5);
+  const int64_t wd[2] = {64, 64}, hd[2] = {1, 64};
+  weft_status* st = NULL;
+  weft_output wc = constant(g, WEFT_FLOAT32, wd, 2, wv, sizeof wv);
+  whole_loop l = {on(g, task(g_size - 1), "Identity", wc, wc, 0, &st)};
+  TRY(st);
+  const float zero = 0;
+  weft_graph_set_device(g, task(0));
+  weft_output vars[2] = {constant(g, WEFT_FLOAT32, NULL, 0, &zero,
+                                  sizeof zero),
+                         constant(g, WEFT_FLOAT32, hd, 2, hv, sizeof hv)},
+              y[2];
+  weft_graph_set_device(g, NULL);
+  weft_while_options o = {sizeof o, "whole", 0, 0, NULL};
+  TRY(weft_while_loop(g, below_five, whole_body, &l, vars, 2, &o, y));
+  weft_session* s = make_session(g, cluster, WEFT_TRANSFER_EXACT);
+  if (s == NULL) return 0;
+  weft_run_metadata* md = weft_run_metadata_create();
+  weft_tensor* got = NULL;
+  TRY(weft_session_run_with_options(s, NULL, NULL, NULL, 0, &y[1], 1, NULL,
+                                    0, &got, md));
+  memcpy(out, weft_tensor_data(got), sizeof(float) * 64);
+  int matmul = 0, cond = 0;
+  for (int32_t i = 0; i < weft_run_metadata_num_nodes(md); ++i) {
+    const char* name = weft_run_metadata_node_name(md, i);
+    if (strcmp(weft_run_metadata_node_op(md, i), "MatMul") == 0) matmul = 1;
+    if (strcmp(name, "whole/loop_cond") == 0) cond = 1;
+  }
+  *here = matmul * 2 + cond;
+  weft_run_metadata_destroy(md);
+  weft_tensor_destroy(got);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return 1;
+}
+
+static int check_whole_loop(void) {
+  float split[64], one[64];
+  int here = 0, alone = 0;
+  if (!run_whole("worker", split, &here)) return 0;
+  if (!run_whole(NULL, one, &alone)) return 0;
+  if (here != 0 && here != 3)
+    return fail("rank %d has the %s but not the %s", g_rank,
+                here == 2 ? "MatMul" : "LoopCond",
+                here == 2 ? "LoopCond" : "MatMul");
+  if (alone != 3) return fail("one process: no MatMul or LoopCond seen");
+  for (int i = 0; i < 64; ++i)
+    if (split[i] != one[i])
+      return fail("h[%d] %.9g split, %.9g in one process", i, split[i],
+                  one[i]);
+  return 1;
+}
+
 /* ---- A hand-built loop without a LoopCond, split: refused ---------------- */
 
 static weft_node* raw(weft_graph* g, const char* op, const char* name,
@@ -869,7 +950,7 @@ static int check_silent_task(void) {
 
 int main(int argc, char** argv) {
   const int expected = argc > 1 ? atoi(argv[1]) : 1;
-  if (!tap_start(expected, 14)) return 1;
+  if (!tap_start(expected, 15)) return 1;
   report("cluster specs and task names are checked", check_specs());
   report("a chain of layers over every task equals one process",
          check_chain());
@@ -885,6 +966,8 @@ int main(int argc, char** argv) {
          check_cond());
   report("a loop whose body is on another task than its counter counts "
          "right, run after run", check_loop_body_split());
+  report("an unconstrained loop stays on its predicate's task",
+         check_whole_loop());
   report("a split loop without a LoopCond is refused, naming its frame",
          check_loop_without_loop_cond());
   report("a recurrent loop spread over every task, with its gradient, "
