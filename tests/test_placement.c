@@ -467,6 +467,74 @@ static weft_tensor* random_matrix(int64_t r, int64_t c, uint64_t seed) {
   return t;
 }
 
+/* Five Adam steps on loss = mean((x W)^2), W 128 x 128 unconstrained, in
+ * a "CPU,OPENCL" session with the given estimates; the losses, and where
+ * W, its slots and its update ran (last step's metadata). */
+static void train_where(const char* gflops, double losses[5],
+                        weft_run_metadata* md) {
+  enum { M = 128 };
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_SHAPE(M, M));
+  weft_tensor* w0 = random_matrix(M, M, 3);
+  weft_output init_w;
+  WT_OK(weft_graph_constant(g, "W_value", w0, &init_w));
+  weft_output w;
+  WT_OK(weft_graph_variable(g, "W", init_w, &w, NULL));
+  weft_output y = wt_apply2(g, "MatMul", "y", x, w);
+  weft_output sq = wt_apply1(g, "Square", "sq", y);
+  weft_output loss = wt_apply1(g, "Mean", "loss", sq);
+  weft_optimizer_options o;
+  weft_optimizer_options_init(&o, WEFT_OPTIMIZER_ADAM);
+  o.learning_rate = 0.01;
+  weft_node* train = NULL;
+  WT_OK(weft_minimize(g, loss, &o, "train", &train));
+  weft_node* init = NULL;
+  WT_OK(weft_graph_initialize_all(g, NULL, &init));
+  weft_session* s = session_with(g, "CPU,OPENCL", 0, 0, WEFT_OPTIMIZE_ALL,
+                                 gflops);
+  wt_run_targets(s, &init, 1);
+  weft_tensor* xv = random_matrix(M, M, 4);
+  for (int step = 0; step < 5; ++step) {
+    weft_tensor* out = NULL;
+    WT_OK(weft_session_run_with_metadata(s, &x, &xv, 1, &loss, 1, &train, 1,
+                                         &out, step == 4 ? md : NULL));
+    losses[step] = *(const float*)weft_tensor_data(out);
+    weft_tensor_destroy(out);
+  }
+  weft_tensor_destroy(xv);
+  weft_tensor_destroy(w0);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
+/* Variables are placed by the cost model too: W goes with its heaviest
+ * reader (the MatMul), where that costs least, and its Adam slots and its
+ * update go beside it; with the estimates reversed it stays on the CPU.
+ * The split and the single-device training agree. */
+Test(placement, variables_go_with_their_heaviest_reader) {
+  need_opencl();
+  weft_run_metadata* md = weft_run_metadata_create();
+  double fast[5], slow[5];
+  train_where("OPENCL=1e5,CPU=1", fast, md);
+  expect_device(md, "W", OPENCL);
+  cr_expect(strstr(reason_of(md, "W"), "heaviest reader") != NULL,
+            "W's reason: %s", reason_of(md, "W"));
+  /* The update writes W and both slots (a plan reads slots only by
+   * reference, so they are not plan nodes): it runs only if all three
+   * share its device. */
+  expect_device(md, "train/update_W", OPENCL);
+  train_where("OPENCL=1,CPU=1e5", slow, md);
+  expect_device(md, "W", CPU);
+  expect_device(md, "train/update_W", CPU);
+  for (int i = 0; i < 5; ++i)
+    cr_expect(fabs(fast[i] - slow[i]) <= 1e-4 * fabs(slow[i]),
+              "step %d: loss %.9g with W on OpenCL, %.9g on the CPU", i,
+              fast[i], slow[i]);
+  cr_expect(slow[4] < slow[0], "Adam did not lower the loss: %g -> %g",
+            slow[0], slow[4]);
+  weft_run_metadata_destroy(md);
+}
+
 Test(placement, large_matmul_goes_where_compute_is_faster) {
   need_opencl();
   enum { M = 256 };

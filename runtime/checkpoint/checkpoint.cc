@@ -139,7 +139,8 @@ weft_status* ReadValue(weft_session* s, CheckpointReader* r,
                        const CheckpointEntry& e, Restored* out) {
   Device* d = nullptr;
   WEFT_RETURN_IF_ERROR(VariableDevice(out->node, out->state, s->devices,
-                                      s->plan_options.placement, &d, nullptr));
+                                      s->plan_options.placement,
+                                      s->costs.get(), &d, nullptr));
   TensorValue& v = out->value;
   v.dtype = e.dtype;
   v.dims = e.dims;

@@ -142,7 +142,7 @@ std::string Us(double us) {
 weft_status* Planner::PlaceVariable(const weft_node* var, Device** out,
                                     std::string* reason) {
   return VariableDevice(var, req_.variables->Get(var), allowed_,
-                        opts_.placement, out, reason);
+                        opts_.placement, req_.costs, out, reason);
 }
 
 double Planner::InputTransferUs(const weft_node* n, Device* d) {
@@ -382,9 +382,98 @@ weft_status* Planner::Place() {
 
 }  // namespace planning
 
+namespace {
+
+// Can every op that writes `var` run on `d`?  (Assign is the executor's
+// own; AssignAdd runs an Add; an optimizer's update its kernel.)
+bool WritersRunOn(const std::vector<const weft_node*>& writers, Device* d) {
+  for (const weft_node* w : writers) {
+    if (w->def->exec == ExecKind::kAssign) continue;
+    const std::string op =
+        w->def->exec == ExecKind::kAssignAdd ? "Add" : w->op_type;
+    if (Registry::Get().FindKernel(op, d, w->attrs) == nullptr) return false;
+  }
+  return true;
+}
+
+// Where a variable that may go to several devices (`cands`, in preference
+// order) should live: with its heaviest reader, on the device where that
+// reader's kernel costs least by the cost model (the argmin kernels get,
+// without the transfers, which depend on the variable), among the devices
+// where every op writing it has a kernel.  An optimizer's slot (written by
+// an update whose first variable is another) follows that variable.  The
+// whole graph is read, not one plan: the first plan to place a variable
+// may be its initializer's, which says nothing about its use.  Null when
+// nothing decides (no reader with a kernel): the first candidate then.
+Device* PreferredVariableDevice(const weft_node* var,
+                                const std::vector<Device*>& cands,
+                                CostModel* costs, std::string* why,
+                                int depth = 0) {
+  const Graph& g = *var->graph;
+  std::vector<const weft_node*> readers, writers;
+  const weft_node* primary = nullptr;
+  for (int32_t i = 0, n = g.size(); i < n; ++i) {
+    const weft_node* node = g.At(i);
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      if (node->inputs[k].node != var) continue;
+      if (!node->def->IsRefInput(k)) {
+        readers.push_back(node);
+      } else {
+        writers.push_back(node);
+        if (k > 0 && node->def->exec == ExecKind::kUpdate)
+          primary = node->inputs[0].node;
+      }
+    }
+  }
+  if (primary != nullptr && primary != var && depth < 4) {
+    Device* d = PreferredVariableDevice(primary, cands, costs, why, depth + 1);
+    if (d != nullptr && WritersRunOn(writers, d)) {
+      *why = "state: beside '" + primary->name + "', whose update writes it";
+      return d;
+    }
+    return nullptr;
+  }
+  const weft_node* heaviest = nullptr;
+  double heaviest_us = -1;
+  for (const weft_node* r : readers) {
+    if (r->def->exec != ExecKind::kKernel) continue;
+    const double us = costs->ComputeUs(r, cands[0]);
+    if (us > heaviest_us) {
+      heaviest = r;
+      heaviest_us = us;
+    }
+  }
+  if (heaviest == nullptr) return nullptr;
+  Device* best = nullptr;
+  double best_us = 0;
+  std::string others;
+  for (Device* d : cands) {
+    if (Registry::Get().FindKernel(heaviest->op_type, d, heaviest->attrs) ==
+            nullptr ||
+        !WritersRunOn(writers, d))
+      continue;
+    const double us = costs->ComputeUs(heaviest, d);
+    if (best == nullptr || us < best_us) {
+      if (best != nullptr) others += ", " + planning::Us(best_us) + " on " +
+                                     best->name;
+      best = d;
+      best_us = us;
+    } else {
+      others += ", " + planning::Us(us) + " on " + d->name;
+    }
+  }
+  if (best == nullptr) return nullptr;
+  *why = "state: with its heaviest reader '" + heaviest->name + "' (" +
+         heaviest->op_type + ": " + planning::Us(best_us) + " here" + others +
+         ")";
+  return best;
+}
+
+}  // namespace
+
 weft_status* VariableDevice(const weft_node* var, VariableState* v,
                             const std::vector<Device*>& allowed,
-                            int32_t placement, Device** out,
+                            int32_t placement, CostModel* costs, Device** out,
                             std::string* reason) {
   std::lock_guard<std::mutex> lock(v->mu);
   if (v->device == nullptr) {
@@ -395,6 +484,12 @@ weft_status* VariableDevice(const weft_node* var, VariableState* v,
     v->device_reason = var->device.empty() || !note.empty()
                            ? note + "state: the session's first device"
                            : "constraint '" + var->device + "'";
+    std::string why;
+    if (cands.size() > 1 && costs != nullptr)
+      if (Device* d = PreferredVariableDevice(var, cands, costs, &why)) {
+        v->device = d;
+        v->device_reason = note + why;
+      }
   }
   *out = v->device;
   if (reason) *reason = v->device_reason;

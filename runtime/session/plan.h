@@ -174,11 +174,15 @@ weft_status* BuildPlan(const PlanRequest& request, std::shared_ptr<Plan>* out);
 // The device of Variable node `var`, whose state is `state`: chosen once,
 // under the state's lock, by the first plan that places the variable or the
 // first checkpoint restore into it, whichever comes first, so that all of a
-// session's plans agree.  It is the first of `allowed` that the variable's
-// constraint matches (under `placement`, a weft_placement_policy).
+// session's plans agree.  Among the devices of `allowed` that the
+// variable's constraint matches (under `placement`, a
+// weft_placement_policy), with `costs`: the one where its heaviest reader
+// in the graph costs least (an optimizer's slot: beside the variable its
+// update writes), where every op writing it has a kernel; else (and
+// without `costs`) the first.
 weft_status* VariableDevice(const weft_node* var, VariableState* state,
                             const std::vector<Device*>& allowed,
-                            int32_t placement, Device** out,
+                            int32_t placement, CostModel* costs, Device** out,
                             std::string* reason);
 
 }  // namespace weft
