@@ -363,6 +363,20 @@ Test(placement, bad_device_gflops_are_refused) {
   WT_EXPECT_ERROR(weft_session_create(g, &o, &s), WEFT_INVALID_ARGUMENT,
                   "positive");
   cr_expect_null(s);
+  /* WEFT_DEVICE_GFLOPS applies to every session of the process, some with
+   * fewer devices (an input pipeline's, on the CPU): a term matching none
+   * of a session's devices is ignored there; a malformed one is not. */
+  o.device_gflops = NULL;
+  o.devices = "CPU";
+  setenv("WEFT_DEVICE_GFLOPS", "NOSUCH=1e5,CPU=7", 1);
+  WT_OK(weft_session_create(g, &o, &s));
+  weft_session_destroy(s);
+  s = NULL;
+  setenv("WEFT_DEVICE_GFLOPS", "CPU=fast", 1);
+  WT_EXPECT_ERROR(weft_session_create(g, &o, &s), WEFT_INVALID_ARGUMENT,
+                  "CPU=fast", "WEFT_DEVICE_GFLOPS");
+  unsetenv("WEFT_DEVICE_GFLOPS");
+  cr_expect_null(s);
   weft_graph_destroy(g);
 }
 

@@ -216,6 +216,7 @@ uint64_t StaticBytes(const weft_node* n, int32_t index) {
 
 weft_status* CostModel::Create(const std::string& overrides,
                                const std::vector<Device*>& devices,
+                               bool every_term_matches,
                                std::unique_ptr<CostModel>* out) {
   auto m = std::make_unique<CostModel>();
   WEFT_RETURN_IF_ERROR(ForEachListTerm(
@@ -238,7 +239,7 @@ weft_status* CostModel::Create(const std::string& overrides,
             m->overrides_.emplace_back(d, v);
             any = true;
           }
-        if (!any)
+        if (!any && every_term_matches)
           return Errorf(WEFT_INVALID_ARGUMENT,
                         "device_gflops term '%s' matches no device of the "
                         "session", term.c_str());

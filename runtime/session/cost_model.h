@@ -24,9 +24,13 @@ namespace weft {
 class CostModel {
  public:
   // `overrides`: "PATTERN=GFLOPS,..." (device patterns as for the session's
-  // `devices`); validated here.
+  // `devices`); validated here.  With `every_term_matches` (the session's
+  // own option) a term that matches none of `devices` is an error; without
+  // it (WEFT_DEVICE_GFLOPS, which every session of the process reads,
+  // some with fewer devices) it is ignored.
   static weft_status* Create(const std::string& overrides,
                              const std::vector<Device*>& devices,
+                             bool every_term_matches,
                              std::unique_ptr<CostModel>* out);
 
   // Microseconds for `n` on `d`.

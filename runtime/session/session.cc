@@ -383,13 +383,12 @@ weft_status* weft_session_create(weft_graph* graph,
           &s->pool));
     WEFT_RETURN_IF_ERROR(weft::ReadPlanOptions(opts, &s->plan_options));
     std::string gflops = opts.device_gflops ? opts.device_gflops : "";
-    if (gflops.empty())
+    const bool own = !gflops.empty();
+    if (!own)
       if (const char* env = getenv("WEFT_DEVICE_GFLOPS")) gflops = env;
     WEFT_RETURN_IF_ERROR(weft::Annotate(
-        weft::CostModel::Create(gflops, s->devices, &s->costs),
-        opts.device_gflops && *opts.device_gflops
-            ? "session option device_gflops"
-            : "WEFT_DEVICE_GFLOPS"));
+        weft::CostModel::Create(gflops, s->devices, own, &s->costs),
+        own ? "session option device_gflops" : "WEFT_DEVICE_GFLOPS"));
     const std::string cluster = opts.cluster ? opts.cluster : "";
     if (!cluster.empty()) {
       const weft::distributed::World* world = nullptr;
