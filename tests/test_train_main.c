@@ -73,17 +73,27 @@ static void expect_checkpoint(const char* dir, const char* name) {
   cr_expect_eq(access(path, R_OK), 0, "no checkpoint at %s", path);
 }
 
-Test(train_main, softmax_reaches_80_percent_in_two_epochs, .timeout = 600) {
+/* `weft train fashion-mnist --model MODEL` for two epochs on the CPU, with
+ * a checkpoint and a bundle in a fresh directory: its test accuracy must
+ * reach `target` percent. */
+static void reaches(const char* model, double target) {
   need_data();
   char dir[64], args[512];
   temp_dir(dir, sizeof dir);
   snprintf(args, sizeof args,
-           "train fashion-mnist --model softmax --epochs 2 --device CPU "
-           "--checkpoint %s/softmax.ckpt", dir);
+           "train fashion-mnist --model %s --epochs 2 --device CPU "
+           "--checkpoint %s/%s.ckpt --save %s/model", model, dir, model, dir);
   cr_assert_eq(weft(args), 0, "%s", output);
   double acc = accuracy_of(output);
-  cr_expect_geq(acc, 80.0, "softmax: %.2f%%\n%s", acc, output);
-  expect_checkpoint(dir, "softmax.ckpt");
+  cr_expect_geq(acc, target, "%s: %.2f%%\n%s", model, acc, output);
+  char ckpt[64];
+  snprintf(ckpt, sizeof ckpt, "%s.ckpt", model);
+  expect_checkpoint(dir, ckpt);
+  expect_checkpoint(dir, "model");
+}
+
+Test(train_main, softmax_reaches_80_percent_in_two_epochs, .timeout = 600) {
+  reaches("softmax", 80.0);
 }
 
 /* The same training with batches fed by the client (--input feed) instead
@@ -146,15 +156,14 @@ Test(train_main, tfrecord_files_train_like_the_idx_files, .timeout = 600) {
 }
 
 Test(train_main, mlp_reaches_85_percent_in_two_epochs, .timeout = 900) {
-  need_data();
-  char dir[64], args[512];
-  temp_dir(dir, sizeof dir);
-  snprintf(args, sizeof args,
-           "train fashion-mnist --model mlp --epochs 2 --device CPU "
-           "--checkpoint %s/mlp.ckpt", dir);
-  cr_assert_eq(weft(args), 0, "%s", output);
-  double acc = accuracy_of(output);
-  cr_expect_geq(acc, 85.0, "mlp: %.2f%%\n%s", acc, output);
+  reaches("mlp", 85.0);
+}
+
+/* The classic "deep MNIST" convolutional network: two 5x5 convolution +
+ * max-pool layers and a dense layer, Adam at 0.002, batches of 50 (issue
+ * 17's target: 89% in two epochs; seeds 1-3 gave 89.2-89.9% here). */
+Test(train_main, cnn_reaches_89_percent_in_two_epochs, .timeout = 900) {
+  reaches("cnn", 89.0);
 }
 
 /* One run of two epochs against one epoch, a save, and a resumed second
@@ -412,7 +421,9 @@ Test(train_main, malformed_data_is_a_clear_error) {
 
 Test(train_main, bad_arguments_are_usage_errors) {
   cr_expect_eq(weft("train mnist"), 2, "%s", output);
-  cr_expect_eq(weft("train fashion-mnist --model cnn"), 2, "%s", output);
+  cr_expect_eq(weft("train fashion-mnist --model resnet"), 2, "%s", output);
+  cr_expect_not_null(strstr(output, "softmax, mlp, cnn or lstm"), "%s",
+                     output);
   cr_expect_eq(weft("train fashion-mnist --epochs 0"), 2, "%s", output);
   cr_expect_eq(weft("train fashion-mnist --learning-rate -1"), 2, "%s",
                output);

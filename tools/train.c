@@ -6,6 +6,10 @@
  *                     MNIST tutorial: learning rate 0.5, batches of 100)
  *   --model mlp       784 -> 256 -> 10 with ReLU (Adam, learning rate
  *                     0.001)
+ *   --model cnn       two 5x5 convolutions (32 and 64 channels, SAME, ReLU,
+ *                     2x2 max pooling) -> 3136 -> 10 (the classic "deep
+ *                     MNIST" tutorial's shape; Adam, learning rate 0.002,
+ *                     batches of 50)
  *   --model lstm      each image as 28 rows of 28 features read by an
  *                     LSTM of 128 units in a weft_while_loop over the
  *                     rows, then 128 -> 10 (Adam, learning rate 0.002;
@@ -262,7 +266,7 @@ static int take_stop_signal(void) {
 
 /* ---- Resuming -------------------------------------------------------------------- */
 
-static const char* const model_names[] = {"softmax", "mlp", "lstm"};
+static const char* const model_names[] = {"softmax", "mlp", "lstm", "cnn"};
 static const char* const optimizer_names[] = {"sgd", "momentum", "adam"};
 
 static const char* config_name(const char* const* names, size_t count,
@@ -309,7 +313,7 @@ static int resume(const train_args* a, const model* m, weft_session* s,
       have[CONFIG_OPTIMIZER] != want[CONFIG_OPTIMIZER]) {
     fprintf(stderr, "weft train: --resume: %s was written by --model %s "
             "--optimizer %s, not --model %s --optimizer %s\n", path,
-            config_name(model_names, 3, have[CONFIG_MODEL]),
+            config_name(model_names, 4, have[CONFIG_MODEL]),
             config_name(optimizer_names, 3, have[CONFIG_OPTIMIZER]),
             a->model, train_optimizer_name(a));
     ok = 0;
@@ -704,7 +708,7 @@ static int parse_args(int argc, char** argv, train_args* a) {
   memset(a, 0, sizeof *a);
   a->model = "softmax";
   a->epochs = 2;
-  a->batch = 100;
+  a->batch = 0;  /* the model's default, below */
   a->data_dir = "/usr/share/datasets/fashion-mnist";
   a->seed = 1;
   a->pipeline = 1;
@@ -748,8 +752,8 @@ static int parse_args(int argc, char** argv, train_args* a) {
     ++i;
     if (strcmp(f, "--model") == 0) {
       if (strcmp(v, "softmax") != 0 && strcmp(v, "mlp") != 0 &&
-          strcmp(v, "lstm") != 0) {
-        fprintf(stderr, "weft train: --model is softmax, mlp or lstm\n");
+          strcmp(v, "lstm") != 0 && strcmp(v, "cnn") != 0) {
+        fprintf(stderr, "weft train: --model is softmax, mlp, cnn or lstm\n");
         return 0;
       }
       a->model = v;
@@ -808,6 +812,10 @@ static int parse_args(int argc, char** argv, train_args* a) {
       return 0;
     }
   }
+  /* Batches of 100 (TensorFlow's MNIST tutorials), 50 for the CNN (the
+   * "deep MNIST" tutorial's: over seeds 1-3 two epochs reach 89.2-89.9%
+   * with Adam at 0.002, 88.9-89.5% with batches of 100). */
+  if (a->batch == 0) a->batch = strcmp(a->model, "cnn") == 0 ? 50 : 100;
   a->rank = 0;
   a->ranks = 1;
   if ((a->data_parallel || a->parameter_server) && !step_timeout_set)

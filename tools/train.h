@@ -11,6 +11,8 @@
 enum { PIXELS = 784, CLASSES = 10, HIDDEN = 256, EVAL_BATCH = 1000 };
 /* The LSTM reads an image row by row. */
 enum { ROWS = 28, ROW = 28, UNITS = 128 };
+/* The CNN's features: 64 channels of 7 x 7 after two 2 x 2 poolings. */
+enum { CNN_FEATURES = 7 * 7 * 64 };
 
 typedef struct train_args {
   const char* model;

@@ -1,6 +1,6 @@
-/* weft train's models (train.h): softmax regression, the MLP and the LSTM
- * over image rows, with their losses, optimizers and the variables a
- * resume checks. */
+/* weft train's models (train.h): softmax regression, the MLP, the CNN and
+ * the LSTM over image rows, with their losses, optimizers and the
+ * variables a resume checks. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +21,9 @@ const char* train_optimizer_name(const train_args* a) {
 }
 
 static int model_index(const char* model) {
-  return strcmp(model, "lstm") == 0 ? 2 : strcmp(model, "mlp") == 0;
+  return strcmp(model, "cnn") == 0    ? 3
+         : strcmp(model, "lstm") == 0 ? 2
+                                      : strcmp(model, "mlp") == 0;
 }
 
 void train_run_config(const train_args* a, int64_t config[CONFIG_SIZE]) {
@@ -81,6 +83,76 @@ static int apply_attr_ints(weft_graph* g, const char* op, const char* name,
   *out = (weft_output){node, 0};
   return 1;
 }
+
+/* ---- The CNN ------------------------------------------------------------------ */
+
+/* The classic "deep MNIST" convolutional layer: 5 x 5 filters (Glorot
+ * uniform over the window), SAME padding, a bias, ReLU, then 2 x 2 max
+ * pooling: [batch, n, n, in] -> [batch, n / 2, n / 2, out]. */
+static int conv_layer(weft_graph* g, const char* scope, weft_output x,
+                      int64_t in, int64_t out, uint64_t* seed,
+                      weft_output* y) {
+  char name[64], init_name[80];
+  const int64_t dims[4] = {5, 5, in, out};
+  weft_tensor* t = NULL;
+  snprintf(name, sizeof name, "%s/filter", scope);
+  if (!train_check(weft_tensor_create(WEFT_FLOAT32, dims, 4, &t), name))
+    return 0;
+  float* p = weft_tensor_data(t);
+  const int64_t n = weft_tensor_element_count(t);
+  const double limit = sqrt(6.0 / (double)(25 * (in + out)));
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = (float)((weft_tool_uniform(seed) * 2 - 1) * limit);
+  snprintf(init_name, sizeof init_name, "%s/initial_value", name);
+  weft_output init, filter, bias, h;
+  int ok = train_check(weft_graph_constant(g, init_name, t, &init), name);
+  weft_tensor_destroy(t);
+  weft_graph_set_device(g, variables_device);
+  ok = ok &&
+       train_check(weft_graph_variable(g, name, init, &filter, NULL), name);
+  weft_graph_set_device(g, NULL);
+  snprintf(name, sizeof name, "%s/bias", scope);
+  if (!ok || !variable(g, name, out, 0, 0, seed, &bias)) return 0;
+  const int64_t ones[4] = {1, 1, 1, 1}, two[4] = {1, 2, 2, 1};
+  snprintf(name, sizeof name, "%s/conv", scope);
+  weft_op_builder* b = weft_op_begin(g, "Conv2D", name);
+  weft_op_add_input(b, x);
+  weft_op_add_input(b, filter);
+  weft_op_set_attr_int_list(b, "strides", ones, 4);
+  weft_op_set_attr_string(b, "padding", "SAME");
+  weft_node* conv = NULL;
+  if (!train_check(weft_op_finish(b, &conv), name)) return 0;
+  snprintf(name, sizeof name, "%s/preactivation", scope);
+  if (!apply(g, "BiasAdd", name, (weft_output){conv, 0}, &bias, &h)) return 0;
+  snprintf(name, sizeof name, "%s/relu", scope);
+  if (!apply(g, "Relu", name, h, NULL, &h)) return 0;
+  snprintf(name, sizeof name, "%s/pool", scope);
+  b = weft_op_begin(g, "MaxPool", name);
+  weft_op_add_input(b, h);
+  weft_op_set_attr_int_list(b, "ksize", two, 4);
+  weft_op_set_attr_int_list(b, "strides", two, 4);
+  weft_op_set_attr_string(b, "padding", "VALID");
+  weft_node* pool = NULL;
+  if (!train_check(weft_op_finish(b, &pool), name)) return 0;
+  *y = (weft_output){pool, 0};
+  return 1;
+}
+
+/* Images [batch, 784] -> two convolutional layers (1 -> 32 -> 64
+ * channels, 28 -> 14 -> 7 pixels a side) -> [batch, 7 * 7 * 64]. */
+static int build_cnn(weft_graph* g, weft_output x, uint64_t* seed,
+                     weft_output* features) {
+  const int64_t image[4] = {-1, ROWS, ROW, 1}, flat[2] = {-1, CNN_FEATURES};
+  weft_output h;
+  return apply_attr_ints(g, "Reshape", "cnn/image", x, "shape", image, 4,
+                         &h) &&
+         conv_layer(g, "conv1", h, 1, 32, seed, &h) &&
+         conv_layer(g, "conv2", h, 32, 64, seed, &h) &&
+         apply_attr_ints(g, "Reshape", "cnn/features", h, "shape", flat, 2,
+                         features);
+}
+
+/* ---- The LSTM ----------------------------------------------------------------- */
 
 /* The LSTM's loop: variables (t, h, c); the rows [ROWS, batch, ROW], the
  * gate weights [ROW + UNITS, 4 UNITS] and bias come in from outside. */
@@ -235,8 +307,9 @@ static int build_lstm(weft_graph* g, weft_output x, uint64_t* seed,
   return 1;
 }
 
-/* logits = x W + b, with a hidden ReLU layer first for the MLP, and the
- * LSTM's last state as x for the LSTM. */
+/* logits = x W + b, with a hidden ReLU layer first for the MLP, the
+ * LSTM's last state as x for the LSTM, the convolutional layers' features
+ * for the CNN. */
 int train_build_model(const train_args* a, model* m,
                       const idx_dataset* train) {
   variables_device = a->variables_device;
@@ -264,9 +337,14 @@ int train_build_model(const train_args* a, model* m,
   int64_t in = PIXELS;
   int mlp = strcmp(a->model, "mlp") == 0;
   int lstm = strcmp(a->model, "lstm") == 0;
+  int cnn = strcmp(a->model, "cnn") == 0;
   if (lstm) {
     if (!build_lstm(g, m->x, &seed, &h)) return 0;
     in = UNITS;
+  }
+  if (cnn) {
+    if (!build_cnn(g, m->x, &seed, &h)) return 0;
+    in = CNN_FEATURES;
   }
   if (mlp) {
     if (!variable(g, "hidden/weights", PIXELS, HIDDEN, 1, &seed, &w) ||
@@ -277,7 +355,8 @@ int train_build_model(const train_args* a, model* m,
       return 0;
     in = HIDDEN;
   }
-  if (!variable(g, "softmax/weights", in, CLASSES, mlp || lstm, &seed, &w) ||
+  if (!variable(g, "softmax/weights", in, CLASSES, mlp || lstm || cnn, &seed,
+                &w) ||
       !variable(g, "softmax/bias", CLASSES, 0, 0, &seed, &b) ||
       !apply(g, "MatMul", "softmax/matmul", h, &w, &t) ||
       !apply(g, "BiasAdd", "logits", t, &b, &m->logits) ||
@@ -307,8 +386,8 @@ int train_build_model(const train_args* a, model* m,
                                                   : WEFT_OPTIMIZER_GRADIENT_DESCENT;
   weft_optimizer_options opt;
   weft_optimizer_options_init(&opt, kind);
-  double default_lr = kind == WEFT_OPTIMIZER_ADAM       ? (lstm ? 0.002
-                                                                : 0.001)
+  double default_lr = kind == WEFT_OPTIMIZER_ADAM       ? (lstm || cnn ? 0.002
+                                                                       : 0.001)
                       : kind == WEFT_OPTIMIZER_MOMENTUM ? 0.05
                       : mlp                             ? 0.1
                                                         : 0.5;

@@ -63,7 +63,7 @@ static const command commands[] = {
      "[--batch N] [--hidden N]",
      weft_command_place},
     {"train", "train a model: the main job",
-     "fashion-mnist [--model softmax|mlp|lstm] [--epochs N] [--batch N] "
+     "fashion-mnist [--model softmax|mlp|cnn|lstm] [--epochs N] [--batch N] "
      "[--optimizer sgd|momentum|adam] [--learning-rate X] [--device LIST] [--threads N] [--seed N] "
      "[--data DIR|tfrecord:FILE[,FILE...]] [--input pipeline|feed] "
      "[--checkpoint FILE] [--save DIR] [--resume] "
