@@ -314,6 +314,21 @@ def place_loads_a_model_and_names_devices():
 
 
 @tap.case
+def place_shows_a_training_step():
+    run = weft('place', '--train', '--devices', 'CPU', '--hidden', '16')
+    assert run.returncode == 0, run
+    assert 'its training step (cross-entropy, Adam)' in run.stdout, run
+    for line in ("w1 (Variable) -> /device:CPU:0: state:",
+                 "train/update_w1 (ApplyAdam) -> /device:CPU:0: state: with "
+                 "its variable 'w1'"):
+        assert line in run.stdout, run.stdout
+    # A model file brings its own graph.
+    run = weft('place', bundle(), '--train')
+    assert run.returncode == 2, run
+    assert '--train shape' in run.stderr, run
+
+
+@tap.case
 def run_errors_name_the_problem():
     model = bundle()
     with tempfile.TemporaryDirectory() as directory:

@@ -4,7 +4,10 @@
  * options given and feeds every input of its signature a zero tensor
  * (unknown dimensions become --batch, default 1).  Without one, builds a
  * two-layer perceptron (the whitepaper's relu(W x + b), then a softmax
- * classifier).  Either way it runs once and prints the run metadata: the
+ * classifier); with --train, its training step instead (the weights as
+ * variables, cross-entropy against fed labels, Adam), which shows where the
+ * variables, their updates and the gradient go.  Either way it runs once
+ * and prints the run metadata: the
  * device of every node and why, the Send/Recv pairs, the common
  * subexpressions merged, and the peak memory per device.  Session options
  * left unset fall back to the environment (WEFT_DEVICES,
@@ -24,6 +27,7 @@ typedef struct place_args {
   int64_t batch, inputs, hidden, classes;
   const char* constrain;  /* device for the first MatMul, or NULL */
   int batch_given, hidden_given;
+  int train;              /* --train: the perceptron's Adam training step */
   model_open model;       /* model.path NULL: the built-in perceptron */
 } place_args;
 
@@ -46,7 +50,7 @@ static int parse_args(int argc, char** argv, place_args* a) {
   a->hidden = 256;
   a->classes = 10;
   a->constrain = NULL;
-  a->batch_given = a->hidden_given = 0;
+  a->batch_given = a->hidden_given = a->train = 0;
   memset(&a->model, 0, sizeof a->model);
   for (int i = 1; i < argc; ++i) {
     int taken = model_open_option(&a->model, "place", argc, argv, &i);
@@ -64,6 +68,10 @@ static int parse_args(int argc, char** argv, place_args* a) {
     }
     const char* value = i + 1 < argc ? argv[i + 1] : NULL;
     int takes_value = 1;
+    if (strcmp(arg, "--train") == 0) {
+      a->train = 1;
+      continue;
+    }
     if (strcmp(arg, "--strict") == 0) {
       a->options.placement = WEFT_PLACEMENT_STRICT;
       takes_value = 0;
@@ -114,9 +122,9 @@ static int parse_args(int argc, char** argv, place_args* a) {
     }
     return 1;
   }
-  if (a->hidden_given || a->constrain) {
-    fprintf(stderr, "weft place: --hidden and --constrain shape the "
-            "built-in model, not '%s'\n", a->model.path);
+  if (a->hidden_given || a->constrain || a->train) {
+    fprintf(stderr, "weft place: --hidden, --constrain and --train shape "
+            "the built-in model, not '%s'\n", a->model.path);
     return 0;
   }
   if (!a->batch_given) a->batch = 1;
@@ -152,22 +160,57 @@ static weft_status* apply(weft_graph* g, const char* op, const char* name,
   return st;
 }
 
-/* probabilities = softmax(relu(x W1 + b1) W2 + b2) */
+/* A parameter: a constant, or (--train) a variable initialized to it. */
+static weft_status* parameter(weft_graph* g, const place_args* a,
+                              const char* name, int64_t rows, int64_t cols,
+                              weft_output* out) {
+  if (!a->train) return constant(g, name, rows, cols, out);
+  char init_name[64];
+  snprintf(init_name, sizeof init_name, "%s/initial_value", name);
+  weft_output init;
+  weft_status* st = constant(g, init_name, rows, cols, &init);
+  return st ? st : weft_graph_variable(g, name, init, out, NULL);
+}
+
+/* probabilities = softmax(relu(x W1 + b1) W2 + b2); the logits too. */
 static weft_status* build(weft_graph* g, const place_args* a,
-                          weft_output* x, weft_output* probs) {
+                          weft_output* x, weft_output* probs,
+                          weft_output* logits) {
   weft_output w1, b1, w2, b2, h, hb, r, l, lb;
   int64_t xd[2] = {a->batch, a->inputs};
   weft_status* st = weft_graph_placeholder(g, "x", WEFT_FLOAT32, xd, 2, x);
-  if (!st) st = constant(g, "w1", a->inputs, a->hidden, &w1);
-  if (!st) st = constant(g, "b1", a->hidden, 0, &b1);
-  if (!st) st = constant(g, "w2", a->hidden, a->classes, &w2);
-  if (!st) st = constant(g, "b2", a->classes, 0, &b2);
+  if (!st) st = parameter(g, a, "w1", a->inputs, a->hidden, &w1);
+  if (!st) st = parameter(g, a, "b1", a->hidden, 0, &b1);
+  if (!st) st = parameter(g, a, "w2", a->hidden, a->classes, &w2);
+  if (!st) st = parameter(g, a, "b2", a->classes, 0, &b2);
   if (!st) st = apply(g, "MatMul", "layer1/matmul", *x, &w1, a->constrain, &h);
   if (!st) st = apply(g, "BiasAdd", "layer1/bias", h, &b1, NULL, &hb);
   if (!st) st = apply(g, "Relu", "layer1/relu", hb, NULL, NULL, &r);
   if (!st) st = apply(g, "MatMul", "layer2/matmul", r, &w2, NULL, &l);
   if (!st) st = apply(g, "BiasAdd", "layer2/bias", l, &b2, NULL, &lb);
   if (!st) st = apply(g, "Softmax", "probabilities", lb, NULL, NULL, probs);
+  *logits = lb;
+  return st;
+}
+
+/* --train: the mean cross-entropy against labels (fed zeros) minimized by
+ * Adam; `step` is the training op, `loss` what a run fetches. */
+static weft_status* add_training(weft_graph* g, const place_args* a,
+                                 weft_output logits, weft_output* labels,
+                                 weft_output* loss, weft_node** step,
+                                 weft_node** init) {
+  int64_t ld[1] = {a->batch};
+  weft_output xent;
+  weft_status* st =
+      weft_graph_placeholder(g, "labels", WEFT_INT32, ld, 1, labels);
+  if (!st)
+    st = apply(g, "SparseSoftmaxCrossEntropyWithLogits", "xent", logits,
+               labels, NULL, &xent);
+  if (!st) st = apply(g, "Mean", "loss", xent, NULL, NULL, loss);
+  weft_optimizer_options o;
+  weft_optimizer_options_init(&o, WEFT_OPTIMIZER_ADAM);
+  if (!st) st = weft_minimize(g, *loss, &o, "train", step);
+  if (!st) st = weft_graph_initialize_all(g, "init", init);
   return st;
 }
 
@@ -297,26 +340,43 @@ int weft_command_place(int argc, char** argv) {
   weft_tensor* xt = NULL;
   weft_tensor* out = NULL;
   weft_run_metadata* md = weft_run_metadata_create();
-  weft_output x, probs;
-  int64_t xd[2] = {a.batch, a.inputs};
+  weft_output x, probs, logits, labels, loss;
+  weft_node *step = NULL, *init = NULL;
+  weft_tensor* lt = NULL;
+  int64_t xd[2] = {a.batch, a.inputs}, ld[1] = {a.batch};
   weft_status* st = md ? weft_graph_create(&g)
                        : weft_status_create(WEFT_RESOURCE_EXHAUSTED,
                                             "out of memory");
-  if (!st) st = build(g, &a, &x, &probs);
+  if (!st) st = build(g, &a, &x, &probs, &logits);
+  if (!st && a.train)
+    st = add_training(g, &a, logits, &labels, &loss, &step, &init);
   if (!st) st = weft_session_create(g, &a.options, &s);
   if (!st) st = weft_tensor_create(WEFT_FLOAT32, xd, 2, &xt);
+  if (!st && a.train) st = weft_tensor_create(WEFT_INT32, ld, 1, &lt);
   if (!st) {
     memset(weft_tensor_data(xt), 0, weft_tensor_byte_size(xt));
-    st = weft_session_run_with_metadata(s, &x, &xt, 1, &probs, 1, NULL, 0,
-                                        &out, md);
+    if (!a.train) {
+      st = weft_session_run_with_metadata(s, &x, &xt, 1, &probs, 1, NULL, 0,
+                                          &out, md);
+    } else {
+      memset(weft_tensor_data(lt), 0, weft_tensor_byte_size(lt));
+      weft_output feeds[2] = {x, labels};
+      weft_tensor* values[2] = {xt, lt};
+      st = weft_session_run(s, NULL, NULL, 0, NULL, 0, &init, 1, NULL);
+      if (!st)
+        st = weft_session_run_with_metadata(s, feeds, values, 2, &loss, 1,
+                                            &step, 1, &out, md);
+    }
   }
   if (!st)
     printf("model: softmax(relu(x[%lld,%lld] w1 + b1) w2 + b2), hidden "
-           "%lld\n", (long long)a.batch, (long long)a.inputs,
-           (long long)a.hidden);
+           "%lld%s\n", (long long)a.batch, (long long)a.inputs,
+           (long long)a.hidden,
+           a.train ? "; its training step (cross-entropy, Adam)" : "");
   int rc = report(st, md);
   weft_tensor_destroy(out);
   weft_tensor_destroy(xt);
+  weft_tensor_destroy(lt);
   weft_session_destroy(s);
   weft_graph_destroy(g);
   weft_run_metadata_destroy(md);

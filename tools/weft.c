@@ -60,7 +60,7 @@ static const command commands[] = {
      "[MODEL [--signature NAME] [--format weft|onnx|graphdef] "
      "[--graphdef-output NODE ...]] [--devices LIST] [--gflops PATTERN=N,...] [--constrain DEVICE] "
      "[--strict] [--precision exact|bfloat16|float16] [--no-optimize] "
-     "[--batch N] [--hidden N]",
+     "[--batch N] [--hidden N] [--train]",
      weft_command_place},
     {"train", "train a model: the main job",
      "fashion-mnist [--model softmax|mlp|cnn|lstm] [--epochs N] [--batch N] "
