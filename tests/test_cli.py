@@ -79,6 +79,14 @@ def help_is_still_help():
 
 
 @tap.case
+def version_flag_is_the_version_command():
+    flag, command = weft('--version'), weft('version')
+    assert flag.returncode == 0 and command.returncode == 0, (flag, command)
+    assert flag.stdout == command.stdout, (flag.stdout, command.stdout)
+    assert flag.stdout.startswith('weft '), flag.stdout
+
+
+@tap.case
 def devices_json_lists_plugins_and_devices():
     run = weft('devices', '--json')
     assert run.returncode == 0, run

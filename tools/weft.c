@@ -90,6 +90,7 @@ static void print_usage(FILE* out) {
   fprintf(out,
           "usage: weft <command> [arguments]\n"
           "       weft <command> --help\n"
+          "       weft --version\n"
           "\n"
           "commands:\n");
   for (size_t i = 0; i < command_count; ++i) {
@@ -630,6 +631,8 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
+  /* `weft --version` is `weft version`, as programs' --version is. */
+  if (strcmp(name, "--version") == 0) name = "version";
   const command* cmd = find_command(name);
   if (cmd != NULL) {
     /* Each command sees its own name as argv[0], like a program of its own. */
