@@ -96,12 +96,18 @@ weft_status* Planner::ConstOn(int32_t c, Device* d, int32_t* slot) {
   return nullptr;
 }
 
-const weft_node* Planner::CastNode(const std::string& name, weft_dtype from,
-                                   weft_dtype to, const ShapeInfo& shape) {
+weft_node* Planner::SyntheticNode(const OpDef* def, const std::string& name) {
   auto n = std::make_unique<weft_node>();
   n->name = name;
-  n->op_type = "Cast";
-  n->def = OpRegistry::Global().Find("Cast");
+  n->op_type = def->name;
+  n->def = def;
+  plan_->synthetic.push_back(std::move(n));
+  return plan_->synthetic.back().get();
+}
+
+const weft_node* Planner::CastNode(const std::string& name, weft_dtype from,
+                                   weft_dtype to, const ShapeInfo& shape) {
+  weft_node* n = SyntheticNode(OpRegistry::Global().Find("Cast"), name);
   AttrValue src, dst;
   src.type = dst.type = AttrType::kDtype;
   src.i = from;
@@ -110,8 +116,7 @@ const weft_node* Planner::CastNode(const std::string& name, weft_dtype from,
   SetAttr(&n->attrs, "DstT", dst);
   n->output_dtypes = {to};
   n->output_shapes = {shape};
-  plan_->synthetic.push_back(std::move(n));
-  return plan_->synthetic.back().get();
+  return n;
 }
 
 // The slot holding `slot`'s value on `dst`, adding a Send/Recv pair the

@@ -167,6 +167,9 @@ class Planner {
   // slot vectors, which adding the Send and Recv slots reallocates.
   int32_t TransferTo(int32_t slot, Device* src, weft_dtype dtype,
                      ShapeInfo shape, std::string value, Device* dst);
+  // A node the planner makes (owned by the plan), of op `def`, named
+  // `name`; the caller sets its attributes and outputs.
+  weft_node* SyntheticNode(const OpDef* def, const std::string& name);
   const weft_node* CastNode(const std::string& name, weft_dtype from,
                             weft_dtype to, const ShapeInfo& shape);
   void Link();

@@ -550,10 +550,7 @@ weft_status* Planner::TaskHost(Device** out) {
 weft_node* Planner::TaskNode(const OpDef* def, const std::string& name,
                                    const std::string& edge, int32_t peer,
                                    const std::string& value) {
-  auto n = std::make_unique<weft_node>();
-  n->name = name;
-  n->op_type = def->name;
-  n->def = def;
+  weft_node* n = SyntheticNode(def, name);
   auto str = [&](const char* key, const std::string& v) {
     AttrValue a;
     a.type = AttrType::kString;
@@ -565,8 +562,7 @@ weft_node* Planner::TaskNode(const OpDef* def, const std::string& name,
   str("peer_name", req_.cluster->TaskName(peer));
   str("value", value);
   SetAttr(&n->attrs, "peer", IntValue(peer));
-  plan_->synthetic.push_back(std::move(n));
-  return plan_->synthetic.back().get();
+  return n;
 }
 
 namespace {
@@ -752,14 +748,10 @@ weft_status* Planner::AddTaskSends() {
 
 weft_node* Planner::FlowNode(const char* op, const std::string& name,
                              std::vector<weft_dtype> dtypes) {
-  auto n = std::make_unique<weft_node>();
-  n->name = name;
-  n->op_type = op;
-  n->def = OpRegistry::Global().Find(op);
+  weft_node* n = SyntheticNode(OpRegistry::Global().Find(op), name);
   n->output_shapes.assign(dtypes.size(), ShapeInfo::Of({}));
   n->output_dtypes = std::move(dtypes);
-  plan_->synthetic.push_back(std::move(n));
-  return plan_->synthetic.back().get();
+  return n;
 }
 
 // For each frame this task shares with others: Enter (from a scalar in the
