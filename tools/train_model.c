@@ -36,20 +36,19 @@ void train_run_config(const train_args* a, int64_t config[CONFIG_SIZE]) {
   config[CONFIG_SEED] = (int64_t)a->seed;
 }
 
-/* A float32 variable of `rows` x `cols` (cols 0: a vector), Glorot-uniform
- * from `seed` when `scale` is set, else zeros. */
-static int variable(weft_graph* g, const char* name, int64_t rows,
-                    int64_t cols, int glorot, uint64_t* seed,
-                    weft_output* out) {
-  int64_t dims[2] = {rows, cols};
-  int32_t rank = cols > 0 ? 2 : 1;
+/* A float32 variable of shape `dims`, uniform in [-limit, limit) from
+ * `seed` (limit 0: zeros), on variables_device. */
+static int variable_of(weft_graph* g, const char* name, const int64_t* dims,
+                       int32_t rank, double limit, uint64_t* seed,
+                       weft_output* out) {
   weft_tensor* t = NULL;
-  if (!train_check(weft_tensor_create(WEFT_FLOAT32, dims, rank, &t), name)) return 0;
+  if (!train_check(weft_tensor_create(WEFT_FLOAT32, dims, rank, &t), name))
+    return 0;
   float* p = weft_tensor_data(t);
   int64_t n = weft_tensor_element_count(t);
-  double limit = glorot ? sqrt(6.0 / (double)(rows + cols)) : 0;
   for (int64_t i = 0; i < n; ++i)
-    p[i] = glorot ? (float)((weft_tool_uniform(seed) * 2 - 1) * limit) : 0.0f;
+    p[i] = limit > 0 ? (float)((weft_tool_uniform(seed) * 2 - 1) * limit)
+                     : 0.0f;
   char init_name[128];
   snprintf(init_name, sizeof init_name, "%s/initial_value", name);
   weft_output init;
@@ -59,6 +58,17 @@ static int variable(weft_graph* g, const char* name, int64_t rows,
   weft_graph_set_device(g, NULL);
   weft_tensor_destroy(t);
   return ok;
+}
+
+/* A float32 variable of `rows` x `cols` (cols 0: a vector), Glorot-uniform
+ * from `seed` when `glorot` is set, else zeros. */
+static int variable(weft_graph* g, const char* name, int64_t rows,
+                    int64_t cols, int glorot, uint64_t* seed,
+                    weft_output* out) {
+  const int64_t dims[2] = {rows, cols};
+  return variable_of(g, name, dims, cols > 0 ? 2 : 1,
+                     glorot ? sqrt(6.0 / (double)(rows + cols)) : 0, seed,
+                     out);
 }
 
 static int apply(weft_graph* g, const char* op, const char* name,
@@ -92,27 +102,15 @@ static int apply_attr_ints(weft_graph* g, const char* op, const char* name,
 static int conv_layer(weft_graph* g, const char* scope, weft_output x,
                       int64_t in, int64_t out, uint64_t* seed,
                       weft_output* y) {
-  char name[64], init_name[80];
+  char name[64];
   const int64_t dims[4] = {5, 5, in, out};
-  weft_tensor* t = NULL;
+  weft_output filter, bias, h;
   snprintf(name, sizeof name, "%s/filter", scope);
-  if (!train_check(weft_tensor_create(WEFT_FLOAT32, dims, 4, &t), name))
+  if (!variable_of(g, name, dims, 4, sqrt(6.0 / (double)(25 * (in + out))),
+                   seed, &filter))
     return 0;
-  float* p = weft_tensor_data(t);
-  const int64_t n = weft_tensor_element_count(t);
-  const double limit = sqrt(6.0 / (double)(25 * (in + out)));
-  for (int64_t i = 0; i < n; ++i)
-    p[i] = (float)((weft_tool_uniform(seed) * 2 - 1) * limit);
-  snprintf(init_name, sizeof init_name, "%s/initial_value", name);
-  weft_output init, filter, bias, h;
-  int ok = train_check(weft_graph_constant(g, init_name, t, &init), name);
-  weft_tensor_destroy(t);
-  weft_graph_set_device(g, variables_device);
-  ok = ok &&
-       train_check(weft_graph_variable(g, name, init, &filter, NULL), name);
-  weft_graph_set_device(g, NULL);
   snprintf(name, sizeof name, "%s/bias", scope);
-  if (!ok || !variable(g, name, out, 0, 0, seed, &bias)) return 0;
+  if (!variable(g, name, out, 0, 0, seed, &bias)) return 0;
   const int64_t ones[4] = {1, 1, 1, 1}, two[4] = {1, 2, 2, 1};
   snprintf(name, sizeof name, "%s/conv", scope);
   weft_op_builder* b = weft_op_begin(g, "Conv2D", name);
