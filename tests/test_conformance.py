@@ -149,6 +149,11 @@ def opencl_kernels_agree_with_the_cpu():
     passed = [key for key, r in rows.items() if r.startswith('pass')]
     assert ('MatMul', 'float32') in passed and ('Sum', 'float64') in passed
     assert ('Cast', 'float32->float16') in passed, passed
+    for op in ('Conv2D', 'FusedConv2D', 'Conv2DBackpropInput',
+               'Conv2DBackpropFilter', 'MaxPool', 'MaxPoolGrad',
+               'MaxPoolReluGradFromWindowIndex', 'AvgPoolGrad',
+               'BatchNormWithGlobalNormalization'):
+        assert (op, 'float32') in passed, (op, rows.get((op, 'float32')))
     checks = contract(run.stdout)
     failing = {name: r for name, r in checks.items() if r.startswith('FAIL')}
     # The kit's first run found the plugin answering an impossible

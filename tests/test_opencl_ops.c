@@ -1145,6 +1145,102 @@ static void two_input_case(const char* op, const int64_t* a_dims,
   weft_graph_destroy(graph);
 }
 
+/* ---- Convolution and pooling --------------------------------------------- */
+
+/* A pooling op over `x` with ksize = strides = 2 or 3x3 windows at stride
+ * 2, SAME padding (clipped windows at the edges). */
+static weft_output pool(weft_graph* graph, const char* op, const char* name,
+                        const weft_output* inputs, int num_inputs,
+                        int overlapping, int32_t output) {
+  const int64_t k = overlapping ? 3 : 2;
+  weft_op_builder* b = weft_op_begin(graph, op, name);
+  for (int i = 0; i < num_inputs; ++i) weft_op_add_input(b, inputs[i]);
+  weft_op_set_attr_int_list(b, "ksize", (const int64_t[]){1, k, k, 1}, 4);
+  weft_op_set_attr_int_list(b, "strides", (const int64_t[]){1, 2, 2, 1}, 4);
+  weft_op_set_attr_string(b, "padding", "SAME");
+  return finish(b, output);
+}
+
+/* Ties, NaN (first in a window, later in a window, two in one) and
+ * infinities: which element is a window's maximum decides where its
+ * gradient goes, and both devices must pick the same one
+ * (runtime/ops/CONVENTIONS.md: the first maximum, the first NaN). */
+Test(opencl, pooling_ties_and_nan_agree_with_the_cpu) {
+  REQUIRE_OPENCL();
+  for (int overlapping = 0; overlapping < 2; ++overlapping) {
+    float v[2 * 5 * 5 * 3];
+    for (int k = 0; k < 75 * 2; ++k) v[k] = (float)((k * 7) % 5) - 2;
+    v[0] = NAN;       /* first of its window */
+    v[3 * 4] = NAN;   /* later in a window */
+    v[3 * 6] = NAN;   /* a second NaN nearby */
+    v[3 * 20 + 1] = INFINITY;
+    v[75 + 7] = -INFINITY;
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    weft_output x = feed(graph, &set, "x",
+                         wt_tensor(WEFT_FLOAT32, WT_SHAPE(2, 5, 5, 3), v));
+    const int64_t out = 3;
+    float g[2 * 3 * 3 * 3];
+    for (int k = 0; k < 54; ++k) g[k] = (float)(k % 7) - 3;
+    weft_output dy = feed(graph, &set, "dy",
+                          wt_tensor(WEFT_FLOAT32, WT_SHAPE(2, out, out, 3), g));
+    weft_output max_in[1] = {x};
+    set.fetches[0] = pool(graph, "MaxPool", "max", max_in, 1, overlapping, 0);
+    weft_output grad_in[2] = {x, dy};
+    set.fetches[1] =
+        pool(graph, "MaxPoolGrad", "max_grad", grad_in, 2, overlapping, 0);
+    set.fetches[2] = pool(graph, "MaxPoolReluGrad", "max_relu_grad", grad_in,
+                          2, overlapping, 0);
+    /* Its window index (output 1); its maximum is MaxPool's. */
+    set.fetches[3] = pool(graph, "MaxPoolWithWindowIndex", "with_index",
+                          max_in, 1, overlapping, 1);
+    set.num_fetches = 4;
+    compare(graph, &set, 0, 0, overlapping ? "3x3 windows" : "2x2 windows");
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
+/* An index naming a position outside its (clipped) window cannot have
+ * come from MaxPoolWithWindowIndex: INVALID_ARGUMENT naming the node and
+ * the element, as on the CPU, never a write outside the gradient. */
+Test(opencl, window_index_outside_its_window_is_an_error) {
+  REQUIRE_OPENCL();
+  for (int d = 0; d < 2; ++d) {
+    const char* device = d == 0 ? OCL : "CPU";
+    weft_graph* graph = wt_graph_new();
+    run_set set = {0};
+    /* 2x2 windows at stride 2 over 3x3 (SAME): the last row and column of
+     * windows hold one row or column of the input.  Element 3 (window
+     * (0, 1), channel 0) names position 1, column 1 of a window clipped
+     * to one column. */
+    uint8_t index[2 * 2] = {0, 0, 0, 0};
+    index[1] = 1;
+    float g[4] = {1, 2, 3, 4};
+    weft_output ix = feed(graph, &set, "index",
+                          wt_tensor(WEFT_UINT8, WT_SHAPE(1, 2, 2, 1), index));
+    weft_output dy = feed(graph, &set, "dy",
+                          wt_tensor(WEFT_FLOAT32, WT_SHAPE(1, 2, 2, 1), g));
+    weft_op_builder* b =
+        weft_op_begin(graph, "MaxPoolGradFromWindowIndex", "from_index");
+    weft_op_add_input(b, ix);
+    weft_op_add_input(b, dy);
+    weft_op_set_attr_int_list(b, "input_sizes",
+                              (const int64_t[]){1, 3, 3, 1}, 4);
+    weft_op_set_attr_int_list(b, "ksize", (const int64_t[]){1, 2, 2, 1}, 4);
+    weft_op_set_attr_int_list(b, "strides", (const int64_t[]){1, 2, 2, 1},
+                              4);
+    weft_op_set_attr_string(b, "padding", "SAME");
+    set.fetches[0] = finish(b, 0);
+    set.num_fetches = 1;
+    weft_tensor* out[MAX_FETCHES] = {0};
+    WT_EXPECT_ERROR(run_on(graph, device, &set, out), WEFT_INVALID_ARGUMENT,
+                    "from_index", "window_index", "MaxPoolWithWindowIndex");
+    release(&set);
+    weft_graph_destroy(graph);
+  }
+}
+
 Test(opencl, elementwise_gradients) {
   REQUIRE_OPENCL();
   static const char* const kOps[] = {"ReluGrad", "SigmoidGrad", "TanhGrad",

@@ -12,7 +12,7 @@
 #include "tools/conformance.h"
 #include "tools/random.h"
 
-enum { MAX_IN = 4, MAX_OUT = 8, MAX_ATTRS = 4, MAX_CASES = 8 };
+enum { MAX_IN = 6, MAX_OUT = 8, MAX_ATTRS = 4, MAX_CASES = 8 };
 
 /* ---- Seeded random numbers --------------------------------------------- */
 
@@ -127,11 +127,12 @@ enum { ALL_DTYPES = sizeof kAllDtypes / sizeof kAllDtypes[0] };
  *
  *   "label: INPUT INPUT ... ATTR ATTR"
  *
- * INPUT is DTYPE[dims] with DTYPE T (the dtype under test), i32, i64 or
- * bool, and a suffix: <N indices in [0, N); ! values away from zero (for
- * divisors); p rows of probabilities (labels).  Inputs between { and } form
- * one list input (Concat).  ATTR is K.name=value with K i (int), l (list
- * of ints), b (bool) or d (dtype: U, the row's second dtype). */
+ * INPUT is DTYPE[dims] with DTYPE T (the dtype under test), i32, i64, u8
+ * or bool, and a suffix: <N indices in [0, N); ! values away from zero
+ * (for divisors); p rows of probabilities (labels).  Inputs between { and }
+ * form one list input (Concat).  ATTR is K.name=value with K i (int), l
+ * (list of ints), b (bool), f (float), s (string) or d (dtype: U, the
+ * row's second dtype). */
 
 typedef enum tolerance_class {
   TOL_EXACT,      /* correctly rounded ops: Add, Mul, Relu, copies */
@@ -168,6 +169,20 @@ typedef struct recipe {
   "rows: T[3] T[3,5] l.axes=[1] | kept: T[3,1] T[3,5] l.axes=[1] "     \
   "b.keep_dims=1 | all: T[] T[3,5] | empty: T[0] T[0,5] l.axes=[1] | " \
   "large: T[512] T[512,512] l.axes=[1]"
+
+#define SAME_1 "l.strides=[1,1,1,1] s.padding=SAME"
+#define VALID_2 "l.strides=[1,2,2,1] s.padding=VALID"
+/* Conv2D's cases; FusedConv2D's add a bias input: B4 " T[4]" and B64
+ * " T[64]" for the cases of four and 64 output channels. */
+#define CONV_CASES(B4, B64)                                             \
+  "same: T[2,5,5,3] T[3,3,3,4]" B4 " " SAME_1 " | valid strided: "       \
+  "T[2,7,6,3] T[3,2,3,4]" B4 " " VALID_2 " | dilated: T[1,7,7,2] "       \
+  "T[2,2,2,4]" B4 " " SAME_1 " l.dilations=[1,2,2,1] | empty: "          \
+  "T[0,5,5,3] T[3,3,3,4]" B4 " " SAME_1 " | no channels: T[2,5,5,0] "    \
+  "T[3,3,0,4]" B4 " " SAME_1 " | large: T[4,14,14,32] T[5,5,32,64]"      \
+  B64 " " SAME_1
+#define POOL_2 "l.ksize=[1,2,2,1] l.strides=[1,2,2,1]"
+#define POOL_3 "l.ksize=[1,3,3,1] l.strides=[1,2,1,1]"
 
 static const recipe kRecipes[] = {
     {"Identity Neg Abs Sign Square Relu ZerosLike OnesLike", UNARY_CASES, -3,
@@ -236,6 +251,59 @@ static const recipe kRecipes[] = {
     {"GatherGrad", "rows: T[4,3] i32[4]<5 T[5,3] | columns: T[3,2] i32[2]<5 "
      "T[3,5] i.axis=1 | empty: T[0,3] i32[0]<5 T[5,3] | large: T[1000,512] "
      "i32[1000]<512 T[512,512]", -3, 3, 0, TOL_ACCUMULATE},
+    {"Conv2D", CONV_CASES("", ""), -1, 1, 0, TOL_ACCUMULATE},
+    {"FusedConv2D", CONV_CASES(" T[4]", " T[64]"), -1, 1, 0, TOL_ACCUMULATE},
+    {"Conv2DBackpropInput", "same: T[3,3,3,4] T[2,5,5,4] "
+     "l.input_sizes=[2,5,5,3] " SAME_1 " | valid strided: T[3,2,3,5] "
+     "T[2,3,3,5] l.input_sizes=[2,7,6,3] " VALID_2 " | dilated: T[2,2,2,3] "
+     "T[1,7,7,3] l.input_sizes=[1,7,7,2] " SAME_1 " l.dilations=[1,2,2,1] | "
+     "empty: T[3,3,3,4] T[0,5,5,4] l.input_sizes=[0,5,5,3] " SAME_1 " | "
+     "large: T[5,5,32,64] T[4,14,14,64] l.input_sizes=[4,14,14,32] " SAME_1,
+     -1, 1, 0, TOL_ACCUMULATE},
+    {"Conv2DBackpropFilter", "same: T[2,5,5,3] T[2,5,5,4] "
+     "l.filter_sizes=[3,3,3,4] " SAME_1 " | valid strided: T[2,7,6,3] "
+     "T[2,3,3,5] l.filter_sizes=[3,2,3,5] " VALID_2 " | dilated: T[1,7,7,2] "
+     "T[1,7,7,3] l.filter_sizes=[2,2,2,3] " SAME_1 " l.dilations=[1,2,2,1] | "
+     "empty: T[0,5,5,3] T[0,5,5,4] l.filter_sizes=[3,3,3,4] " SAME_1 " | "
+     "large: T[4,14,14,32] T[4,14,14,64] l.filter_sizes=[5,5,32,64] " SAME_1,
+     -1, 1, 0, TOL_ACCUMULATE},
+    {"MaxPool AvgPool MaxPoolWithWindowIndex", "tiled: T[2,6,6,3] " POOL_2
+     " s.padding=VALID | same: T[2,5,5,3] " POOL_2 " s.padding=SAME | "
+     "overlapping: T[2,6,7,3] " POOL_3 " s.padding=SAME | empty: "
+     "T[0,6,6,3] " POOL_2 " s.padding=VALID | large: T[16,28,28,32] "
+     POOL_2 " s.padding=SAME", -3, 3, 0, TOL_ACCUMULATE},
+    {"MaxPoolGrad MaxPoolReluGrad", "tiled: T[2,6,6,3] T[2,3,3,3] " POOL_2
+     " s.padding=VALID | same: T[2,5,5,3] T[2,3,3,3] " POOL_2
+     " s.padding=SAME | overlapping: T[2,6,7,3] T[2,3,7,3] " POOL_3
+     " s.padding=SAME | empty: T[0,6,6,3] T[0,3,3,3] " POOL_2
+     " s.padding=VALID | large: T[16,28,28,32] T[16,14,14,32] " POOL_2
+     " s.padding=SAME", -3, 3, 0, TOL_ACCUMULATE},
+    {"AvgPoolGrad", "tiled: T[2,3,3,3] l.input_sizes=[2,6,6,3] " POOL_2
+     " s.padding=VALID | same: T[2,3,3,3] l.input_sizes=[2,5,5,3] " POOL_2
+     " s.padding=SAME | overlapping: T[2,3,7,3] l.input_sizes=[2,6,7,3] "
+     POOL_3 " s.padding=SAME | large: T[16,14,14,32] "
+     "l.input_sizes=[16,28,28,32] " POOL_2 " s.padding=SAME", -3, 3, 0,
+     TOL_ACCUMULATE},
+    /* VALID windows lie whole on the input, so any position is one. */
+    {"MaxPoolGradFromWindowIndex", "tiled: u8[2,3,3,3]<4 T[2,3,3,3] "
+     "l.input_sizes=[2,6,6,3] " POOL_2 " s.padding=VALID | overlapping: "
+     "u8[2,2,5,3]<9 T[2,2,5,3] l.input_sizes=[2,6,7,3] " POOL_3
+     " s.padding=VALID | large: u8[16,14,14,32]<4 T[16,14,14,32] "
+     "l.input_sizes=[16,28,28,32] " POOL_2 " s.padding=VALID", -3, 3, 0,
+     TOL_ACCUMULATE},
+    {"MaxPoolReluGradFromWindowIndex", "tiled: T[2,3,3,3] u8[2,3,3,3]<4 "
+     "T[2,3,3,3] l.input_sizes=[2,6,6,3] " POOL_2 " s.padding=VALID | "
+     "overlapping: T[2,2,5,3] u8[2,2,5,3]<9 T[2,2,5,3] "
+     "l.input_sizes=[2,6,7,3] " POOL_3 " s.padding=VALID | large: "
+     "T[16,14,14,32] u8[16,14,14,32]<4 T[16,14,14,32] "
+     "l.input_sizes=[16,28,28,32] " POOL_2 " s.padding=VALID", -3, 3, 0,
+     TOL_ACCUMULATE},
+    {"BatchNormWithGlobalNormalization", "channels: T[2,3,4] T[4] T[4] T[4] "
+     "T[4] f.variance_epsilon=0.001 | scaled: T[5,3] T[3] T[3] T[3] T[3] "
+     "f.variance_epsilon=0.01 b.scale_after_normalization=1 | empty: "
+     "T[0,4] T[4] T[4] T[4] T[4] f.variance_epsilon=0.001 | large: "
+     "T[256,512] T[512] T[512] T[512] T[512] f.variance_epsilon=0.001",
+     0.1, 3, 0, TOL_TRANSC},
     {"ReluGrad", SAME_SHAPE2_CASES, -3, 3, 0, TOL_EXACT},
     {"SigmoidGrad TanhGrad", SAME_SHAPE2_CASES, -1, 1, 0, TOL_TRANSC},
     {"SqrtGrad RsqrtGrad", SAME_SHAPE2_CASES, 0.2, 3, 0, TOL_TRANSC},
@@ -280,6 +348,8 @@ typedef struct attr_spec {
   char name[32];
   int64_t values[4];
   int32_t count;
+  double real;   /* f */
+  char text[16]; /* s */
 } attr_spec;
 
 typedef struct test_case {
@@ -307,7 +377,7 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
                        int num_inputs, test_case* cases) {
   static const int64_t kStarDims[][2] = {{3, 4}, {0, 4}, {256, 256}};
   int count = 0;
-  char text[1024];
+  char text[2048];
   snprintf(text, sizeof text, "%s", r->cases);
   char* save_case = NULL;
   for (char* c = strtok_r(text, "|", &save_case); c && count < MAX_CASES;
@@ -340,6 +410,10 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
                  tok + 2);
         if (a->kind == 'd') {
           a->values[0] = u;
+        } else if (a->kind == 's') {
+          snprintf(a->text, sizeof a->text, "%s", eq + 1);
+        } else if (a->kind == 'f') {
+          a->real = strtod(eq + 1, NULL);
         } else if (eq[1] == '[') {
           a->count = parse_ints(eq + 2, a->values, 4);
         } else {
@@ -353,6 +427,7 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
         s->dtype = strcmp(tok, "T") == 0      ? t
                    : strcmp(tok, "i32") == 0  ? WEFT_INT32
                    : strcmp(tok, "i64") == 0  ? WEFT_INT64
+                   : strcmp(tok, "u8") == 0   ? WEFT_UINT8
                                               : WEFT_BOOL;
         s->rank = parse_ints(bracket + 1, s->dims, 4);
         char* suffix = strchr(bracket + 1, ']') + 1;
@@ -458,6 +533,8 @@ static weft_status* add_op_node(weft_graph* g, const char* op,
     switch (a->kind) {
       case 'i': weft_op_set_attr_int(b, a->name, a->values[0]); break;
       case 'b': weft_op_set_attr_bool(b, a->name, (int32_t)a->values[0]); break;
+      case 'f': weft_op_set_attr_float(b, a->name, a->real); break;
+      case 's': weft_op_set_attr_string(b, a->name, a->text); break;
       case 'd':
         weft_op_set_attr_dtype(b, a->name, (weft_dtype)a->values[0]);
         break;
@@ -606,6 +683,17 @@ static double accumulation(const char* op, const test_case* tc,
   int64_t in0 = element_count(tc->in[0].dims, tc->in[0].rank);
   if (strcmp(op, "MatMul") == 0)
     return tc->in[0].rank == 2 ? (double)(tc->in[0].dims[0] + tc->in[0].dims[1]) : 1;
+  /* The convolutions sum a window (times channels) per element, whatever
+   * the sizes of input and output. */
+  if (tc->num_in >= 2 && tc->in[1].rank == 4) {
+    const int64_t* f = tc->in[strcmp(op, "Conv2DBackpropInput") == 0 ? 0 : 1].dims;
+    if (strcmp(op, "Conv2D") == 0 || strcmp(op, "FusedConv2D") == 0)
+      return (double)(f[0] * f[1] * f[2]) + 1;
+    if (strcmp(op, "Conv2DBackpropInput") == 0)
+      return (double)(f[0] * f[1] * f[3]) + 1;
+    if (strcmp(op, "Conv2DBackpropFilter") == 0)
+      return (double)(f[0] * f[1] * f[2]) + 1;
+  }
   int64_t n = weft_tensor_element_count(out);
   double k = n > 0 ? (double)in0 / (double)n : 1;
   return k < 1 ? 1 : k;

@@ -89,16 +89,9 @@ weft_status* ReadWindowAttrs(const weft_kernel_context* ctx, bool pooling,
                      static_cast<long long>(w->k_h),
                      static_cast<long long>(w->k_w));
   }
-  if (const char* why = ComputeWindow2D(same, w)) {
-    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
-                     "a %lldx%lld window (dilations %lld, %lld) over the "
-                     "%lldx%lld input %s",
-                     static_cast<long long>(w->k_h),
-                     static_cast<long long>(w->k_w),
-                     static_cast<long long>(w->dilation_h),
-                     static_cast<long long>(w->dilation_w),
-                     static_cast<long long>(w->in_h),
-                     static_cast<long long>(w->in_w), why);
+  char message[256];
+  if (!ComputeWindow2D(same, w, message, sizeof message)) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT, "%s", message);
   }
   return nullptr;
 }

@@ -132,6 +132,16 @@ weft_status* ErrorSlot::TakeError(uint32_t up_to) {
                       static_cast<long long>(words.value),
                       static_cast<long long>(launch.classes));
         break;
+      case DeviceError::kBadWindowIndex:
+        std::snprintf(detail, sizeof detail,
+                      "window_index[%lld] = %lld names a position outside "
+                      "its window (of %lld): it must come from "
+                      "MaxPoolWithWindowIndex with the same ksize, strides "
+                      "and padding",
+                      static_cast<long long>(words.row),
+                      static_cast<long long>(words.value),
+                      static_cast<long long>(launch.classes));
+        break;
       default:
         return MakeStatus(WEFT_INVALID_ARGUMENT,
                           "a kernel on OpenCL device %d failed (launch %u, "

@@ -35,6 +35,7 @@ enum class DeviceError : int32_t {
   kNegativeExponent = 2,  // value: the exponent
   kLabelOutOfRange = 3,   // value: the label, row: its batch row
   kIndexOutOfRange = 4,   // value: the index, row: its position
+  kBadWindowIndex = 5,    // value: the position, row: its element
 };
 
 class ErrorSlot {

@@ -95,6 +95,7 @@ weft_status* RegisterNnKernels(weft_kernel_registrar* registrar, bool fp64);
 weft_status* RegisterShapeKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterGradKernels(weft_kernel_registrar* registrar, bool fp64);
 weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterConvKernels(weft_kernel_registrar* registrar, bool fp64);
 weft_status* RegisterTrainKernels(weft_kernel_registrar* registrar,
                                   bool fp64);
 

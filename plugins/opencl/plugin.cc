@@ -577,6 +577,7 @@ weft_status* Entry(weft_plugin_init_args* args) {
   if (status == nullptr) status = RegisterGradKernels(args->registrar, fp64);
   if (status == nullptr) status = RegisterTrainKernels(args->registrar, fp64);
   if (status == nullptr) status = RegisterArrayKernels(args->registrar);
+  if (status == nullptr) status = RegisterConvKernels(args->registrar, fp64);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

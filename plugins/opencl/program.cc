@@ -12,6 +12,7 @@ const char* SourceOf(Program program) {
     case Program::kGrad: return kGradSource;
     case Program::kTrain: return kTrainSource;
     case Program::kArray: return kArraySource;
+    case Program::kConv: return kConvSource;
     default: return "";
   }
 }
@@ -25,6 +26,7 @@ const char* NameOf(Program program) {
     case Program::kGrad: return "gradient";
     case Program::kTrain: return "optimizer";
     case Program::kArray: return "array";
+    case Program::kConv: return "convolution and pooling";
     default: return "?";
   }
 }

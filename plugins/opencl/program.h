@@ -25,6 +25,7 @@ enum class Program {
   kGrad,
   kTrain,
   kArray,
+  kConv,
   kCount
 };
 
@@ -38,6 +39,7 @@ extern const char* const kNnSource;
 extern const char* const kGradSource;
 extern const char* const kTrainSource;
 extern const char* const kArraySource;
+extern const char* const kConvSource;
 
 class ProgramCache {
  public:
