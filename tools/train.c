@@ -334,7 +334,7 @@ static int resume(const train_args* a, const model* m, weft_session* s,
             (long long)a->epochs, a->epochs == 1 ? "" : "s");
     ok = 0;
   } else {
-    int64_t per_epoch = total / a->epochs;
+    int64_t per_epoch = a->train_count / a->batch;
     printf("resuming from %s: step %lld of %lld (epoch %lld/%lld, step "
            "%lld of the epoch)\n", path, (long long)step, (long long)total,
            (long long)(step / per_epoch + 1), (long long)a->epochs,
@@ -519,7 +519,11 @@ static int run_training(const train_args* a, model* m,
     goto done;
   }
   const int64_t per_epoch = n / a->batch;
-  const int64_t total = per_epoch * a->epochs;
+  /* --steps cuts the schedule short (a quick check, or a comparison of
+   * the first steps on two devices). */
+  const int64_t total = a->steps > 0 && a->steps < per_epoch * a->epochs
+                            ? a->steps
+                            : per_epoch * a->epochs;
   if (per_epoch == 0) {
     fprintf(stderr, "weft train: --batch %lld is larger than the %lld "
             "training images\n", (long long)a->batch, (long long)n);
@@ -639,8 +643,10 @@ static int run_training(const train_args* a, model* m,
   }
   if (tty) printf("\n");
   if (!stop_signal && steps_done > 0)
-    printf("epoch %lld/%lld: %.2f s training\n", (long long)a->epochs,
-           (long long)a->epochs, now_seconds() - epoch_start);
+    printf("epoch %lld/%lld: %.2f s training%s\n",
+           (long long)((total - 1) / per_epoch + 1), (long long)a->epochs,
+           now_seconds() - epoch_start,
+           total < per_epoch * a->epochs ? " (stopped by --steps)" : "");
   if (stop_signal) {
     /* `step` steps are done; the variables hold their result. */
     int signal_number = stop_signal;
@@ -759,6 +765,8 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->model = v;
     } else if (strcmp(f, "--epochs") == 0) {
       if (!parse_int(f, v, 1, 1000, &a->epochs)) return 0;
+    } else if (strcmp(f, "--steps") == 0) {
+      if (!parse_int(f, v, 1, INT64_MAX, &a->steps)) return 0;
     } else if (strcmp(f, "--batch") == 0) {
       if (!parse_int(f, v, 1, 60000, &a->batch)) return 0;
     } else if (strcmp(f, "--step-timeout") == 0) {

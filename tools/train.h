@@ -17,6 +17,7 @@ enum { CNN_FEATURES = 7 * 7 * 64 };
 typedef struct train_args {
   const char* model;
   int64_t epochs;
+  int64_t steps;  /* --steps: stop after this many in all (0: the epochs') */
   int64_t batch;
   double learning_rate;  /* 0: the model's default */
   const char* optimizer; /* NULL: the model's default */

@@ -74,7 +74,8 @@ static const command commands[] = {
      "gradients averaged in buckets of N bytes; 0: one AllReduce each)] "
      "[--parameter-server (under mpirun: rank 0 holds the variables and "
      "serves, the other ranks train asynchronously, each its share of the "
-     "batches)] [--checkpoint-every STEPS]",
+     "batches)] [--checkpoint-every STEPS] [--steps N (stop after N steps "
+     "in all)]",
      weft_command_train},
     {"tfrecord", "write a dataset as TFRecord files of tf.train.Example "
      "records (image bytes, int64 label)",

@@ -386,6 +386,7 @@ void RegisterDatasetOps(OpRegistry* r) {
                Optional("shapes", AttrType::kIntList, IntListValue({}))};
     d.infer = InferGetNext;
     d.outputs_doc = "one output per component";
+    d.host_outputs = true;  // the pipeline's elements, as it made them
     r->Add(std::move(d));
   }
   {

@@ -117,6 +117,10 @@ struct OpDef {
   // untaken branch), telling it so (RuntimeOpContext::inputs_dead): a
   // TaskSend forwards the deadness to the task that waits for the value.
   bool runs_dead = false;
+  // A runtime op whose outputs are host memory wherever it is placed (an
+  // iterator's elements): the planner gives them host slots, so consumers
+  // on a device that cannot read host memory get them through a transfer.
+  bool host_outputs = false;
   std::string summary;
   // How `weft ops` names the outputs when num_outputs does not tell
   // (an attribute decides how many, as for Split): "num_split outputs".

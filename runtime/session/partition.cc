@@ -200,8 +200,9 @@ weft_status* Planner::Partition() {
     PlanNode& p = plan_->nodes[i];
     p.output_base = static_cast<int32_t>(slot_producer_.size());
     p.num_outputs = static_cast<int32_t>(p.node->output_dtypes.size());
+    Device* memory = p.node->def->host_outputs ? nullptr : p.device;
     for (int32_t o = 0; o < p.num_outputs; ++o)
-      AddSlot(i, p.device, p.node->output_dtypes[o], p.node->output_shapes[o],
+      AddSlot(i, memory, p.node->output_dtypes[o], p.node->output_shapes[o],
               p.node->name + ":" + std::to_string(o));
   }
   plan_->feed_slots.resize(req_.feeds->size());
