@@ -96,6 +96,12 @@ weft_status* RegisterShapeKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterGradKernels(weft_kernel_registrar* registrar, bool fp64);
 weft_status* RegisterArrayKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterConvKernels(weft_kernel_registrar* registrar, bool fp64);
+weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar,
+                                   bool fp64);
+weft_status* RegisterRandomKernels(weft_kernel_registrar* registrar,
+                                   bool fp64);
+weft_status* RegisterLinalgKernels(weft_kernel_registrar* registrar,
+                                   bool fp64);
 weft_status* RegisterTrainKernels(weft_kernel_registrar* registrar,
                                   bool fp64);
 

@@ -578,6 +578,9 @@ weft_status* Entry(weft_plugin_init_args* args) {
   if (status == nullptr) status = RegisterTrainKernels(args->registrar, fp64);
   if (status == nullptr) status = RegisterArrayKernels(args->registrar);
   if (status == nullptr) status = RegisterConvKernels(args->registrar, fp64);
+  if (status == nullptr) status = RegisterLayoutKernels(args->registrar, fp64);
+  if (status == nullptr) status = RegisterRandomKernels(args->registrar, fp64);
+  if (status == nullptr) status = RegisterLinalgKernels(args->registrar, fp64);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

@@ -13,6 +13,9 @@ const char* SourceOf(Program program) {
     case Program::kTrain: return kTrainSource;
     case Program::kArray: return kArraySource;
     case Program::kConv: return kConvSource;
+    case Program::kLayout: return kLayoutSource;
+    case Program::kRandom: return kRandomSource;
+    case Program::kLinalg: return kLinalgSource;
     default: return "";
   }
 }
@@ -27,6 +30,9 @@ const char* NameOf(Program program) {
     case Program::kTrain: return "optimizer";
     case Program::kArray: return "array";
     case Program::kConv: return "convolution and pooling";
+    case Program::kLayout: return "layout";
+    case Program::kRandom: return "random";
+    case Program::kLinalg: return "linear algebra";
     default: return "?";
   }
 }

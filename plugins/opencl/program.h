@@ -26,6 +26,9 @@ enum class Program {
   kTrain,
   kArray,
   kConv,
+  kLayout,
+  kRandom,
+  kLinalg,
   kCount
 };
 
@@ -40,6 +43,9 @@ extern const char* const kGradSource;
 extern const char* const kTrainSource;
 extern const char* const kArraySource;
 extern const char* const kConvSource;
+extern const char* const kLayoutSource;
+extern const char* const kRandomSource;
+extern const char* const kLinalgSource;
 
 class ProgramCache {
  public:
