@@ -98,7 +98,8 @@ weft_status* PlanBroadcast(const KernelCall& call,
 
 bool IsNumeric(int32_t dtype, bool fp64) {
   return dtype == WEFT_FLOAT32 || dtype == WEFT_INT32 ||
-         dtype == WEFT_INT64 || (fp64 && dtype == WEFT_FLOAT64);
+         dtype == WEFT_INT64 || dtype == WEFT_UINT8 ||
+         (fp64 && dtype == WEFT_FLOAT64);
 }
 
 // Whether float64 kernels were registered (every device runs them).
@@ -111,7 +112,13 @@ bool g_fp64 = false;
 // Equal and NotEqual.
 const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
 const int32_t kArithmeticTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
-                                    WEFT_FLOAT64};
+                                    WEFT_UINT8, WEFT_FLOAT64};
+// Maximum, Minimum, FloorDiv, FloorMod: every integer width as well.
+const int32_t kEveryNumericType[] = {
+    WEFT_FLOAT32, WEFT_INT32,  WEFT_INT64,  WEFT_UINT8,  WEFT_INT8,
+    WEFT_INT16,   WEFT_UINT16, WEFT_UINT32, WEFT_UINT64, WEFT_FLOAT64};
+// LogicalAnd, LogicalOr.
+const int32_t kBoolType[] = {WEFT_BOOL};
 const int32_t kOrderedTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
                                  WEFT_UINT8, WEFT_FLOAT64};
 const int32_t kEquatableTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
@@ -123,8 +130,11 @@ struct BinaryOp {
   const int32_t* dtypes;
   int32_t num_dtypes;  // with float64
   bool compare;        // a bool result (IEEE: NaN compares false, != true)
+  bool floats = true;  // the list ends with float64
 
-  int32_t DtypeCount() const { return g_fp64 ? num_dtypes : num_dtypes - 1; }
+  int32_t DtypeCount() const {
+    return g_fp64 || !floats ? num_dtypes : num_dtypes - 1;
+  }
   bool Takes(int32_t dtype) const {
     return std::find(dtypes, dtypes + DtypeCount(), dtype) !=
            dtypes + DtypeCount();
@@ -140,8 +150,12 @@ const BinaryOp kBinaryOps[] = {
     {"Div", "div", WEFT_TYPES(kArithmeticTypes), false},
     {"RealDiv", "div", WEFT_TYPES(kFloatTypes), false},
     {"Pow", "pow", WEFT_TYPES(kArithmeticTypes), false},
-    {"Maximum", "maximum", WEFT_TYPES(kArithmeticTypes), false},
-    {"Minimum", "minimum", WEFT_TYPES(kArithmeticTypes), false},
+    {"Maximum", "maximum", WEFT_TYPES(kEveryNumericType), false},
+    {"Minimum", "minimum", WEFT_TYPES(kEveryNumericType), false},
+    {"FloorDiv", "floor_div", WEFT_TYPES(kEveryNumericType), false},
+    {"FloorMod", "floor_mod", WEFT_TYPES(kEveryNumericType), false},
+    {"LogicalAnd", "logical_and", WEFT_TYPES(kBoolType), true, false},
+    {"LogicalOr", "logical_or", WEFT_TYPES(kBoolType), true, false},
     {"Less", "less", WEFT_TYPES(kOrderedTypes), true},
     {"LessEqual", "less_equal", WEFT_TYPES(kOrderedTypes), true},
     {"Greater", "greater", WEFT_TYPES(kOrderedTypes), true},
@@ -168,6 +182,8 @@ weft_status* BinaryKernel(void* arg, weft_kernel_context* ctx) {
     }
     const bool is_float = x.dtype == WEFT_FLOAT32 || x.dtype == WEFT_FLOAT64;
     if (!op.Takes(x.dtype)) return call.UnsupportedDtype(x.dtype);
+    const bool divides = std::strcmp(op.kernel, "div") == 0 ||
+                         std::strncmp(op.kernel, "floor_", 6) == 0;
     int64_t dims[WEFT_MAX_RANK];
     int32_t rank = 0;
     if (weft_status* s = BroadcastShape(call, x, y, dims, &rank)) return s;
@@ -179,7 +195,7 @@ weft_status* BinaryKernel(void* arg, weft_kernel_context* ctx) {
     Broadcast plan;
     if (weft_status* s = PlanBroadcast(call, x, y, z, &plan)) return s;
     ErrorArg errors = call.Unchecked();
-    if (!is_float && std::strcmp(op.kernel, "div") == 0) {
+    if (!is_float && divides) {
       errors = call.Checked(DeviceError::kDivisionByZero, x.dtype);
     } else if (!is_float && std::strcmp(op.kernel, "pow") == 0) {
       errors = call.Checked(DeviceError::kNegativeExponent, x.dtype);
@@ -238,6 +254,17 @@ weft_status* UnaryKernel(void* arg, weft_kernel_context* ctx) {
     char name[64];
     return MapKernel(call, x, x.dtype,
                      KernelName(name, sizeof name, op.kernel, x.dtype));
+  });
+}
+
+weft_status* LogicalNotKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (x.dtype != WEFT_BOOL) return call.UnsupportedDtype(x.dtype);
+    return MapKernel(call, x, WEFT_BOOL, "logical_not_bool");
   });
 }
 
@@ -423,7 +450,7 @@ weft_status* FillValueKernel(void*, weft_kernel_context* ctx) {
 weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
                                         bool fp64) {
   g_fp64 = fp64;
-  const int32_t numeric_count = fp64 ? 4 : 3;
+  const int32_t numeric_count = fp64 ? 5 : 4;
   const int32_t float_count = fp64 ? 2 : 1;
   for (const BinaryOp& op : kBinaryOps) {
     if (weft_status* s = RegisterKernel(
@@ -440,6 +467,10 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
             const_cast<UnaryOp*>(&op))) {
       return s;
     }
+  }
+  if (weft_status* s = RegisterKernel(registrar, "LogicalNot", "T", kBoolType,
+                                      1, LogicalNotKernel, nullptr)) {
+    return s;
   }
   // Identity moves no bytes, so every dtype runs.
   if (weft_status* s = RegisterKernel(registrar, "Identity", nullptr, nullptr,

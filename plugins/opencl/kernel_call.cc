@@ -118,6 +118,11 @@ const char* KernelSuffix(int32_t dtype) {
     case WEFT_BFLOAT16: return "bf16";
     case WEFT_UINT8: return "u8";
     case WEFT_BOOL: return "bool";
+    case WEFT_INT8: return "i8";
+    case WEFT_INT16: return "i16";
+    case WEFT_UINT16: return "u16";
+    case WEFT_UINT32: return "u32";
+    case WEFT_UINT64: return "u64";
     default: return nullptr;
   }
 }

@@ -80,17 +80,23 @@ __kernel void NAME(__global const T* x, long x_off, __global const T* y,   \
   WEFT_BINARY(maximum_##S, T, r = (a > b || isnan(a)) ? a : b)             \
   WEFT_BINARY(minimum_##S, T, r = (a < b || isnan(a)) ? a : b)
 
+/* FloorDiv and FloorMod (TensorFlow's: floor(a / b), and the remainder
+ * with the divisor's sign, 0 taking b's sign too). */
+#define WEFT_FLOAT_FLOOR(T, S)                                             \
+  WEFT_BINARY(floor_div_##S, T, r = floor(a / b))                          \
+  WEFT_BINARY(floor_mod_##S, T,                                            \
+      r = fmod(a, b);                                                      \
+      if (r == (T)0) r = copysign((T)0, b);                                \
+      else if ((r < (T)0) != (b < (T)0)) r += b)
+
 /* Integers wrap (two's complement) through their unsigned type U; the
  * inputs an op has no value for (a zero divisor, a negative exponent) are
- * reported and give 0. */
-#define WEFT_INT_BINARY(T, U, S)                                           \
+ * reported and give 0.  Division is signed (MIN / -1 wraps to MIN, MIN %
+ * -1 is 0) or unsigned. */
+#define WEFT_INT_ARITHMETIC(T, U, S)                                       \
   WEFT_BINARY(add_##S, T, r = (T)((U)a + (U)b))                            \
   WEFT_BINARY(sub_##S, T, r = (T)((U)a - (U)b))                            \
   WEFT_BINARY(mul_##S, T, r = (T)((U)a * (U)b))                            \
-  WEFT_BINARY(div_##S, T,                                                  \
-      if (b == 0) { weft_report(err, launch, 0, 0); r = 0; }               \
-      else if (b == -1) r = (T)((U)0 - (U)a);                              \
-      else r = a / b)                                                      \
   WEFT_BINARY(pow_##S, T,                                                  \
       if (b < 0) { weft_report(err, launch, b, 0); r = 0; }                \
       else {                                                               \
@@ -101,13 +107,56 @@ __kernel void NAME(__global const T* x, long x_off, __global const T* y,   \
           square *= square;                                                \
         }                                                                  \
         r = (T)(U)result;                                                  \
-      })                                                                   \
+      })
+#define WEFT_ZERO_DIVISOR                                                  \
+  if (b == 0) { weft_report(err, launch, 0, 0); r = 0; }
+#define WEFT_INT_ORDER(T, S)                                               \
   WEFT_BINARY(maximum_##S, T, r = a > b ? a : b)                           \
   WEFT_BINARY(minimum_##S, T, r = a < b ? a : b)
+#define WEFT_SIGNED_DIVISION(T, U, S)                                      \
+  WEFT_BINARY(div_##S, T, WEFT_ZERO_DIVISOR                                \
+      else if (b == -1) r = (T)((U)0 - (U)a);                              \
+      else r = a / b)                                                      \
+  WEFT_BINARY(floor_div_##S, T, WEFT_ZERO_DIVISOR                          \
+      else if (b == -1) r = (T)((U)0 - (U)a);                              \
+      else {                                                               \
+        r = a / b;                                                         \
+        if (a % b != 0 && (a < 0) != (b < 0)) r = (T)(r - 1);              \
+      })                                                                   \
+  WEFT_BINARY(floor_mod_##S, T, WEFT_ZERO_DIVISOR                          \
+      else if (b == -1) r = 0;                                             \
+      else {                                                               \
+        r = a % b;                                                         \
+        if (r != 0 && (r < 0) != (b < 0)) r = (T)(r + b);                  \
+      })
+#define WEFT_UNSIGNED_DIVISION(T, S)                                       \
+  WEFT_BINARY(div_##S, T, WEFT_ZERO_DIVISOR else r = a / b)                \
+  WEFT_BINARY(floor_div_##S, T, WEFT_ZERO_DIVISOR else r = a / b)          \
+  WEFT_BINARY(floor_mod_##S, T, WEFT_ZERO_DIVISOR else r = a % b)
+/* The arithmetic dtypes (int32, int64, uint8) have every op; the others
+ * (int8, int16, uint16, uint32, uint64) the CPU's: Maximum, Minimum,
+ * FloorDiv, FloorMod. */
+#define WEFT_SIGNED_BINARY(T, U, S)                                        \
+  WEFT_INT_ARITHMETIC(T, U, S) WEFT_INT_ORDER(T, S)                        \
+  WEFT_SIGNED_DIVISION(T, U, S)
 
 WEFT_FLOAT_BINARY(float, f32)
-WEFT_INT_BINARY(int, uint, i32)
-WEFT_INT_BINARY(long, ulong, i64)
+WEFT_FLOAT_FLOOR(float, f32)
+WEFT_SIGNED_BINARY(int, uint, i32)
+WEFT_SIGNED_BINARY(long, ulong, i64)
+WEFT_INT_ARITHMETIC(uchar, uchar, u8)
+WEFT_INT_ORDER(uchar, u8)
+WEFT_UNSIGNED_DIVISION(uchar, u8)
+WEFT_INT_ORDER(char, i8)
+WEFT_SIGNED_DIVISION(char, uchar, i8)
+WEFT_INT_ORDER(short, i16)
+WEFT_SIGNED_DIVISION(short, ushort, i16)
+WEFT_INT_ORDER(ushort, u16)
+WEFT_UNSIGNED_DIVISION(ushort, u16)
+WEFT_INT_ORDER(uint, u32)
+WEFT_UNSIGNED_DIVISION(uint, u32)
+WEFT_INT_ORDER(ulong, u64)
+WEFT_UNSIGNED_DIVISION(ulong, u64)
 
 /* Comparisons: the broadcasting walk of WEFT_BINARY with a bool (uchar)
  * result, each operand read through READ (nothing, or WEFT_TRUTH for bool,
@@ -141,8 +190,26 @@ WEFT_COMPARISONS(long, i64)
 WEFT_COMPARISONS(uchar, u8)
 WEFT_COMPARE(equal_bool, uchar, ==, WEFT_TRUTH)
 WEFT_COMPARE(not_equal_bool, uchar, !=, WEFT_TRUTH)
+/* LogicalAnd, LogicalOr: bool operands read as "non-zero". */
+#define WEFT_LOGICAL(NAME, OP)                                             \
+__kernel void NAME(__global const uchar* x, long x_off,                   \
+                   __global const uchar* y, long y_off, __global uchar* z, \
+                   long z_off, long n, int rank, long8 dims, long8 xs,     \
+                   long8 ys, __global int* err, int launch) {              \
+  long i = get_global_id(0);                                               \
+  if (i >= n) return;                                                      \
+  long xi = i, yi = i;                                                     \
+  if (rank > 0) {                                                          \
+    xi = weft_offset(i, rank, dims, xs);                                   \
+    yi = weft_offset(i, rank, dims, ys);                                   \
+  }                                                                        \
+  z[z_off + i] = (x[x_off + xi] != 0) OP (y[y_off + yi] != 0) ? 1 : 0;     \
+}
+WEFT_LOGICAL(logical_and_bool, &&)
+WEFT_LOGICAL(logical_or_bool, ||)
 #ifdef WEFT_FP64
 WEFT_FLOAT_BINARY(double, f64)
+WEFT_FLOAT_FLOOR(double, f64)
 WEFT_COMPARISONS(double, f64)
 #endif
 
@@ -177,9 +244,19 @@ __kernel void NAME(__global const T* x, long x_off, __global T* y,         \
   WEFT_UNARY(square_##S, T, (T)((U)a * (U)a))                              \
   WEFT_UNARY(relu_##S, T, a > 0 ? a : (T)0)
 
+/* uint8: Neg wraps, Abs and Relu are the value, Sign is 0 or 1. */
+#define WEFT_UNSIGNED_UNARY(T, S)                                          \
+  WEFT_UNARY(neg_##S, T, (T)(0 - a))                                       \
+  WEFT_UNARY(abs_##S, T, a)                                                \
+  WEFT_UNARY(sign_##S, T, (T)(a > 0))                                      \
+  WEFT_UNARY(square_##S, T, (T)(a * a))                                    \
+  WEFT_UNARY(relu_##S, T, a)
+
 WEFT_FLOAT_UNARY(float, f32)
 WEFT_INT_UNARY(int, uint, i32)
 WEFT_INT_UNARY(long, ulong, i64)
+WEFT_UNSIGNED_UNARY(uchar, u8)
+WEFT_UNARY(logical_not_bool, uchar, a != 0 ? 0 : 1)
 #ifdef WEFT_FP64
 WEFT_FLOAT_UNARY(double, f64)
 #endif
