@@ -1145,6 +1145,35 @@ static void two_input_case(const char* op, const int64_t* a_dims,
   weft_graph_destroy(graph);
 }
 
+/* ArgMax and ArgMin take the first of equal elements and the first NaN,
+ * as the CPU does (runtime/ops/CONVENTIONS.md), along either axis. */
+Test(opencl, arg_max_and_arg_min_pick_the_first_tie_and_nan) {
+  REQUIRE_OPENCL();
+  const float v[4 * 5] = {1, 3, 3, NAN, NAN, /* */ 2, 2, 2, 2, 2,
+                          -1, NAN, 4, 4, -INFINITY, /* */ 0, -0.0f, 0, 7, 7};
+  static const char* const kOps[] = {"ArgMax", "ArgMin"};
+  for (int o = 0; o < 2; ++o)
+    for (int64_t axis = 0; axis < 2; ++axis) {
+      weft_graph* graph = wt_graph_new();
+      run_set set = {0};
+      weft_output x = feed(graph, &set, "x",
+                           wt_tensor(WEFT_FLOAT32, WT_SHAPE(4, 5), v));
+      weft_op_builder* b = weft_op_begin(graph, kOps[o], "arg");
+      weft_op_add_input(b, x);
+      weft_op_set_attr_int(b, "axis", axis);
+      weft_node* node = NULL;
+      WT_OK(weft_op_finish(b, &node));
+      set.fetches[0] = (weft_output){node, 0};
+      set.num_fetches = 1;
+      char what[64];
+      snprintf(what, sizeof what, "%s along axis %lld", kOps[o],
+               (long long)axis);
+      compare(graph, &set, 0, 0, what);
+      release(&set);
+      weft_graph_destroy(graph);
+    }
+}
+
 /* ---- Convolution and pooling --------------------------------------------- */
 
 /* A pooling op over `x` with ksize = strides = 2 or 3x3 windows at stride

@@ -196,6 +196,8 @@ static const recipe kRecipes[] = {
      0, 3, 1, TOL_TRANSC},
     {"Greater GreaterEqual Less LessEqual Equal NotEqual", BINARY_CASES, -3,
      3, 1, TOL_EXACT},
+    {"LogicalAnd LogicalOr", BINARY_CASES, 0, 1, 1, TOL_EXACT},
+    {"LogicalNot", UNARY_CASES, 0, 1, 1, TOL_EXACT},
     {"Select", "same: bool[3,5] T[3,5] T[3,5] | broadcast: bool[3,1] T[3,5] "
      "T[5] | empty: bool[0,5] T[0,5] T[0,5] | large: bool[512,512] "
      "T[512,512] T[512,512]", -3, 3, 0, TOL_EXACT},
@@ -224,6 +226,10 @@ static const recipe kRecipes[] = {
      TOL_EXACT},
     {"Sum Mean Max Min", REDUCE_CASES, -3, 3, 0, TOL_ACCUMULATE},
     {"Prod", REDUCE_CASES, 0.9, 1.1, 0, TOL_ACCUMULATE},
+    /* Whole numbers in a small range: ties, where the first must win. */
+    {"ArgMax ArgMin", "rows: T[3,5] i.axis=1 | columns: T[3,5] i.axis=0 | "
+     "middle: T[2,6,4] i.axis=1 | last: T[2,3,4] i.axis=-1 | vector: T[7] "
+     "| large: T[512,512] i.axis=0", -3, 3, 1, TOL_EXACT},
     {"MatMul", "normal: T[3,4] T[4,5] | transpose a: T[4,3] T[4,5] "
      "b.transpose_a=1 | transpose b: T[3,4] T[5,4] b.transpose_b=1 | empty: "
      "T[0,4] T[4,5] | zero inner: T[3,0] T[0,5] | large: T[256,256] "

@@ -16,6 +16,18 @@ namespace {
 
 bool g_fp64 = false;
 
+// The dtypes of the reductions and ArgMax/ArgMin, float64 last.
+const int32_t kReducibleTypes[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
+                                   WEFT_UINT8, WEFT_FLOAT64};
+constexpr int32_t kReducibleCount =
+    sizeof kReducibleTypes / sizeof *kReducibleTypes;
+
+bool Reducible(int32_t dtype) {
+  for (int32_t i = 0; i < kReducibleCount - (g_fp64 ? 0 : 1); ++i)
+    if (kReducibleTypes[i] == dtype) return true;
+  return false;
+}
+
 enum class ReduceOp { kSum, kMean, kProd, kMax, kMin };
 
 struct Reduction {
@@ -140,10 +152,7 @@ weft_status* ReduceKernel(void* arg, weft_kernel_context* ctx) {
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor x, y;
     if (weft_status* s = call.Input(0, &x)) return s;
-    if (x.dtype != WEFT_FLOAT32 && x.dtype != WEFT_INT32 &&
-        !(g_fp64 && x.dtype == WEFT_FLOAT64)) {
-      return call.UnsupportedDtype(x.dtype);
-    }
+    if (!Reducible(x.dtype)) return call.UnsupportedDtype(x.dtype);
     bool have_axes = false, keep_dims = false;
     const int64_t* axes = nullptr;
     int32_t num_axes = 0;
@@ -269,18 +278,92 @@ weft_status* SumToShapeOfKernel(void*, weft_kernel_context* ctx) {
   });
 }
 
+// ---- ArgMax, ArgMin ----
+
+// ArgMax (arg NULL) and ArgMin: the index along `axis` of the largest
+// (smallest) element, as output_type (int32 or int64, default int64).
+weft_status* ArgKernel(void* arg, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    const bool is_min = arg != nullptr;
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, y;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (!Reducible(x.dtype)) return call.UnsupportedDtype(x.dtype);
+    int64_t axis = 0;
+    if (weft_status* s = call.AttrInt("axis", 0, &axis)) return s;
+    int32_t out_type = WEFT_INT64;
+    weft_status* status = call.AttrDtype("output_type", &out_type);
+    if (status != nullptr) {
+      if (call.host()->status_code(status) != WEFT_NOT_FOUND) return status;
+      call.host()->status_destroy(status);
+      out_type = WEFT_INT64;
+    }
+    if (out_type != WEFT_INT32 && out_type != WEFT_INT64) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "output_type must be int32 or int64, got %s",
+                        weft_dtype_name_of(out_type));
+    }
+    const int64_t a = axis < 0 ? axis + x.rank : axis;
+    if (a < 0 || a >= x.rank) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "axis %lld is out of range for an input of rank %d",
+                        static_cast<long long>(axis), x.rank);
+    }
+    const int64_t length = x.dims[a];
+    if (length == 0 || (out_type == WEFT_INT32 && length > INT32_MAX)) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "axis %lld %s",
+                        static_cast<long long>(axis),
+                        length == 0 ? "is empty: there is no index to return"
+                                    : "is too long for output_type int32");
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    int64_t inner = 1;
+    for (int32_t i = 0; i < x.rank; ++i) {
+      if (i > a) inner *= x.dims[i];
+      if (i != a) dims[i < a ? i : i - 1] = x.dims[i];
+    }
+    if (weft_status* s =
+            call.AllocateOutput(0, out_type, dims, x.rank - 1, &y)) {
+      return s;
+    }
+    if (y.element_count == 0) return nullptr;
+    char name[48];
+    std::snprintf(name, sizeof name, "%s_%s_%s",
+                  is_min ? "arg_min" : "arg_max", KernelSuffix(x.dtype),
+                  KernelSuffix(out_type));
+    return call.Launch(Program::kReduction, name, Linear(y.element_count),
+                       Buffer(x), Buffer(y),
+                       static_cast<cl_long>(y.element_count),
+                       static_cast<cl_long>(length),
+                       static_cast<cl_long>(inner));
+  });
+}
+
+int g_arg_min_tag;
+
 }  // namespace
 
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar,
                                       bool fp64) {
   g_fp64 = fp64;
-  const int32_t types[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_FLOAT64};
+  const int32_t count = kReducibleCount - (fp64 ? 0 : 1);
   for (const Reduction& op : kReductions) {
     if (weft_status* s =
-            RegisterKernel(registrar, op.op, "T", types, fp64 ? 3 : 2,
+            RegisterKernel(registrar, op.op, "T", kReducibleTypes, count,
                            ReduceKernel, const_cast<Reduction*>(&op))) {
       return s;
     }
+  }
+  if (weft_status* s = RegisterKernel(registrar, "ArgMax", "T",
+                                      kReducibleTypes, count, ArgKernel,
+                                      nullptr)) {
+    return s;
+  }
+  if (weft_status* s = RegisterKernel(registrar, "ArgMin", "T",
+                                      kReducibleTypes, count, ArgKernel,
+                                      &g_arg_min_tag)) {
+    return s;
   }
   const int32_t floats[] = {WEFT_FLOAT32, WEFT_FLOAT64};
   return RegisterKernel(registrar, "SumToShapeOf", "T", floats, fp64 ? 2 : 1,

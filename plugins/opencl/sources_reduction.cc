@@ -91,6 +91,62 @@ WEFT_REDUCE(prod_i32, int, uint, 1u, WEFT_TO_UINT, WEFT_MUL, WEFT_AS_INT)
 WEFT_REDUCE(max_i32, int, int, INT_MIN, WEFT_SAME, WEFT_MAX_INT, WEFT_DONE)
 WEFT_REDUCE(min_i32, int, int, INT_MAX, WEFT_SAME, WEFT_MIN_INT, WEFT_DONE)
 WEFT_REDUCE(mean_i32, int, ulong, 0ul, WEFT_TO_ULONG, WEFT_ADD, WEFT_MEAN_I)
+
+/* int64 and uint8 likewise: Sum and Prod wrap (in ulong, uint), Mean sums
+ * in 64 bits and truncates. */
+#define WEFT_AS_LONG(acc, count) ((long)(acc))
+#define WEFT_MEAN_L(acc, count) ((long)(acc) / (count))
+#define WEFT_AS_UCHAR(acc, count) ((uchar)(acc))
+#define WEFT_MEAN_U8(acc, count) ((uchar)((long)(acc) / (count)))
+#define WEFT_TO_ULONG_L(v) ((ulong)(v))
+WEFT_REDUCE(sum_i64, long, ulong, 0ul, WEFT_TO_ULONG_L, WEFT_ADD, WEFT_AS_LONG)
+WEFT_REDUCE(prod_i64, long, ulong, 1ul, WEFT_TO_ULONG_L, WEFT_MUL,
+            WEFT_AS_LONG)
+WEFT_REDUCE(max_i64, long, long, LONG_MIN, WEFT_SAME, WEFT_MAX_INT, WEFT_DONE)
+WEFT_REDUCE(min_i64, long, long, LONG_MAX, WEFT_SAME, WEFT_MIN_INT, WEFT_DONE)
+WEFT_REDUCE(mean_i64, long, ulong, 0ul, WEFT_TO_ULONG_L, WEFT_ADD, WEFT_MEAN_L)
+WEFT_REDUCE(sum_u8, uchar, uint, 0u, WEFT_TO_UINT, WEFT_ADD, WEFT_AS_UCHAR)
+WEFT_REDUCE(prod_u8, uchar, uint, 1u, WEFT_TO_UINT, WEFT_MUL, WEFT_AS_UCHAR)
+WEFT_REDUCE(max_u8, uchar, uchar, 0, WEFT_SAME, WEFT_MAX_INT, WEFT_DONE)
+WEFT_REDUCE(min_u8, uchar, uchar, 255, WEFT_SAME, WEFT_MIN_INT, WEFT_DONE)
+WEFT_REDUCE(mean_u8, uchar, ulong, 0ul, WEFT_TO_ULONG_L, WEFT_ADD,
+            WEFT_MEAN_U8)
+
+/* ArgMax and ArgMin along one axis: x as [outer, length, inner], an item
+ * per output (outer, inner).  Ties keep the first; for floats the first
+ * NaN wins and nothing replaces it (the CPU's Beats). */
+#define WEFT_FLOAT_BEATS(v, best, OP) ((best) == (best) && ((v) != (v) || (v) OP (best)))
+#define WEFT_INT_BEATS(v, best, OP) ((v) OP (best))
+#define WEFT_ARG(NAME, T, O, OS, OP, BEATS)                                 \
+__kernel void NAME##_##OS(__global const T* x, long x_off, __global O* y,   \
+                          long y_off, long outputs, long length,           \
+                          long inner) {                                     \
+  const long e = get_global_id(0);                                          \
+  if (e >= outputs) return;                                                 \
+  __global const T* p = x + x_off + (e / inner) * length * inner + e % inner; \
+  T best = p[0];                                                            \
+  long at = 0;                                                              \
+  for (long j = 1; j < length; ++j) {                                       \
+    const T v = p[j * inner];                                               \
+    if (BEATS(v, best, OP)) {                                               \
+      best = v;                                                             \
+      at = j;                                                               \
+    }                                                                       \
+  }                                                                         \
+  y[y_off + e] = (O)at;                                                     \
+}
+#define WEFT_ARGS(T, S, BEATS)                                              \
+  WEFT_ARG(arg_max_##S, T, int, i32, >, BEATS)                              \
+  WEFT_ARG(arg_max_##S, T, long, i64, >, BEATS)                             \
+  WEFT_ARG(arg_min_##S, T, int, i32, <, BEATS)                              \
+  WEFT_ARG(arg_min_##S, T, long, i64, <, BEATS)
+WEFT_ARGS(float, f32, WEFT_FLOAT_BEATS)
+WEFT_ARGS(int, i32, WEFT_INT_BEATS)
+WEFT_ARGS(long, i64, WEFT_INT_BEATS)
+WEFT_ARGS(uchar, u8, WEFT_INT_BEATS)
+#ifdef WEFT_FP64
+WEFT_ARGS(double, f64, WEFT_FLOAT_BEATS)
+#endif
 )CLC";
 
 }  // namespace weft_opencl
