@@ -128,34 +128,6 @@ weft_status* ConvKernel(void* arg, weft_kernel_context* ctx) {
   });
 }
 
-// A device buffer of `bytes` for the call's own use: released right after
-// the launches are enqueued (OpenCL keeps it until they finish).
-class TempBuffer {
- public:
-  TempBuffer() = default;
-  ~TempBuffer() {
-    if (buffer_ != nullptr) g_cl->ReleaseMemObject(buffer_);
-  }
-  TempBuffer(const TempBuffer&) = delete;
-  TempBuffer& operator=(const TempBuffer&) = delete;
-
-  weft_status* Create(KernelCall& call, size_t bytes) {
-    cl_int error = CL_SUCCESS;
-    buffer_ = g_cl->CreateBuffer(call.device()->context, CL_MEM_READ_WRITE,
-                                 bytes, nullptr, &error);
-    if (error == CL_SUCCESS) return nullptr;
-    buffer_ = nullptr;
-    return call.Error(CodeFor(error) == WEFT_INTERNAL ? WEFT_RESOURCE_EXHAUSTED
-                                                      : CodeFor(error),
-                      "clCreateBuffer of %zu bytes of scratch failed: %s",
-                      bytes, ClErrorName(error));
-  }
-  BufferArg arg() const { return BufferArg{buffer_, 0}; }
-
- private:
-  cl_mem buffer_ = nullptr;
-};
-
 weft_status* ConvBackpropInputKernel(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);

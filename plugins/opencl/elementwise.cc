@@ -338,7 +338,7 @@ weft_status* BiasAddKernel(void*, weft_kernel_context* ctx) {
                         weft_dtype_name_of(b.dtype));
     }
     if (x.dtype != WEFT_FLOAT32 && x.dtype != WEFT_INT32 &&
-        !(g_fp64 && x.dtype == WEFT_FLOAT64)) {
+        x.dtype != WEFT_INT64 && !(g_fp64 && x.dtype == WEFT_FLOAT64)) {
       return call.UnsupportedDtype(x.dtype);
     }
     if (weft_status* s = call.AllocateOutput(0, x.dtype, x.dims, x.rank, &y)) {
@@ -486,24 +486,24 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar,
                                       &cast_dst, 1)) {
     return s;
   }
-  const int32_t bias_types[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_FLOAT64};
+  const int32_t bias_types[] = {WEFT_FLOAT32, WEFT_INT32, WEFT_INT64,
+                                WEFT_FLOAT64};
   if (weft_status* s = RegisterKernel(registrar, "BiasAdd", "T", bias_types,
-                                      fp64 ? 3 : 2, BiasAddKernel, nullptr)) {
+                                      fp64 ? 4 : 3, BiasAddKernel, nullptr)) {
     return s;
   }
-  const int32_t fillable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
-                              WEFT_INT32,   WEFT_INT64,   WEFT_UINT8,
-                              WEFT_BOOL,    WEFT_FLOAT64};
-  if (weft_status* s = RegisterKernel(registrar, "Fill", "T", fillable, 8,
-                                      FillValueKernel, nullptr)) {
+  if (weft_status* s = RegisterKernel(registrar, "Fill", "T", kFixedSizeTypes,
+                                      kFixedSizeTypeCount, FillValueKernel,
+                                      nullptr)) {
     return s;
   }
-  if (weft_status* s = RegisterKernel(registrar, "ZerosLike", "T", fillable,
-                                      8, FillKernel,
-                                      const_cast<int*>(&kZero))) {
+  if (weft_status* s = RegisterKernel(registrar, "ZerosLike", "T",
+                                      kFixedSizeTypes, kFixedSizeTypeCount,
+                                      FillKernel, const_cast<int*>(&kZero))) {
     return s;
   }
-  return RegisterKernel(registrar, "OnesLike", "T", fillable, 8, FillKernel,
+  return RegisterKernel(registrar, "OnesLike", "T", kFixedSizeTypes,
+                        kFixedSizeTypeCount, FillKernel,
                         const_cast<int*>(&kOne));
 }
 

@@ -73,15 +73,15 @@ struct Spread {
   int64_t size = 1, groups = 1;
 };
 
-weft_status* PlanSpread(const KernelCall& call, const weft_kernel_tensor& x,
-                        Spread* plan) {
+// The axes attribute (absent: every axis) as a flag per dim of x.
+weft_status* ReducedAxes(const KernelCall& call, const weft_kernel_tensor& x,
+                         bool* reduced) {
   bool present = false;
   const int64_t* axes = nullptr;
   int32_t num_axes = 0;
   if (weft_status* s = call.AttrIntList("axes", &present, &axes, &num_axes)) {
     return s;
   }
-  bool reduced[WEFT_MAX_RANK];
   for (int32_t i = 0; i < x.rank; ++i) reduced[i] = !present;
   for (int32_t k = 0; k < num_axes; ++k) {
     const int64_t a = axes[k] < 0 ? axes[k] + x.rank : axes[k];
@@ -92,6 +92,13 @@ weft_status* PlanSpread(const KernelCall& call, const weft_kernel_tensor& x,
     }
     reduced[a] = true;
   }
+  return nullptr;
+}
+
+weft_status* PlanSpread(const KernelCall& call, const weft_kernel_tensor& x,
+                        Spread* plan) {
+  bool reduced[WEFT_MAX_RANK];
+  if (weft_status* s = ReducedAxes(call, x, reduced)) return s;
   // Innermost first, then reversed.
   cl_long dims[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
   int rank = 0;
@@ -128,10 +135,50 @@ weft_status* PlanSpread(const KernelCall& call, const weft_kernel_tensor& x,
   return nullptr;
 }
 
-// `arg` non-NULL: MeanGrad.
+// ProdGrad: dx = dy times the product of the others in x's group, from
+// per-group statistics (the product of the nonzero elements, the count of
+// zeros) taken in the CPU's order, one item per group.
+weft_status* ProdGrad(KernelCall& call, const weft_kernel_tensor& grad,
+                      const weft_kernel_tensor& x,
+                      const weft_kernel_tensor& dx, const Spread& plan) {
+  bool reduced[WEFT_MAX_RANK];
+  if (weft_status* s = ReducedAxes(call, x, reduced)) return s;
+  DimWalk kept, red;
+  if (!SplitDims(x, reduced, &kept, &red)) {
+    return call.Error(WEFT_UNIMPLEMENTED,
+                      "the axes interleave into more than %d groups",
+                      kMaxKernelRank);
+  }
+  const size_t size = weft_dtype_size_of(x.dtype);
+  TempBuffer nonzero, zeros;
+  if (weft_status* s = nonzero.Create(call, plan.groups * size)) return s;
+  if (weft_status* s = zeros.Create(call, plan.groups * sizeof(cl_long))) {
+    return s;
+  }
+  char name[48];
+  if (weft_status* s = call.Launch(
+          Program::kGrad, KernelName(name, sizeof name, "prod_stats", x.dtype),
+          Linear(plan.groups, 64), Buffer(x), nonzero.arg(), zeros.arg(),
+          static_cast<cl_long>(plan.groups), static_cast<cl_long>(plan.size),
+          kept.rank, Long8(kept.dims), Long8(kept.strides), red.rank,
+          Long8(red.dims), Long8(red.strides))) {
+    return s;
+  }
+  return call.Launch(Program::kGrad,
+                     KernelName(name, sizeof name, "prod_grad", x.dtype),
+                     Linear(dx.element_count), Buffer(grad), Buffer(x),
+                     nonzero.arg(), zeros.arg(), Buffer(dx),
+                     static_cast<cl_long>(dx.element_count),
+                     static_cast<cl_int>(plan.rank), Long8(plan.dims),
+                     Long8(plan.strides));
+}
+
+int g_mean_tag, g_prod_tag;
+
+// SumGrad (arg NULL), MeanGrad (&g_mean_tag), ProdGrad (&g_prod_tag).
 weft_status* SpreadGradKernel(void* arg, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
-    const bool mean = arg != nullptr;
+    const bool mean = arg == &g_mean_tag;
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor grad, x, dx;
@@ -156,6 +203,7 @@ weft_status* SpreadGradKernel(void* arg, weft_kernel_context* ctx) {
       return s;
     }
     if (dx.element_count == 0) return nullptr;
+    if (arg == &g_prod_tag) return ProdGrad(call, grad, x, dx, plan);
     char name[48];
     KernelName(name, sizeof name, "spread_grad", x.dtype);
     const WorkSize work = Linear(dx.element_count);
@@ -299,7 +347,7 @@ weft_status* GatherGradKernel(void*, weft_kernel_context* ctx) {
   });
 }
 
-int g_mean_tag, g_slice_tag;
+int g_slice_tag;
 
 }  // namespace
 
@@ -320,18 +368,17 @@ weft_status* RegisterGradKernels(weft_kernel_registrar* registrar,
                           SpreadGradKernel, nullptr)) ||
       (s = RegisterKernel(registrar, "MeanGrad", "T", floats, float_count,
                           SpreadGradKernel, &g_mean_tag)) ||
+      (s = RegisterKernel(registrar, "ProdGrad", "T", floats, float_count,
+                          SpreadGradKernel, &g_prod_tag)) ||
       (s = RegisterKernel(registrar, "GatherGrad", "T", floats, float_count,
                           GatherGradKernel, nullptr))) {
     return s;
   }
   // SliceGrad and PadGrad move bytes: every dtype of 1, 2, 4 or 8 bytes.
-  const int32_t movable[] = {WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16,
-                             WEFT_INT32,   WEFT_INT64,   WEFT_UINT8,
-                             WEFT_BOOL,    WEFT_FLOAT64};
-  if ((s = RegisterKernel(registrar, "SliceGrad", "T", movable, 8, BoxKernel,
-                          &g_slice_tag)) ||
-      (s = RegisterKernel(registrar, "PadGrad", "T", movable, 8, BoxKernel,
-                          nullptr))) {
+  if ((s = RegisterKernel(registrar, "SliceGrad", "T", kFixedSizeTypes,
+                          kFixedSizeTypeCount, BoxKernel, &g_slice_tag)) ||
+      (s = RegisterKernel(registrar, "PadGrad", "T", kFixedSizeTypes,
+                          kFixedSizeTypeCount, BoxKernel, nullptr))) {
     return s;
   }
   return nullptr;

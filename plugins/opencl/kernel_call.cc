@@ -98,6 +98,13 @@ bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b) {
   return true;
 }
 
+const int32_t kFixedSizeTypes[] = {
+    WEFT_FLOAT32, WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_INT32,  WEFT_INT64,
+    WEFT_UINT8,   WEFT_BOOL,    WEFT_INT8,     WEFT_INT16,  WEFT_UINT16,
+    WEFT_UINT32,  WEFT_UINT64,  WEFT_FLOAT64};
+const int32_t kFixedSizeTypeCount =
+    sizeof kFixedSizeTypes / sizeof *kFixedSizeTypes;
+
 const char* SizeSuffix(size_t size) {
   switch (size) {
     case 1: return "b1";
@@ -132,6 +139,49 @@ const char* KernelName(char* out, size_t size, const char* name,
   const char* suffix = KernelSuffix(dtype);
   std::snprintf(out, size, "%s_%s", name, suffix != nullptr ? suffix : "none");
   return out;
+}
+
+bool SplitDims(const weft_kernel_tensor& x, const bool* reduced,
+               DimWalk* kept, DimWalk* red) {
+  cl_long strides[WEFT_MAX_RANK];
+  cl_long stride = 1;
+  for (int32_t i = x.rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= x.dims[i];
+  }
+  int previous = -1;  // class of the last dim kept in a walk: 0 kept, 1 red
+  for (int32_t i = 0; i < x.rank; ++i) {
+    if (x.dims[i] == 1) continue;
+    const int cls = reduced[i] ? 1 : 0;
+    DimWalk* walk = reduced[i] ? red : kept;
+    if (previous == cls) {
+      walk->dims[walk->rank - 1] *= x.dims[i];
+      walk->strides[walk->rank - 1] = strides[i];
+    } else {
+      if (walk->rank == kMaxKernelRank) return false;
+      walk->dims[walk->rank] = x.dims[i];
+      walk->strides[walk->rank] = strides[i];
+      ++walk->rank;
+    }
+    previous = cls;
+  }
+  return true;
+}
+
+TempBuffer::~TempBuffer() {
+  if (buffer_ != nullptr) g_cl->ReleaseMemObject(buffer_);
+}
+
+weft_status* TempBuffer::Create(const KernelCall& call, size_t bytes) {
+  cl_int error = CL_SUCCESS;
+  buffer_ = g_cl->CreateBuffer(call.device()->context, CL_MEM_READ_WRITE,
+                               bytes > 0 ? bytes : 1, nullptr, &error);
+  if (error == CL_SUCCESS) return nullptr;
+  buffer_ = nullptr;
+  const int32_t code = CodeFor(error);
+  return call.Error(code == WEFT_INTERNAL ? WEFT_RESOURCE_EXHAUSTED : code,
+                    "clCreateBuffer of %zu bytes of scratch failed: %s",
+                    bytes, ClErrorName(error));
 }
 
 }  // namespace weft_opencl

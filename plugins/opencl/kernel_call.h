@@ -126,6 +126,11 @@ weft_status* RegisterKernel(weft_kernel_registrar* registrar, Args... args) {
 // Whether the two tensors have the same shape.
 bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b);
 
+// Every dtype of 1, 2, 4 or 8 bytes: what kernels that move elements
+// without arithmetic (fills, boxes) take.
+extern const int32_t kFixedSizeTypes[];
+extern const int32_t kFixedSizeTypeCount;
+
 // "b1", "b2", "b4", "b8": the suffix of kernels that move elements of
 // `size` bytes whatever their dtype (Fill, SliceGrad); NULL for others.
 const char* SizeSuffix(size_t size);
@@ -147,6 +152,38 @@ inline cl_long8 Long8(const cl_long* values) {
   std::memcpy(out.s, values, sizeof(out.s));
   return out;
 }
+
+// A walk over some of x's dims: merged dims and their strides in x,
+// outermost first.
+struct DimWalk {
+  cl_int rank = 0;
+  cl_long dims[kMaxKernelRank] = {};
+  cl_long strides[kMaxKernelRank] = {};
+};
+
+// Splits x's dims into kept and reduced walks.  Size-1 dims are dropped;
+// a dim directly inside another of the same class merges with it.
+// Returns false when either walk needs more than kMaxKernelRank dims.
+bool SplitDims(const weft_kernel_tensor& x, const bool* reduced,
+               DimWalk* kept, DimWalk* red);
+
+// A device buffer of `bytes` for one kernel call's own use (scratch): it
+// is released when the TempBuffer goes, right after the launches that use
+// it are enqueued (OpenCL keeps the memory until they finish).
+class TempBuffer {
+ public:
+  TempBuffer() = default;
+  ~TempBuffer();
+  TempBuffer(const TempBuffer&) = delete;
+  TempBuffer& operator=(const TempBuffer&) = delete;
+
+  // RESOURCE_EXHAUSTED (naming the node) when the device has no room.
+  weft_status* Create(const KernelCall& call, size_t bytes);
+  BufferArg arg() const { return BufferArg{buffer_, 0}; }
+
+ private:
+  cl_mem buffer_ = nullptr;
+};
 
 }  // namespace weft_opencl
 

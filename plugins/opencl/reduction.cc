@@ -42,44 +42,6 @@ const Reduction kReductions[] = {
     {"Min", "min", ReduceOp::kMin},
 };
 
-// A walk over some of x's dims: merged dims and their strides in x,
-// outermost first.
-struct DimWalk {
-  cl_int rank = 0;
-  cl_long dims[kMaxKernelRank] = {};
-  cl_long strides[kMaxKernelRank] = {};
-};
-
-// Splits x's dims into kept and reduced walks.  Size-1 dims are dropped;
-// a dim directly inside another of the same class merges with it.
-// Returns false when either walk needs more than kMaxKernelRank dims.
-bool SplitDims(const weft_kernel_tensor& x, const bool* reduced,
-               DimWalk* kept, DimWalk* red) {
-  cl_long strides[WEFT_MAX_RANK];
-  cl_long stride = 1;
-  for (int32_t i = x.rank - 1; i >= 0; --i) {
-    strides[i] = stride;
-    stride *= x.dims[i];
-  }
-  int previous = -1;  // class of the last dim kept in a walk: 0 kept, 1 red
-  for (int32_t i = 0; i < x.rank; ++i) {
-    if (x.dims[i] == 1) continue;
-    const int cls = reduced[i] ? 1 : 0;
-    DimWalk* walk = reduced[i] ? red : kept;
-    if (previous == cls) {
-      walk->dims[walk->rank - 1] *= x.dims[i];
-      walk->strides[walk->rank - 1] = strides[i];
-    } else {
-      if (walk->rank == kMaxKernelRank) return false;
-      walk->dims[walk->rank] = x.dims[i];
-      walk->strides[walk->rank] = strides[i];
-      ++walk->rank;
-    }
-    previous = cls;
-  }
-  return true;
-}
-
 size_t PowerOfTwoAtMost(int64_t n, size_t cap) {
   size_t p = 1;
   while (p * 2 <= cap && static_cast<int64_t>(p * 2) <= n) p *= 2;

@@ -276,14 +276,17 @@ WEFT_BIAS_ADD(double, f64)
 #endif
 
 /* BiasAdd on integers wraps like Add. */
-__kernel void bias_add_i32(__global const int* x, long x_off,
-                           __global const int* b, long b_off,
-                           __global int* y, long y_off, long n,
-                           long channels) {
-  long i = get_global_id(0);
-  if (i >= n) return;
-  y[y_off + i] = (int)((uint)x[x_off + i] + (uint)b[b_off + i % channels]);
+#define WEFT_INT_BIAS_ADD(T, U, S)                                         \
+__kernel void bias_add_##S(__global const T* x, long x_off,                \
+                           __global const T* b, long b_off,                \
+                           __global T* y, long y_off, long n,              \
+                           long channels) {                                \
+  long i = get_global_id(0);                                               \
+  if (i >= n) return;                                                      \
+  y[y_off + i] = (T)((U)x[x_off + i] + (U)b[b_off + i % channels]);        \
 }
+WEFT_INT_BIAS_ADD(int, uint, i32)
+WEFT_INT_BIAS_ADD(long, ulong, i64)
 
 /* ---- Cast.  Each dtype has a storage type, a value type it widens to
  * (float for the 16-bit floats, every one of which is exactly a float) and

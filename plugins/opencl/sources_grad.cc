@@ -49,6 +49,54 @@ WEFT_SPREAD(float, f32)
 WEFT_SPREAD(double, f64)
 #endif
 
+/* ---- ProdGrad: per group, the product of its nonzero elements and its
+ * count of zeros, over the group's elements in row-major order (the
+ * CPU's order, so the products agree bit for bit); then each element's
+ * gradient, dy times the product of the others: nonzero / x without a
+ * zero, nonzero for the one zero, 0 with two or more. */
+#define WEFT_PROD_GRAD(T, S)                                                \
+__kernel void prod_stats_##S(__global const T* x, long x_off,              \
+                             __global T* nonzero, long nz_off,             \
+                             __global long* zeros, long z_off,             \
+                             long groups, long size, int kept_rank,        \
+                             long8 kept_dims, long8 kept_strides,          \
+                             int red_rank, long8 red_dims,                 \
+                             long8 red_strides) {                          \
+  const long k = get_global_id(0);                                          \
+  if (k >= groups) return;                                                  \
+  const long base = x_off + weft_offset(k, kept_rank, kept_dims,            \
+                                        kept_strides);                      \
+  T product = (T)1;                                                         \
+  long count = 0;                                                           \
+  for (long r = 0; r < size; ++r) {                                         \
+    const T v = x[base + weft_offset(r, red_rank, red_dims, red_strides)];  \
+    if (v == (T)0) ++count;                                                 \
+    else product *= v;                                                      \
+  }                                                                         \
+  nonzero[nz_off + k] = product;                                            \
+  zeros[z_off + k] = count;                                                 \
+}                                                                           \
+__kernel void prod_grad_##S(__global const T* dy, long dy_off,             \
+                            __global const T* x, long x_off,               \
+                            __global const T* nonzero, long nz_off,        \
+                            __global const long* zeros, long z_off,        \
+                            __global T* dx, long dx_off, long n, int rank, \
+                            long8 dims, long8 strides) {                    \
+  const long i = get_global_id(0);                                          \
+  if (i >= n) return;                                                       \
+  const long k = weft_offset(i, rank, dims, strides);                       \
+  const T v = x[x_off + i];                                                 \
+  const long count = zeros[z_off + k];                                      \
+  T others = (T)0;                                                          \
+  if (count == 0) others = nonzero[nz_off + k] / v;                         \
+  else if (count == 1 && v == (T)0) others = nonzero[nz_off + k];           \
+  dx[dx_off + i] = dy[dy_off + k] * others;                                 \
+}
+WEFT_PROD_GRAD(float, f32)
+#ifdef WEFT_FP64
+WEFT_PROD_GRAD(double, f64)
+#endif
+
 /* ---- SliceGrad and PadGrad move elements of any dtype: the kernels go by
  * the element's size (b1, b2, b4, b8).  An item per output element, whose
  * coordinates over `dims` (outermost first) are those of the output.
