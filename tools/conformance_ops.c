@@ -314,6 +314,8 @@ static const recipe kRecipes[] = {
     {"SigmoidGrad TanhGrad", SAME_SHAPE2_CASES, -1, 1, 0, TOL_TRANSC},
     {"SqrtGrad RsqrtGrad", SAME_SHAPE2_CASES, 0.2, 3, 0, TOL_TRANSC},
     {"SumGrad MeanGrad", REDUCE_GRAD_CASES, -3, 3, 0, TOL_EXACT},
+    /* Whole numbers from -2 to 2: groups with no zero, one and several. */
+    {"ProdGrad", REDUCE_GRAD_CASES, -2, 2, 1, TOL_TRANSC},
 };
 
 /* For ops without a recipe (ops the plugin defines): every input of the
