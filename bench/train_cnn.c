@@ -4,7 +4,8 @@
  * bench/train_cnn_tf.py and train_cnn_torch.cc are the same model in
  * TensorFlow and LibTorch.  Prints the median steps/s of timed blocks and
  * the CPU time per step, then the peak run memory of one step
- * (WEFT_RECOMPUTE=cheap turns recomputation on).  Usage: train_cnn
+ * (WEFT_RECOMPUTE=cheap turns recomputation on; WEFT_BENCH_DEVICE=OPENCL
+ * trains on OpenCL).  Usage: train_cnn
  * [threads] [steps] */
 #define _POSIX_C_SOURCE 200809L
 
@@ -118,7 +119,9 @@ int main(int argc, char** argv) {
 
   weft_session_options so;
   weft_session_options_init(&so);
-  so.devices = "CPU";
+  /* WEFT_BENCH_DEVICE: the device to train on (bench/opencl.sh: OPENCL). */
+  const char* device = getenv("WEFT_BENCH_DEVICE");
+  so.devices = device != NULL ? device : "CPU";
   so.inter_op_threads = threads;
   so.intra_op_threads = threads;
   weft_session* s = NULL;

@@ -7,7 +7,7 @@
 WEFT_PACKAGES=(
   meson ninja-build pkg-config g++ python3
   libeigen3-dev libdnnl-dev libdlpack-dev libcriterion-dev
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast1
   zlib1g-dev libffi-dev dataset-fashion-mnist
   libpng-dev libjpeg62-turbo-dev
   openjdk-17-jdk-headless junit5

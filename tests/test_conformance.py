@@ -10,6 +10,7 @@ Usage: test_conformance.py WEFT_TOOL CPU_PLUGIN TEMPLATE PLANTED ACME
                            [OPENCL_PLUGIN|''] [CUDA_PLUGIN|'']
 """
 
+import ctypes.util
 import json
 import os
 import subprocess
@@ -164,6 +165,26 @@ def opencl_kernels_agree_with_the_cpu():
     assert run.returncode == 0, (run.returncode, run.stdout)
     assert not failing, failing
     assert checks['table: events across streams'].startswith('pass'), checks
+
+
+@tap.case
+def opencl_matmul_through_clblast_agrees_with_the_cpu():
+    """WEFT_OPENCL_GEMM=clblast sends MatMul to CLBlast's GEMM (the default
+    on GPUs; on PoCL the plugin's own kernel is faster), and a CLBlast
+    failure is then an error, not a silent fallback."""
+    if not OPENCL:
+        raise Skip('the OpenCL plugin is not built here')
+    if ctypes.util.find_library('clblast') is None:
+        raise Skip('CLBlast is not installed (Debian libclblast1)')
+    env = dict(ENV, WEFT_OPENCL_GEMM='clblast')
+    run = subprocess.run([WEFT, 'conformance', OPENCL, '--op', 'MatMul'],
+                         capture_output=True, text=True, timeout=300,
+                         env=env)
+    if 'no device' in run.stdout.splitlines()[1]:
+        raise Skip('the OpenCL plugin finds no device here')
+    rows = table(run.stdout)
+    assert rows[('MatMul', 'float32')].startswith('pass'), run.stdout
+    assert run.returncode == 0, (run.returncode, run.stdout, run.stderr)
 
 
 @tap.case

@@ -1,14 +1,65 @@
 // MatMul(a, b) with transpose_a and transpose_b: a tiled kernel for GPUs and
 // a row-vector kernel for CPU devices (sources_matmul.cc), both reading
 // either layout through strides.
+#include <atomic>
 #include <cstdint>
 
+#include "clblast.h"
 #include "kernel_call.h"
 
 namespace weft_opencl {
 namespace {
 
 bool g_fp64 = false;
+
+// Set when a CLBlast call failed (a kernel it could not build on this
+// device, say): the process's products run the plugin's kernels from then.
+std::atomic<bool> g_clblast_failed{false};
+
+// Whether C = op(A) op(B) goes to CLBlast, when it is loaded: on GPUs and
+// other devices that are not CPUs, unless WEFT_OPENCL_GEMM=builtin; on CPU
+// devices only with WEFT_OPENCL_GEMM=clblast.  On PoCL (a CPU device, the
+// only OpenCL device these machines have) the plugin's matmul_rows kernel
+// beat CLBlast 1.5.3 at every size measured: float32 256^3 76 vs 7.5
+// GFLOP/s, 1024^3 59 vs 17, 2048^3 31 vs 9.4 (bench/opencl_matmul, 2-core
+// EPYC).  CLBlast is tuned for GPUs, where the plugin's tiled kernel is
+// plain: that choice is unmeasured here (no GPU), and the README says so.
+bool UseClBlast(const KernelCall& call, int32_t dtype) {
+  if (dtype != WEFT_FLOAT32 && dtype != WEFT_FLOAT64) return false;
+  const GemmChoice choice = GemmChoiceFromEnvironment();
+  const bool wanted = choice == GemmChoice::kClBlast ||
+                      (choice == GemmChoice::kAuto && !call.device()->is_cpu);
+  return wanted && !g_clblast_failed.load(std::memory_order_relaxed) &&
+         LoadClBlast() != nullptr;
+}
+
+// C [m, n] = op(A) op(B) by CLBlast's GEMM on the stream's queue: 0, or
+// CLBlast's status (negative) when it refused, having enqueued nothing
+// that writes C.
+int ClBlastGemm(KernelCall& call, const weft_kernel_tensor& a,
+                const weft_kernel_tensor& b, const weft_kernel_tensor& c,
+                int64_t m, int64_t n, int64_t k, bool transpose_a,
+                bool transpose_b) {
+  const ClBlastApi* blas = LoadClBlast();
+  cl_command_queue queue = call.plugin_stream()->queue;
+  const BufferArg ab = Buffer(a), bb = Buffer(b), cb = Buffer(c);
+  const ClBlastTranspose ta = transpose_a ? kClBlastTrans : kClBlastNoTrans;
+  const ClBlastTranspose tb = transpose_b ? kClBlastTrans : kClBlastNoTrans;
+  const size_t lda = static_cast<size_t>(a.dims[1]);
+  const size_t ldb = static_cast<size_t>(b.dims[1]);
+  int status;
+  if (a.dtype == WEFT_FLOAT32) {
+    status = blas->sgemm(kClBlastRowMajor, ta, tb, m, n, k, 1.0f, ab.buffer,
+                         ab.offset, lda, bb.buffer, bb.offset, ldb, 0.0f,
+                         cb.buffer, cb.offset, n, &queue, nullptr);
+  } else {
+    status = blas->dgemm(kClBlastRowMajor, ta, tb, m, n, k, 1.0, ab.buffer,
+                         ab.offset, lda, bb.buffer, bb.offset, ldb, 0.0,
+                         cb.buffer, cb.offset, n, &queue, nullptr);
+  }
+  if (status != 0) g_clblast_failed.store(true, std::memory_order_relaxed);
+  return status;
+}
 
 // The kernel's tile of C per work-group, and the group's shape.
 constexpr int64_t kTile = 64;
@@ -62,6 +113,19 @@ weft_status* MatMulKernel(void*, weft_kernel_context* ctx) {
     }
     // Element (row, col) of a stored [rows, cols] matrix is at
     // row * cols + col; a transposed operand swaps the roles.
+    if (UseClBlast(call, a.dtype)) {
+      const int status =
+          ClBlastGemm(call, a, b, c, m, n, k, transpose_a, transpose_b);
+      if (status == 0) return nullptr;
+      // Asked for by name, a failure is an error; chosen by the plugin,
+      // the product falls back to its own kernel (and so do later ones).
+      if (GemmChoiceFromEnvironment() == GemmChoice::kClBlast) {
+        return call.Error(WEFT_INTERNAL,
+                          "CLBlast's GEMM failed (status %d) with "
+                          "WEFT_OPENCL_GEMM=clblast",
+                          status);
+      }
+    }
     const cl_long a_rs = transpose_a ? 1 : k, a_cs = transpose_a ? m : 1;
     const cl_long b_rs = transpose_b ? 1 : n, b_cs = transpose_b ? k : 1;
     WorkSize work;
