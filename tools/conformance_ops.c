@@ -234,6 +234,26 @@ static const recipe kRecipes[] = {
      "b.transpose_a=1 | transpose b: T[3,4] T[5,4] b.transpose_b=1 | empty: "
      "T[0,4] T[4,5] | zero inner: T[3,0] T[0,5] | large: T[256,256] "
      "T[256,256]", -1, 1, 0, TOL_ACCUMULATE},
+    {"BatchMatMul", "batch: T[2,3,4] T[2,4,5] | broadcast: T[2,1,3,4] "
+     "T[3,4,5] | rank 2 against 3: T[3,4] T[2,4,5] | adjoint x: T[2,4,3] "
+     "T[2,4,5] b.adj_x=1 | adjoint y: T[2,3,4] T[1,5,4] b.adj_y=1 | empty: "
+     "T[0,3,4] T[0,4,5] | zero inner: T[2,3,0] T[2,0,5] | large: T[8,64,64] "
+     "T[8,64,64]", -1, 1, 0, TOL_ACCUMULATE},
+    {"MatrixInverse", "matrix: T[3,3] | batch: T[4,3,3] | adjoint: T[2,4,4] "
+     "b.adjoint=1 | one: T[1,1] | empty: T[0,3,3] | none: T[2,0,0] | large: "
+     "T[64,8,8]", -1, 1, 0, TOL_ACCUMULATE},
+    {"MatrixDeterminant", "matrix: T[3,3] | batch: T[2,2,4,4] | one: T[1,1] "
+     "| empty: T[0,3,3] | none: T[3,0,0] | large: T[64,16,16]", -1, 1, 0,
+     TOL_ACCUMULATE},
+    /* Stateful, seeded: each node's first run on either device draws the
+     * same stream (a seed is set, so none is drawn at build time). */
+    {"Dropout", "half: T[3,5] f.rate=0.5 i.seed=7 | light: T[4,33] "
+     "f.rate=0.1 i.seed=3 i.seed2=11 | empty: T[0,4] f.rate=0.5 i.seed=1 | "
+     "large: T[512,512] f.rate=0.3 i.seed=5", -3, 3, 0, TOL_EXACT},
+    {"RandomShuffle", "rows: T[7,3] i.seed=5 | vector: T[10] i.seed=2 "
+     "i.seed2=9 | one row: T[1,4] i.seed=1 | empty: T[0,4] i.seed=1 | no "
+     "columns: T[5,0] i.seed=3 | large: T[1000,64] i.seed=9", -100, 100, 0,
+     TOL_EXACT},
     {"BiasAdd", "matrix: T[3,5] T[5] | rank 4: T[2,3,4,5] T[5] | empty: "
      "T[0,5] T[5] | large: T[512,512] T[512]", -3, 3, 0, TOL_EXACT},
     {"Softmax LogSoftmax", "rows: T[3,5] | rank 3: T[2,3,4] | empty: T[0,5] "
@@ -310,6 +330,46 @@ static const recipe kRecipes[] = {
      "T[0,4] T[4] T[4] T[4] T[4] f.variance_epsilon=0.001 | large: "
      "T[256,512] T[512] T[512] T[512] T[512] f.variance_epsilon=0.001",
      0.1, 3, 0, TOL_TRANSC},
+    {"Slice", "box: T[4,5] l.begin=[1,2] l.size=[2,3] | to the end: "
+     "T[3,4,5] l.begin=[0,1,2] l.size=[-1,2,-1] | rows: T[6,4] "
+     "l.begin=[2,0] l.size=[3,4] | whole: T[3,4] l.begin=[0,0] "
+     "l.size=[-1,-1] | empty: T[0,4] l.begin=[0,1] l.size=[0,2] | empty "
+     "box: T[3,4] l.begin=[1,1] l.size=[0,2] | large: T[512,512] "
+     "l.begin=[10,20] l.size=[400,300]", -3, 3, 0, TOL_EXACT},
+    {"Tile", "rows: T[2,3] l.multiples=[3,1] | both: T[2,3] "
+     "l.multiples=[2,3] | rank 3: T[2,1,3] l.multiples=[1,4,2] | scalar: "
+     "T[] l.multiples=[] | zero: T[2,3] l.multiples=[0,2] | empty: T[0,3] "
+     "l.multiples=[2,2] | large: T[256,256] l.multiples=[2,2]", -3, 3, 0,
+     TOL_EXACT},
+    /* -2 and 0.1 do not fit every dtype: those cases skip the rest. */
+    {"Pad", "sides: T[3,4] l.paddings=[1,2,2,1] | constant: T[3,4] "
+     "l.paddings=[0,2,1,0] f.constant_value=-2 | rounded: T[3,4] "
+     "l.paddings=[1,1,1,1] f.constant_value=0.1 | vector: T[5] "
+     "l.paddings=[2,3] f.constant_value=1 | scalar: T[] l.paddings=[] | "
+     "empty: T[0,4] l.paddings=[1,1,0,2] f.constant_value=1 | large: "
+     "T[512,512] l.paddings=[3,4,5,6]", -3, 3, 0, TOL_EXACT},
+    {"Pack", "rows: { T[3,4] T[3,4] } | middle: { T[2,3] T[2,3] T[2,3] } "
+     "i.axis=1 | last: { T[2,3] T[2,3] } i.axis=-1 | scalars: { T[] T[] "
+     "T[] } | empty: { T[0,3] T[0,3] } i.axis=1 | large: { T[256,512] "
+     "T[256,512] } i.axis=1", -3, 3, 0, TOL_EXACT},
+    {"Unpack", "rows: T[3,4] | columns: T[3,4] i.axis=1 | last: T[2,3,4] "
+     "i.axis=-1 | empty: T[2,0,3] i.axis=0 | large: T[4,512,512] i.axis=0",
+     -3, 3, 0, TOL_EXACT},
+    /* T is the indices' dtype, U the output's; indices past depth give
+     * rows of off_value. */
+    {"OneHot", "vector: T[6]<5 i.depth=5 d.dtype=U | middle axis: "
+     "T[3,4]<6 i.depth=6 i.axis=1 d.dtype=U | first axis: T[3,4]<5 "
+     "i.depth=5 i.axis=0 d.dtype=U | values: T[5]<4 i.depth=4 "
+     "f.on_value=5 f.off_value=2 d.dtype=U | out of range: T[8]<9 "
+     "i.depth=6 d.dtype=U | rounded: T[5]<4 i.depth=4 f.on_value=0.1 "
+     "f.off_value=-0.7 d.dtype=U | empty: T[0,3]<4 i.depth=4 d.dtype=U | "
+     "large: T[2048]<600 i.depth=512 d.dtype=U", -3, 3, 0, TOL_EXACT},
+    /* U is out_type. */
+    {"Shape Size", "matrix: T[3,4] d.out_type=U | rank 4: T[2,3,4,5] "
+     "d.out_type=U | scalar: T[] d.out_type=U | empty: T[0,4] "
+     "d.out_type=U | large: T[512,512] d.out_type=U", -3, 3, 0, TOL_EXACT},
+    {"Rank", "matrix: T[3,4] | rank 4: T[2,3,4,5] | scalar: T[] | empty: "
+     "T[0,4] | large: T[512,512]", -3, 3, 0, TOL_EXACT},
     {"ReluGrad", SAME_SHAPE2_CASES, -3, 3, 0, TOL_EXACT},
     {"SigmoidGrad TanhGrad", SAME_SHAPE2_CASES, -1, 1, 0, TOL_TRANSC},
     {"SqrtGrad RsqrtGrad", SAME_SHAPE2_CASES, 0.2, 3, 0, TOL_TRANSC},

@@ -7,46 +7,10 @@
 #include <cstdio>
 
 #include "kernel_call.h"
+#include "layout_common.h"
 
 namespace weft_opencl {
 namespace {
-
-weft_status* NormalizeAxis(const KernelCall& call, int64_t value,
-                           int32_t rank, int64_t* out) {
-  const int64_t axis = value < 0 ? value + rank : value;
-  if (axis < 0 || axis >= rank) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "axis = %lld is out of range for rank %d",
-                      static_cast<long long>(value), rank);
-  }
-  *out = axis;
-  return nullptr;
-}
-
-// "<name>_<b1|b2|b4|b8>" for `dtype`, or an error.
-weft_status* MoveKernel(const KernelCall& call, const char* name,
-                        int32_t dtype, char* out, size_t size) {
-  const char* suffix = SizeSuffix(weft_dtype_size_of(dtype));
-  if (suffix == nullptr) return call.UnsupportedDtype(dtype);
-  std::snprintf(out, size, "%s_%s", name, suffix);
-  return nullptr;
-}
-
-// Copies `rows` rows of `cols` elements from x (rows of x_row, starting at
-// column x_col) to z (rows of z_row, at column z_col).
-weft_status* CopyRows(KernelCall& call, const char* kernel,
-                      const weft_kernel_tensor& x,
-                      const weft_kernel_tensor& z, int64_t rows, int64_t cols,
-                      int64_t x_row, int64_t x_col, int64_t z_row,
-                      int64_t z_col) {
-  const int64_t n = rows * cols;
-  if (n == 0) return nullptr;
-  return call.Launch(Program::kArray, kernel, Linear(n), Buffer(x), Buffer(z),
-                     static_cast<cl_long>(n), static_cast<cl_long>(cols),
-                     static_cast<cl_long>(x_row), static_cast<cl_long>(x_col),
-                     static_cast<cl_long>(z_row),
-                     static_cast<cl_long>(z_col));
-}
 
 weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
@@ -114,32 +78,20 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
   });
 }
 
-// The dims before and after `axis`, as a product each.
-void OuterInner(const weft_kernel_tensor& t, int64_t axis, int64_t* outer,
-                int64_t* inner) {
-  *outer = *inner = 1;
-  for (int64_t i = 0; i < axis; ++i) *outer *= t.dims[i];
-  for (int64_t i = axis + 1; i < t.rank; ++i) *inner *= t.dims[i];
-}
-
 weft_status* ConcatKernel(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     const int32_t count = g_host->kernel_num_inputs(ctx);
-    weft_kernel_tensor first, z;
+    weft_kernel_tensor first;
     if (weft_status* s = call.Input(0, &first)) return s;
     if (first.rank == 0) {
       return call.Error(WEFT_INVALID_ARGUMENT, "cannot concatenate scalars");
     }
     int64_t value = 0, axis = 0;
     if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s = NormalizeAxis(call, value, first.rank, &axis)) {
-      return s;
-    }
-    char name[32];
-    if (weft_status* s = MoveKernel(call, "copy_rows", first.dtype, name,
-                                    sizeof name)) {
+    if (weft_status* s =
+            NormalizeAxis(call, "axis", value, first.rank, &axis)) {
       return s;
     }
     int64_t dims[WEFT_MAX_RANK];
@@ -160,26 +112,7 @@ weft_status* ConcatKernel(void*, weft_kernel_context* ctx) {
       }
       dims[axis] += v.dims[axis];
     }
-    if (weft_status* s =
-            call.AllocateOutput(0, first.dtype, dims, first.rank, &z)) {
-      return s;
-    }
-    if (z.element_count == 0) return nullptr;
-    int64_t outer = 1, inner = 1;
-    OuterInner(z, axis, &outer, &inner);
-    const int64_t z_row = dims[axis] * inner;
-    int64_t column = 0;
-    for (int32_t k = 0; k < count; ++k) {
-      weft_kernel_tensor v;
-      if (weft_status* s = call.Input(k, &v)) return s;
-      const int64_t cols = v.dims[axis] * inner;
-      if (weft_status* s = CopyRows(call, name, v, z, outer, cols, cols, 0,
-                                    z_row, column)) {
-        return s;
-      }
-      column += cols;
-    }
-    return nullptr;
+    return JoinInputs(call, axis, first.dtype, dims, first.rank);
   });
 }
 
@@ -195,7 +128,9 @@ weft_status* SplitKernel(void*, weft_kernel_context* ctx) {
     int64_t value = 0, axis = 0, pieces = 0;
     if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
     if (weft_status* s = call.AttrInt("num_split", 1, &pieces)) return s;
-    if (weft_status* s = NormalizeAxis(call, value, x.rank, &axis)) return s;
+    if (weft_status* s = NormalizeAxis(call, "axis", value, x.rank, &axis)) {
+      return s;
+    }
     if (pieces < 1 || pieces != g_host->kernel_num_outputs(ctx) ||
         x.dims[axis] % pieces != 0) {
       return call.Error(WEFT_INVALID_ARGUMENT,
@@ -204,28 +139,10 @@ weft_status* SplitKernel(void*, weft_kernel_context* ctx) {
                         static_cast<long long>(x.dims[axis]),
                         static_cast<long long>(pieces));
     }
-    char name[32];
-    if (weft_status* s = MoveKernel(call, "copy_rows", x.dtype, name,
-                                    sizeof name)) {
-      return s;
-    }
     int64_t dims[WEFT_MAX_RANK];
     for (int32_t i = 0; i < x.rank; ++i) dims[i] = x.dims[i];
     dims[axis] = x.dims[axis] / pieces;
-    int64_t outer = 1, inner = 1;
-    OuterInner(x, axis, &outer, &inner);
-    const int64_t x_row = x.dims[axis] * inner, cols = dims[axis] * inner;
-    for (int32_t k = 0; k < pieces; ++k) {
-      weft_kernel_tensor z;
-      if (weft_status* s = call.AllocateOutput(k, x.dtype, dims, x.rank, &z)) {
-        return s;
-      }
-      if (weft_status* s = CopyRows(call, name, x, z, outer, cols, x_row,
-                                    k * cols, cols, 0)) {
-        return s;
-      }
-    }
-    return nullptr;
+    return CutInto(call, x, axis, pieces, dims, x.rank);
   });
 }
 
@@ -244,7 +161,8 @@ weft_status* GatherKernel(void*, weft_kernel_context* ctx) {
     }
     int64_t value = 0, axis = 0;
     if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s = NormalizeAxis(call, value, params.rank, &axis)) {
+    if (weft_status* s =
+            NormalizeAxis(call, "axis", value, params.rank, &axis)) {
       return s;
     }
     const int32_t rank = params.rank - 1 + idx.rank;
@@ -266,8 +184,7 @@ weft_status* GatherKernel(void*, weft_kernel_context* ctx) {
       return s;
     }
     if (z.element_count == 0) return nullptr;
-    int64_t outer = 1, inner = 1;
-    OuterInner(params, axis, &outer, &inner);
+    const int64_t inner = DimProduct(params.dims, axis + 1, params.rank);
     const int64_t limit = params.dims[axis];
     char name[48];
     std::snprintf(name, sizeof name, "%s_%s", size, KernelSuffix(idx.dtype));
