@@ -1225,10 +1225,44 @@ static void check_not_provided(const target* t, const char* op,
   release_case(&b);
 }
 
+/* An op the CPU runs and a device plugin has no kernel for at all: a row
+ * per dtype the CPU takes ("any" for a kernel of every dtype), each
+ * checked to be refused when planned.  So an op added to the CPU plugin
+ * and forgotten in a device plugin shows in that plugin's table. */
+static void check_missing_op(const target* t, const weft_op_description* d,
+                             const op_kernels* k, int no_device,
+                             row_list* rows) {
+  char device[96];
+  snprintf(device, sizeof device, "/device:%s:0", t->plugin.device_type);
+  const weft_kernel_description* ref = &k->reference[0];
+  if (ref->dtype_attr == NULL || ref->dtype_attr[0] == '\0' ||
+      ref->num_type_constraints > 0) {
+    add_row(rows, d->name, "any", R_NOT_PROVIDED, "%s",
+            "no kernel registered for the op (the CPU has one)");
+    return;
+  }
+  for (size_t a = 0; a < ALL_DTYPES; ++a) {
+    weft_dtype dt = kAllDtypes[a];
+    if (!any_accepts(k->reference, k->num_reference, ref->dtype_attr, dt,
+                     NULL, 0))
+      continue;
+    if (no_device)
+      add_row(rows, d->name, weft_dtype_name(dt), R_NOT_PROVIDED, "%s",
+              "no kernel registered for the op (the CPU has one)");
+    else
+      check_not_provided(t, d->name, device, dt, d->num_inputs, rows);
+  }
+}
+
 void check_op(const target* t, const weft_op_description* d, int no_device,
               row_list* rows) {
   op_kernels k;
-  if (collect_kernels(d->name, t->plugin.name, &k) == 0) return;
+  if (collect_kernels(d->name, t->plugin.name, &k) == 0) {
+    if (k.num_reference > 0 && t->plugin.device_type != NULL &&
+        t->plugin.device_type[0] != '\0')
+      check_missing_op(t, d, &k, no_device, rows);
+    return;
+  }
   weft_dtype provided[ALL_DTYPES];
   int num_provided = 0;
   /* Rows: every dtype (pair) the plugin's kernels take. */
