@@ -132,7 +132,7 @@ enum { ALL_DTYPES = sizeof kAllDtypes / sizeof kAllDtypes[0] };
  * (for divisors); p rows of probabilities (labels).  Inputs between { and }
  * form one list input (Concat).  ATTR is K.name=value with K i (int), l
  * (list of ints), b (bool), f (float), s (string) or d (dtype: U, the
- * row's second dtype). */
+ * row's second dtype, or T written out: the row's dtype). */
 
 typedef enum tolerance_class {
   TOL_EXACT,      /* correctly rounded ops: Add, Mul, Relu, copies */
@@ -226,6 +226,12 @@ static const recipe kRecipes[] = {
      TOL_EXACT},
     {"Sum Mean Max Min", REDUCE_CASES, -3, 3, 0, TOL_ACCUMULATE},
     {"Prod", REDUCE_CASES, 0.9, 1.1, 0, TOL_ACCUMULATE},
+    /* Seeded generators: the same stream on every device (the device's
+     * log, sin and cos may differ from the host's by an ulp). */
+    {"RandomUniform RandomNormal TruncatedNormal", "matrix: l.shape=[3,4] "
+     "d.dtype=T i.seed=7 i.seed2=3 | vector: l.shape=[5] d.dtype=T i.seed=1 "
+     "| empty: l.shape=[0,4] d.dtype=T i.seed=2 | large: l.shape=[512,512] "
+     "d.dtype=T i.seed=5 i.seed2=9", 0, 1, 0, TOL_TRANSC},
     /* Whole numbers in a small range: ties, where the first must win. */
     {"ArgMax ArgMin", "rows: T[3,5] i.axis=1 | columns: T[3,5] i.axis=0 | "
      "middle: T[2,6,4] i.axis=1 | last: T[2,3,4] i.axis=-1 | vector: T[7] "
@@ -477,7 +483,7 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
         snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - tok - 2),
                  tok + 2);
         if (a->kind == 'd') {
-          a->values[0] = u;
+          a->values[0] = strcmp(eq + 1, "T") == 0 ? t : u;
         } else if (a->kind == 's') {
           snprintf(a->text, sizeof a->text, "%s", eq + 1);
         } else if (a->kind == 'f') {

@@ -10,38 +10,11 @@
 #include <cfloat>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
-#include <type_traits>
 #include <vector>
 
 #include "kernel_call.h"
 
 namespace weft_opencl {
-
-// A device buffer for a call's own use (random.cc declares it too): the
-// handle is released when the call is done with it, and OpenCL keeps the
-// buffer until the launches enqueued with it have finished.
-struct ScratchRelease {
-  void operator()(cl_mem buffer) const { g_cl->ReleaseMemObject(buffer); }
-};
-using Scratch =
-    std::unique_ptr<std::remove_pointer_t<cl_mem>, ScratchRelease>;
-
-weft_status* CreateScratch(const KernelCall& call, size_t bytes,
-                           Scratch* out) {
-  cl_int error = CL_SUCCESS;
-  cl_mem buffer = g_cl->CreateBuffer(call.device()->context,
-                                     CL_MEM_READ_WRITE, bytes, nullptr,
-                                     &error);
-  if (error != CL_SUCCESS) {
-    const int32_t code = CodeFor(error);
-    return call.Error(code == WEFT_INTERNAL ? WEFT_RESOURCE_EXHAUSTED : code,
-                      "%zu bytes of device scratch: clCreateBuffer: %s",
-                      bytes, ClErrorName(error));
-  }
-  out->reset(buffer);
-  return nullptr;
-}
 
 namespace {
 
@@ -145,19 +118,35 @@ bool IsBatchMatMulType(int32_t dtype) {
   }
 }
 
+int g_matmul_tag;
+
 // output[..., M, N] = op(x)[..., M, K] op(y)[..., K, N], op transposing
 // where adj_x or adj_y is set.  The 16-bit floats accumulate in float32
-// and integers wrap, as on the CPU.
-weft_status* BatchMatMulKernel(void*, weft_kernel_context* ctx) {
+// and integers wrap, as on the CPU.  With `arg` &g_matmul_tag: MatMul of
+// the dtypes matmul.cc's kernels lack (float16, bfloat16, int32, int64),
+// matrices with transpose_a and transpose_b.
+weft_status* BatchMatMulKernel(void* arg, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
+    const bool matmul = arg == &g_matmul_tag;
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor x, y, z;
     if (weft_status* s = call.Input(0, &x)) return s;
     if (weft_status* s = call.Input(1, &y)) return s;
     bool adj_x = false, adj_y = false;
-    if (weft_status* s = call.AttrBool("adj_x", false, &adj_x)) return s;
-    if (weft_status* s = call.AttrBool("adj_y", false, &adj_y)) return s;
+    if (weft_status* s = call.AttrBool(matmul ? "transpose_a" : "adj_x",
+                                       false, &adj_x)) {
+      return s;
+    }
+    if (weft_status* s = call.AttrBool(matmul ? "transpose_b" : "adj_y",
+                                       false, &adj_y)) {
+      return s;
+    }
+    if (matmul && (x.rank != 2 || y.rank != 2)) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "a and b must be matrices (rank %d and %d)", x.rank,
+                        y.rank);
+    }
     if (x.dtype != y.dtype) {
       return call.Error(WEFT_INVALID_ARGUMENT, "x is %s but y is %s",
                         weft_dtype_name_of(x.dtype),
@@ -250,7 +239,7 @@ weft_status* ReadSquare(const KernelCall& call, weft_kernel_tensor* x,
 // The factorisations' scratch: the LU factors of every matrix, then the row
 // permutations (int), then one flag (int) per matrix.
 struct Factors {
-  Scratch buffer;
+  TempBuffer buffer;
   BufferArg lu, perm, bad;
 };
 
@@ -260,14 +249,14 @@ weft_status* MakeFactors(const KernelCall& call, int32_t dtype, int64_t size,
   const size_t lu = static_cast<size_t>(count * size * size) * element;
   const size_t perm = static_cast<size_t>(count * size) * sizeof(cl_int);
   const size_t flags = static_cast<size_t>(count) * sizeof(cl_int);
-  if (weft_status* s = CreateScratch(call, lu + perm + flags, &out->buffer)) {
+  if (weft_status* s = out->buffer.Create(call, lu + perm + flags)) {
     return s;
   }
   // lu is a whole number of ints: each part starts at an int index.
-  out->lu = {out->buffer.get(), 0};
-  out->perm = {out->buffer.get(), static_cast<cl_long>(lu / sizeof(cl_int))};
-  out->bad = {out->buffer.get(),
-              static_cast<cl_long>((lu + perm) / sizeof(cl_int))};
+  const cl_mem buffer = out->buffer.arg().buffer;
+  out->lu = {buffer, 0};
+  out->perm = {buffer, static_cast<cl_long>(lu / sizeof(cl_int))};
+  out->bad = {buffer, static_cast<cl_long>((lu + perm) / sizeof(cl_int))};
   return nullptr;
 }
 
@@ -280,7 +269,7 @@ weft_status* FirstSingular(const KernelCall& call, const weft_kernel_tensor& x,
                            const Factors& factors, int64_t count) {
   std::vector<cl_int> bad(static_cast<size_t>(count));
   const cl_int error = g_cl->EnqueueReadBuffer(
-      call.plugin_stream()->queue, factors.buffer.get(), CL_TRUE,
+      call.plugin_stream()->queue, factors.buffer.arg().buffer, CL_TRUE,
       static_cast<size_t>(factors.bad.offset) * sizeof(cl_int),
       bad.size() * sizeof(cl_int), bad.data(), 0, nullptr, nullptr);
   if (error != CL_SUCCESS) {
@@ -369,6 +358,14 @@ weft_status* RegisterLinalgKernels(weft_kernel_registrar* registrar,
   if (weft_status* s = RegisterKernel(registrar, "BatchMatMul", "T", products,
                                       fp64 ? 6 : 5, BatchMatMulKernel,
                                       nullptr)) {
+    return s;
+  }
+  // MatMul's float32 and float64 are matmul.cc's (and CLBlast's).
+  const int32_t narrow_and_integer[] = {WEFT_FLOAT16, WEFT_BFLOAT16,
+                                        WEFT_INT32, WEFT_INT64};
+  if (weft_status* s = RegisterKernel(registrar, "MatMul", "T",
+                                      narrow_and_integer, 4,
+                                      BatchMatMulKernel, &g_matmul_tag)) {
     return s;
   }
   const int32_t types[] = {WEFT_FLOAT32, WEFT_FLOAT64};

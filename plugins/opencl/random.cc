@@ -7,22 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
-#include <type_traits>
 
 #include "kernel_call.h"
 
 namespace weft_opencl {
 
-// A device buffer for a call's own use, as linalg.cc defines it (the same
-// declarations there; this plugin has no shared header for it yet).
-struct ScratchRelease {
-  void operator()(cl_mem buffer) const { g_cl->ReleaseMemObject(buffer); }
-};
-using Scratch =
-    std::unique_ptr<std::remove_pointer_t<cl_mem>, ScratchRelease>;
-weft_status* CreateScratch(const KernelCall& call, size_t bytes,
-                           Scratch* out);
 
 namespace {
 
@@ -140,12 +129,12 @@ weft_status* RandomShuffleKernel(void*, weft_kernel_context* ctx) {
     }
     if (y.element_count == 0) return nullptr;
     const cl_long rows = x.dims[0];
-    Scratch order;
-    if (weft_status* s = CreateScratch(
-            call, static_cast<size_t>(rows) * sizeof(cl_long), &order)) {
+    TempBuffer order;
+    if (weft_status* s =
+            order.Create(call, static_cast<size_t>(rows) * sizeof(cl_long))) {
       return s;
     }
-    const BufferArg order_arg = {order.get(), 0};
+    const BufferArg order_arg = order.arg();
     if (weft_status* s = call.Launch(Program::kRandom, "shuffle_order",
                                      Linear(1), order_arg, rows, stream.seed,
                                      stream.seed2, stream.run)) {
