@@ -15,6 +15,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import tempfile
 
 from tap import Skip, Tap
 
@@ -201,6 +203,55 @@ def opencl_matmul_through_clblast_agrees_with_the_cpu():
     rows = table(run.stdout)
     assert rows[('MatMul', 'float32')].startswith('pass'), run.stdout
     assert run.returncode == 0, (run.returncode, run.stdout, run.stderr)
+
+
+@tap.case
+def opencl_programs_are_cached_on_disk():
+    """WEFT_OPENCL_CACHE=DIR keeps each built program's binary (the default
+    on platforms other than PoCL, which caches kernels itself): a second
+    process builds from it and leaves it as it is; a damaged or foreign
+    file is rebuilt from source and replaced; a directory that cannot be
+    made only costs the cache."""
+    if not OPENCL:
+        raise Skip('the OpenCL plugin is not built here')
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, 'cache')
+
+        def run(directory):
+            env = dict(ENV, WEFT_OPENCL_CACHE=directory)
+            result = subprocess.run(
+                [WEFT, 'conformance', OPENCL, '--op', 'Relu'],
+                capture_output=True, text=True, timeout=300, env=env)
+            if 'no device' in result.stdout.splitlines()[1]:
+                raise Skip('the OpenCL plugin finds no device here')
+            assert result.returncode == 0, (result.stdout, result.stderr)
+            assert table(result.stdout)[('Relu', 'float32')].startswith(
+                'pass'), result.stdout
+            return sorted(os.listdir(directory)) if os.path.isdir(
+                directory) else []
+
+        files = run(cache)
+        assert files and all(f.endswith('.bin') for f in files), files
+        path = os.path.join(cache, files[0])
+        with open(path, 'rb') as f:
+            good = f.read()
+        assert good.startswith(b'WEFTCLB1'), good[:16]
+        before = os.stat(path).st_mtime_ns
+        time.sleep(0.05)
+        assert run(cache) == files
+        assert os.stat(path).st_mtime_ns == before, 'rebuilt, not loaded'
+        for damaged in (good[:len(good) // 2],           # truncated
+                        b'WEFTCLB1' + bytes(len(good) - 8),  # foreign key
+                        good[:24] + bytes(len(good) - 24)):  # bad binary
+            with open(path, 'wb') as f:
+                f.write(damaged)
+            assert run(cache) == files
+            with open(path, 'rb') as f:
+                assert f.read() == good, 'the damaged file was not replaced'
+        blocker = os.path.join(tmp, 'a-file')
+        with open(blocker, 'w') as f:
+            f.write('not a directory')
+        assert run(os.path.join(blocker, 'cache')) == []
 
 
 @tap.case

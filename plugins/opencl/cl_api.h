@@ -39,6 +39,8 @@ struct ClApi {
   X(RetainEvent)                    \
   X(ReleaseEvent)                   \
   X(CreateProgramWithSource)        \
+  X(CreateProgramWithBinary)        \
+  X(GetProgramInfo)                 \
   X(BuildProgram)                   \
   X(GetProgramBuildInfo)            \
   X(ReleaseProgram)                 \

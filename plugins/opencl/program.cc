@@ -1,5 +1,7 @@
 #include "program.h"
 
+#include "binary_cache.h"
+
 namespace weft_opencl {
 namespace {
 
@@ -53,6 +55,18 @@ ProgramCache::~ProgramCache() {
 weft_status* ProgramCache::Build(Program which, Entry* entry) {
   entry->tried = true;
   const char* sources[2] = {kPreludeSource, SourceOf(which)};
+  // Division and sqrt rounded as IEEE requires (the CPU's results), where
+  // the device offers it; without the option OpenCL allows 2.5 ulp.
+  std::string options = device_->correctly_rounded_sqrt
+                            ? "-cl-fp32-correctly-rounded-divide-sqrt"
+                            : "";
+  if (device_->fp64) options += " -DWEFT_FP64=1";
+  // A binary a previous process built, when the disk cache has one.
+  const BinaryCache disk(device_, options, sources, 2);
+  if (cl_program cached = disk.Load(device_)) {
+    entry->program = cached;
+    return nullptr;
+  }
   cl_int error = CL_SUCCESS;
   cl_program program = g_cl->CreateProgramWithSource(device_->context, 2,
                                                      sources, nullptr, &error);
@@ -61,12 +75,6 @@ weft_status* ProgramCache::Build(Program which, Entry* entry) {
                      ClErrorName(error);
     return nullptr;
   }
-  // Division and sqrt rounded as IEEE requires (the CPU's results), where
-  // the device offers it; without the option OpenCL allows 2.5 ulp.
-  std::string options = device_->correctly_rounded_sqrt
-                            ? "-cl-fp32-correctly-rounded-divide-sqrt"
-                            : "";
-  if (device_->fp64) options += " -DWEFT_FP64=1";
   error = g_cl->BuildProgram(program, 1, &device_->id, options.c_str(),
                              nullptr, nullptr);
   if (error != CL_SUCCESS) {
@@ -88,6 +96,7 @@ weft_status* ProgramCache::Build(Program which, Entry* entry) {
     return nullptr;
   }
   entry->program = program;
+  disk.Store(program);
   return nullptr;
 }
 
