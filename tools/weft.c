@@ -111,7 +111,11 @@ static void print_usage(FILE* out) {
           "  WEFT_TRANSFER_PRECISION  exact (default), bfloat16 or float16 "
           "for float32 crossing devices\n"
           "  WEFT_CPU_ISA      baseline or x86-64-v3: the CPU plugin's build "
-          "(default: the widest this CPU runs)\n");
+          "(default: the widest this CPU runs)\n"
+          "  WEFT_OPENCL_GEMM  clblast or builtin: OpenCL MatMul's GEMM "
+          "(default: CLBlast on GPUs, the plugin's kernel on CPU devices)\n"
+          "  WEFT_OPENCL_CACHE directory of compiled OpenCL programs (\"\": "
+          "none; default ~/.cache/weft/opencl, none on PoCL)\n");
 }
 
 static void print_command_usage(FILE* out, const command* cmd) {

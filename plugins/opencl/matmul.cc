@@ -20,9 +20,10 @@ std::atomic<bool> g_clblast_failed{false};
 // other devices that are not CPUs, unless WEFT_OPENCL_GEMM=builtin; on CPU
 // devices only with WEFT_OPENCL_GEMM=clblast.  On PoCL (a CPU device, the
 // only OpenCL device these machines have) the plugin's matmul_rows kernel
-// beat CLBlast 1.5.3 at every size measured: float32 256^3 76 vs 7.5
-// GFLOP/s, 1024^3 59 vs 17, 2048^3 31 vs 9.4 (bench/opencl_matmul, 2-core
-// EPYC).  CLBlast is tuned for GPUs, where the plugin's tiled kernel is
+// beat CLBlast 1.5.3 at every size measured: float32 1024^3 141-155 vs
+// 22-23 GFLOP/s on a quiet machine; under load 256^3 76 vs 7.5, 2048^3 31
+// vs 9.4 (bench/opencl_matmul, 2-core EPYC; README, "OpenCL against the
+// CPU plugin").  CLBlast is tuned for GPUs, where the plugin's tiled kernel is
 // plain: that choice is unmeasured here (no GPU), and the README says so.
 bool UseClBlast(const KernelCall& call, int32_t dtype) {
   if (dtype != WEFT_FLOAT32 && dtype != WEFT_FLOAT64) return false;
