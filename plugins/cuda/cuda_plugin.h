@@ -43,6 +43,7 @@ weft_status* Guarded(Body&& body) noexcept {
 }
 
 class ErrorSlot;
+class DeviceMemory;
 
 }  // namespace weft_cuda
 
@@ -52,6 +53,7 @@ struct weft_plugin_device {
   const char* description;  // interned: lives until the plugin is unloaded
   uint64_t memory_bytes;
   double compute_gflops;
+  weft_cuda::DeviceMemory* memory;  // shared by every handle of the device
 };
 
 struct weft_plugin_stream {

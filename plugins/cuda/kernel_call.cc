@@ -1,5 +1,9 @@
 #include "kernel_call.h"
 
+#include <utility>
+
+#include "device_memory.h"
+
 namespace weft_cuda {
 
 DimBuffer::DimBuffer(int32_t rank)
@@ -29,6 +33,25 @@ weft_status* KernelCall::CheckCuda(cudaError_t error, const char* what) const {
                "%s on CUDA device %d failed: %s: %s", what,
                device()->ordinal, cudaGetErrorName(error),
                cudaGetErrorString(error));
+}
+
+Scratch::~Scratch() {
+  if (!blocks_.empty()) {
+    call_.device()->memory->FreeAfter(call_.stream(), std::move(blocks_));
+  }
+}
+
+weft_status* Scratch::Get(uint64_t bytes, void** out) {
+  *out = nullptr;
+  if (bytes == 0) return nullptr;
+  blocks_.reserve(blocks_.size() + 1);  // so push_back cannot throw below
+  std::string message;
+  if (!call_.device()->memory->TryAllocate(bytes, out, &message)) {
+    return call_.Error(WEFT_RESOURCE_EXHAUSTED, "scratch memory: %s",
+                       message.c_str());
+  }
+  blocks_.push_back(*out);
+  return nullptr;
 }
 
 std::string KernelCall::DivisionByZeroDescription() const {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda_plugin.h"
 #include "plugin_kit.h"
@@ -71,6 +72,34 @@ class KernelCall : public weft_plugin_kit::KernelCallBase {
   // "integer division by zero in node 'N' (Op)": the description an
   // ErrorSlot keeps for a launch that may fail.
   std::string DivisionByZeroDescription() const;
+};
+
+// Device memory a kernel needs while its work runs (transposed copies,
+// cuDNN's workspace): from the device's cache (device_memory.h), so it
+// counts against WEFT_CUDA_MEMORY_LIMIT, and back to it once the stream has
+// passed the work the kernel queued (the destructor queues the release:
+// destroy the Scratch only after the last launch that uses it).
+class Scratch {
+ public:
+  explicit Scratch(const KernelCall& call) : call_(call) {}
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  // `bytes` 0 gives NULL.  RESOURCE_EXHAUSTED naming the node when the
+  // device cannot give it.
+  weft_status* Get(uint64_t bytes, void** out);
+  template <typename T>
+  weft_status* Get(int64_t count, T** out) {
+    void* block = nullptr;
+    weft_status* status =
+        Get(static_cast<uint64_t>(count) * sizeof(T), &block);
+    *out = static_cast<T*>(block);
+    return status;
+  }
+
+ private:
+  const KernelCall& call_;
+  std::vector<void*> blocks_;
 };
 
 // weft_plugin_kit::RegisterKernel with this plugin's host table: (registrar,

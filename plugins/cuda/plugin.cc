@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "cuda_plugin.h"
+#include "device_memory.h"
 #include "error_slot.h"
 #include "plugin_kit.h"
 
@@ -153,10 +154,19 @@ weft_status* DeviceOpen(int32_t index, weft_plugin_device** out) {
       clock_khz = 0;  // the estimate becomes 0, "unknown"
     }
 
+    DeviceMemory* memory = nullptr;
+    status = DeviceMemory::ForDevice(index, &memory);
+    if (status != nullptr) return status;
+
     std::unique_ptr<weft_plugin_device> device(new weft_plugin_device());
     device->ordinal = index;
+    device->memory = memory;
     device->description = Intern(prop.name);
-    device->memory_bytes = prop.totalGlobalMem;
+    // With WEFT_CUDA_MEMORY_LIMIT, the placer plans with the limit.
+    device->memory_bytes =
+        memory->limit() != 0 && memory->limit() < prop.totalGlobalMem
+            ? memory->limit()
+            : prop.totalGlobalMem;
     // One fused multiply-add, two flops, per lane per clock.
     device->compute_gflops = static_cast<double>(prop.multiProcessorCount) *
                              Fp32LanesPerSm(prop.major, prop.minor) * 2.0 *
@@ -191,39 +201,31 @@ weft_status* DeviceProperties(weft_plugin_device* device,
 
 // ---- Memory ----
 
+// Through the device's cache (device_memory.h): a freed block is kept and
+// handed out again for a request of its size class, and
+// WEFT_CUDA_MEMORY_LIMIT caps what the plugin holds.  The host frees only
+// memory whose work is complete, so a block is reusable at once.
 weft_status* MemoryAllocate(weft_plugin_device* device, uint64_t bytes,
                             void** out_handle) {
-  *out_handle = nullptr;
-  if (bytes == 0) {
-    return MakeStatus(WEFT_INVALID_ARGUMENT,
-                      "memory_allocate: 0 bytes requested on CUDA device %d",
-                      device->ordinal);
-  }
-  weft_status* status =
-      CudaStatus(cudaSetDevice(device->ordinal), "cudaSetDevice");
-  if (status != nullptr) return status;
-  // cudaMalloc aligns to at least 256 bytes, more than the 64 promised.
-  void* pointer = nullptr;
-  cudaError_t error = cudaMalloc(&pointer, bytes);
-  if (error != cudaSuccess) {
-    cudaGetLastError();
-    return MakeStatus(CodeFor(error),
-                      "cudaMalloc of %llu bytes on CUDA device %d failed: "
-                      "%s (%s)",
-                      static_cast<unsigned long long>(bytes), device->ordinal,
-                      cudaGetErrorString(error), cudaGetErrorName(error));
-  }
-  *out_handle = pointer;
-  return nullptr;
+  return Guarded([&]() -> weft_status* {
+    *out_handle = nullptr;
+    if (bytes == 0) {
+      return MakeStatus(WEFT_INVALID_ARGUMENT,
+                        "memory_allocate: 0 bytes requested on CUDA device %d",
+                        device->ordinal);
+    }
+    // Blocks are multiples of 512 bytes from cudaMalloc, which aligns to at
+    // least 256: more than the 64 promised.
+    return device->memory->Allocate(bytes, out_handle);
+  });
 }
 
 void MemoryFree(weft_plugin_device* device, void* handle) {
   if (handle == nullptr) return;
-  if (cudaSetDevice(device->ordinal) != cudaSuccess ||
-      cudaFree(handle) != cudaSuccess) {
-    // Nothing to return a status to; a failure here means the context is
-    // already broken, and the next synchronization reports that.
-    cudaGetLastError();
+  if (!device->memory->Free(handle)) {
+    g_host->log(WEFT_LOG_ERROR,
+                "weft-cuda: memory_free of a handle the CUDA device did not "
+                "allocate (or freed twice); ignored");
   }
 }
 
