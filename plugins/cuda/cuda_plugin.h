@@ -13,6 +13,7 @@
 #include "weft/plugin.h"
 
 struct cublasContext;
+struct cudnnContext;
 
 namespace weft_cuda {
 
@@ -64,6 +65,9 @@ struct weft_plugin_stream {
   // so a handle (and its workspace) is never shared by two streams.
   std::mutex blas_mutex;
   cublasContext* blas = nullptr;
+  // The same for cuDNN, on the stream's first convolution (conv.cu).
+  std::mutex dnn_mutex;
+  cudnnContext* dnn = nullptr;
 };
 
 struct weft_plugin_event {
@@ -79,11 +83,15 @@ namespace weft_cuda {
 
 // Releases the stream's cuBLAS handle, if any (matmul.cc).
 void DestroyBlasHandle(weft_plugin_stream* stream);
+// Releases the stream's cuDNN handle, if any (conv.cu).
+void DestroyDnnHandle(weft_plugin_stream* stream);
 
 // Kernel registration, one function per source file.
 weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterMatMulKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterConvKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterPoolKernels(weft_kernel_registrar* registrar);
 
 }  // namespace weft_cuda
 

@@ -1,5 +1,6 @@
 #include "kernel_call.h"
 
+#include <cstring>
 #include <utility>
 
 #include "device_memory.h"
@@ -63,6 +64,56 @@ std::string KernelCall::DivisionByZeroDescription() const {
   description += op ? op : "?";
   description += ")";
   return description;
+}
+
+std::string KernelCall::NodeDescription(const char* what) const {
+  const char* node = g_host->kernel_node_name(context());
+  const char* op = g_host->kernel_op(context());
+  std::string description = "node '";
+  description += node ? node : "?";
+  description += "' (";
+  description += op ? op : "?";
+  description += " on CUDA): ";
+  description += what;
+  return description;
+}
+
+weft_status* KernelCall::UnsupportedDtype(int32_t dtype) const {
+  return Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s", DtypeName(dtype));
+}
+
+weft_status* KernelCall::Zeros(const weft_kernel_tensor& tensor) const {
+  if (tensor.byte_size == 0) return nullptr;
+  return CheckCuda(
+      cudaMemsetAsync(TensorData(tensor), 0, tensor.byte_size, stream()),
+      "cudaMemsetAsync");
+}
+
+bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b) {
+  return a.rank == b.rank &&
+         (a.rank == 0 ||
+          std::memcmp(a.dims, b.dims, sizeof(int64_t) * a.rank) == 0);
+}
+
+weft_status* CheckRank4(const KernelCall& call, const char* what,
+                        const weft_kernel_tensor& t) {
+  if (t.rank == 4) return nullptr;
+  return call.Error(WEFT_INVALID_ARGUMENT, "%s must have rank 4, got rank %d",
+                    what, t.rank);
+}
+
+weft_status* ReadRank4Pair(const KernelCall& call, const char* first,
+                           const char* second, weft_kernel_tensor* a,
+                           weft_kernel_tensor* b) {
+  if (weft_status* s = call.Input(0, a)) return s;
+  if (weft_status* s = call.Input(1, b)) return s;
+  if (!IsFloat(a->dtype)) return call.UnsupportedDtype(a->dtype);
+  if (a->dtype != b->dtype) {
+    return call.Error(WEFT_INVALID_ARGUMENT, "%s is %s but %s is %s", first,
+                      DtypeName(a->dtype), second, DtypeName(b->dtype));
+  }
+  if (weft_status* s = CheckRank4(call, first, *a)) return s;
+  return CheckRank4(call, second, *b);
 }
 
 }  // namespace weft_cuda

@@ -72,7 +72,32 @@ class KernelCall : public weft_plugin_kit::KernelCallBase {
   // "integer division by zero in node 'N' (Op)": the description an
   // ErrorSlot keeps for a launch that may fail.
   std::string DivisionByZeroDescription() const;
+  // "node 'N' (Op on CUDA): <what>", for an ErrorSlot's description of
+  // another failure that only the device finds.
+  std::string NodeDescription(const char* what) const;
+
+  // UNIMPLEMENTED: "no CUDA kernel for <dtype>".
+  weft_status* UnsupportedDtype(int32_t dtype) const;
+  // Enqueues zeros over `tensor` (0 bits are 0 in every dtype here).
+  weft_status* Zeros(const weft_kernel_tensor& tensor) const;
 };
+
+// Whether two tensors have the same shape.
+bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b);
+
+// ---- The window kernels' checks (conv.cu, pool.cu), with the OpenCL
+// plugin's messages ----
+
+inline bool IsFloat(int32_t dtype) {
+  return dtype == WEFT_FLOAT32 || dtype == WEFT_FLOAT64;
+}
+// "<what> must have rank 4, got rank R".
+weft_status* CheckRank4(const KernelCall& call, const char* what,
+                        const weft_kernel_tensor& t);
+// Inputs 0 and 1, both rank-4 floats of one dtype.
+weft_status* ReadRank4Pair(const KernelCall& call, const char* first,
+                           const char* second, weft_kernel_tensor* a,
+                           weft_kernel_tensor* b);
 
 // Device memory a kernel needs while its work runs (transposed copies,
 // cuDNN's workspace): from the device's cache (device_memory.h), so it

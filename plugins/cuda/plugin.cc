@@ -19,6 +19,9 @@
 #ifndef WEFT_CUDA_PLUGIN_VERSION
 #define WEFT_CUDA_PLUGIN_VERSION "unknown"
 #endif
+#ifndef WEFT_CUDA_HAVE_CUDNN
+#define WEFT_CUDA_HAVE_CUDNN 0
+#endif
 
 namespace weft_cuda {
 
@@ -306,6 +309,9 @@ void StreamDestroy(weft_plugin_device* device, weft_plugin_stream* stream) {
   // frees; the host destroys streams rarely, so waiting costs nothing.
   cudaStreamSynchronize(stream->stream);
   DestroyBlasHandle(stream);
+#if WEFT_CUDA_HAVE_CUDNN
+  DestroyDnnHandle(stream);
+#endif
   cudaStreamDestroy(stream->stream);
   cudaGetLastError();
   delete stream;
@@ -434,6 +440,10 @@ weft_status* Entry(weft_plugin_init_args* args) {
   weft_status* status = RegisterElementwiseKernels(args->registrar);
   if (status == nullptr) status = RegisterReductionKernels(args->registrar);
   if (status == nullptr) status = RegisterMatMulKernels(args->registrar);
+#if WEFT_CUDA_HAVE_CUDNN
+  if (status == nullptr) status = RegisterConvKernels(args->registrar);
+#endif
+  if (status == nullptr) status = RegisterPoolKernels(args->registrar);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

@@ -1,5 +1,5 @@
-// Reductions: Sum and Mean over any set of axes, and Softmax over the last
-// axis.
+// Reductions: Sum and Mean over any set of axes, and Softmax and LogSoftmax
+// over the last axis.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -260,10 +260,19 @@ __device__ __forceinline__ T Exp(T x) {
   else return exp(x);
 }
 
+template <typename T>
+__device__ __forceinline__ T Log(T x) {
+  if constexpr (std::is_same<T, float>::value) return logf(x);
+  else return log(x);
+}
+
 // One block per row, three passes over it: max, sum of shifted
 // exponentials, and the normalized output.  Subtracting the row max keeps
-// exp() from overflowing.
-template <typename T>
+// exp() from overflowing.  kLog (LogSoftmax): (x - max) - log(sum), as the
+// CPU computes it; the shift keeps the sum in [1, width], so the log
+// neither overflows nor meets a zero.  Kernels not written for the GPU:
+// with cuDNN's softmax the op would need a library most kernels do not.
+template <typename T, bool kLog>
 __global__ void SoftmaxKernel(const T* in, T* out, int64_t rows,
                               int64_t cols) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -279,25 +288,41 @@ __global__ void SoftmaxKernel(const T* in, T* out, int64_t rows,
       sum += Exp(x[c] - max);
     }
     sum = BlockReduce(sum, SumOp());
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      y[c] = Exp(x[c] - max) / sum;
+    if constexpr (kLog) {
+      const T log_sum = Log(sum);
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+        y[c] = (x[c] - max) - log_sum;
+      }
+    } else {
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+        y[c] = Exp(x[c] - max) / sum;
+      }
     }
   }
 }
 
 template <typename T>
-weft_status* LaunchSoftmax(const KernelCall& call, const void* in, void* out,
-                           int64_t rows, int64_t cols) {
+weft_status* LaunchSoftmax(const KernelCall& call, bool log, const void* in,
+                           void* out, int64_t rows, int64_t cols) {
   // Short rows would leave most of a 256-thread block idle.
   const int threads = cols <= 32 ? 32 : cols <= 128 ? 128 : kBlockThreads;
   const int64_t blocks = rows < 65535 ? rows : 65535;
-  SoftmaxKernel<T><<<static_cast<unsigned int>(blocks), threads, 0,
-                     call.stream()>>>(static_cast<const T*>(in),
-                                      static_cast<T*>(out), rows, cols);
+  if (log) {
+    SoftmaxKernel<T, true><<<static_cast<unsigned int>(blocks), threads, 0,
+                             call.stream()>>>(static_cast<const T*>(in),
+                                              static_cast<T*>(out), rows,
+                                              cols);
+    return call.CheckLaunch("LogSoftmax");
+  }
+  SoftmaxKernel<T, false><<<static_cast<unsigned int>(blocks), threads, 0,
+                            call.stream()>>>(static_cast<const T*>(in),
+                                             static_cast<T*>(out), rows, cols);
   return call.CheckLaunch("Softmax");
 }
 
-weft_status* SoftmaxCompute(void*, weft_kernel_context* ctx) {
+// Softmax, or LogSoftmax with `arg` set.
+weft_status* SoftmaxCompute(void* arg, weft_kernel_context* ctx) {
+  const bool log = arg != nullptr;
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);
     weft_status* status = call.Begin();
@@ -306,7 +331,8 @@ weft_status* SoftmaxCompute(void*, weft_kernel_context* ctx) {
     if ((status = call.Input(0, &x)) != nullptr) return status;
     if (x.rank < 1) {
       return call.Error(WEFT_INVALID_ARGUMENT,
-                        "Softmax needs logits of rank >= 1, got a scalar");
+                        "%s needs logits of rank >= 1, got a scalar",
+                        log ? "LogSoftmax" : "Softmax");
     }
     if ((status = call.AllocateOutput(0, x.dtype, x.dims, x.rank, &out)) !=
         nullptr) {
@@ -317,11 +343,11 @@ weft_status* SoftmaxCompute(void*, weft_kernel_context* ctx) {
     const int64_t rows = x.element_count / cols;
     switch (x.dtype) {
       case WEFT_FLOAT32:
-        return LaunchSoftmax<float>(call, TensorData(x), TensorData(out), rows,
-                                    cols);
+        return LaunchSoftmax<float>(call, log, TensorData(x), TensorData(out),
+                                    rows, cols);
       case WEFT_FLOAT64:
-        return LaunchSoftmax<double>(call, TensorData(x), TensorData(out),
-                                     rows, cols);
+        return LaunchSoftmax<double>(call, log, TensorData(x),
+                                     TensorData(out), rows, cols);
       default:
         return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
                           DtypeName(x.dtype));
@@ -332,7 +358,7 @@ weft_status* SoftmaxCompute(void*, weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar) {
-  static int mean_tag;
+  static int mean_tag, log_tag;
   weft_status* status = RegisterKernel(registrar, "Sum", "T", kNumericTypes,
                                        4, ReduceCompute, nullptr);
   if (status == nullptr) {
@@ -342,6 +368,10 @@ weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar) {
   if (status == nullptr) {
     status = RegisterKernel(registrar, "Softmax", "T", kFloatTypes, 2,
                             SoftmaxCompute, nullptr);
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "LogSoftmax", "T", kFloatTypes, 2,
+                            SoftmaxCompute, &log_tag);
   }
   return status;
 }

@@ -1,0 +1,679 @@
+// Conv2D, FusedConv2D (relu(conv + bias)), Conv2DBackpropInput and
+// Conv2DBackpropFilter on cuDNN, float32 and float64.  conv_plan.h says how
+// Weft's NHWC tensors, HWIO filters and TensorFlow padding map onto cuDNN's
+// NCHW/KCRS convolution with symmetric padding (test_window_math.cc checks
+// it on the host); this file transposes into scratch buffers, calls cuDNN
+// once per chunk of images, and transposes back (adding the bias and the
+// ReLU on the way, for FusedConv2D).  The checks and messages are the
+// OpenCL plugin's (plugins/opencl/conv.cc), over plugins/common's window
+// geometry.
+//
+// cuDNN is opened on the first convolution (cudnn_loader.h); each stream
+// gets its own handle, bound to it, as for cuBLAS.  The algorithm for a
+// shape is chosen once per device and remembered.
+#include <cudnn.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "conv_plan.h"
+#include "cudnn_loader.h"
+#include "device_memory.h"
+#include "kernel_call.h"
+#include "window_attrs.h"
+
+namespace weft_cuda {
+
+void DestroyDnnHandle(weft_plugin_stream* stream) {
+  std::lock_guard<std::mutex> lock(stream->dnn_mutex);
+  if (stream->dnn != nullptr) {
+    // A handle exists only once cuDNN was loaded.
+    Dnn(nullptr)->destroy(stream->dnn);
+    stream->dnn = nullptr;
+  }
+}
+
+namespace {
+
+using weft_window::Window2D;
+
+static_assert(kDnnDefaultMath == static_cast<int>(CUDNN_DEFAULT_MATH) &&
+                  kDnnTensorOpMath ==
+                      static_cast<int>(CUDNN_TENSOR_OP_MATH) &&
+                  kDnnTensorOpMathAllowConversion ==
+                      static_cast<int>(CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) &&
+                  kDnnFmaMath == static_cast<int>(CUDNN_FMA_MATH),
+              "conv_plan.h's DnnMath mirrors cudnnMathType_t");
+
+const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+
+__device__ __forceinline__ int64_t GridStart() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t GridStride() {
+  return static_cast<int64_t>(blockDim.x) * gridDim.x;
+}
+
+// ---- Layout kernels (index math in conv_plan.h) ----
+
+// NHWC [n, h, w, c] into NCHW [n, c, ph, pw], zeros after the data.
+template <typename T>
+__global__ void ToNchwKernel(const T* nhwc, T* nchw, int64_t count, int64_t c,
+                             int64_t h, int64_t w, int64_t ph, int64_t pw) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    const int64_t at = NchwPaddedToNhwc(i, c, h, w, ph, pw);
+    nchw[i] = at < 0 ? T(0) : nhwc[at];
+  }
+}
+
+// NCHW [n, c, ph, pw] back into NHWC [n, h, w, c], dropping the padding;
+// with `bias`, relu(value + bias[channel]) as the CPU's BiasRelu computes
+// it (NaN stays NaN).
+template <typename T>
+__global__ void ToNhwcKernel(const T* nchw, T* nhwc, int64_t count, int64_t c,
+                             int64_t h, int64_t w, int64_t ph, int64_t pw,
+                             const T* bias) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    T v = nchw[NhwcToNchwPadded(i, c, h, w, ph, pw)];
+    if (bias != nullptr) {
+      v = v + bias[i % c];
+      v = v < T(0) ? T(0) : v;
+    }
+    nhwc[i] = v;
+  }
+}
+
+template <typename T>
+__global__ void FilterToKcrsKernel(const T* hwio, T* kcrs, int64_t count,
+                                   int64_t k, int64_t c, int64_t r,
+                                   int64_t s) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    kcrs[i] = hwio[KcrsToHwio(i, k, c, r, s)];
+  }
+}
+
+template <typename T>
+__global__ void FilterToHwioKernel(const T* kcrs, T* hwio, int64_t count,
+                                   int64_t k, int64_t c, int64_t r,
+                                   int64_t s) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    hwio[i] = kcrs[HwioToKcrs(i, k, c, r, s)];
+  }
+}
+
+// FusedConv2D with no input channels: the sums are empty, relu(bias).
+template <typename T>
+__global__ void BiasReluFillKernel(const T* bias, T* out, int64_t count,
+                                   int64_t c) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    const T v = bias[i % c];
+    out[i] = v < T(0) ? T(0) : v;
+  }
+}
+
+// ---- cuDNN plumbing ----
+
+enum class ConvOp { kForward, kBackwardData, kBackwardFilter };
+
+const char* OpName(ConvOp op) {
+  switch (op) {
+    case ConvOp::kForward: return "Conv2D";
+    case ConvOp::kBackwardData: return "Conv2DBackpropInput";
+    default: return "Conv2DBackpropFilter";
+  }
+}
+
+weft_status* DnnError(const KernelCall& call, const DnnApi& api,
+                      cudnnStatus_t status, const char* what) {
+  int32_t code = WEFT_INTERNAL;
+  if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) {
+    code = WEFT_UNIMPLEMENTED;
+  } else if (status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+             status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) {
+    code = WEFT_RESOURCE_EXHAUSTED;
+  }
+  return call.Error(code, "%s failed: %s (cuDNN status %d)", what,
+                    api.error_string(status), static_cast<int>(status));
+}
+
+// The stream's handle, made on first use.  Called with dnn_mutex held.
+weft_status* StreamDnnHandle(const KernelCall& call, const DnnApi& api,
+                             cudnnHandle_t* out) {
+  weft_plugin_stream* stream = call.plugin_stream();
+  if (stream->dnn == nullptr) {
+    cudnnHandle_t handle = nullptr;
+    cudnnStatus_t status = api.create(&handle);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      return DnnError(call, api, status, "cudnnCreate");
+    }
+    status = api.set_stream(handle, stream->stream);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      api.destroy(handle);
+      return DnnError(call, api, status, "cudnnSetStream");
+    }
+    stream->dnn = handle;
+  }
+  *out = stream->dnn;
+  return nullptr;
+}
+
+// The descriptors of one convolution (cudnn_loader.h's DescribeConv),
+// destroyed with it.
+class Descriptors : public ConvDescriptors {
+ public:
+  explicit Descriptors(const DnnApi& api) : api_(api) {}
+  ~Descriptors() { DestroyConvDescriptors(api_, this); }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  // Describes `plan` for calls of `images` images.
+  weft_status* Set(const KernelCall& call, const ConvPlan& p,
+                   cudnnDataType_t type, int64_t images) {
+    const char* what = "";
+    const cudnnStatus_t s = DescribeConv(api_, p, type, images, this, &what);
+    return s == CUDNN_STATUS_SUCCESS ? nullptr
+                                     : DnnError(call, api_, s, what);
+  }
+
+ private:
+  const DnnApi& api_;
+};
+
+template <typename Perf>
+AlgoCandidate CandidateOf(const Perf& perf) {
+  AlgoCandidate c;
+  c.algo = static_cast<int>(perf.algo);
+  c.supported = perf.status == CUDNN_STATUS_SUCCESS;
+  c.deterministic = perf.determinism == CUDNN_DETERMINISTIC;
+  c.math = static_cast<int>(perf.mathType);
+  c.workspace = perf.memory;
+  return c;
+}
+
+struct Choice {
+  int algo = 0;
+  size_t workspace = 0;
+};
+
+// Chosen algorithms by (device, op, dtype, plan): cuDNN's heuristics cost
+// more than a small convolution.
+using ChoiceKey = std::array<int64_t, 22>;
+
+ChoiceKey KeyOf(int ordinal, ConvOp op, cudnnDataType_t type,
+                const ConvPlan& p) {
+  return ChoiceKey{ordinal,      static_cast<int64_t>(op),
+                   static_cast<int64_t>(type),
+                   p.chunk,      p.ChunkImages(p.calls - 1),
+                   p.in_c,       p.padded_h,
+                   p.padded_w,   p.out_c,
+                   p.k_h,        p.k_w,
+                   p.out_h,      p.out_w,
+                   p.pad_h,      p.pad_w,
+                   p.stride_h,   p.stride_w,
+                   p.dilation_h, p.dilation_w,
+                   p.in_h,       p.in_w,
+                   0};
+}
+
+std::mutex g_choice_mutex;
+std::map<ChoiceKey, Choice>* g_choices = new std::map<ChoiceKey, Choice>;
+
+// cuDNN's ranked algorithms for `op` on the descriptors as set.
+weft_status* RankedAlgorithms(const KernelCall& call, const DnnApi& api,
+                              cudnnHandle_t handle, ConvOp op,
+                              const Descriptors& d, AlgoCandidate* out,
+                              int* count) {
+  cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+  int returned = 0;
+  switch (op) {
+    case ConvOp::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      s = api.forward_algorithms(handle, d.x, d.w, d.conv, d.y,
+                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
+                                 perf);
+      for (int i = 0; i < returned; ++i) out[i] = CandidateOf(perf[i]);
+      break;
+    }
+    case ConvOp::kBackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t
+          perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      s = api.data_algorithms(handle, d.w, d.y, d.conv, d.x,
+                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                              &returned, perf);
+      for (int i = 0; i < returned; ++i) out[i] = CandidateOf(perf[i]);
+      break;
+    }
+    default: {
+      cudnnConvolutionBwdFilterAlgoPerf_t
+          perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      s = api.filter_algorithms(handle, d.x, d.y, d.conv, d.w,
+                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                &returned, perf);
+      for (int i = 0; i < returned; ++i) out[i] = CandidateOf(perf[i]);
+      break;
+    }
+  }
+  if (s != CUDNN_STATUS_SUCCESS) {
+    return DnnError(call, api, s, "cuDNN's algorithm heuristics");
+  }
+  *count = returned;
+  return nullptr;
+}
+
+weft_status* WorkspaceFor(const KernelCall& call, const DnnApi& api,
+                          cudnnHandle_t handle, ConvOp op,
+                          const Descriptors& d, int algo, size_t* bytes) {
+  cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+  switch (op) {
+    case ConvOp::kForward:
+      s = api.forward_workspace(handle, d.x, d.w, d.conv, d.y,
+                                static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                bytes);
+      break;
+    case ConvOp::kBackwardData:
+      s = api.data_workspace(
+          handle, d.w, d.y, d.conv, d.x,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+      break;
+    default:
+      s = api.filter_workspace(
+          handle, d.x, d.y, d.conv, d.w,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+      break;
+  }
+  return s == CUDNN_STATUS_SUCCESS
+             ? nullptr
+             : DnnError(call, api, s, "cuDNN's workspace size");
+}
+
+// The algorithm and workspace for `plan`, from the cache or chosen now.
+// Leaves the descriptors set for a full chunk.
+weft_status* Choose(const KernelCall& call, const DnnApi& api,
+                    cudnnHandle_t handle, ConvOp op, const ConvPlan& p,
+                    cudnnDataType_t type, Descriptors* d, Choice* choice) {
+  const ChoiceKey key = KeyOf(call.device()->ordinal, op, type, p);
+  {
+    std::lock_guard<std::mutex> lock(g_choice_mutex);
+    auto it = g_choices->find(key);
+    if (it != g_choices->end()) {
+      *choice = it->second;
+      return d->Set(call, p, type, p.chunk);
+    }
+  }
+  if (weft_status* s = d->Set(call, p, type, p.chunk)) return s;
+  AlgoCandidate ranked[16];
+  int count = 0;
+  if (weft_status* s =
+          RankedAlgorithms(call, api, handle, op, *d, ranked, &count)) {
+    return s;
+  }
+  const uint64_t cap = ConvWorkspaceCap(call.device()->memory->limit());
+  const int pick = ChooseAlgorithm(ranked, count, cap);
+  if (pick < 0) {
+    return call.Error(WEFT_UNIMPLEMENTED,
+                      "cuDNN offers no algorithm for this %s in FMA math "
+                      "within %llu bytes of workspace (%d ranked)",
+                      OpName(op), static_cast<unsigned long long>(cap),
+                      count);
+  }
+  Choice chosen;
+  chosen.algo = ranked[pick].algo;
+  chosen.workspace = ranked[pick].workspace;
+  // The workspace each call's shape asks for, the last call's included;
+  // the descriptors end set for a full chunk, the first call's.
+  const int64_t last = p.ChunkImages(p.calls - 1);
+  for (int64_t images : {last, p.chunk}) {
+    if (weft_status* s = d->Set(call, p, type, images)) return s;
+    size_t bytes = 0;
+    if (weft_status* s =
+            WorkspaceFor(call, api, handle, op, *d, chosen.algo, &bytes)) {
+      return s;
+    }
+    if (bytes > chosen.workspace) chosen.workspace = bytes;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_choice_mutex);
+    (*g_choices)[key] = chosen;
+  }
+  *choice = chosen;
+  return nullptr;
+}
+
+template <typename T>
+cudnnDataType_t DnnType() {
+  return sizeof(T) == sizeof(double) ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
+
+// Runs one convolution op on cuDNN; every tensor is non-empty.
+//   kForward:        x (NHWC), filter (HWIO), bias or NULL -> out (NHWC)
+//   kBackwardData:   filter, dy (NHWC) -> out (NHWC, the input's shape)
+//   kBackwardFilter: x, dy -> out (HWIO)
+template <typename T>
+weft_status* RunConv(const KernelCall& call, ConvOp op, const ConvPlan& p,
+                     const T* x, const T* filter, const T* dy, const T* bias,
+                     T* out) {
+  std::string why;
+  const DnnApi* api = Dnn(&why);
+  if (api == nullptr) {
+    return call.Error(WEFT_UNAVAILABLE, "%s on CUDA needs cuDNN: %s",
+                      OpName(op), why.c_str());
+  }
+  std::lock_guard<std::mutex> lock(call.plugin_stream()->dnn_mutex);
+  cudnnHandle_t handle = nullptr;
+  if (weft_status* s = StreamDnnHandle(call, *api, &handle)) return s;
+  const cudnnDataType_t type = DnnType<T>();
+  Descriptors d(*api);
+  Choice choice;
+  if (weft_status* s = Choose(call, *api, handle, op, p, type, &d, &choice)) {
+    return s;
+  }
+  // Scratch goes back to the device's cache once the stream has passed
+  // the work below (it is destroyed after the last launch).
+  Scratch scratch(call);
+  T *xt = nullptr, *yt = nullptr, *wt = nullptr;
+  void* workspace = nullptr;
+  if (weft_status* s = scratch.Get(p.chunk * p.padded_image, &xt)) return s;
+  if (weft_status* s = scratch.Get(p.chunk * p.out_image, &yt)) return s;
+  if (weft_status* s = scratch.Get(p.filter_elements, &wt)) return s;
+  if (weft_status* s = scratch.Get(choice.workspace, &workspace)) return s;
+  const cudaStream_t stream = call.stream();
+  if (op != ConvOp::kBackwardFilter) {
+    FilterToKcrsKernel<T><<<BlocksFor(p.filter_elements), kBlockThreads, 0,
+                            stream>>>(filter, wt, p.filter_elements, p.out_c,
+                                      p.in_c, p.k_h, p.k_w);
+    if (weft_status* s = call.CheckLaunch("the filter's transpose")) return s;
+  }
+  const int64_t x_image = int64_t{p.in_h} * p.in_w * p.in_c;
+  const int64_t y_image = p.out_image;  // the same count in NHWC
+  const T one = T(1), zero = T(0);
+  for (int64_t i = 0; i < p.calls; ++i) {
+    const int64_t n0 = i * p.chunk, n = p.ChunkImages(i);
+    if (n != p.chunk) {
+      if (weft_status* s = d.Set(call, p, type, n)) return s;
+    }
+    const int64_t x_count = n * p.padded_image, y_count = n * p.out_image;
+    cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+    if (op != ConvOp::kBackwardData) {
+      ToNchwKernel<T><<<BlocksFor(x_count), kBlockThreads, 0, stream>>>(
+          x + n0 * x_image, xt, x_count, p.in_c, p.in_h, p.in_w, p.padded_h,
+          p.padded_w);
+      if (weft_status* s = call.CheckLaunch("the input's transpose")) return s;
+    }
+    if (op != ConvOp::kForward) {
+      ToNchwKernel<T><<<BlocksFor(y_count), kBlockThreads, 0, stream>>>(
+          dy + n0 * y_image, yt, y_count, p.out_c, p.out_h, p.out_w, p.out_h,
+          p.out_w);
+      if (weft_status* s = call.CheckLaunch("the gradient's transpose")) {
+        return s;
+      }
+    }
+    switch (op) {
+      case ConvOp::kForward:
+        status = api->forward(
+            handle, &one, d.x, xt, d.w, wt, d.conv,
+            static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace,
+            choice.workspace, &zero, d.y, yt);
+        break;
+      case ConvOp::kBackwardData:
+        status = api->backward_data(
+            handle, &one, d.w, wt, d.y, yt, d.conv,
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo),
+            workspace, choice.workspace, &zero, d.x, xt);
+        break;
+      default:
+        // The filter gradient adds up over the calls.
+        status = api->backward_filter(
+            handle, &one, d.x, xt, d.y, yt, d.conv,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo),
+            workspace, choice.workspace, i == 0 ? &zero : &one, d.w, wt);
+        break;
+    }
+    if (status != CUDNN_STATUS_SUCCESS) {
+      return DnnError(call, *api, status, OpName(op));
+    }
+    if (op == ConvOp::kForward) {
+      ToNhwcKernel<T><<<BlocksFor(y_count), kBlockThreads, 0, stream>>>(
+          yt, out + n0 * y_image, y_count, p.out_c, p.out_h, p.out_w, p.out_h,
+          p.out_w, bias);
+      if (weft_status* s = call.CheckLaunch("the output's transpose")) {
+        return s;
+      }
+    } else if (op == ConvOp::kBackwardData) {
+      const int64_t count = n * x_image;
+      ToNhwcKernel<T><<<BlocksFor(count), kBlockThreads, 0, stream>>>(
+          xt, out + n0 * x_image, count, p.in_c, p.in_h, p.in_w, p.padded_h,
+          p.padded_w, nullptr);
+      if (weft_status* s = call.CheckLaunch("the gradient's transpose")) {
+        return s;
+      }
+    }
+  }
+  if (op == ConvOp::kBackwardFilter) {
+    FilterToHwioKernel<T><<<BlocksFor(p.filter_elements), kBlockThreads, 0,
+                            stream>>>(wt, out, p.filter_elements, p.out_c,
+                                      p.in_c, p.k_h, p.k_w);
+    return call.CheckLaunch("the filter gradient's transpose");
+  }
+  return nullptr;
+}
+
+// ---- The kernels: checks as in plugins/opencl/conv.cc ----
+
+weft_status* Plan(const KernelCall& call, const Window2D& w,
+                  int64_t out_channels, ConvPlan* plan) {
+  const char* why = PlanConv(w, out_channels, kConvChunkElements, plan);
+  if (why == nullptr) return nullptr;
+  return call.Error(WEFT_UNIMPLEMENTED, "cuDNN cannot run this convolution: %s",
+                    why);
+}
+
+template <typename T>
+weft_status* Typed(const KernelCall& call, ConvOp op, const ConvPlan& p,
+                   const weft_kernel_tensor* x, const weft_kernel_tensor* f,
+                   const weft_kernel_tensor* dy, const weft_kernel_tensor* bias,
+                   const weft_kernel_tensor& out) {
+  auto data = [](const weft_kernel_tensor* t) -> const T* {
+    return t != nullptr ? static_cast<const T*>(TensorData(*t)) : nullptr;
+  };
+  return RunConv<T>(call, op, p, data(x), data(f), data(dy), data(bias),
+                    static_cast<T*>(TensorData(out)));
+}
+
+weft_status* Dispatch(const KernelCall& call, ConvOp op, const ConvPlan& p,
+                      const weft_kernel_tensor* x, const weft_kernel_tensor* f,
+                      const weft_kernel_tensor* dy,
+                      const weft_kernel_tensor* bias,
+                      const weft_kernel_tensor& out) {
+  if (out.dtype == WEFT_FLOAT64) {
+    return Typed<double>(call, op, p, x, f, dy, bias, out);
+  }
+  return Typed<float>(call, op, p, x, f, dy, bias, out);
+}
+
+int g_fused_tag;
+
+// Conv2D(input, filter) and, with `arg` set, FusedConv2D(input, filter,
+// bias) = relu(Conv2D + bias).
+weft_status* ConvKernel(void* arg, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    const bool fused = arg != nullptr;
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor in, filter, bias, out;
+    if (weft_status* s =
+            ReadRank4Pair(call, "input [N, H, W, C]",
+                          "filter [KH, KW, Cin, Cout]", &in, &filter)) {
+      return s;
+    }
+    if (filter.dims[2] != in.dims[3]) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "input has %lld channels but the filter expects %lld",
+                        static_cast<long long>(in.dims[3]),
+                        static_cast<long long>(filter.dims[2]));
+    }
+    const int64_t out_channels = filter.dims[3];
+    if (fused) {
+      if (weft_status* s = call.Input(2, &bias)) return s;
+      if (bias.dtype != in.dtype || bias.rank != 1 ||
+          bias.dims[0] != out_channels) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "bias must be [%lld] of %s, one per output channel",
+                          static_cast<long long>(out_channels),
+                          DtypeName(in.dtype));
+      }
+    }
+    Window2D w = weft_plugin_kit::NhwcWindow(in.dims);
+    w.k_h = filter.dims[0];
+    w.k_w = filter.dims[1];
+    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
+      return s;
+    }
+    const int64_t dims[4] = {w.batch, w.out_h, w.out_w, out_channels};
+    if (weft_status* s = call.AllocateOutput(0, in.dtype, dims, 4, &out)) {
+      return s;
+    }
+    if (out.element_count == 0) return nullptr;
+    if (in.element_count == 0) {
+      // No input channels: the sums are empty, 0 or relu(bias).
+      if (!fused) return call.Zeros(out);
+      if (in.dtype == WEFT_FLOAT64) {
+        BiasReluFillKernel<double><<<BlocksFor(out.element_count),
+                                     kBlockThreads, 0, call.stream()>>>(
+            static_cast<const double*>(TensorData(bias)),
+            static_cast<double*>(TensorData(out)), out.element_count,
+            out_channels);
+      } else {
+        BiasReluFillKernel<float><<<BlocksFor(out.element_count),
+                                    kBlockThreads, 0, call.stream()>>>(
+            static_cast<const float*>(TensorData(bias)),
+            static_cast<float*>(TensorData(out)), out.element_count,
+            out_channels);
+      }
+      return call.CheckLaunch("FusedConv2D's bias");
+    }
+    ConvPlan plan;
+    if (weft_status* s = Plan(call, w, out_channels, &plan)) return s;
+    return Dispatch(call, ConvOp::kForward, plan, &in, &filter, nullptr,
+                    fused ? &bias : nullptr, out);
+  });
+}
+
+weft_status* ConvBackpropInputKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor filter, dy, out;
+    if (weft_status* s =
+            ReadRank4Pair(call, "filter", "out_backprop", &filter, &dy)) {
+      return s;
+    }
+    const int64_t fallback[4] = {dy.dims[0], -1, -1, filter.dims[2]};
+    int64_t sizes[4];
+    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "input_sizes",
+                                                    fallback, sizes)) {
+      return s;
+    }
+    Window2D w = weft_plugin_kit::NhwcWindow(sizes);
+    w.k_h = filter.dims[0];
+    w.k_w = filter.dims[1];
+    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
+      return s;
+    }
+    if (w.channels != filter.dims[2]) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "input_sizes has %lld channels, the filter %lld",
+                        static_cast<long long>(w.channels),
+                        static_cast<long long>(filter.dims[2]));
+    }
+    const int64_t out_channels = filter.dims[3];
+    if (weft_status* s =
+            weft_plugin_kit::CheckOutputGrad(call, w, out_channels, dy)) {
+      return s;
+    }
+    if (weft_status* s = call.AllocateOutput(0, dy.dtype, sizes, 4, &out)) {
+      return s;
+    }
+    if (out.element_count == 0) return nullptr;
+    if (filter.element_count == 0 || dy.element_count == 0) {
+      return call.Zeros(out);
+    }
+    ConvPlan plan;
+    if (weft_status* s = Plan(call, w, out_channels, &plan)) return s;
+    return Dispatch(call, ConvOp::kBackwardData, plan, nullptr, &filter, &dy,
+                    nullptr, out);
+  });
+}
+
+weft_status* ConvBackpropFilterKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor in, dy, out;
+    if (weft_status* s = ReadRank4Pair(call, "input", "out_backprop", &in,
+                                       &dy)) {
+      return s;
+    }
+    const int64_t fallback[4] = {-1, -1, in.dims[3], dy.dims[3]};
+    int64_t sizes[4];
+    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "filter_sizes",
+                                                    fallback, sizes)) {
+      return s;
+    }
+    Window2D w = weft_plugin_kit::NhwcWindow(in.dims);
+    w.k_h = sizes[0];
+    w.k_w = sizes[1];
+    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
+      return s;
+    }
+    if (sizes[2] != in.dims[3]) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "filter_sizes has %lld input channels, the input %lld",
+                        static_cast<long long>(sizes[2]),
+                        static_cast<long long>(in.dims[3]));
+    }
+    if (weft_status* s =
+            weft_plugin_kit::CheckOutputGrad(call, w, sizes[3], dy)) {
+      return s;
+    }
+    if (weft_status* s = call.AllocateOutput(0, in.dtype, sizes, 4, &out)) {
+      return s;
+    }
+    if (out.element_count == 0) return nullptr;
+    if (in.element_count == 0 || dy.element_count == 0) {
+      return call.Zeros(out);
+    }
+    ConvPlan plan;
+    if (weft_status* s = Plan(call, w, sizes[3], &plan)) return s;
+    return Dispatch(call, ConvOp::kBackwardFilter, plan, &in, nullptr, &dy,
+                    nullptr, out);
+  });
+}
+
+}  // namespace
+
+weft_status* RegisterConvKernels(weft_kernel_registrar* registrar) {
+  struct Entry {
+    const char* op;
+    weft_kernel_compute_fn compute;
+    void* arg;
+  };
+  const Entry kernels[] = {
+      {"Conv2D", ConvKernel, nullptr},
+      {"FusedConv2D", ConvKernel, &g_fused_tag},
+      {"Conv2DBackpropInput", ConvBackpropInputKernel, nullptr},
+      {"Conv2DBackpropFilter", ConvBackpropFilterKernel, nullptr},
+  };
+  for (const Entry& e : kernels) {
+    if (weft_status* s = RegisterKernel(registrar, e.op, "T", kFloatTypes, 2,
+                                        e.compute, e.arg)) {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace weft_cuda
