@@ -444,6 +444,7 @@ weft_status* Entry(weft_plugin_init_args* args) {
   if (status == nullptr) status = RegisterConvKernels(args->registrar);
 #endif
   if (status == nullptr) status = RegisterPoolKernels(args->registrar);
+  if (status == nullptr) status = RegisterTrainingKernels(args->registrar);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

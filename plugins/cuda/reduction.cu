@@ -1,12 +1,16 @@
-// Reductions: Sum and Mean over any set of axes, and Softmax and LogSoftmax
-// over the last axis.
+// Reductions: Sum and Mean over any set of axes, SumToShapeOf (the gradient
+// of broadcasting, a Sum over split dims), Softmax and LogSoftmax over the
+// last axis, and the softmax cross-entropies (dense and sparse labels).
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 
+#include "error_slot.h"
 #include "kernel_call.h"
 #include "reduce_ops.h"
+#include "train_ops.h"
 
 namespace weft_cuda {
 namespace {
@@ -355,6 +359,244 @@ weft_status* SoftmaxCompute(void* arg, weft_kernel_context* ctx) {
   });
 }
 
+// ---- SumToShapeOf ----
+
+// x summed into like's run-time shape (train_ops.h: SumToShapeLayout).
+weft_status* SumToShapeOfCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, like, out;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (weft_status* s = call.Input(1, &like)) return s;
+    if (!IsFloat(x.dtype)) return call.UnsupportedDtype(x.dtype);
+    if (!SumToShapeFits(x.dims, x.rank, like.dims, like.rank)) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "x (rank %d) does not sum into like's shape (rank "
+                        "%d): aligned from the right, each dim of x must be "
+                        "a multiple of like's",
+                        x.rank, like.rank);
+    }
+    if (weft_status* s =
+            call.AllocateOutput(0, x.dtype, like.dims, like.rank, &out)) {
+      return s;
+    }
+    if (out.element_count == 0) return nullptr;
+    if (x.element_count == 0) return call.Zeros(out);  // empty sums
+    ReduceLayout layout{};
+    bool innermost_reduced = false;
+    if (!SumToShapeLayout(x.dims, x.rank, like.dims, like.rank, &layout,
+                          &innermost_reduced)) {
+      return call.Error(WEFT_UNIMPLEMENTED,
+                        "more than %d alternating groups of kept and summed "
+                        "dims",
+                        kMaxReduceGroups);
+    }
+    if (x.dtype == WEFT_FLOAT64) {
+      return LaunchReduceTyped<double>(call, false, TensorData(x),
+                                       TensorData(out), out.element_count,
+                                       layout, innermost_reduced);
+    }
+    return LaunchReduceTyped<float>(call, false, TensorData(x),
+                                    TensorData(out), out.element_count, layout,
+                                    innermost_reduced);
+  });
+}
+
+// ---- Softmax cross-entropy ----
+//
+// One block per row of features [B, C], as Softmax: the row's max, the sum
+// of shifted exponentials, then per class the probability (times the
+// sum's reciprocal, as the CPU computes it) less the label for backprop,
+// and the loss from x itself, log(sum) - (x - max), never from an
+// underflowed probability.
+
+// SparseSoftmaxCrossEntropyWithLogits: a label outside [0, C) marks the
+// stream's error word (error_slot.h) and gives its row a NaN loss and a
+// zero gradient: defined values, and the run fails at synchronization.
+template <typename T, typename L>
+__global__ void SparseXentKernel(const T* features, const L* labels, T* loss,
+                                 T* backprop, int64_t rows, int64_t cols,
+                                 unsigned int* word, unsigned int launch_id) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x = features + row * cols;
+    T* g = backprop + row * cols;
+    const int64_t label = static_cast<int64_t>(labels[row]);
+    if (label < 0 || label >= cols) {  // the same for the whole block
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) g[c] = T(0);
+      if (threadIdx.x == 0) {
+        loss[row] = static_cast<T>(NAN);
+        volatile unsigned int* w = word;
+        if (*w == 0) *w = launch_id;
+      }
+      continue;
+    }
+    T max = -static_cast<T>(INFINITY);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      max = x[c] > max ? x[c] : max;
+    }
+    max = BlockReduce(max, MaxOp());
+    T sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      sum += Exp(x[c] - max);
+    }
+    sum = BlockReduce(sum, SumOp());
+    const T inverse = T(1) / sum;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const T p = Exp(x[c] - max) * inverse;
+      g[c] = c == label ? p - T(1) : p;
+    }
+    if (threadIdx.x == 0) loss[row] = Log(sum) - (x[label] - max);
+  }
+}
+
+// SoftmaxCrossEntropyWithLogits: loss = sum over classes of
+// label * (log(sum) - (x - max)), backprop = p - label.
+template <typename T>
+__global__ void DenseXentKernel(const T* features, const T* labels, T* loss,
+                                T* backprop, int64_t rows, int64_t cols) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x = features + row * cols;
+    const T* l = labels + row * cols;
+    T* g = backprop + row * cols;
+    T max = -static_cast<T>(INFINITY);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      max = x[c] > max ? x[c] : max;
+    }
+    max = BlockReduce(max, MaxOp());
+    T sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      sum += Exp(x[c] - max);
+    }
+    sum = BlockReduce(sum, SumOp());
+    const T lse = Log(sum), inverse = T(1) / sum;
+    T part = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      part += l[c] * (lse - (x[c] - max));
+      g[c] = Exp(x[c] - max) * inverse - l[c];
+    }
+    part = BlockReduce(part, SumOp());
+    if (threadIdx.x == 0) loss[row] = part;
+  }
+}
+
+int RowThreads(int64_t cols) {
+  return cols <= 32 ? 32 : cols <= 128 ? 128 : kBlockThreads;
+}
+
+unsigned int RowBlocks(int64_t rows) {
+  return static_cast<unsigned int>(rows < 65535 ? rows : 65535);
+}
+
+template <typename T, typename L>
+void LaunchSparseXent(const KernelCall& call, const weft_kernel_tensor& x,
+                      const weft_kernel_tensor& labels,
+                      const weft_kernel_tensor& loss,
+                      const weft_kernel_tensor& backprop, unsigned int* word,
+                      unsigned int id) {
+  SparseXentKernel<T, L><<<RowBlocks(x.dims[0]), RowThreads(x.dims[1]), 0,
+                           call.stream()>>>(
+      static_cast<const T*>(TensorData(x)),
+      static_cast<const L*>(TensorData(labels)),
+      static_cast<T*>(TensorData(loss)), static_cast<T*>(TensorData(backprop)),
+      x.dims[0], x.dims[1], word, id);
+}
+
+template <typename T>
+void LaunchDenseXent(const KernelCall& call, const weft_kernel_tensor& x,
+                     const weft_kernel_tensor& labels,
+                     const weft_kernel_tensor& loss,
+                     const weft_kernel_tensor& backprop) {
+  DenseXentKernel<T><<<RowBlocks(x.dims[0]), RowThreads(x.dims[1]), 0,
+                       call.stream()>>>(
+      static_cast<const T*>(TensorData(x)),
+      static_cast<const T*>(TensorData(labels)),
+      static_cast<T*>(TensorData(loss)), static_cast<T*>(TensorData(backprop)),
+      x.dims[0], x.dims[1]);
+}
+
+// SoftmaxCrossEntropyWithLogits(features, labels) and, with `arg` set,
+// SparseSoftmaxCrossEntropyWithLogits(features, labels) -> (loss [B],
+// backprop [B, C]).
+weft_status* XentCompute(void* arg, weft_kernel_context* ctx) {
+  const bool sparse = arg != nullptr;
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, labels, loss, backprop;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    if (weft_status* s = call.Input(1, &labels)) return s;
+    if (!IsFloat(x.dtype)) return call.UnsupportedDtype(x.dtype);
+    if (sparse) {
+      if (labels.dtype != WEFT_INT32 && labels.dtype != WEFT_INT64) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "labels must be int32 or int64, got %s",
+                          DtypeName(labels.dtype));
+      }
+      if (labels.rank != 1 || x.rank != 2 || labels.dims[0] != x.dims[0]) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "features (rank %d) must be [batch, classes] and "
+                          "labels (rank %d) [batch]",
+                          x.rank, labels.rank);
+      }
+    } else {
+      if (labels.dtype != x.dtype) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "labels are %s but features %s",
+                          DtypeName(labels.dtype), DtypeName(x.dtype));
+      }
+      if (!SameDims(labels, x) || x.rank != 2) {
+        return call.Error(WEFT_INVALID_ARGUMENT,
+                          "features (rank %d) and labels (rank %d) must both "
+                          "be [batch, classes]",
+                          x.rank, labels.rank);
+      }
+    }
+    if (weft_status* s = call.AllocateOutput(0, x.dtype, x.dims, 1, &loss)) {
+      return s;
+    }
+    if (weft_status* s =
+            call.AllocateOutput(1, x.dtype, x.dims, 2, &backprop)) {
+      return s;
+    }
+    if (loss.element_count == 0) return nullptr;
+    const bool fp64 = x.dtype == WEFT_FLOAT64;
+    if (!sparse) {
+      if (fp64) {
+        LaunchDenseXent<double>(call, x, labels, loss, backprop);
+      } else {
+        LaunchDenseXent<float>(call, x, labels, loss, backprop);
+      }
+      return call.CheckLaunch("SoftmaxCrossEntropyWithLogits");
+    }
+    char what[160];
+    std::snprintf(what, sizeof what,
+                  "a label is outside the valid range [0, %lld) (the device "
+                  "does not say which batch row)",
+                  static_cast<long long>(x.dims[1]));
+    ErrorSlot& errors = *call.plugin_stream()->errors;
+    const unsigned int id = errors.RegisterLaunch(call.NodeDescription(what));
+    unsigned int* word = errors.device_word();
+    const bool wide = labels.dtype == WEFT_INT64;
+    if (fp64) {
+      if (wide) {
+        LaunchSparseXent<double, int64_t>(call, x, labels, loss, backprop,
+                                          word, id);
+      } else {
+        LaunchSparseXent<double, int32_t>(call, x, labels, loss, backprop,
+                                          word, id);
+      }
+    } else if (wide) {
+      LaunchSparseXent<float, int64_t>(call, x, labels, loss, backprop, word,
+                                       id);
+    } else {
+      LaunchSparseXent<float, int32_t>(call, x, labels, loss, backprop, word,
+                                       id);
+    }
+    return call.CheckLaunch("SparseSoftmaxCrossEntropyWithLogits");
+  });
+}
+
 }  // namespace
 
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar) {
@@ -372,6 +614,23 @@ weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar) {
   if (status == nullptr) {
     status = RegisterKernel(registrar, "LogSoftmax", "T", kFloatTypes, 2,
                             SoftmaxCompute, &log_tag);
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "SumToShapeOf", "T", kFloatTypes, 2,
+                            SumToShapeOfCompute, nullptr);
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "SoftmaxCrossEntropyWithLogits", "T",
+                            kFloatTypes, 2, XentCompute, nullptr);
+  }
+  if (status == nullptr) {
+    static const int32_t kLabelTypes[] = {WEFT_INT32, WEFT_INT64};
+    static const weft_kernel_type_constraint kLabels = {"Tlabels",
+                                                        kLabelTypes, 2};
+    static int sparse_tag;
+    status = RegisterKernel(registrar, "SparseSoftmaxCrossEntropyWithLogits",
+                            "T", kFloatTypes, 2, XentCompute, &sparse_tag,
+                            &kLabels, 1);
   }
   return status;
 }

@@ -12,6 +12,7 @@
 
 #include "elementwise_ops.h"
 #include "reduce_ops.h"
+#include "train_ops.h"
 
 using namespace weft_cuda;
 
@@ -270,6 +271,176 @@ void TestUnary() {
          "Sigmoid saturates without NaN");
 }
 
+// ---- Training ops (train_ops.h) ----
+
+// The CPU plugin's ReductionGroups (gradient_helpers_reduce_nn.cc): the
+// group index of each element of x, walking x in row-major order.
+std::vector<int64_t> CpuGroups(const std::vector<int64_t>& dims,
+                               const std::vector<bool>& reduce,
+                               int64_t* groups, int64_t* size) {
+  const int32_t rank = static_cast<int32_t>(dims.size());
+  std::vector<int64_t> stride(rank);
+  int64_t s = 1;
+  *size = 1;
+  for (int32_t a = rank - 1; a >= 0; --a) {
+    stride[a] = reduce[a] ? 0 : s;
+    if (reduce[a]) {
+      *size *= dims[a];
+    } else {
+      s *= dims[a];
+    }
+  }
+  *groups = s;
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  std::vector<int64_t> out(count);
+  std::vector<int64_t> index(rank, 0);
+  int64_t group = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = group;
+    for (int32_t a = rank - 1; a >= 0; --a) {
+      group += stride[a];
+      if (++index[a] < dims[a]) break;
+      group -= stride[a] * dims[a];
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
+void TestSpread() {
+  std::mt19937 rng(29);
+  bool ok = true;
+  int checked = 0;
+  for (int trial = 0; trial < 3000 && ok; ++trial) {
+    std::vector<int64_t> dims = RandomShape(rng, 6);
+    std::vector<bool> reduce(dims.size());
+    bool flags[WEFT_MAX_RANK];
+    for (size_t a = 0; a < dims.size(); ++a) flags[a] = reduce[a] = rng() % 2;
+    int64_t groups = 0, size = 0;
+    const std::vector<int64_t> want = CpuGroups(dims, reduce, &groups, &size);
+    const SpreadLayout l = BuildSpread(dims.data(),
+                                       static_cast<int32_t>(dims.size()), flags);
+    ok = l.groups == groups && l.size == size;
+    for (size_t i = 0; ok && i < want.size(); ++i) {
+      ok = SpaceOffset(static_cast<int64_t>(i), l.rank, l.dims, l.strides) ==
+           want[i];
+    }
+    ++checked;
+  }
+  Report(ok, "SumGrad/MeanGrad spread offsets equal the CPU's reduction "
+             "groups on 3000 random shapes and axes");
+}
+
+// SumToShapeOf against a naive sum: x's element at coords c adds into like's
+// element at c (aligned from the right) mod like's dims.
+bool CheckSumToShape(const std::vector<int64_t>& xd,
+                     const std::vector<int64_t>& ld) {
+  const int32_t xr = static_cast<int32_t>(xd.size());
+  const int32_t lr = static_cast<int32_t>(ld.size());
+  if (!SumToShapeFits(xd.data(), xr, ld.data(), lr)) return false;
+  ReduceLayout layout{};
+  bool innermost = false;
+  if (!SumToShapeLayout(xd.data(), xr, ld.data(), lr, &layout, &innermost)) {
+    return false;
+  }
+  int64_t count = 1, out_count = 1;
+  for (int64_t d : xd) count *= d;
+  for (int64_t d : ld) out_count *= d;
+  std::vector<long long> values(count), want(out_count, 0), got(out_count);
+  std::mt19937_64 rng(count * 7 + out_count);
+  for (long long& v : values) v = static_cast<long long>(rng() % 100003);
+  for (int64_t i = 0; i < count; ++i) {
+    const std::vector<int64_t> c = Coords(i, xd);
+    int64_t o = 0;
+    for (int32_t k = 0; k < lr; ++k) o = o * ld[k] + c[xr - lr + k] % ld[k];
+    want[o] += values[i];
+  }
+  for (int64_t o = 0; o < out_count; ++o) {
+    const int64_t base = SpaceOffset(o, layout.kept_rank, layout.kept_dims,
+                                     layout.kept_strides);
+    long long sum = 0;
+    for (int64_t r = 0; r < layout.reduced_count; ++r) {
+      const int64_t at = base + SpaceOffset(r, layout.reduced_rank,
+                                            layout.reduced_dims,
+                                            layout.reduced_strides);
+      if (at < 0 || at >= count) return false;
+      sum += values[at];
+    }
+    got[o] = sum;
+  }
+  return got == want;
+}
+
+void TestSumToShape() {
+  std::mt19937 rng(31);
+  bool ok = true;
+  int checked = 0;
+  for (int trial = 0; trial < 3000 && ok; ++trial) {
+    std::vector<int64_t> ld = RandomShape(rng, 4);
+    std::vector<int64_t> xd;
+    for (int extra = rng() % 3; extra > 0; --extra) xd.push_back(1 + rng() % 3);
+    for (int64_t l : ld) xd.push_back(l * (1 + rng() % 3));
+    ok = CheckSumToShape(xd, ld);
+    if (!ok) std::printf("# SumToShapeOf mismatch at trial %d\n", trial);
+    ++checked;
+  }
+  Report(ok, "SumToShapeOf's reduction equals a naive sum on 3000 random "
+             "shapes (leading dims, multiples, ones)");
+  const int64_t x[] = {4, 6}, like_ok[] = {2, 3}, like_bad[] = {4, 4},
+                longer[] = {1, 4, 6};
+  Report(SumToShapeFits(x, 2, like_ok, 2) && !SumToShapeFits(x, 2, like_bad, 2) &&
+             !SumToShapeFits(x, 2, longer, 3) && SumToShapeFits(x, 2, x, 0),
+         "SumToShapeOf refuses dims that are not multiples and a longer "
+         "like; sums to a scalar");
+}
+
+void TestUpdates() {
+  // Adam's first step from zero moments: m = g (1 - b1), v = g^2 (1 - b2),
+  // var -= alpha m / (sqrt(v) + eps), alpha = lr sqrt(1 - b2) / (1 - b1).
+  const double lr = 0.002, b1 = 0.9, b2 = 0.999, eps = 1e-8, g = 0.5;
+  const double alpha = AdamAlpha(lr, b1, b2);
+  double var = 1.0, m = 0, v = 0;
+  AdamStep(1.0, 0.0, 0.0, g, alpha, b1, b2, eps, &var, &m, &v);
+  const double m_want = 0.0 + (g - 0.0) * (1 - b1);
+  const double v_want = 0.0 + (g * g - 0.0) * (1 - b2);
+  const double var_want =
+      1.0 - (lr * std::sqrt(1 - b2) / (1 - b1)) * m_want /
+                (std::sqrt(v_want) + eps);
+  Report(m == m_want && v == v_want && var == var_want &&
+             std::fabs(var - (1.0 - lr)) < 1e-6,
+         "Adam's first step: the CPU's formula, about lr in size");
+  float pv = 0, pa = 0, nv = 0, na = 0;
+  MomentumStep(1.0f, 0.5f, 0.1f, 2.0f, 0.9f, false, &pv, &pa);
+  MomentumStep(1.0f, 0.5f, 0.1f, 2.0f, 0.9f, true, &nv, &na);
+  Report(pa == 0.5f * 0.9f + 2.0f && na == pa &&
+             pv == 1.0f - 0.1f * pa &&
+             nv == 1.0f - (2.0f * 0.1f + pa * 0.9f * 0.1f) &&
+             DescentStep(1.0f, 0.5f, 3.0f) == 1.0f - 0.5f * 3.0f,
+         "momentum (plain and Nesterov) and gradient descent: the CPU's "
+         "formulas");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Report(ApplyGrad<kReluGrad, float>(3.0f, 2.0f) == 3.0f &&
+             ApplyGrad<kReluGrad, float>(3.0f, 0.0f) == 0.0f &&
+             ApplyGrad<kReluGrad, float>(3.0f, nan) == 0.0f &&
+             ApplyGrad<kSigmoidGrad, double>(0.25, 2.0) == 2.0 * 0.25 * 0.75 &&
+             ApplyGrad<kTanhGrad, double>(0.5, 2.0) == 2.0 * (1 - 0.25) &&
+             ApplyGrad<kSqrtGrad, double>(2.0, 3.0) == 3.0 * 0.5 / 2.0 &&
+             ApplyGrad<kRsqrtGrad, double>(2.0, 3.0) ==
+                 3.0 * -0.5 * 2.0 * 2.0 * 2.0,
+         "element-wise gradients: the CPU's formulas (ReluGrad of NaN is 0)");
+  uint64_t bits = 0;
+  bool ok = OnePattern(WEFT_FLOAT32, &bits) == 4 && bits == 0x3F800000u;
+  ok = ok && OnePattern(WEFT_FLOAT64, &bits) == 8 &&
+       bits == 0x3FF0000000000000ull;
+  ok = ok && OnePattern(WEFT_FLOAT16, &bits) == 2 && bits == 0x3C00;
+  ok = ok && OnePattern(WEFT_BFLOAT16, &bits) == 2 && bits == 0x3F80;
+  ok = ok && OnePattern(WEFT_INT64, &bits) == 8 && bits == 1;
+  ok = ok && OnePattern(WEFT_BOOL, &bits) == 1 && bits == 1;
+  ok = ok && OnePattern(WEFT_UINT16, &bits) == 2 && bits == 1;
+  Report(ok, "OnesLike's bit patterns for every fixed-size dtype");
+}
+
 }  // namespace
 
 int main() {
@@ -279,6 +450,9 @@ int main() {
   TestIntegerArithmetic();
   TestConversions();
   TestUnary();
+  TestSpread();
+  TestSumToShape();
+  TestUpdates();
   std::printf("1..%d\n", g_case);
   return g_failed == 0 ? 0 : 1;
 }
