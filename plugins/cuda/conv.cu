@@ -183,10 +183,31 @@ class Descriptors : public ConvDescriptors {
   const DnnApi& api_;
 };
 
+// The FFT and Winograd algorithms of each direction.
+bool IsTransform(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool IsTransform(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool IsTransform(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 template <typename Perf>
 AlgoCandidate CandidateOf(const Perf& perf) {
   AlgoCandidate c;
   c.algo = static_cast<int>(perf.algo);
+  c.transform = IsTransform(perf.algo);
   c.supported = perf.status == CUDNN_STATUS_SUCCESS;
   c.deterministic = perf.determinism == CUDNN_DETERMINISTIC;
   c.math = static_cast<int>(perf.mathType);

@@ -19,9 +19,11 @@
 //    (which also bounds the scratch memory); the filter gradient adds up
 //    over chunks.
 //  * Algorithms.  Among cuDNN's heuristic list, the first supported one
-//    that is deterministic, runs in FMA math (never TF32 or half-precision
-//    tensor cores: results must match the CPU's float32) and needs at most
-//    the workspace cap; failing that, a non-deterministic one.
+//    that sums directly (GEMM-like, not through an FFT or Winograd
+//    transform, whose rounding error is larger), is deterministic, runs in
+//    FMA math (never TF32 or half-precision tensor cores: results must
+//    match the CPU's float32) and needs at most the workspace cap; failing
+//    that, a non-deterministic one; then the transforms, as a last resort.
 #ifndef WEFT_PLUGINS_CUDA_CONV_PLAN_H_
 #define WEFT_PLUGINS_CUDA_CONV_PLAN_H_
 
@@ -186,6 +188,7 @@ struct AlgoCandidate {
   int algo = 0;
   bool supported = false;  // status CUDNN_STATUS_SUCCESS
   bool deterministic = false;
+  bool transform = false;  // FFT or Winograd: more rounding than a GEMM
   int math = kDnnDefaultMath;
   uint64_t workspace = 0;
 };
@@ -200,17 +203,20 @@ inline uint64_t ConvWorkspaceCap(uint64_t memory_limit) {
 }
 
 // The candidate to run, in the list's (cuDNN's expected speed) order: the
-// first supported, deterministic one in FMA or default math within the
-// cap; else the first such non-deterministic one; -1 if none.  Tensor-op
-// math (TF32, half-precision conversion) is never taken.
+// first supported one in FMA or default math within the cap that is
+// direct and deterministic; else direct; else deterministic; else any;
+// -1 if none.  Tensor-op math (TF32, half-precision conversion) is never
+// taken.
 inline int ChooseAlgorithm(const AlgoCandidate* candidates, int count,
                            uint64_t workspace_cap) {
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool direct = pass < 2, deterministic = pass % 2 == 0;
     for (int i = 0; i < count; ++i) {
       const AlgoCandidate& c = candidates[i];
       if (!c.supported || c.workspace > workspace_cap) continue;
       if (c.math != kDnnFmaMath && c.math != kDnnDefaultMath) continue;
-      if (pass == 0 && !c.deterministic) continue;
+      if (direct && c.transform) continue;
+      if (deterministic && !c.deterministic) continue;
       return i;
     }
   }

@@ -403,24 +403,28 @@ void TestConvLimits() {
 }
 
 void TestAlgorithms() {
-  AlgoCandidate list[5];
-  list[0] = {7, false, true, kDnnFmaMath, 0};           // unsupported
-  list[1] = {6, true, true, kDnnTensorOpMath, 0};       // TF32
-  list[2] = {1, true, false, kDnnFmaMath, 100};         // not deterministic
-  list[3] = {2, true, true, kDnnFmaMath, 5000};         // too much workspace
-  list[4] = {0, true, true, kDnnDefaultMath, 10};
-  Report(ChooseAlgorithm(list, 5, 1000) == 4,
-         "the first supported, deterministic, non-tensor-op algorithm "
-         "within the workspace cap");
-  Report(ChooseAlgorithm(list, 5, 1 << 20) == 3,
+  // {algo, supported, deterministic, transform, math, workspace}
+  AlgoCandidate list[6];
+  list[0] = {7, false, true, false, kDnnFmaMath, 0};       // unsupported
+  list[1] = {6, true, true, false, kDnnTensorOpMath, 0};   // TF32
+  list[2] = {5, true, true, true, kDnnFmaMath, 0};         // Winograd
+  list[3] = {1, true, false, false, kDnnFmaMath, 100};     // not deterministic
+  list[4] = {2, true, true, false, kDnnFmaMath, 5000};     // large workspace
+  list[5] = {0, true, true, false, kDnnDefaultMath, 10};
+  Report(ChooseAlgorithm(list, 6, 1000) == 5,
+         "the first supported, direct, deterministic, non-tensor-op "
+         "algorithm within the workspace cap");
+  Report(ChooseAlgorithm(list, 6, 1 << 20) == 4,
          "a larger cap takes the faster one");
-  Report(ChooseAlgorithm(list, 4, 1000) == 2,
-         "a non-deterministic one when no deterministic one qualifies");
+  Report(ChooseAlgorithm(list, 5, 1000) == 3,
+         "a non-deterministic direct one before a transform");
+  Report(ChooseAlgorithm(list, 3, 1000) == 2,
+         "a transform (FFT, Winograd) only when nothing direct qualifies");
   Report(ChooseAlgorithm(list, 2, 1 << 20) == -1 &&
              ChooseAlgorithm(list, 0, 1 << 20) == -1,
          "none: -1 (unsupported and tensor-op math never chosen)");
-  list[4].math = kDnnTensorOpMathAllowConversion;
-  Report(ChooseAlgorithm(list + 4, 1, 1000) == -1,
+  list[5].math = kDnnTensorOpMathAllowConversion;
+  Report(ChooseAlgorithm(list + 5, 1, 1000) == -1,
          "half-precision conversion never chosen");
   Report(ConvWorkspaceCap(0) == kMaxConvWorkspace &&
              ConvWorkspaceCap(uint64_t{1} << 40) == kMaxConvWorkspace &&
@@ -738,13 +742,13 @@ void TestPoolKernels() {
 }  // namespace
 
 int main() {
-  std::printf("1..40\n");
+  std::printf("1..41\n");
   TestConvCases();
   TestConvLimits();
   TestAlgorithms();
   TestLayoutBijections();
   TestPoolWindows();
   TestPoolKernels();
-  if (g_case != 40) std::printf("# planned 40, ran %d\n", g_case);
-  return g_failed == 0 && g_case == 40 ? 0 : 1;
+  if (g_case != 41) std::printf("# planned 41, ran %d\n", g_case);
+  return g_failed == 0 && g_case == 41 ? 0 : 1;
 }
