@@ -17,42 +17,158 @@
 
 namespace weft_cuda {
 
-enum BinaryOp : int { kAdd, kSub, kMul, kDiv };
+// The order is that of kBinaryNames in elementwise.cu.  kRealDiv is kDiv on
+// float types; kGreater.. kLogicalOr give bool (one byte, 0 or 1).
+enum BinaryOp : int {
+  kAdd, kSub, kMul, kDiv, kRealDiv, kFloorDiv, kFloorMod, kPow, kMaximum,
+  kMinimum, kGreater, kGreaterEqual, kLess, kLessEqual, kEqual, kNotEqual,
+  kLogicalAnd, kLogicalOr,
+  kBinaryOpCount
+};
 enum UnaryOp : int { kNeg, kExp, kLog, kRelu, kSigmoid, kTanh };
 
-// Where an integer Div reports a zero divisor; `word` is NULL for every
-// other launch.  See error_slot.h.
+// Weft's bool: one byte, any nonzero byte true.  A struct rather than C++
+// bool, whose other byte values are undefined.
+struct BoolByte {
+  uint8_t bits;
+};
+
+constexpr bool IsBoolResult(int op) { return op >= kGreater; }
+
+// The element type an op writes for inputs of type T.
+template <int Op, typename T>
+using BinaryResult = std::conditional_t<IsBoolResult(Op), uint8_t, T>;
+
+// Where an integer op reports an input it has no value for (a zero divisor,
+// a negative exponent); `word` is NULL for every other launch.  See
+// error_slot.h.
 struct DivisionCheck {
   unsigned int* word;
   unsigned int launch_id;
 };
 
-template <int Op, typename T>
-WEFT_CUDA_HD T ApplyBinary(T x, T y, DivisionCheck check) {
-  if constexpr (std::is_floating_point<T>::value) {
-    if constexpr (Op == kAdd) return x + y;
-    if constexpr (Op == kSub) return x - y;
-    if constexpr (Op == kMul) return x * y;
-    if constexpr (Op == kDiv) return x / y;
+// The first failing launch of the stream claims the word; launches run in
+// stream order, so no atomics are needed.
+WEFT_CUDA_HD void ReportFailure(DivisionCheck check) {
+  volatile unsigned int* word = check.word;
+  if (*word == 0) *word = check.launch_id;
+}
+
+// Unsigned arithmetic at least as wide as int: narrower types would be
+// promoted to (signed) int, where uint16 65535 * 65535 overflows.
+template <typename T>
+using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned int)),
+                                    unsigned int, std::make_unsigned_t<T>>;
+
+// Integer powers by repeated squaring modulo 2^64, truncated once: the same
+// bits as wrapping at every step.  `exponent` >= 0.
+template <typename T>
+WEFT_CUDA_HD T WrappingPow(T base, T exponent) {
+  uint64_t result = 1;
+  uint64_t square = static_cast<uint64_t>(base);
+  for (uint64_t e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= square;
+    square *= square;
+  }
+  return static_cast<T>(result);
+}
+
+template <typename T>
+WEFT_CUDA_HD T FloatFloor(T x) {
+  if constexpr (std::is_same<T, float>::value) return floorf(x);
+  else return floor(x);
+}
+
+// Python's remainder for floats: the sign of the divisor, 0 taking it too;
+// NaN (b == 0, a infinite) compares false and stays NaN.
+template <typename T>
+WEFT_CUDA_HD T FloatFloorMod(T a, T b) {
+  if constexpr (std::is_same<T, float>::value) {
+    const float r = fmodf(a, b);
+    if (r == 0) return copysignf(0.0f, b);
+    return (r < 0) != (b < 0) ? r + b : r;
   } else {
-    // Signed overflow is undefined behaviour, unsigned arithmetic wraps:
-    // computing in unsigned gives the two's-complement results the op
-    // conventions ask for.
-    using U = std::make_unsigned_t<T>;
-    if constexpr (Op == kAdd) return static_cast<T>(U(x) + U(y));
-    if constexpr (Op == kSub) return static_cast<T>(U(x) - U(y));
-    if constexpr (Op == kMul) return static_cast<T>(U(x) * U(y));
-    if constexpr (Op == kDiv) {
-      if (y == 0) {
-        // The first failing launch of the stream claims the word; launches
-        // run in stream order, so no atomics are needed.
-        volatile unsigned int* word = check.word;
-        if (*word == 0) *word = check.launch_id;
-        return 0;
+    const double r = fmod(a, b);
+    if (r == 0) return copysign(0.0, b);
+    return (r < 0) != (b < 0) ? r + b : r;
+  }
+}
+
+// Integer division ops; `y` != 0 and, for signed types, `y` != -1.
+template <int Op, typename T>
+WEFT_CUDA_HD T IntegerQuotient(T x, T y) {
+  const T q = static_cast<T>(x / y);
+  const T r = static_cast<T>(x % y);
+  // Truncation rounded toward zero; a negative inexact quotient needs one
+  // step down (|y| >= 2 here, so neither step overflows).
+  const bool adjust = std::is_signed<T>::value && r != 0 && (r < 0) != (y < 0);
+  if constexpr (Op == kFloorDiv) return adjust ? static_cast<T>(q - 1) : q;
+  else if constexpr (Op == kFloorMod) return adjust ? static_cast<T>(r + y) : r;
+  else return q;
+}
+
+template <int Op, typename T>
+WEFT_CUDA_HD BinaryResult<Op, T> ApplyBinary(T x, T y, DivisionCheck check) {
+  if constexpr (std::is_same<T, BoolByte>::value) {
+    const bool a = x.bits != 0, b = y.bits != 0;
+    if constexpr (Op == kEqual) return a == b;
+    if constexpr (Op == kNotEqual) return a != b;
+    if constexpr (Op == kLogicalAnd) return a && b;
+    if constexpr (Op == kLogicalOr) return a || b;
+  } else {
+    if constexpr (Op == kGreater) return x > y;
+    if constexpr (Op == kGreaterEqual) return x >= y;
+    if constexpr (Op == kLess) return x < y;
+    if constexpr (Op == kLessEqual) return x <= y;
+    if constexpr (Op == kEqual) return x == y;
+    if constexpr (Op == kNotEqual) return x != y;
+    // NaN wins in Maximum and Minimum (NumPy): a comparison alone would
+    // return whichever operand happened to be second.
+    if constexpr (Op == kMaximum) return (x > y || x != x) ? x : y;
+    if constexpr (Op == kMinimum) return (x < y || x != x) ? x : y;
+    if constexpr (std::is_floating_point<T>::value) {
+      if constexpr (Op == kAdd) return x + y;
+      if constexpr (Op == kSub) return x - y;
+      if constexpr (Op == kMul) return x * y;
+      if constexpr (Op == kDiv || Op == kRealDiv) return x / y;
+      // TensorFlow's floor(x / y): the quotient is rounded first.
+      if constexpr (Op == kFloorDiv) return FloatFloor(x / y);
+      if constexpr (Op == kFloorMod) return FloatFloorMod(x, y);
+      if constexpr (Op == kPow) {
+        if constexpr (std::is_same<T, float>::value) return powf(x, y);
+        else return pow(x, y);
       }
-      // The one quotient that overflows, MIN / -1, wraps to MIN.
-      if (y == -1) return static_cast<T>(U(0) - U(x));
-      return x / y;  // C++ truncates toward zero, as the conventions say
+    } else {
+      // Signed overflow is undefined behaviour, unsigned arithmetic wraps:
+      // computing in unsigned gives the two's-complement results the op
+      // conventions ask for.
+      using U = WrapType<T>;
+      if constexpr (Op == kAdd) return static_cast<T>(U(x) + U(y));
+      if constexpr (Op == kSub) return static_cast<T>(U(x) - U(y));
+      if constexpr (Op == kMul) return static_cast<T>(U(x) * U(y));
+      if constexpr (Op == kPow) {
+        // x^-n is a fraction an integer cannot hold.
+        if (std::is_signed<T>::value && y < T(0)) {
+          ReportFailure(check);
+          return 0;
+        }
+        return WrappingPow(x, y);
+      }
+      if constexpr (Op == kDiv || Op == kFloorDiv || Op == kFloorMod) {
+        if (y == T(0)) {
+          ReportFailure(check);
+          return 0;
+        }
+        if constexpr (std::is_signed<T>::value) {
+          // MIN / -1 overflows (and MIN % -1 is undefined although its
+          // value is 0): the quotient wraps to MIN.
+          if (y == T(-1)) {
+            return Op == kFloorMod ? T(0) : static_cast<T>(U(0) - U(x));
+          }
+        }
+        // C++ truncates toward zero, as Div's conventions say.
+        return IntegerQuotient<Op>(x, y);
+      }
     }
   }
 }
@@ -62,7 +178,7 @@ WEFT_CUDA_HD T ApplyUnary(T x) {
   constexpr bool kSingle = std::is_same<T, float>::value;
   if constexpr (Op == kNeg) {
     if constexpr (std::is_integral<T>::value) {
-      using U = std::make_unsigned_t<T>;
+      using U = WrapType<T>;
       return static_cast<T>(U(0) - U(x));  // -MIN wraps to MIN
     } else {
       return -x;
@@ -124,39 +240,81 @@ inline int64_t AlignedDim(const weft_kernel_tensor& tensor, int32_t rank,
   return i < 0 ? 1 : tensor.dims[i];
 }
 
+// The coalesced broadcast of N operands to one output: what Select (three
+// operands) runs on, and the two-operand BroadcastLayout is built from.
+template <int N>
+struct OperandsLayout {
+  int32_t rank;
+  int64_t dims[kMaxBroadcastRank];
+  int64_t strides[N][kMaxBroadcastRank];  // 0 where the operand is broadcast
+};
+
 // Builds the coalesced layout of a broadcast to `out_dims`: dimensions of
-// size 1 in the output are dropped, and neighbours that both operands treat
-// alike (both present, or one broadcast in both) merge into one.  Returns
+// size 1 in the output are dropped, and neighbours that every operand
+// treats alike (present, or broadcast, in both) merge into one.  Returns
 // false when more than kMaxBroadcastRank dimensions remain.
-inline bool CoalesceBroadcast(const weft_kernel_tensor& x,
-                              const weft_kernel_tensor& y,
-                              const int64_t* out_dims, int32_t rank,
-                              BroadcastLayout* layout) {
-  bool x_full[kMaxBroadcastRank], y_full[kMaxBroadcastRank];
+template <int N>
+bool CoalesceOperands(const weft_kernel_tensor* const* operands,
+                      const int64_t* out_dims, int32_t rank,
+                      OperandsLayout<N>* layout) {
+  bool full[N][kMaxBroadcastRank];
   int32_t groups = 0;
   for (int32_t d = 0; d < rank; ++d) {
     if (out_dims[d] == 1) continue;
-    const bool xf = AlignedDim(x, rank, d) != 1;
-    const bool yf = AlignedDim(y, rank, d) != 1;
-    if (groups > 0 && x_full[groups - 1] == xf && y_full[groups - 1] == yf) {
+    bool present[N];
+    bool same = groups > 0;
+    for (int k = 0; k < N; ++k) {
+      present[k] = AlignedDim(*operands[k], rank, d) != 1;
+      same = same && full[k][groups - 1] == present[k];
+    }
+    if (same) {
       layout->dims[groups - 1] *= out_dims[d];
       continue;
     }
     if (groups == kMaxBroadcastRank) return false;
     layout->dims[groups] = out_dims[d];
-    x_full[groups] = xf;
-    y_full[groups] = yf;
+    for (int k = 0; k < N; ++k) full[k][groups] = present[k];
     ++groups;
   }
   layout->rank = groups;
-  int64_t x_stride = 1, y_stride = 1;
-  for (int32_t g = groups - 1; g >= 0; --g) {
-    layout->x_strides[g] = x_full[g] ? x_stride : 0;
-    layout->y_strides[g] = y_full[g] ? y_stride : 0;
-    if (x_full[g]) x_stride *= layout->dims[g];
-    if (y_full[g]) y_stride *= layout->dims[g];
+  for (int k = 0; k < N; ++k) {
+    int64_t stride = 1;
+    for (int32_t g = groups - 1; g >= 0; --g) {
+      layout->strides[k][g] = full[k][g] ? stride : 0;
+      if (full[k][g]) stride *= layout->dims[g];
+    }
   }
   return true;
+}
+
+// The two-operand case, as the binary kernels take it.
+inline bool CoalesceBroadcast(const weft_kernel_tensor& x,
+                              const weft_kernel_tensor& y,
+                              const int64_t* out_dims, int32_t rank,
+                              BroadcastLayout* layout) {
+  const weft_kernel_tensor* operands[2] = {&x, &y};
+  OperandsLayout<2> both;
+  if (!CoalesceOperands<2>(operands, out_dims, rank, &both)) return false;
+  layout->rank = both.rank;
+  for (int32_t g = 0; g < both.rank; ++g) {
+    layout->dims[g] = both.dims[g];
+    layout->x_strides[g] = both.strides[0][g];
+    layout->y_strides[g] = both.strides[1][g];
+  }
+  return true;
+}
+
+// The element of each operand that output element `i` reads.
+template <int N>
+WEFT_CUDA_HD void OperandOffsets(const OperandsLayout<N>& layout, int64_t i,
+                                 int64_t* offsets) {
+  for (int k = 0; k < N; ++k) offsets[k] = 0;
+  int64_t rest = i;
+  for (int d = layout.rank - 1; d >= 0; --d) {
+    const int64_t coordinate = rest % layout.dims[d];
+    rest /= layout.dims[d];
+    for (int k = 0; k < N; ++k) offsets[k] += coordinate * layout.strides[k][d];
+  }
 }
 
 // The elements of x and y that output element `i` combines.

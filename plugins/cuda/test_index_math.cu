@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "elementwise_ops.h"
@@ -151,6 +152,57 @@ void TestBroadcastRandom() {
          "too many alternating broadcast groups are refused");
 }
 
+// Select's three-way layout: random condition, t and e shapes, each a
+// broadcastable variant of one output shape.
+void TestSelectLayout() {
+  std::mt19937 rng(11);
+  bool ok = true;
+  int checked = 0;
+  for (int trial = 0; trial < 3000 && ok; ++trial) {
+    const std::vector<int64_t> full = RandomShape(rng, 6);
+    std::vector<int64_t> shapes[3];
+    for (auto& shape : shapes) {
+      shape.assign(full.end() - rng() % (full.size() + 1), full.end());
+      for (int64_t& d : shape) {
+        if (rng() % 3 == 0) d = 1;
+      }
+    }
+    const size_t rank = full.size();
+    std::vector<int64_t> out(rank, 1);
+    weft_kernel_tensor tensors[3] = {Tensor(shapes[0]), Tensor(shapes[1]),
+                                     Tensor(shapes[2])};
+    const weft_kernel_tensor* operands[3] = {&tensors[0], &tensors[1],
+                                             &tensors[2]};
+    int64_t count = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      for (const auto* t : operands) {
+        const int64_t size = AlignedDim(*t, static_cast<int32_t>(rank),
+                                        static_cast<int32_t>(d));
+        if (size != 1) out[d] = size;
+      }
+      count *= out[d];
+    }
+    OperandsLayout<3> layout{};
+    if (!CoalesceOperands<3>(operands, out.data(), static_cast<int32_t>(rank),
+                             &layout)) {
+      ok = false;
+      break;
+    }
+    for (int64_t i = 0; i < count && ok; ++i) {
+      int64_t offsets[3];
+      OperandOffsets(layout, i, offsets);
+      const std::vector<int64_t> coords = Coords(i, out);
+      for (int k = 0; k < 3; ++k) {
+        ok = ok && offsets[k] == BroadcastIndex(shapes[k], coords);
+      }
+    }
+    ++checked;
+    if (!ok) std::printf("# select layout mismatch at trial %d\n", trial);
+  }
+  Report(ok && checked == 3000,
+         "Select's three-operand offsets match NumPy rules on 3000 shapes");
+}
+
 bool CheckReduce(const std::vector<int64_t>& dims,
                  const std::vector<int64_t>& reduced) {
   weft_kernel_tensor x = Tensor(dims);
@@ -231,6 +283,178 @@ void TestIntegerArithmetic() {
                  -3 &&
              Finish<int32_t, false>(0x100000005ULL, 1) == 5,
          "integer Mean truncates, int32 Sum wraps");
+}
+
+// ---- FloorDiv, FloorMod, Pow, Maximum/Minimum, comparisons ----
+
+// Python's floor division and remainder, from the exact quotient: an
+// independent route to what the CPU plugin's FloorDivOp/FloorModOp give
+// (wrapped to T, so MIN // -1 is MIN).
+template <typename T>
+bool CheckFloorPair(T a, T b) {
+  const __int128 x = a, y = b;
+  __int128 q = x / y;
+  if (q * y != x && ((x < 0) != (y < 0))) q -= 1;
+  const __int128 r = x - q * y;
+  DivisionCheck none{nullptr, 0};
+  const T div = ApplyBinary<kFloorDiv, T>(a, b, none);
+  const T mod = ApplyBinary<kFloorMod, T>(a, b, none);
+  const bool ok = div == static_cast<T>(static_cast<uint64_t>(q)) &&
+                  mod == static_cast<T>(static_cast<int64_t>(r));
+  if (!ok) {
+    std::printf("# floor %lld, %lld: got %lld, %lld\n",
+                static_cast<long long>(a), static_cast<long long>(b),
+                static_cast<long long>(div), static_cast<long long>(mod));
+  }
+  return ok;
+}
+
+template <typename T>
+bool CheckFloorEveryPair() {
+  bool ok = true;
+  for (int a = std::numeric_limits<T>::min();
+       a <= std::numeric_limits<T>::max() && ok; ++a) {
+    for (int b = std::numeric_limits<T>::min();
+         b <= std::numeric_limits<T>::max() && ok; ++b) {
+      if (b != 0) ok = CheckFloorPair<T>(static_cast<T>(a), static_cast<T>(b));
+    }
+  }
+  return ok;
+}
+
+template <typename T>
+bool CheckFloorRandom(std::mt19937_64& rng) {
+  const T edges[] = {std::numeric_limits<T>::min(),
+                     std::numeric_limits<T>::max(), T(1), T(2), T(3), T(7)};
+  bool ok = true;
+  for (int i = 0; i < 20000 && ok; ++i) {
+    // Small divisors often, so that remainders are not mostly a itself.
+    T a = static_cast<T>(rng());
+    T b = static_cast<T>(i % 3 == 0 ? rng() : rng() % 17);
+    if (i % 5 == 0) a = edges[rng() % 6];
+    if (i % 7 == 0) b = edges[rng() % 6];
+    if (std::is_signed<T>::value && rng() % 2) b = static_cast<T>(T(0) - b);
+    if (b != 0) ok = CheckFloorPair<T>(a, b);
+  }
+  return ok;
+}
+
+void TestFloorDivMod() {
+  Report(CheckFloorEveryPair<int8_t>() && CheckFloorEveryPair<uint8_t>(),
+         "integer FloorDiv/FloorMod: every int8 and uint8 pair");
+  std::mt19937_64 rng(5);
+  Report(CheckFloorRandom<int16_t>(rng) && CheckFloorRandom<uint16_t>(rng) &&
+             CheckFloorRandom<int32_t>(rng) &&
+             CheckFloorRandom<uint32_t>(rng) &&
+             CheckFloorRandom<int64_t>(rng),
+         "integer FloorDiv/FloorMod: random and extreme pairs, 16 to 64 bits");
+  unsigned int word = 0;
+  DivisionCheck check{&word, 9};
+  const bool zeros = ApplyBinary<kFloorDiv, int16_t>(3, 0, check) == 0 &&
+                     ApplyBinary<kFloorMod, uint64_t>(3, 0, check) == 0;
+  Report(zeros && word == 9, "integer FloorDiv/FloorMod by zero report");
+  // Unsigned divisors with every bit set are not -1.
+  DivisionCheck none{nullptr, 0};
+  Report(ApplyBinary<kDiv, uint32_t>(4000000000u, 0xFFFFFFFFu, none) == 0 &&
+             ApplyBinary<kFloorDiv, uint64_t>(~0ull, ~0ull, none) == 1 &&
+             ApplyBinary<kFloorMod, uint32_t>(5u, 0xFFFFFFFFu, none) == 5 &&
+             ApplyBinary<kDiv, uint8_t>(200, 3, none) == 66,
+         "unsigned division has no MIN / -1 case");
+  const double inf = INFINITY;
+  const double m0 = ApplyBinary<kFloorMod, double>(4.0, -2.0, none);
+  const float p0 = ApplyBinary<kFloorMod, float>(-4.0f, 2.0f, none);
+  Report(ApplyBinary<kFloorMod, double>(-7.0, 2.0, none) == 1.0 &&
+             ApplyBinary<kFloorMod, double>(7.0, -2.0, none) == -1.0 &&
+             ApplyBinary<kFloorMod, float>(-5.5f, 2.0f, none) == 0.5f &&
+             m0 == 0.0 && std::signbit(m0) && p0 == 0.0f &&
+             !std::signbit(p0) &&
+             std::isnan(ApplyBinary<kFloorMod, double>(inf, 2.0, none)) &&
+             std::isnan(ApplyBinary<kFloorMod, double>(1.0, 0.0, none)) &&
+             ApplyBinary<kFloorMod, double>(5.0, inf, none) == 5.0 &&
+             ApplyBinary<kFloorMod, double>(-5.0, inf, none) == inf,
+         "float FloorMod has the divisor's sign (Python), zeros included");
+  Report(ApplyBinary<kFloorDiv, double>(-7.0, 2.0, none) == -4.0 &&
+             ApplyBinary<kFloorDiv, float>(7.0f, 2.0f, none) == 3.0f &&
+             ApplyBinary<kFloorDiv, double>(1.0, 0.1, none) == 10.0 &&
+             ApplyBinary<kFloorDiv, double>(-1.0, 0.0, none) == -inf &&
+             ApplyBinary<kRealDiv, float>(1.0f, 0.0f, none) == INFINITY,
+         "float FloorDiv is floor(x / y) (1 // 0.1 is 10), RealDiv IEEE");
+}
+
+// x^e by e multiplications modulo 2^64.
+uint64_t SlowPow(uint64_t x, int e) {
+  uint64_t r = 1;
+  for (int i = 0; i < e; ++i) r *= x;
+  return r;
+}
+
+void TestPow() {
+  DivisionCheck none{nullptr, 0};
+  std::mt19937_64 rng(3);
+  bool ok = true;
+  for (int i = 0; i < 5000 && ok; ++i) {
+    const uint64_t base = i % 2 ? rng() : rng() % 9;
+    const int e = static_cast<int>(rng() % 80);
+    const uint64_t want = SlowPow(base, e);
+    ok = ApplyBinary<kPow, int32_t>(static_cast<int32_t>(base), e, none) ==
+             static_cast<int32_t>(want) &&
+         ApplyBinary<kPow, int64_t>(static_cast<int64_t>(base), e, none) ==
+             static_cast<int64_t>(want) &&
+         ApplyBinary<kPow, uint8_t>(static_cast<uint8_t>(base),
+                                    static_cast<uint8_t>(e), none) ==
+             static_cast<uint8_t>(want);
+  }
+  Report(ok && ApplyBinary<kPow, int32_t>(-3, 3, none) == -27 &&
+             ApplyBinary<kPow, int32_t>(0, 0, none) == 1 &&
+             ApplyBinary<kPow, uint8_t>(2, 200, none) == 0,
+         "integer Pow wraps like repeated Mul (5000 random pairs)");
+  unsigned int word = 0;
+  DivisionCheck check{&word, 4};
+  Report(ApplyBinary<kPow, int64_t>(2, -1, check) == 0 && word == 4,
+         "integer Pow with a negative exponent reports");
+  Report(ApplyBinary<kPow, double>(2.0, -1.0, none) == 0.5 &&
+             ApplyBinary<kPow, float>(4.0f, 0.5f, none) == 2.0f &&
+             std::isnan(ApplyBinary<kPow, double>(-8.0, 1.0 / 3, none)),
+         "float Pow is pow");
+}
+
+void TestMaximumAndCompare() {
+  DivisionCheck none{nullptr, 0};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Report(std::isnan(ApplyBinary<kMaximum, float>(nan, 1.0f, none)) &&
+             std::isnan(ApplyBinary<kMaximum, float>(1.0f, nan, none)) &&
+             std::isnan(ApplyBinary<kMinimum, double>(2.0, NAN, none)) &&
+             std::isnan(ApplyBinary<kMinimum, double>(NAN, 2.0, none)) &&
+             ApplyBinary<kMaximum, float>(-INFINITY, -1.0f, none) == -1.0f &&
+             ApplyBinary<kMinimum, int8_t>(-128, 127, none) == -128 &&
+             ApplyBinary<kMaximum, uint64_t>(~0ull, 1, none) == ~0ull,
+         "Maximum and Minimum: NaN from either side wins");
+  bool nan_false = true;
+  nan_false = nan_false && !ApplyBinary<kGreater, float>(nan, 1.0f, none);
+  nan_false = nan_false && !ApplyBinary<kGreaterEqual, float>(nan, nan, none);
+  nan_false = nan_false && !ApplyBinary<kLess, float>(1.0f, nan, none);
+  nan_false = nan_false && !ApplyBinary<kLessEqual, float>(nan, 1.0f, none);
+  nan_false = nan_false && !ApplyBinary<kEqual, float>(nan, nan, none);
+  nan_false = nan_false && ApplyBinary<kNotEqual, float>(nan, nan, none);
+  Report(nan_false, "comparisons with NaN are false except NotEqual");
+  Report(ApplyBinary<kLess, uint8_t>(1, 255, none) == 1 &&
+             ApplyBinary<kGreaterEqual, int64_t>(-1, -1, none) == 1 &&
+             ApplyBinary<kLessEqual, int32_t>(3, 2, none) == 0,
+         "comparisons give bytes 0 and 1");
+  const BoolByte t1{1}, t2{2}, f{0};
+  Report(ApplyBinary<kEqual>(t1, t2, none) == 1 &&
+             ApplyBinary<kNotEqual>(t1, t2, none) == 0 &&
+             ApplyBinary<kNotEqual>(t2, f, none) == 1 &&
+             ApplyBinary<kLogicalAnd>(t2, t1, none) == 1 &&
+             ApplyBinary<kLogicalAnd>(t2, f, none) == 0 &&
+             ApplyBinary<kLogicalOr>(f, t2, none) == 1 &&
+             ApplyBinary<kLogicalOr>(f, f, none) == 0,
+         "bool ops read any nonzero byte as true and write 0 or 1");
+  Report(ApplyBinary<kMul, uint16_t>(65535, 65535, none) == 1 &&
+             ApplyBinary<kAdd, uint8_t>(200, 100, none) == 44 &&
+             ApplyBinary<kSub, uint8_t>(1, 2, none) == 255 &&
+             ApplyBinary<kMul, int16_t>(-32768, -1, none) == -32768,
+         "narrow integer arithmetic wraps without overflowing int");
 }
 
 void TestConversions() {
@@ -447,7 +671,11 @@ int main() {
   std::printf("TAP version 13\n");
   TestBroadcastRandom();
   TestReduceRandom();
+  TestSelectLayout();
   TestIntegerArithmetic();
+  TestFloorDivMod();
+  TestPow();
+  TestMaximumAndCompare();
   TestConversions();
   TestUnary();
   TestSpread();
