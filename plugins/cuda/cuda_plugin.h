@@ -93,6 +93,7 @@ weft_status* RegisterMatMulKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterConvKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterPoolKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterTrainingKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar);
 
 }  // namespace weft_cuda
 

@@ -445,6 +445,7 @@ weft_status* Entry(weft_plugin_init_args* args) {
 #endif
   if (status == nullptr) status = RegisterPoolKernels(args->registrar);
   if (status == nullptr) status = RegisterTrainingKernels(args->registrar);
+  if (status == nullptr) status = RegisterLayoutKernels(args->registrar);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

@@ -3,6 +3,7 @@
 // and the integer and conversion rules of the op conventions.  It needs no
 // GPU, so it runs wherever the plugin builds; the kernels themselves are
 // only exercised on a machine with a CUDA device.  Reports TAP.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "elementwise_ops.h"
+#include "layout_ops.h"
 #include "reduce_ops.h"
 #include "train_ops.h"
 
@@ -457,6 +459,119 @@ void TestMaximumAndCompare() {
          "narrow integer arithmetic wraps without overflowing int");
 }
 
+// ---- Data movement (layout_ops.h) ----
+
+int64_t Product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// Row-major index of `coords` in `dims`.
+int64_t LinearIndex(const std::vector<int64_t>& dims,
+                    const std::vector<int64_t>& coords) {
+  int64_t index = 0;
+  for (size_t i = 0; i < dims.size(); ++i) index = index * dims[i] + coords[i];
+  return index;
+}
+
+void TestTransposeAndTile() {
+  std::mt19937 rng(21);
+  bool transpose_ok = true, tile_ok = true;
+  for (int trial = 0; trial < 2000 && transpose_ok && tile_ok; ++trial) {
+    const std::vector<int64_t> x = RandomShape(rng, 6);
+    const int32_t rank = static_cast<int32_t>(x.size());
+    std::vector<int64_t> perm(rank);
+    for (int32_t i = 0; i < rank; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int64_t> z(rank);
+    StridedWalk walk{};
+    transpose_ok = PlanTranspose(x.data(), rank, perm.data(), z.data(), &walk);
+    for (int64_t i = 0; i < Product(z) && transpose_ok; ++i) {
+      const std::vector<int64_t> zc = Coords(i, z);
+      std::vector<int64_t> xc(rank);
+      for (int32_t d = 0; d < rank; ++d) xc[perm[d]] = zc[d];
+      transpose_ok = WalkOffset(walk, i) == LinearIndex(x, xc);
+    }
+    // Tile of at most rank 4 keeps within kMaxWalkRank dims.
+    const std::vector<int64_t> t(x.begin(), x.begin() + (rank < 4 ? rank : 4));
+    const int32_t t_rank = static_cast<int32_t>(t.size());
+    std::vector<int64_t> multiples(t_rank), tiled(t_rank);
+    for (int32_t d = 0; d < t_rank; ++d) {
+      multiples[d] = rng() % 4;
+      tiled[d] = t[d] * multiples[d];
+    }
+    tile_ok = PlanTile(t.data(), t_rank, multiples.data(), &walk);
+    for (int64_t i = 0; i < Product(tiled) && tile_ok; ++i) {
+      std::vector<int64_t> c = Coords(i, tiled);
+      for (int32_t d = 0; d < t_rank; ++d) c[d] %= t[d];
+      tile_ok = WalkOffset(walk, i) == LinearIndex(t, c);
+    }
+    if (!transpose_ok || !tile_ok) {
+      std::printf("# layout mismatch at trial %d\n", trial);
+    }
+  }
+  Report(transpose_ok, "Transpose offsets match a naive permutation, 2000 "
+                       "random shapes and perms");
+  Report(tile_ok, "Tile offsets match coordinates modulo x's dims, 2000 "
+                  "random shapes and multiples");
+}
+
+// Slice, Pad, Concat, Split, Pack, Unpack and the box gradients all move a
+// box at `begin` within an outer tensor.
+void TestBoxes() {
+  std::mt19937 rng(23);
+  bool ok = true;
+  for (int trial = 0; trial < 3000 && ok; ++trial) {
+    const std::vector<int64_t> outer = RandomShape(rng, 6);
+    const int32_t rank = static_cast<int32_t>(outer.size());
+    std::vector<int64_t> box(rank), begin(rank);
+    for (int32_t d = 0; d < rank; ++d) {
+      box[d] = rng() % (outer[d] + 1);
+      begin[d] = rng() % (outer[d] - box[d] + 1);
+    }
+    StridedWalk walk{};
+    int64_t corner = -1;
+    ok = PlanBox(outer.data(), rank, box.data(), begin.data(), &walk,
+                 &corner);
+    for (int64_t i = 0; i < Product(box) && ok; ++i) {
+      std::vector<int64_t> c = Coords(i, box);
+      for (int32_t d = 0; d < rank; ++d) c[d] += begin[d];
+      ok = corner + WalkOffset(walk, i) == LinearIndex(outer, c);
+    }
+    if (!ok) std::printf("# box mismatch at trial %d\n", trial);
+  }
+  Report(ok, "box offsets (Slice, Pad, Concat, Split, Pack, Unpack, "
+             "SliceGrad, PadGrad) match naive ones, 3000 random boxes");
+  // Strides that run on merge: a whole row-major tensor is one dim.
+  const int64_t dims[] = {2, 3, 4}, begin[] = {0, 0, 0};
+  StridedWalk walk{};
+  int64_t corner = 0;
+  PlanBox(dims, 3, dims, begin, &walk, &corner);
+  Report(walk.rank == 1 && walk.dims[0] == 24 && walk.strides[0] == 1,
+         "contiguous dims merge into one");
+}
+
+void TestEncodeElement() {
+  uint64_t b[10] = {};
+  const bool ok = EncodeElement(1.0, WEFT_FLOAT16, &b[0]) &&
+                  EncodeElement(-2.0, WEFT_BFLOAT16, &b[1]) &&
+                  EncodeElement(300.0, WEFT_INT8, &b[2]) &&
+                  EncodeElement(-1.9, WEFT_INT32, &b[3]) &&
+                  EncodeElement(-1.0, WEFT_UINT8, &b[4]) &&
+                  EncodeElement(0.5, WEFT_BOOL, &b[5]) &&
+                  EncodeElement(1.5, WEFT_FLOAT32, &b[6]) &&
+                  EncodeElement(65504.0, WEFT_UINT16, &b[7]) &&
+                  EncodeElement(1.0 + 1.0 / 2048, WEFT_FLOAT16, &b[8]) &&
+                  EncodeElement(-129.0, WEFT_INT8, &b[9]);
+  Report(ok && b[0] == 0x3c00 && b[1] == 0xc000 && b[2] == 0 &&
+             b[3] == 0xffffffffu && b[4] == 0 && b[5] == 1 &&
+             b[6] == 0x3fc00000u && b[7] == 65504 && b[8] == 0x3c00 &&
+             b[9] == 0,
+         "Pad's constant as an element: truncation, 0 out of range, half "
+         "ties to even");
+}
+
 void TestConversions() {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Report(Convert<double, int32_t>(nan) == 0 &&
@@ -677,6 +792,9 @@ int main() {
   TestPow();
   TestMaximumAndCompare();
   TestConversions();
+  TestTransposeAndTile();
+  TestBoxes();
+  TestEncodeElement();
   TestUnary();
   TestSpread();
   TestSumToShape();

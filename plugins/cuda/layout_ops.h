@@ -1,0 +1,175 @@
+// The index math of layout.cu (Transpose, Slice, Tile, Pad, Concat, Split,
+// Pack, Unpack, SliceGrad, PadGrad): every one of them moves elements
+// between a tensor walked in row-major order and one read or written at
+// strides, so one walk serves them all.  Plain C++ with __host__
+// __device__ functions, so that test_index_math.cu checks it on a machine
+// without a GPU.  Included by nvcc-compiled files only.
+#ifndef WEFT_PLUGINS_CUDA_LAYOUT_OPS_H_
+#define WEFT_PLUGINS_CUDA_LAYOUT_OPS_H_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "weft/plugin.h"
+
+namespace weft_cuda {
+
+// Separate dims a walk may keep after merging; a copy needing more is
+// refused with UNIMPLEMENTED (Tile of a rank-5 tensor with every multiple
+// and dim above 1 is the first to hit it).
+constexpr int kMaxWalkRank = 10;
+
+// `rank` dims, outermost first, and the stride (in elements) of the strided
+// operand along each: the i-th element in row-major order of dims lies at
+// WalkOffset(walk, i).  Passed to kernels by value.
+struct StridedWalk {
+  int32_t rank;
+  int64_t dims[kMaxWalkRank];
+  int64_t strides[kMaxWalkRank];
+};
+
+// Plans the walk of `count` dims with `strides`: dims of 1 are dropped, and
+// a dim merges into the one before it where the strides run on.  False when
+// more than kMaxWalkRank dims remain.
+inline bool PlanWalk(const int64_t* dims, const int64_t* strides,
+                     int32_t count, StridedWalk* walk) {
+  walk->rank = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    if (dims[i] == 1) continue;
+    const int32_t r = walk->rank;
+    if (r > 0 && walk->strides[r - 1] == dims[i] * strides[i]) {
+      walk->dims[r - 1] *= dims[i];
+      walk->strides[r - 1] = strides[i];
+      continue;
+    }
+    if (r == kMaxWalkRank) return false;
+    walk->dims[r] = dims[i];
+    walk->strides[r] = strides[i];
+    walk->rank = r + 1;
+  }
+  return true;
+}
+
+__host__ __device__ __forceinline__ int64_t WalkOffset(
+    const StridedWalk& walk, int64_t i) {
+  int64_t offset = 0;
+  for (int32_t d = walk.rank - 1; d >= 0; --d) {
+    offset += (i % walk.dims[d]) * walk.strides[d];
+    i /= walk.dims[d];
+  }
+  return offset;
+}
+
+inline void RowMajorStrides(const int64_t* dims, int32_t rank,
+                            int64_t* strides) {
+  int64_t stride = 1;
+  for (int32_t i = rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= dims[i];
+  }
+}
+
+// Transpose: z's dims are x's in `perm` order (each entry in [0, rank)),
+// read at x's strides.
+inline bool PlanTranspose(const int64_t* x_dims, int32_t rank,
+                          const int64_t* perm, int64_t* z_dims,
+                          StridedWalk* walk) {
+  int64_t x_strides[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
+  RowMajorStrides(x_dims, rank, x_strides);
+  for (int32_t i = 0; i < rank; ++i) {
+    z_dims[i] = x_dims[perm[i]];
+    strides[i] = x_strides[perm[i]];
+  }
+  return PlanWalk(z_dims, strides, rank, walk);
+}
+
+// Tile: along axis i z's coordinate is (copy, position in x), two dims, the
+// copy's with stride 0.
+inline bool PlanTile(const int64_t* x_dims, int32_t rank,
+                     const int64_t* multiples, StridedWalk* walk) {
+  int64_t x_strides[WEFT_MAX_RANK];
+  RowMajorStrides(x_dims, rank, x_strides);
+  int64_t view[2 * WEFT_MAX_RANK], strides[2 * WEFT_MAX_RANK];
+  for (int32_t i = 0; i < rank; ++i) {
+    view[2 * i] = multiples[i];
+    strides[2 * i] = 0;
+    view[2 * i + 1] = x_dims[i];
+    strides[2 * i + 1] = x_strides[i];
+  }
+  return PlanWalk(view, strides, 2 * rank, walk);
+}
+
+// A box of dims `box` at `begin` inside a tensor of dims `outer` (Slice,
+// Split, Unpack and PadGrad read one, Pad, Concat, Pack and SliceGrad write
+// one): the walk over the box at the outer tensor's strides, and the box's
+// first element's offset there.
+inline bool PlanBox(const int64_t* outer, int32_t rank, const int64_t* box,
+                    const int64_t* begin, StridedWalk* walk,
+                    int64_t* corner) {
+  int64_t strides[WEFT_MAX_RANK];
+  RowMajorStrides(outer, rank, strides);
+  *corner = 0;
+  for (int32_t i = 0; i < rank; ++i) *corner += begin[i] * strides[i];
+  return PlanWalk(box, strides, rank, walk);
+}
+
+// ---- Attribute values as elements (Pad's constant_value) ----
+
+// An integer of type I holding v truncated, 0 when v is outside I: the CPU
+// plugin's ToInteger.
+template <typename I>
+I AttrInteger(double v) {
+  const double end = std::ldexp(1.0, std::numeric_limits<I>::digits);
+  const double begin = std::is_signed<I>::value ? -end : 0.0;
+  return v >= begin && v < end ? static_cast<I>(v) : I(0);
+}
+
+template <typename T>
+uint64_t ElementBits(T v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  return bits;
+}
+
+// The bits of `v` as one element of `dtype` in the low bytes of *bits, as
+// the CPU plugin's EncodeElement stores it (float16 and bfloat16 round to
+// nearest, ties to even); false for a dtype without values here.
+inline bool EncodeElement(double v, int32_t dtype, uint64_t* bits) {
+  switch (dtype) {
+    case WEFT_FLOAT32: *bits = ElementBits(static_cast<float>(v)); return true;
+    case WEFT_FLOAT64: *bits = ElementBits(v); return true;
+    case WEFT_FLOAT16:
+      *bits = ElementBits(__float2half_rn(static_cast<float>(v)));
+      return true;
+    case WEFT_BFLOAT16:
+      *bits = ElementBits(__float2bfloat16_rn(static_cast<float>(v)));
+      return true;
+    case WEFT_BOOL: *bits = v != 0; return true;
+    case WEFT_INT8: *bits = ElementBits(AttrInteger<int8_t>(v)); return true;
+    case WEFT_INT16: *bits = ElementBits(AttrInteger<int16_t>(v)); return true;
+    case WEFT_INT32: *bits = ElementBits(AttrInteger<int32_t>(v)); return true;
+    case WEFT_INT64: *bits = ElementBits(AttrInteger<int64_t>(v)); return true;
+    case WEFT_UINT8: *bits = ElementBits(AttrInteger<uint8_t>(v)); return true;
+    case WEFT_UINT16:
+      *bits = ElementBits(AttrInteger<uint16_t>(v));
+      return true;
+    case WEFT_UINT32:
+      *bits = ElementBits(AttrInteger<uint32_t>(v));
+      return true;
+    case WEFT_UINT64:
+      *bits = ElementBits(AttrInteger<uint64_t>(v));
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace weft_cuda
+
+#endif  // WEFT_PLUGINS_CUDA_LAYOUT_OPS_H_
