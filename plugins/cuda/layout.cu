@@ -1,12 +1,15 @@
 // Kernels that move elements without arithmetic: Transpose, Slice, Tile,
-// Pad, Concat, Split, Pack, Unpack, Fill, SliceGrad and PadGrad, for every
-// dtype of 1, 2, 4 or 8 bytes (the kernels go by element size).  Each is a
-// walk in row-major order over one operand with the other read or written
-// at strides (layout_ops.h); the argument checks and messages are the
-// OpenCL plugin's, which follow the CPU's.
+// Pad, Concat, Split, Pack, Unpack, Fill, Gather, OneHot, SliceGrad and
+// PadGrad, for every dtype of 1, 2, 4 or 8 bytes (the kernels go by element
+// size).  Most are a walk in row-major order over one operand with the
+// other read or written at strides (layout_ops.h); the argument checks and
+// messages are the OpenCL plugin's, which follow the CPU's.  A Gather index
+// out of range fails the run at synchronization, through the stream's
+// error word.
 #include <cstdint>
 #include <cstdio>
 
+#include "error_slot.h"
 #include "kernel_call.h"
 #include "layout_ops.h"
 
@@ -569,6 +572,202 @@ weft_status* FillCompute(void*, weft_kernel_context* ctx) {
   });
 }
 
+// ---- Gather, OneHot ----
+
+template <typename Word, typename Index>
+__global__ void GatherKernel(const Word* params, const Index* indices,
+                             Word* z, int64_t count,
+                             const GatherShape shape, unsigned int* word,
+                             unsigned int launch_id) {
+  for (int64_t e = GridStart(); e < count; e += GridStride()) {
+    const int64_t v = indices[GatherIndexSlot(shape, e)];
+    int64_t source = 0;
+    if (GatherSource(shape, e, v, &source)) {
+      z[e] = params[source];
+    } else {
+      // The first failing launch of the stream claims the word (launches
+      // run in stream order); the slice is left zero.
+      volatile unsigned int* w = word;
+      if (*w == 0) *w = launch_id;
+      z[e] = Word(0);
+    }
+  }
+}
+
+template <typename Word, typename Index>
+weft_status* LaunchGatherOf(const KernelCall& call,
+                            const weft_kernel_tensor& params,
+                            const weft_kernel_tensor& indices,
+                            const weft_kernel_tensor& z,
+                            const GatherShape& shape) {
+  char what[96];
+  std::snprintf(what, sizeof what, "an index is out of range [0, %lld)",
+                static_cast<long long>(shape.limit));
+  ErrorSlot& errors = *call.plugin_stream()->errors;
+  const unsigned int id = errors.RegisterLaunch(call.NodeDescription(what));
+  const int64_t n = z.element_count;
+  GatherKernel<Word, Index><<<BlocksFor(n), kBlockThreads, 0,
+                              call.stream()>>>(
+      static_cast<const Word*>(TensorData(params)),
+      static_cast<const Index*>(TensorData(indices)),
+      static_cast<Word*>(TensorData(z)), n, shape, errors.device_word(), id);
+  return call.CheckLaunch("Gather");
+}
+
+template <typename Index>
+weft_status* LaunchGatherBySize(const KernelCall& call,
+                                const weft_kernel_tensor& params,
+                                const weft_kernel_tensor& indices,
+                                const weft_kernel_tensor& z,
+                                const GatherShape& shape) {
+  switch (weft_dtype_size_of(params.dtype)) {
+    case 1:
+      return LaunchGatherOf<uint8_t, Index>(call, params, indices, z, shape);
+    case 2:
+      return LaunchGatherOf<uint16_t, Index>(call, params, indices, z, shape);
+    case 4:
+      return LaunchGatherOf<uint32_t, Index>(call, params, indices, z, shape);
+    default:
+      return LaunchGatherOf<uint64_t, Index>(call, params, indices, z, shape);
+  }
+}
+
+int64_t DimProduct(const int64_t* dims, int64_t begin, int64_t end) {
+  int64_t n = 1;
+  for (int64_t i = begin; i < end; ++i) n *= dims[i];
+  return n;
+}
+
+weft_status* GatherCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_kernel_tensor params, idx, z;
+    if (weft_status* s = FirstInput(call, &params)) return s;
+    if (weft_status* s = call.Input(1, &idx)) return s;
+    if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
+      return call.UnsupportedDtype(idx.dtype);
+    }
+    if (params.rank == 0) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "params must have rank >= 1");
+    }
+    int64_t value = 0, axis = 0;
+    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
+    if (weft_status* s =
+            NormalizeAxis(call, "axis", value, params.rank, &axis)) {
+      return s;
+    }
+    const int32_t rank = params.rank - 1 + idx.rank;
+    if (rank > WEFT_MAX_RANK) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "the output would have rank %d", rank);
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    int32_t r = 0;
+    for (int64_t i = 0; i < axis; ++i) dims[r++] = params.dims[i];
+    for (int32_t i = 0; i < idx.rank; ++i) dims[r++] = idx.dims[i];
+    for (int64_t i = axis + 1; i < params.rank; ++i) {
+      dims[r++] = params.dims[i];
+    }
+    if (weft_status* s = call.AllocateOutput(0, params.dtype, dims, rank,
+                                             &z)) {
+      return s;
+    }
+    if (z.element_count == 0) return nullptr;
+    const GatherShape shape{idx.element_count, params.dims[axis],
+                            DimProduct(params.dims, axis + 1, params.rank)};
+    if (idx.dtype == WEFT_INT32) {
+      return LaunchGatherBySize<int32_t>(call, params, idx, z, shape);
+    }
+    return LaunchGatherBySize<int64_t>(call, params, idx, z, shape);
+  });
+}
+
+template <typename Word, typename Index>
+__global__ void OneHotKernel(const Index* indices, Word* z, int64_t count,
+                             int64_t depth, int64_t inner, Word on) {
+  for (int64_t j = GridStart(); j < count; j += GridStride()) {
+    const int64_t target = OneHotTarget(j, depth, inner, indices[j]);
+    if (target >= 0) z[target] = on;
+  }
+}
+
+template <typename Word>
+weft_status* LaunchOneHotOf(const KernelCall& call,
+                            const weft_kernel_tensor& idx,
+                            const weft_kernel_tensor& z, int64_t depth,
+                            int64_t inner, uint64_t on) {
+  const int64_t n = idx.element_count;
+  Word* out = static_cast<Word*>(TensorData(z));
+  const Word value = static_cast<Word>(on);
+  if (idx.dtype == WEFT_INT32) {
+    OneHotKernel<Word, int32_t><<<BlocksFor(n), kBlockThreads, 0,
+                                  call.stream()>>>(
+        static_cast<const int32_t*>(TensorData(idx)), out, n, depth, inner,
+        value);
+  } else {
+    OneHotKernel<Word, int64_t><<<BlocksFor(n), kBlockThreads, 0,
+                                  call.stream()>>>(
+        static_cast<const int64_t*>(TensorData(idx)), out, n, depth, inner,
+        value);
+  }
+  return call.CheckLaunch("OneHot");
+}
+
+weft_status* OneHotCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor idx, z;
+    if (weft_status* s = call.Input(0, &idx)) return s;
+    if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "indices is %s, expected int32",
+                        DtypeName(idx.dtype));
+    }
+    int64_t depth = 0, value = 0, axis = 0;
+    double on_value = 0, off_value = 0;
+    int32_t dtype = 0;
+    const weft_host_api* host = call.host();
+    weft_status* s = nullptr;
+    if ((s = host->kernel_attr_int(ctx, "depth", &depth)) ||
+        (s = call.AttrInt("axis", -1, &value)) ||
+        (s = host->kernel_attr_float(ctx, "on_value", &on_value)) ||
+        (s = host->kernel_attr_float(ctx, "off_value", &off_value)) ||
+        (s = call.AttrDtype("dtype", &dtype)) ||
+        (s = NormalizeAxis(call, "axis", value, idx.rank + 1, &axis))) {
+      return s;
+    }
+    if (idx.rank >= WEFT_MAX_RANK) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "output has rank %d; ranks run from 0 to %d",
+                        idx.rank + 1, WEFT_MAX_RANK);
+    }
+    uint64_t on = 0, off = 0;
+    if (depth < 0 || !MovableDtype(dtype) ||
+        !EncodeElement(on_value, dtype, &on) ||
+        !EncodeElement(off_value, dtype, &off)) {
+      const char* type = DtypeName(dtype);
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "depth %lld or dtype %s is invalid",
+                        static_cast<long long>(depth), type ? type : "?");
+    }
+    int64_t dims[WEFT_MAX_RANK];
+    for (int32_t d = 0, j = 0; d <= idx.rank; ++d) {
+      dims[d] = d == axis ? depth : idx.dims[j++];
+    }
+    if ((s = call.AllocateOutput(0, dtype, dims, idx.rank + 1, &z))) return s;
+    if (z.element_count == 0) return nullptr;
+    if ((s = FillElements(call, z, nullptr, off))) return s;
+    const int64_t inner = DimProduct(idx.dims, axis, idx.rank);
+    switch (weft_dtype_size_of(dtype)) {
+      case 1: return LaunchOneHotOf<uint8_t>(call, idx, z, depth, inner, on);
+      case 2: return LaunchOneHotOf<uint16_t>(call, idx, z, depth, inner, on);
+      case 4: return LaunchOneHotOf<uint32_t>(call, idx, z, depth, inner, on);
+      default:
+        return LaunchOneHotOf<uint64_t>(call, idx, z, depth, inner, on);
+    }
+  });
+}
+
 // ---- SliceGrad, PadGrad ----
 
 // `arg` non-NULL: SliceGrad (grad is the box, the output like's shape,
@@ -631,6 +830,8 @@ weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar) {
       {"Split", SplitCompute, nullptr},
       {"Unpack", UnpackCompute, nullptr},
       {"Fill", FillCompute, nullptr},
+      {"Gather", GatherCompute, nullptr},
+      {"OneHot", OneHotCompute, nullptr},
       {"SliceGrad", BoxGradCompute, &slice_grad_tag},
       {"PadGrad", BoxGradCompute, nullptr},
   };

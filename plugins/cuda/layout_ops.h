@@ -1,7 +1,7 @@
-// The index math of layout.cu (Transpose, Slice, Tile, Pad, Concat, Split,
-// Pack, Unpack, SliceGrad, PadGrad): every one of them moves elements
-// between a tensor walked in row-major order and one read or written at
-// strides, so one walk serves them all.  Plain C++ with __host__
+// The index math of layout.cu.  Transpose, Slice, Tile, Pad, Concat, Split,
+// Pack, Unpack, SliceGrad and PadGrad move elements between a tensor
+// walked in row-major order and one read or written at strides, so one
+// walk serves them all; Gather and OneHot have their own.  Plain C++ with __host__
 // __device__ functions, so that test_index_math.cu checks it on a machine
 // without a GPU.  Included by nvcc-compiled files only.
 #ifndef WEFT_PLUGINS_CUDA_LAYOUT_OPS_H_
@@ -118,6 +118,43 @@ inline bool PlanBox(const int64_t* outer, int32_t rank, const int64_t* box,
   *corner = 0;
   for (int32_t i = 0; i < rank; ++i) *corner += begin[i] * strides[i];
   return PlanWalk(box, strides, rank, walk);
+}
+
+// ---- Gather, OneHot ----
+
+// Gather: params seen as [outer, limit, inner], indices as [n], the output
+// as [outer, n, inner].  Output element e takes params' element at
+// GatherSource(...) of index value v; false when v is outside [0, limit).
+struct GatherShape {
+  int64_t n;
+  int64_t limit;
+  int64_t inner;
+};
+
+__host__ __device__ __forceinline__ int64_t GatherIndexSlot(
+    const GatherShape& g, int64_t e) {
+  return (e / g.inner) % g.n;
+}
+
+__host__ __device__ __forceinline__ bool GatherSource(const GatherShape& g,
+                                                      int64_t e, int64_t v,
+                                                      int64_t* source) {
+  if (v < 0 || v >= g.limit) return false;
+  const int64_t outer = e / (g.inner * g.n);
+  *source = (outer * g.limit + v) * g.inner + e % g.inner;
+  return true;
+}
+
+// OneHot: indices seen as [outer, inner] (inner: the dims from `axis` on),
+// the output as [outer, depth, inner].  Index element j with value v puts
+// on_value at the returned offset, or nowhere (-1) when v is outside
+// [0, depth): its row stays off_value, as in TensorFlow.
+__host__ __device__ __forceinline__ int64_t OneHotTarget(int64_t j,
+                                                         int64_t depth,
+                                                         int64_t inner,
+                                                         int64_t v) {
+  if (v < 0 || v >= depth) return -1;
+  return ((j / inner) * depth + v) * inner + j % inner;
 }
 
 // ---- Attribute values as elements (Pad's constant_value) ----

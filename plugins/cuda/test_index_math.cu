@@ -552,6 +552,54 @@ void TestBoxes() {
          "contiguous dims merge into one");
 }
 
+// Gather and OneHot against loops over their output's coordinates.
+void TestGatherAndOneHot() {
+  std::mt19937 rng(29);
+  bool gather_ok = true, one_hot_ok = true;
+  for (int trial = 0; trial < 1000 && gather_ok && one_hot_ok; ++trial) {
+    const int64_t outer = 1 + rng() % 4, limit = 1 + rng() % 5,
+                  inner = 1 + rng() % 4, n = rng() % 6;
+    std::vector<int64_t> idx(n);
+    for (int64_t& v : idx) v = static_cast<int64_t>(rng() % (limit + 2)) - 1;
+    const GatherShape shape{n, limit, inner};
+    int64_t e = 0;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < inner; ++i, ++e) {
+          int64_t source = -1;
+          const bool in = GatherSource(
+              shape, e, idx[GatherIndexSlot(shape, e)], &source);
+          const bool want_in = idx[k] >= 0 && idx[k] < limit;
+          gather_ok = gather_ok && GatherIndexSlot(shape, e) == k &&
+                      in == want_in &&
+                      (!in || source == (o * limit + idx[k]) * inner + i);
+        }
+      }
+    }
+    // OneHot of indices [outer, inner] with depth `limit` at the axis
+    // between them.
+    std::vector<int64_t> values(outer * inner);
+    for (int64_t& v : values) v = static_cast<int64_t>(rng() % (limit + 2)) - 1;
+    std::vector<int> hits(outer * limit * inner, 0);
+    for (int64_t j = 0; j < outer * inner; ++j) {
+      const int64_t t = OneHotTarget(j, limit, inner, values[j]);
+      if (t >= 0) ++hits[t];
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t d = 0; d < limit; ++d) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int want = values[o * inner + i] == d ? 1 : 0;
+          one_hot_ok = one_hot_ok && hits[(o * limit + d) * inner + i] == want;
+        }
+      }
+    }
+  }
+  Report(gather_ok, "Gather sources and out-of-range indices, 1000 random "
+                    "shapes");
+  Report(one_hot_ok, "OneHot targets; indices outside [0, depth) write "
+                     "nothing, 1000 random shapes");
+}
+
 void TestEncodeElement() {
   uint64_t b[10] = {};
   const bool ok = EncodeElement(1.0, WEFT_FLOAT16, &b[0]) &&
@@ -794,6 +842,7 @@ int main() {
   TestConversions();
   TestTransposeAndTile();
   TestBoxes();
+  TestGatherAndOneHot();
   TestEncodeElement();
   TestUnary();
   TestSpread();
