@@ -11,10 +11,25 @@
 
 #include "error_slot.h"
 #include "kernel_call.h"
+#include "layout_attrs.h"
 #include "layout_ops.h"
 
 namespace weft_cuda {
 namespace {
+
+using weft_plugin_kit::BoxGradArgs;
+using weft_plugin_kit::ConcatArgs;
+using weft_plugin_kit::EncodeElement;
+using weft_plugin_kit::GatherArgs;
+using weft_plugin_kit::OneHotArgs;
+using weft_plugin_kit::OneHotAttrs;
+using weft_plugin_kit::PackArgs;
+using weft_plugin_kit::PadArgs;
+using weft_plugin_kit::SliceArgs;
+using weft_plugin_kit::SplitArgs;
+using weft_plugin_kit::TileArgs;
+using weft_plugin_kit::TransposeArgs;
+using weft_plugin_kit::UnpackArgs;
 
 __device__ __forceinline__ int64_t GridStart() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -129,52 +144,6 @@ bool MovableDtype(int32_t dtype) {
   return size == 1 || size == 2 || size == 4 || size == 8;
 }
 
-// "[2,3,4]", as the CPU plugin's messages show shapes.
-const char* FormatDims(const int64_t* dims, int32_t rank, char* out,
-                       size_t size) {
-  size_t used = 0;
-  for (int32_t i = 0; i <= rank && used < size; ++i) {
-    const char* format = i == rank ? (i == 0 ? "[]" : "]")
-                         : i == 0  ? "[%lld"
-                                   : ",%lld";
-    const int n = std::snprintf(out + used, size - used, format,
-                                static_cast<long long>(i < rank ? dims[i]
-                                                                : 0));
-    used += n > 0 ? static_cast<size_t>(n) : 0;
-  }
-  return out;
-}
-
-// An int-list attribute that must have `want` entries.
-weft_status* ListAttr(const KernelCall& call, const char* name, int32_t want,
-                      const int64_t** values) {
-  bool present = false;
-  int32_t count = 0;
-  if (weft_status* s = call.AttrIntList(name, &present, values, &count)) {
-    return s;
-  }
-  if (count != want) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "attribute %s has %d entries; the input needs %d", name,
-                      count, want);
-  }
-  return nullptr;
-}
-
-// Attribute `name` = `value` against `count` axes; negative values count
-// from the end.
-weft_status* NormalizeAxis(const KernelCall& call, const char* name,
-                           int64_t value, int32_t count, int64_t* out) {
-  const int64_t axis = value < 0 ? value + count : value;
-  if (axis < 0 || axis >= count) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "attribute %s = %lld is out of range [%d, %d)", name,
-                      static_cast<long long>(value), -count, count);
-  }
-  *out = axis;
-  return nullptr;
-}
-
 // Reads the kernel's first input and checks that the kernels can move its
 // elements; Begin() first.
 weft_status* FirstInput(KernelCall& call, weft_kernel_tensor* x) {
@@ -223,31 +192,11 @@ weft_status* TransposeCompute(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor x, z;
     if (weft_status* s = FirstInput(call, &x)) return s;
-    bool present = false;
-    const int64_t* perm = nullptr;
-    int32_t n = 0;
-    if (weft_status* s = call.AttrIntList("perm", &present, &perm, &n)) {
-      return s;
-    }
-    // An entry may count from the end (-1 is the last axis), as on the CPU.
-    bool ok = present && n == x.rank;
-    bool seen[WEFT_MAX_RANK] = {};
-    int64_t axes[WEFT_MAX_RANK];
-    for (int32_t i = 0; ok && i < n; ++i) {
-      axes[i] = perm[i] < 0 ? perm[i] + n : perm[i];
-      ok = axes[i] >= 0 && axes[i] < n && !seen[axes[i]];
-      if (ok) seen[axes[i]] = true;
-    }
-    if (!ok) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "perm (%d values) is not a permutation of the %d "
-                        "axes of x",
-                        n, x.rank);
-    }
-    int64_t dims[WEFT_MAX_RANK];
+    int64_t axes[WEFT_MAX_RANK], dims[WEFT_MAX_RANK];
+    if (weft_status* s = TransposeArgs(call, x, axes, dims)) return s;
     StridedWalk walk;
     const bool planned = PlanTranspose(x.dims, x.rank, axes, dims, &walk);
-    if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, n, &z)) {
+    if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, x.rank, &z)) {
       return s;
     }
     if (!planned) return TooManyDims(call);
@@ -262,26 +211,9 @@ weft_status* SliceCompute(void*, weft_kernel_context* ctx) {
     weft_kernel_tensor x;
     if (weft_status* s = FirstInput(call, &x)) return s;
     const int64_t* begin = nullptr;
-    const int64_t* size = nullptr;
-    if (weft_status* s = ListAttr(call, "begin", x.rank, &begin)) return s;
-    if (weft_status* s = ListAttr(call, "size", x.rank, &size)) return s;
     int64_t box[WEFT_MAX_RANK];
-    bool whole = true;
-    for (int32_t i = 0; i < x.rank; ++i) {
-      const int64_t d = x.dims[i];
-      if (begin[i] < 0 || begin[i] > d || size[i] < -1 ||
-          (size[i] >= 0 && size[i] > d - begin[i])) {
-        char shape[256];
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "begin %lld, size %lld is out of bounds for "
-                          "dimension %d of %s",
-                          static_cast<long long>(begin[i]),
-                          static_cast<long long>(size[i]), i,
-                          FormatDims(x.dims, x.rank, shape, sizeof shape));
-      }
-      box[i] = size[i] < 0 ? d - begin[i] : size[i];
-      whole &= box[i] == d;
-    }
+    bool whole = false;
+    if (weft_status* s = SliceArgs(call, x, &begin, box, &whole)) return s;
     if (whole) return call.ForwardInput(0, 0, x.dims, x.rank);
     return ReadBox(call, x, 0, box, x.rank, box, begin);
   });
@@ -293,20 +225,8 @@ weft_status* TileCompute(void*, weft_kernel_context* ctx) {
     weft_kernel_tensor x, z;
     if (weft_status* s = FirstInput(call, &x)) return s;
     const int64_t* multiples = nullptr;
-    if (weft_status* s = ListAttr(call, "multiples", x.rank, &multiples)) {
-      return s;
-    }
     int64_t dims[WEFT_MAX_RANK];
-    for (int32_t i = 0; i < x.rank; ++i) {
-      if (multiples[i] < 0 ||
-          __builtin_mul_overflow(x.dims[i], multiples[i], &dims[i])) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "multiples[%d] = %lld is invalid for dimension "
-                          "%lld",
-                          i, static_cast<long long>(multiples[i]),
-                          static_cast<long long>(x.dims[i]));
-      }
-    }
+    if (weft_status* s = TileArgs(call, x, &multiples, dims)) return s;
     if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, x.rank, &z)) {
       return s;
     }
@@ -322,26 +242,9 @@ weft_status* PadCompute(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor x, z;
     if (weft_status* s = FirstInput(call, &x)) return s;
-    const int64_t* paddings = nullptr;
-    if (weft_status* s = ListAttr(call, "paddings", 2 * x.rank, &paddings)) {
-      return s;
-    }
-    double constant = 0;
-    if (weft_status* s = call.host()->kernel_attr_float(
-            call.context(), "constant_value", &constant)) {
-      return s;
-    }
     int64_t dims[WEFT_MAX_RANK], begin[WEFT_MAX_RANK];
-    for (int32_t i = 0; i < x.rank; ++i) {
-      const int64_t before = paddings[2 * i], after = paddings[2 * i + 1];
-      if (before < 0 || after < 0 ||
-          __builtin_add_overflow(x.dims[i], before, &dims[i]) ||
-          __builtin_add_overflow(dims[i], after, &dims[i])) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "paddings for dimension %d are invalid", i);
-      }
-      begin[i] = before;
-    }
+    double constant = 0;
+    if (weft_status* s = PadArgs(call, x, begin, dims, &constant)) return s;
     uint64_t element = 0;
     if (!EncodeElement(constant, x.dtype, &element)) {
       return call.UnsupportedDtype(x.dtype);
@@ -407,34 +310,8 @@ weft_status* ConcatCompute(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor first;
     if (weft_status* s = FirstInput(call, &first)) return s;
-    const int32_t count = g_host->kernel_num_inputs(ctx);
-    if (first.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "cannot concatenate scalars");
-    }
-    int64_t value = 0, axis = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s =
-            NormalizeAxis(call, "axis", value, first.rank, &axis)) {
-      return s;
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t i = 0; i < first.rank; ++i) dims[i] = first.dims[i];
-    dims[axis] = 0;
-    for (int32_t k = 0; k < count; ++k) {
-      weft_kernel_tensor v;
-      if (weft_status* s = call.Input(k, &v)) return s;
-      bool ok = v.dtype == first.dtype && v.rank == first.rank;
-      for (int32_t i = 0; ok && i < v.rank; ++i) {
-        ok = i == axis || v.dims[i] == first.dims[i];
-      }
-      if (!ok) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "input %d does not match input 0 in dtype, rank or "
-                          "the dims off axis %lld",
-                          k, static_cast<long long>(axis));
-      }
-      dims[axis] += v.dims[axis];
-    }
+    int64_t axis = 0, dims[WEFT_MAX_RANK];
+    if (weft_status* s = ConcatArgs(call, first, &axis, dims)) return s;
     return JoinInputs(call, axis, first.dtype, dims, first.rank, false);
   });
 }
@@ -444,38 +321,8 @@ weft_status* PackCompute(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor first;
     if (weft_status* s = FirstInput(call, &first)) return s;
-    const int32_t count = g_host->kernel_num_inputs(ctx);
-    if (first.rank >= WEFT_MAX_RANK) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "output has rank %d; ranks run from 0 to %d",
-                        first.rank + 1, WEFT_MAX_RANK);
-    }
-    int64_t value = 0, axis = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s =
-            NormalizeAxis(call, "axis", value, first.rank + 1, &axis)) {
-      return s;
-    }
-    for (int32_t k = 0; k < count; ++k) {
-      weft_kernel_tensor v;
-      if (weft_status* s = call.Input(k, &v)) return s;
-      if (v.dtype != first.dtype) {
-        return call.Error(WEFT_INVALID_ARGUMENT, "an input is %s, expected %s",
-                          DtypeName(v.dtype), DtypeName(first.dtype));
-      }
-      if (!SameDims(v, first)) {
-        char a[256], b[256];
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "input %d has shape %s but input 0 has %s; Pack "
-                          "needs one shape",
-                          k, FormatDims(v.dims, v.rank, a, sizeof a),
-                          FormatDims(first.dims, first.rank, b, sizeof b));
-      }
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t d = 0, j = 0; d <= first.rank; ++d) {
-      dims[d] = d == axis ? count : first.dims[j++];
-    }
+    int64_t axis = 0, dims[WEFT_MAX_RANK];
+    if (weft_status* s = PackArgs(call, first, &axis, dims)) return s;
     return JoinInputs(call, axis, first.dtype, dims, first.rank + 1, true);
   });
 }
@@ -485,27 +332,8 @@ weft_status* SplitCompute(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor x;
     if (weft_status* s = FirstInput(call, &x)) return s;
-    if (x.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "cannot split a scalar");
-    }
-    int64_t value = 0, axis = 0, pieces = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s = call.AttrInt("num_split", 1, &pieces)) return s;
-    if (weft_status* s = NormalizeAxis(call, "axis", value, x.rank, &axis)) {
-      return s;
-    }
-    if (pieces < 1 || pieces != g_host->kernel_num_outputs(ctx) ||
-        x.dims[axis] % pieces != 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "dim %lld of x (%lld) does not split into %lld "
-                        "pieces",
-                        static_cast<long long>(axis),
-                        static_cast<long long>(x.dims[axis]),
-                        static_cast<long long>(pieces));
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t i = 0; i < x.rank; ++i) dims[i] = x.dims[i];
-    dims[axis] = x.dims[axis] / pieces;
+    int64_t axis = 0, pieces = 0, dims[WEFT_MAX_RANK];
+    if (weft_status* s = SplitArgs(call, x, &axis, &pieces, dims)) return s;
     return CutInto(call, x, axis, pieces, dims, x.rank);
   });
 }
@@ -515,27 +343,9 @@ weft_status* UnpackCompute(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor x;
     if (weft_status* s = FirstInput(call, &x)) return s;
-    int64_t value = 0, axis = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s = NormalizeAxis(call, "axis", value, x.rank, &axis)) {
-      return s;
-    }
-    const int64_t pieces = x.dims[axis];
-    const int32_t outputs = g_host->kernel_num_outputs(ctx);
-    if (pieces != outputs) {
-      char shape[256];
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "the node has %d outputs but dimension %lld of %s is "
-                        "%lld",
-                        outputs, static_cast<long long>(axis),
-                        FormatDims(x.dims, x.rank, shape, sizeof shape),
-                        static_cast<long long>(pieces));
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t d = 0, j = 0; d < x.rank; ++d) {
-      if (d != axis) dims[j++] = x.dims[d];
-    }
-    return CutInto(call, x, axis, pieces, dims, x.rank - 1);
+    int64_t axis = 0, dims[WEFT_MAX_RANK];
+    if (weft_status* s = UnpackArgs(call, x, &axis, dims)) return s;
+    return CutInto(call, x, axis, x.dims[axis], dims, x.rank - 1);
   });
 }
 
@@ -647,26 +457,10 @@ weft_status* GatherCompute(void*, weft_kernel_context* ctx) {
     if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
       return call.UnsupportedDtype(idx.dtype);
     }
-    if (params.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "params must have rank >= 1");
-    }
-    int64_t value = 0, axis = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s =
-            NormalizeAxis(call, "axis", value, params.rank, &axis)) {
+    int64_t axis = 0, dims[WEFT_MAX_RANK];
+    int32_t rank = 0;
+    if (weft_status* s = GatherArgs(call, params, idx, &axis, dims, &rank)) {
       return s;
-    }
-    const int32_t rank = params.rank - 1 + idx.rank;
-    if (rank > WEFT_MAX_RANK) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "the output would have rank %d", rank);
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    int32_t r = 0;
-    for (int64_t i = 0; i < axis; ++i) dims[r++] = params.dims[i];
-    for (int32_t i = 0; i < idx.rank; ++i) dims[r++] = idx.dims[i];
-    for (int64_t i = axis + 1; i < params.rank; ++i) {
-      dims[r++] = params.dims[i];
     }
     if (weft_status* s = call.AllocateOutput(0, params.dtype, dims, rank,
                                              &z)) {
@@ -719,51 +513,27 @@ weft_status* OneHotCompute(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor idx, z;
     if (weft_status* s = call.Input(0, &idx)) return s;
-    if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "indices is %s, expected int32",
-                        DtypeName(idx.dtype));
-    }
-    int64_t depth = 0, value = 0, axis = 0;
-    double on_value = 0, off_value = 0;
-    int32_t dtype = 0;
-    const weft_host_api* host = call.host();
-    weft_status* s = nullptr;
-    if ((s = host->kernel_attr_int(ctx, "depth", &depth)) ||
-        (s = call.AttrInt("axis", -1, &value)) ||
-        (s = host->kernel_attr_float(ctx, "on_value", &on_value)) ||
-        (s = host->kernel_attr_float(ctx, "off_value", &off_value)) ||
-        (s = call.AttrDtype("dtype", &dtype)) ||
-        (s = NormalizeAxis(call, "axis", value, idx.rank + 1, &axis))) {
+    OneHotAttrs a;
+    int64_t dims[WEFT_MAX_RANK];
+    if (weft_status* s = OneHotArgs(call, idx, MovableDtype, &a, dims)) {
       return s;
     }
-    if (idx.rank >= WEFT_MAX_RANK) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "output has rank %d; ranks run from 0 to %d",
-                        idx.rank + 1, WEFT_MAX_RANK);
+    if (weft_status* s =
+            call.AllocateOutput(0, a.dtype, dims, idx.rank + 1, &z)) {
+      return s;
     }
-    uint64_t on = 0, off = 0;
-    if (depth < 0 || !MovableDtype(dtype) ||
-        !EncodeElement(on_value, dtype, &on) ||
-        !EncodeElement(off_value, dtype, &off)) {
-      const char* type = DtypeName(dtype);
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "depth %lld or dtype %s is invalid",
-                        static_cast<long long>(depth), type ? type : "?");
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t d = 0, j = 0; d <= idx.rank; ++d) {
-      dims[d] = d == axis ? depth : idx.dims[j++];
-    }
-    if ((s = call.AllocateOutput(0, dtype, dims, idx.rank + 1, &z))) return s;
     if (z.element_count == 0) return nullptr;
-    if ((s = FillElements(call, z, nullptr, off))) return s;
-    const int64_t inner = DimProduct(idx.dims, axis, idx.rank);
-    switch (weft_dtype_size_of(dtype)) {
-      case 1: return LaunchOneHotOf<uint8_t>(call, idx, z, depth, inner, on);
-      case 2: return LaunchOneHotOf<uint16_t>(call, idx, z, depth, inner, on);
-      case 4: return LaunchOneHotOf<uint32_t>(call, idx, z, depth, inner, on);
+    if (weft_status* s = FillElements(call, z, nullptr, a.off)) return s;
+    const int64_t inner = DimProduct(idx.dims, a.axis, idx.rank);
+    const int64_t depth = a.depth;
+    switch (weft_dtype_size_of(a.dtype)) {
+      case 1: return LaunchOneHotOf<uint8_t>(call, idx, z, depth, inner, a.on);
+      case 2:
+        return LaunchOneHotOf<uint16_t>(call, idx, z, depth, inner, a.on);
+      case 4:
+        return LaunchOneHotOf<uint32_t>(call, idx, z, depth, inner, a.on);
       default:
-        return LaunchOneHotOf<uint64_t>(call, idx, z, depth, inner, on);
+        return LaunchOneHotOf<uint64_t>(call, idx, z, depth, inner, a.on);
     }
   });
 }
@@ -778,27 +548,13 @@ weft_status* BoxGradCompute(void* arg, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     weft_kernel_tensor grad, like, z;
     if (weft_status* s = FirstInput(call, &grad)) return s;
-    if (weft_status* s = call.Input(1, &like)) return s;
-    bool present = false;
     const int64_t* begin = nullptr;
-    int32_t n = 0;
-    if (weft_status* s = call.AttrIntList("begin", &present, &begin, &n)) {
+    if (weft_status* s = BoxGradArgs(call, slice, &grad, &like, &begin)) {
       return s;
     }
-    const weft_kernel_tensor& inner = slice ? grad : like;
-    const weft_kernel_tensor& outer = slice ? like : grad;
-    bool ok = grad.rank == like.rank && n == grad.rank;
-    for (int32_t i = 0; ok && i < n; ++i) {
-      ok = begin[i] >= 0 && begin[i] + inner.dims[i] <= outer.dims[i];
+    if (!slice) {
+      return ReadBox(call, grad, 0, like.dims, like.rank, like.dims, begin);
     }
-    if (!ok) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "a box of rank %d at begin (%d values) does not fit "
-                        "in rank %d",
-                        inner.rank, n, outer.rank);
-    }
-    if (!slice) return ReadBox(call, grad, 0, like.dims, like.rank,
-                               like.dims, begin);
     if (weft_status* s =
             call.AllocateOutput(0, grad.dtype, like.dims, like.rank, &z)) {
       return s;

@@ -7,15 +7,9 @@
 #ifndef WEFT_PLUGINS_CUDA_LAYOUT_OPS_H_
 #define WEFT_PLUGINS_CUDA_LAYOUT_OPS_H_
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <limits>
-#include <type_traits>
 
 #include "weft/plugin.h"
 
@@ -155,56 +149,6 @@ __host__ __device__ __forceinline__ int64_t OneHotTarget(int64_t j,
                                                          int64_t v) {
   if (v < 0 || v >= depth) return -1;
   return ((j / inner) * depth + v) * inner + j % inner;
-}
-
-// ---- Attribute values as elements (Pad's constant_value) ----
-
-// An integer of type I holding v truncated, 0 when v is outside I: the CPU
-// plugin's ToInteger.
-template <typename I>
-I AttrInteger(double v) {
-  const double end = std::ldexp(1.0, std::numeric_limits<I>::digits);
-  const double begin = std::is_signed<I>::value ? -end : 0.0;
-  return v >= begin && v < end ? static_cast<I>(v) : I(0);
-}
-
-template <typename T>
-uint64_t ElementBits(T v) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof v);
-  return bits;
-}
-
-// The bits of `v` as one element of `dtype` in the low bytes of *bits, as
-// the CPU plugin's EncodeElement stores it (float16 and bfloat16 round to
-// nearest, ties to even); false for a dtype without values here.
-inline bool EncodeElement(double v, int32_t dtype, uint64_t* bits) {
-  switch (dtype) {
-    case WEFT_FLOAT32: *bits = ElementBits(static_cast<float>(v)); return true;
-    case WEFT_FLOAT64: *bits = ElementBits(v); return true;
-    case WEFT_FLOAT16:
-      *bits = ElementBits(__float2half_rn(static_cast<float>(v)));
-      return true;
-    case WEFT_BFLOAT16:
-      *bits = ElementBits(__float2bfloat16_rn(static_cast<float>(v)));
-      return true;
-    case WEFT_BOOL: *bits = v != 0; return true;
-    case WEFT_INT8: *bits = ElementBits(AttrInteger<int8_t>(v)); return true;
-    case WEFT_INT16: *bits = ElementBits(AttrInteger<int16_t>(v)); return true;
-    case WEFT_INT32: *bits = ElementBits(AttrInteger<int32_t>(v)); return true;
-    case WEFT_INT64: *bits = ElementBits(AttrInteger<int64_t>(v)); return true;
-    case WEFT_UINT8: *bits = ElementBits(AttrInteger<uint8_t>(v)); return true;
-    case WEFT_UINT16:
-      *bits = ElementBits(AttrInteger<uint16_t>(v));
-      return true;
-    case WEFT_UINT32:
-      *bits = ElementBits(AttrInteger<uint32_t>(v));
-      return true;
-    case WEFT_UINT64:
-      *bits = ElementBits(AttrInteger<uint64_t>(v));
-      return true;
-    default: return false;
-  }
 }
 
 }  // namespace weft_cuda

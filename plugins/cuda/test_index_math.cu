@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "elementwise_ops.h"
+#include "layout_attrs.h"
 #include "layout_ops.h"
 #include "reduce_ops.h"
 #include "train_ops.h"
@@ -601,6 +602,7 @@ void TestGatherAndOneHot() {
 }
 
 void TestEncodeElement() {
+  using weft_plugin_kit::EncodeElement;
   uint64_t b[10] = {};
   const bool ok = EncodeElement(1.0, WEFT_FLOAT16, &b[0]) &&
                   EncodeElement(-2.0, WEFT_BFLOAT16, &b[1]) &&

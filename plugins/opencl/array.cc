@@ -18,38 +18,20 @@ weft_status* TransposeKernel(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor x, z;
     if (weft_status* s = call.Input(0, &x)) return s;
-    bool present = false;
-    const int64_t* perm = nullptr;
-    int32_t n = 0;
-    if (weft_status* s = call.AttrIntList("perm", &present, &perm, &n)) {
-      return s;
-    }
-    // An entry may count from the end (-1 is the last axis), as on the CPU.
-    bool ok = present && n == x.rank;
-    bool seen[WEFT_MAX_RANK] = {};
-    int64_t axes[WEFT_MAX_RANK];
-    for (int32_t i = 0; ok && i < n; ++i) {
-      axes[i] = perm[i] < 0 ? perm[i] + n : perm[i];
-      ok = axes[i] >= 0 && axes[i] < n && !seen[axes[i]];
-      if (ok) seen[axes[i]] = true;
-    }
-    if (!ok) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "perm (%d values) is not a permutation of the %d "
-                        "axes of x", n, x.rank);
-    }
+    int64_t axes[WEFT_MAX_RANK], dims[WEFT_MAX_RANK];
+    if (weft_status* s = TransposeArgs(call, x, axes, dims)) return s;
+    const int32_t n = x.rank;
     char name[32];
     if (weft_status* s = MoveKernel(call, "permute", x.dtype, name,
                                     sizeof name)) {
       return s;
     }
-    int64_t dims[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
+    int64_t strides[WEFT_MAX_RANK];
     int64_t stride = 1;
     for (int32_t i = x.rank - 1; i >= 0; --i) {
       strides[i] = stride;
       stride *= x.dims[i];
     }
-    for (int32_t i = 0; i < n; ++i) dims[i] = x.dims[axes[i]];
     if (weft_status* s = call.AllocateOutput(0, x.dtype, dims, n, &z)) {
       return s;
     }
@@ -82,36 +64,10 @@ weft_status* ConcatKernel(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
-    const int32_t count = g_host->kernel_num_inputs(ctx);
     weft_kernel_tensor first;
     if (weft_status* s = call.Input(0, &first)) return s;
-    if (first.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "cannot concatenate scalars");
-    }
-    int64_t value = 0, axis = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s =
-            NormalizeAxis(call, "axis", value, first.rank, &axis)) {
-      return s;
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t i = 0; i < first.rank; ++i) dims[i] = first.dims[i];
-    dims[axis] = 0;
-    for (int32_t k = 0; k < count; ++k) {
-      weft_kernel_tensor v;
-      if (weft_status* s = call.Input(k, &v)) return s;
-      bool ok = v.dtype == first.dtype && v.rank == first.rank;
-      for (int32_t i = 0; ok && i < v.rank; ++i) {
-        ok = i == axis || v.dims[i] == first.dims[i];
-      }
-      if (!ok) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "input %d does not match input 0 in dtype, rank or "
-                          "the dims off axis %lld", k,
-                          static_cast<long long>(axis));
-      }
-      dims[axis] += v.dims[axis];
-    }
+    int64_t axis = 0, dims[WEFT_MAX_RANK];
+    if (weft_status* s = ConcatArgs(call, first, &axis, dims)) return s;
     return JoinInputs(call, axis, first.dtype, dims, first.rank);
   });
 }
@@ -122,26 +78,8 @@ weft_status* SplitKernel(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor x;
     if (weft_status* s = call.Input(0, &x)) return s;
-    if (x.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "cannot split a scalar");
-    }
-    int64_t value = 0, axis = 0, pieces = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s = call.AttrInt("num_split", 1, &pieces)) return s;
-    if (weft_status* s = NormalizeAxis(call, "axis", value, x.rank, &axis)) {
-      return s;
-    }
-    if (pieces < 1 || pieces != g_host->kernel_num_outputs(ctx) ||
-        x.dims[axis] % pieces != 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "dim %lld of x (%lld) does not split into %lld "
-                        "pieces", static_cast<long long>(axis),
-                        static_cast<long long>(x.dims[axis]),
-                        static_cast<long long>(pieces));
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    for (int32_t i = 0; i < x.rank; ++i) dims[i] = x.dims[i];
-    dims[axis] = x.dims[axis] / pieces;
+    int64_t axis = 0, pieces = 0, dims[WEFT_MAX_RANK];
+    if (weft_status* s = SplitArgs(call, x, &axis, &pieces, dims)) return s;
     return CutInto(call, x, axis, pieces, dims, x.rank);
   });
 }
@@ -156,25 +94,11 @@ weft_status* GatherKernel(void*, weft_kernel_context* ctx) {
     if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
       return call.UnsupportedDtype(idx.dtype);
     }
-    if (params.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "params must have rank >= 1");
-    }
-    int64_t value = 0, axis = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    if (weft_status* s =
-            NormalizeAxis(call, "axis", value, params.rank, &axis)) {
+    int64_t axis = 0, dims[WEFT_MAX_RANK];
+    int32_t rank = 0;
+    if (weft_status* s = GatherArgs(call, params, idx, &axis, dims, &rank)) {
       return s;
     }
-    const int32_t rank = params.rank - 1 + idx.rank;
-    if (rank > WEFT_MAX_RANK) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "the output would have rank "
-                        "%d", rank);
-    }
-    int64_t dims[WEFT_MAX_RANK];
-    int32_t r = 0;
-    for (int64_t i = 0; i < axis; ++i) dims[r++] = params.dims[i];
-    for (int32_t i = 0; i < idx.rank; ++i) dims[r++] = idx.dims[i];
-    for (int64_t i = axis + 1; i < params.rank; ++i) dims[r++] = params.dims[i];
     char size[32];
     if (weft_status* s = MoveKernel(call, "gather", params.dtype, size,
                                     sizeof size)) {

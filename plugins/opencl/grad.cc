@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "kernel_call.h"
+#include "layout_common.h"
 
 namespace weft_opencl {
 namespace {
@@ -233,26 +234,13 @@ weft_status* BoxKernel(void* arg, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor grad, like, z;
-    if (weft_status* s = call.Input(0, &grad)) return s;
-    if (weft_status* s = call.Input(1, &like)) return s;
-    bool present = false;
     const int64_t* begin = nullptr;
-    int32_t n = 0;
-    if (weft_status* s = call.AttrIntList("begin", &present, &begin, &n)) {
+    if (weft_status* s = BoxGradArgs(call, slice, &grad, &like, &begin)) {
       return s;
     }
+    const int32_t n = grad.rank;
     const weft_kernel_tensor& inner = slice ? grad : like;
     const weft_kernel_tensor& outer = slice ? like : grad;
-    bool ok = grad.rank == like.rank && n == grad.rank;
-    for (int32_t i = 0; ok && i < n; ++i) {
-      ok = begin[i] >= 0 && begin[i] + inner.dims[i] <= outer.dims[i];
-    }
-    if (!ok) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "a box of rank %d at begin (%d values) does not fit "
-                        "in rank %d",
-                        inner.rank, n, outer.rank);
-    }
     const char* suffix = SizeSuffix(weft_dtype_size_of(grad.dtype));
     if (suffix == nullptr) return call.UnsupportedDtype(grad.dtype);
     if (weft_status* s =

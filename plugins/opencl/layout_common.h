@@ -1,7 +1,8 @@
 // Host-side helpers shared by the kernels that move elements of any dtype
 // (array.cc: Transpose, Concat, Split, Gather, Select; layout.cc: Slice,
-// Tile, Pad, Pack, Unpack, OneHot): axis normalisation with the CPU
-// plugin's message, the element-size kernel names, and the row copies that
+// Tile, Pad, Pack, Unpack, OneHot; grad.cc: SliceGrad, PadGrad): the
+// argument checks shared with the CUDA plugin (common/layout_attrs.h), the
+// element-size kernel names, and the row copies that
 // Concat and Pack join with and Split and Unpack cut with (copy_rows_<size>
 // in the array program).
 #ifndef WEFT_PLUGINS_OPENCL_LAYOUT_COMMON_H_
@@ -11,23 +12,23 @@
 #include <cstdio>
 
 #include "kernel_call.h"
+#include "layout_attrs.h"
 
 namespace weft_opencl {
 
-// Normalises attribute `name` = `value` against `count` axes (the rank, or
-// rank + 1 where an axis is inserted); negative values count from the end.
-inline weft_status* NormalizeAxis(const KernelCall& call, const char* name,
-                                  int64_t value, int32_t count,
-                                  int64_t* out) {
-  const int64_t axis = value < 0 ? value + count : value;
-  if (axis < 0 || axis >= count) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "attribute %s = %lld is out of range [%d, %d)", name,
-                      static_cast<long long>(value), -count, count);
-  }
-  *out = axis;
-  return nullptr;
-}
+using weft_plugin_kit::BoxGradArgs;
+using weft_plugin_kit::ConcatArgs;
+using weft_plugin_kit::EncodeElement;
+using weft_plugin_kit::GatherArgs;
+using weft_plugin_kit::OneHotArgs;
+using weft_plugin_kit::OneHotAttrs;
+using weft_plugin_kit::PackArgs;
+using weft_plugin_kit::PadArgs;
+using weft_plugin_kit::SliceArgs;
+using weft_plugin_kit::SplitArgs;
+using weft_plugin_kit::TileArgs;
+using weft_plugin_kit::TransposeArgs;
+using weft_plugin_kit::UnpackArgs;
 
 // "<name>_<b1|b2|b4|b8>" for `dtype` into `out`, or an error.
 inline weft_status* MoveKernel(const KernelCall& call, const char* name,
