@@ -1,12 +1,13 @@
-// The arithmetic and index math of Sum and Mean (reduction.cu): which input
-// elements each output element reduces, and how the sum becomes the
-// result.  __host__ __device__, so that test_index_math.cu can check it
+// The arithmetic and index math of Sum, Mean, Prod, Max, Min, ArgMax and
+// ArgMin (reduction.cu): which input elements each output element reduces,
+// how they combine, and how the total becomes the result.  __host__ __device__, so that test_index_math.cu can check it
 // without a GPU.  Included by nvcc-compiled files only.
 #ifndef WEFT_PLUGINS_CUDA_REDUCE_OPS_H_
 #define WEFT_PLUGINS_CUDA_REDUCE_OPS_H_
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -32,6 +33,82 @@ __host__ __device__ __forceinline__ T Finish(Accumulator<T> sum,
   } else {
     return sum / static_cast<T>(count);
   }
+}
+
+// ---- The reductions' arithmetic ----
+
+enum ReduceKind : int { kReduceSum, kReduceMean, kReduceProd, kReduceMax,
+                        kReduceMin };
+
+// What a reduction accumulates in.  Sum, Mean and Prod of integers: 64-bit
+// unsigned, which wraps, and truncated to T equals T's wrapped result (the
+// CPU's same-width unsigned arithmetic).  Max and Min of integers: a 64-bit
+// integer of T's signedness (warp shuffles move no narrower types).
+// Floats: T.
+template <int K, typename T>
+using ReduceAccumulator = std::conditional_t<
+    !std::is_integral<T>::value, T,
+    std::conditional_t<(K == kReduceMax || K == kReduceMin) &&
+                           std::is_signed<T>::value,
+                       long long, unsigned long long>>;
+
+// The largest value of integer type T, as an accumulator (numeric_limits
+// is host-only in device code).
+template <typename T, typename A>
+__host__ __device__ __forceinline__ A IntegerMax() {
+  constexpr int kBits = 8 * static_cast<int>(sizeof(T));
+  return static_cast<A>(~0ull >> (64 - kBits + (std::is_signed<T>::value)));
+}
+
+// The value that changes nothing: what threads that saw no element hold.
+template <int K, typename T>
+__host__ __device__ __forceinline__ ReduceAccumulator<K, T> ReduceIdentity() {
+  using A = ReduceAccumulator<K, T>;
+  if constexpr (K == kReduceProd) {
+    return A(1);
+  } else if constexpr (K == kReduceMax) {
+    if constexpr (std::is_floating_point<T>::value) return -A(INFINITY);
+    else if constexpr (std::is_signed<T>::value) return -IntegerMax<T, A>() - 1;
+    else return A(0);
+  } else if constexpr (K == kReduceMin) {
+    if constexpr (std::is_floating_point<T>::value) return A(INFINITY);
+    else return IntegerMax<T, A>();
+  } else {
+    return A(0);
+  }
+}
+
+// Combines two partial results.  Max and Min propagate NaN: once either
+// side is NaN the result is (CONVENTIONS.md), whatever the order the
+// partials meet in.
+template <int K, typename A>
+__host__ __device__ __forceinline__ A ReduceCombine(A a, A b) {
+  if constexpr (K == kReduceProd) {
+    return a * b;
+  } else if constexpr (K == kReduceMax) {
+    return a != a ? a : (b > a || b != b) ? b : a;
+  } else if constexpr (K == kReduceMin) {
+    return a != a ? a : (b < a || b != b) ? b : a;
+  } else {
+    return a + b;
+  }
+}
+
+template <int K, typename T>
+__host__ __device__ __forceinline__ T ReduceFinish(ReduceAccumulator<K, T> a,
+                                                   int64_t count) {
+  if constexpr (K == kReduceMean) return Finish<T, true>(a, count);
+  else return static_cast<T>(a);
+}
+
+// ArgMax (kMax) and ArgMin: whether `candidate`, met after `best`, takes
+// its place.  Ties keep the first index; a NaN beats every number and the
+// first NaN stays.
+template <bool kMax, typename T>
+__host__ __device__ __forceinline__ bool ArgBetter(T candidate, T best) {
+  if (best != best) return false;
+  if (candidate != candidate) return true;
+  return kMax ? candidate > best : candidate < best;
 }
 
 constexpr int kMaxReduceGroups = 8;

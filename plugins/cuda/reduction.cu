@@ -1,4 +1,5 @@
-// Reductions: Sum and Mean over any set of axes, SumToShapeOf (the gradient
+// Reductions: Sum, Mean, Prod, Max and Min over any set of axes, ArgMax and
+// ArgMin along one, SumToShapeOf (the gradient
 // of broadcasting, a Sum over split dims), Softmax and LogSoftmax over the
 // last axis, and the softmax cross-entropies (dense and sparse labels).
 #include <cmath>
@@ -9,14 +10,16 @@
 
 #include "error_slot.h"
 #include "kernel_call.h"
+#include "layout_attrs.h"
 #include "reduce_ops.h"
 #include "train_ops.h"
 
 namespace weft_cuda {
 namespace {
 
-const int32_t kNumericTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
-                                 WEFT_INT64};
+// Sum, Mean, Prod, Max, Min, ArgMax, ArgMin: the CPU's dtypes.
+const int32_t kReduceTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
+                                WEFT_INT64, WEFT_UINT8};
 const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
 
 // Reduces `value` over the block; every thread gets the result.  blockDim.x
@@ -59,46 +62,60 @@ struct MaxOp {
   __device__ A operator()(A a, A b) const { return b > a ? b : a; }
 };
 
-// ---- Sum and Mean ----
+// ---- Sum, Mean, Prod, Max, Min ----
+
+const char* const kReduceNames[] = {"Sum", "Mean", "Prod", "Max", "Min"};
+
+template <int K>
+struct CombineOp {
+  template <typename A>
+  __device__ A operator()(A a, A b) const { return ReduceCombine<K>(a, b); }
+};
 
 // One thread per output: when many outputs sit side by side in memory,
 // neighbouring threads read neighbouring elements.
-template <typename T, bool kMean>
+template <typename T, int K>
 __global__ void ReducePerThreadKernel(
     const T* in, T* out, int64_t out_count,
     // Read in place from parameter space instead of copied per thread.
     const __grid_constant__ ReduceLayout layout) {
+  using A = ReduceAccumulator<K, T>;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        o < out_count; o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const T* base = in + SpaceOffset(o, layout.kept_rank, layout.kept_dims,
                                      layout.kept_strides);
-    Accumulator<T> sum = 0;
+    A acc = ReduceIdentity<K, T>();
     for (int64_t r = 0; r < layout.reduced_count; ++r) {
-      sum += static_cast<Accumulator<T>>(
-          base[SpaceOffset(r, layout.reduced_rank, layout.reduced_dims,
-                           layout.reduced_strides)]);
+      acc = ReduceCombine<K>(
+          acc, static_cast<A>(base[SpaceOffset(r, layout.reduced_rank,
+                                               layout.reduced_dims,
+                                               layout.reduced_strides)]));
     }
-    out[o] = Finish<T, kMean>(sum, layout.reduced_count);
+    out[o] = ReduceFinish<K, T>(acc, layout.reduced_count);
   }
 }
 
 // One block per output: for long reductions, or for too few outputs to
 // fill the GPU.
-template <typename T, bool kMean>
+template <typename T, int K>
 __global__ void ReducePerBlockKernel(
     const T* in, T* out, int64_t out_count,
     const __grid_constant__ ReduceLayout layout) {
+  using A = ReduceAccumulator<K, T>;
   for (int64_t o = blockIdx.x; o < out_count; o += gridDim.x) {
     const T* base = in + SpaceOffset(o, layout.kept_rank, layout.kept_dims,
                                      layout.kept_strides);
-    Accumulator<T> sum = 0;
+    A acc = ReduceIdentity<K, T>();
     for (int64_t r = threadIdx.x; r < layout.reduced_count; r += blockDim.x) {
-      sum += static_cast<Accumulator<T>>(
-          base[SpaceOffset(r, layout.reduced_rank, layout.reduced_dims,
-                           layout.reduced_strides)]);
+      acc = ReduceCombine<K>(
+          acc, static_cast<A>(base[SpaceOffset(r, layout.reduced_rank,
+                                               layout.reduced_dims,
+                                               layout.reduced_strides)]));
     }
-    sum = BlockReduce(sum, SumOp());
-    if (threadIdx.x == 0) out[o] = Finish<T, kMean>(sum, layout.reduced_count);
+    acc = BlockReduce(acc, CombineOp<K>());
+    if (threadIdx.x == 0) {
+      out[o] = ReduceFinish<K, T>(acc, layout.reduced_count);
+    }
   }
 }
 
@@ -110,7 +127,7 @@ __global__ void FillKernel(T* out, int64_t count, T value) {
   }
 }
 
-template <typename T, bool kMean>
+template <typename T, int K>
 weft_status* LaunchReduce(const KernelCall& call, const void* in, void* out,
                           int64_t out_count, const ReduceLayout& layout,
                           bool innermost_reduced) {
@@ -120,26 +137,39 @@ weft_status* LaunchReduce(const KernelCall& call, const void* in, void* out,
       layout.reduced_count >= 64 && (innermost_reduced || out_count < 1024);
   if (per_block) {
     const int64_t blocks = out_count < 65535 ? out_count : 65535;
-    ReducePerBlockKernel<T, kMean>
+    ReducePerBlockKernel<T, K>
         <<<static_cast<unsigned int>(blocks), kBlockThreads, 0,
            call.stream()>>>(tin, tout, out_count, layout);
   } else {
-    ReducePerThreadKernel<T, kMean>
+    ReducePerThreadKernel<T, K>
         <<<BlocksFor(out_count), kBlockThreads, 0, call.stream()>>>(
             tin, tout, out_count, layout);
   }
-  return call.CheckLaunch(kMean ? "Mean" : "Sum");
+  return call.CheckLaunch(kReduceNames[K]);
 }
 
 template <typename T>
-weft_status* LaunchReduceTyped(const KernelCall& call, bool mean,
+weft_status* LaunchReduceTyped(const KernelCall& call, int kind,
                                const void* in, void* out, int64_t out_count,
                                const ReduceLayout& layout,
                                bool innermost_reduced) {
-  return mean ? LaunchReduce<T, true>(call, in, out, out_count, layout,
-                                      innermost_reduced)
-              : LaunchReduce<T, false>(call, in, out, out_count, layout,
-                                       innermost_reduced);
+  switch (kind) {
+    case kReduceSum:
+      return LaunchReduce<T, kReduceSum>(call, in, out, out_count, layout,
+                                         innermost_reduced);
+    case kReduceMean:
+      return LaunchReduce<T, kReduceMean>(call, in, out, out_count, layout,
+                                          innermost_reduced);
+    case kReduceProd:
+      return LaunchReduce<T, kReduceProd>(call, in, out, out_count, layout,
+                                          innermost_reduced);
+    case kReduceMax:
+      return LaunchReduce<T, kReduceMax>(call, in, out, out_count, layout,
+                                         innermost_reduced);
+    default:
+      return LaunchReduce<T, kReduceMin>(call, in, out, out_count, layout,
+                                         innermost_reduced);
+  }
 }
 
 template <typename T>
@@ -150,8 +180,55 @@ weft_status* LaunchFill(const KernelCall& call, void* out, int64_t count,
   return call.CheckLaunch("fill");
 }
 
+// Calls fn(T{}) for the reductions' dtypes; UNIMPLEMENTED for the others.
+template <typename Fn>
+weft_status* ForReduceType(const KernelCall& call, int32_t dtype, Fn fn) {
+  switch (dtype) {
+    case WEFT_FLOAT32: return fn(float{});
+    case WEFT_FLOAT64: return fn(double{});
+    case WEFT_INT32: return fn(int32_t{});
+    case WEFT_INT64: return fn(int64_t{});
+    case WEFT_UINT8: return fn(uint8_t{});
+    default: return call.UnsupportedDtype(dtype);
+  }
+}
+
+// "[2,3]", as the CPU's messages show shapes.
+const char* ShapeText(const weft_kernel_tensor& x, char* out, size_t size) {
+  return weft_plugin_kit::FormatShape(x.dims, x.rank, out, size);
+}
+
+// An output over zero elements: 0 for Sum, 1 for Prod, NaN for a float
+// Mean; an error for Max, Min and an integer Mean, as on the CPU.
+weft_status* ReduceEmpty(const KernelCall& call, int kind,
+                         const weft_kernel_tensor& x,
+                         const weft_kernel_tensor& out) {
+  void* outp = TensorData(out);
+  const int64_t n = out.element_count;
+  if (kind == kReduceSum) return call.Zeros(out);
+  if (kind == kReduceProd) {
+    return ForReduceType(call, x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      return LaunchFill<T>(call, outp, n, T(1));
+    });
+  }
+  if (kind == kReduceMean && IsFloat(x.dtype)) {
+    if (x.dtype == WEFT_FLOAT32) {
+      return LaunchFill<float>(call, outp, n,
+                               std::numeric_limits<float>::quiet_NaN());
+    }
+    return LaunchFill<double>(call, outp, n,
+                              std::numeric_limits<double>::quiet_NaN());
+  }
+  char shape[128];
+  return call.Error(WEFT_INVALID_ARGUMENT,
+                    "%s over zero elements has no value (input %s %s)",
+                    kReduceNames[kind], DtypeName(x.dtype),
+                    ShapeText(x, shape, sizeof shape));
+}
+
 weft_status* ReduceCompute(void* kernel_arg, weft_kernel_context* ctx) {
-  const bool mean = kernel_arg != nullptr;
+  const int kind = static_cast<int>(reinterpret_cast<intptr_t>(kernel_arg));
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);
     weft_status* status = call.Begin();
@@ -199,8 +276,7 @@ weft_status* ReduceCompute(void* kernel_arg, weft_kernel_context* ctx) {
         out_dims[out_rank++] = x.dims[d];
       }
     }
-    const bool integer = x.dtype == WEFT_INT32 || x.dtype == WEFT_INT64;
-    if (mean && integer && reduced_count == 0) {
+    if (kind == kReduceMean && !IsFloat(x.dtype) && reduced_count == 0) {
       return call.Error(WEFT_INVALID_ARGUMENT,
                         "the integer Mean of an empty reduction is "
                         "undefined");
@@ -213,19 +289,7 @@ weft_status* ReduceCompute(void* kernel_arg, weft_kernel_context* ctx) {
     const int64_t out_count = out.element_count;
     void* outp = TensorData(out);
     if (out_count == 0) return nullptr;
-    if (reduced_count == 0) {
-      if (!mean) {
-        return call.CheckCuda(
-            cudaMemsetAsync(outp, 0, out.byte_size, call.stream()),
-            "cudaMemsetAsync");
-      }
-      if (x.dtype == WEFT_FLOAT32) {
-        return LaunchFill<float>(call, outp, out_count,
-                                std::numeric_limits<float>::quiet_NaN());
-      }
-      return LaunchFill<double>(call, outp, out_count,
-                              std::numeric_limits<double>::quiet_NaN());
-    }
+    if (reduced_count == 0) return ReduceEmpty(call, kind, x, out);
 
     ReduceLayout layout{};
     bool innermost_reduced = false;
@@ -236,23 +300,110 @@ weft_status* ReduceCompute(void* kernel_arg, weft_kernel_context* ctx) {
                         kMaxReduceGroups);
     }
     const void* xp = TensorData(x);
-    switch (x.dtype) {
-      case WEFT_FLOAT32:
-        return LaunchReduceTyped<float>(call, mean, xp, outp, out_count,
-                                        layout, innermost_reduced);
-      case WEFT_FLOAT64:
-        return LaunchReduceTyped<double>(call, mean, xp, outp, out_count,
-                                         layout, innermost_reduced);
-      case WEFT_INT32:
-        return LaunchReduceTyped<int32_t>(call, mean, xp, outp, out_count,
-                                          layout, innermost_reduced);
-      case WEFT_INT64:
-        return LaunchReduceTyped<int64_t>(call, mean, xp, outp, out_count,
-                                          layout, innermost_reduced);
-      default:
-        return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
-                          DtypeName(x.dtype));
+    return ForReduceType(call, x.dtype, [&](auto zero) {
+      return LaunchReduceTyped<decltype(zero)>(call, kind, xp, outp,
+                                               out_count, layout,
+                                               innermost_reduced);
+    });
+  });
+}
+
+// ---- ArgMax, ArgMin ----
+
+// x seen as [outer, length, inner]; one thread per output [outer, inner]
+// scans its column in order, so ties and NaN resolve as on the CPU.
+template <bool kMax, typename T, typename I>
+__global__ void ArgKernel(const T* x, I* out, int64_t count, int64_t length,
+                          int64_t inner) {
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       o < count; o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const T* column = x + (o / inner) * length * inner + o % inner;
+    T best = column[0];
+    int64_t index = 0;
+    for (int64_t k = 1; k < length; ++k) {
+      const T v = column[k * inner];
+      if (ArgBetter<kMax>(v, best)) {
+        best = v;
+        index = k;
+      }
     }
+    out[o] = static_cast<I>(index);
+  }
+}
+
+template <bool kMax, typename T>
+weft_status* LaunchArg(const KernelCall& call, const weft_kernel_tensor& x,
+                       const weft_kernel_tensor& out, int64_t length,
+                       int64_t inner) {
+  const int64_t n = out.element_count;
+  const T* xp = static_cast<const T*>(TensorData(x));
+  if (out.dtype == WEFT_INT32) {
+    ArgKernel<kMax, T, int32_t>
+        <<<BlocksFor(n), kBlockThreads, 0, call.stream()>>>(
+            xp, static_cast<int32_t*>(TensorData(out)), n, length, inner);
+  } else {
+    ArgKernel<kMax, T, int64_t>
+        <<<BlocksFor(n), kBlockThreads, 0, call.stream()>>>(
+            xp, static_cast<int64_t*>(TensorData(out)), n, length, inner);
+  }
+  return call.CheckLaunch(kMax ? "ArgMax" : "ArgMin");
+}
+
+weft_status* ArgCompute(void* kernel_arg, weft_kernel_context* ctx) {
+  const bool max = kernel_arg != nullptr;
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    weft_status* status = call.Begin();
+    if (status != nullptr) return status;
+    weft_kernel_tensor x, out;
+    if ((status = call.Input(0, &x)) != nullptr) return status;
+    int64_t axis = 0;
+    if ((status = call.AttrInt("axis", 0, &axis)) != nullptr) return status;
+    int32_t out_type = WEFT_INT64;
+    status = call.AttrDtype("output_type", &out_type);
+    if (status != nullptr) {
+      if (call.host()->status_code(status) != WEFT_NOT_FOUND) return status;
+      call.host()->status_destroy(status);
+      out_type = WEFT_INT64;
+    }
+    char shape[128];
+    if (out_type != WEFT_INT32 && out_type != WEFT_INT64) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "output_type must be int32 or int64, got %s",
+                        DtypeName(out_type));
+    }
+    const int64_t a = axis < 0 ? axis + x.rank : axis;
+    if (a < 0 || a >= x.rank) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "axis %lld is out of range for input shape %s",
+                        static_cast<long long>(axis),
+                        ShapeText(x, shape, sizeof shape));
+    }
+    const int64_t length = x.dims[a];
+    if (length == 0 || (out_type == WEFT_INT32 &&
+                        length > std::numeric_limits<int32_t>::max())) {
+      return call.Error(WEFT_INVALID_ARGUMENT, "axis %lld of input shape %s %s",
+                        static_cast<long long>(axis),
+                        ShapeText(x, shape, sizeof shape),
+                        length == 0 ? "is empty: there is no index to return"
+                                    : "is too long for output_type int32");
+    }
+    DimBuffer dims(x.rank);
+    int64_t inner = 1;
+    for (int32_t i = 0; i < x.rank; ++i) {
+      if (i > a) inner *= x.dims[i];
+      if (i != a) dims[i < a ? i : i - 1] = x.dims[i];
+    }
+    if ((status = call.AllocateOutput(0, out_type, dims.data(), x.rank - 1,
+                                      &out)) != nullptr) {
+      return status;
+    }
+    if (out.element_count == 0) return nullptr;
+    return ForReduceType(call, x.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      return max ? LaunchArg<true, T>(call, x, out, length, inner)
+                 : LaunchArg<false, T>(call, x, out, length, inner);
+    });
   });
 }
 
@@ -600,12 +751,21 @@ weft_status* XentCompute(void* arg, weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar) {
-  static int mean_tag, log_tag;
-  weft_status* status = RegisterKernel(registrar, "Sum", "T", kNumericTypes,
-                                       4, ReduceCompute, nullptr);
+  static int log_tag, arg_max_tag;
+  weft_status* status = nullptr;
+  for (int kind = kReduceSum; kind <= kReduceMin && status == nullptr;
+       ++kind) {
+    status = RegisterKernel(registrar, kReduceNames[kind], "T", kReduceTypes,
+                            5, ReduceCompute,
+                            reinterpret_cast<void*>(static_cast<intptr_t>(kind)));
+  }
   if (status == nullptr) {
-    status = RegisterKernel(registrar, "Mean", "T", kNumericTypes, 4,
-                            ReduceCompute, &mean_tag);
+    status = RegisterKernel(registrar, "ArgMax", "T", kReduceTypes, 5,
+                            ArgCompute, &arg_max_tag);
+  }
+  if (status == nullptr) {
+    status = RegisterKernel(registrar, "ArgMin", "T", kReduceTypes, 5,
+                            ArgCompute, nullptr);
   }
   if (status == nullptr) {
     status = RegisterKernel(registrar, "Softmax", "T", kFloatTypes, 2,

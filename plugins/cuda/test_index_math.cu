@@ -622,6 +622,134 @@ void TestEncodeElement() {
          "ties to even");
 }
 
+// ---- Prod, Max, Min, ArgMax, ArgMin (reduce_ops.h) ----
+
+// Folds `values` the way the per-block kernel may: split among `threads`
+// strided partials, then the partials combined pairwise in a shuffled order.
+template <int K, typename T>
+T BlockFold(const std::vector<T>& values, int threads, std::mt19937& rng) {
+  using A = ReduceAccumulator<K, T>;
+  std::vector<A> partial(threads, ReduceIdentity<K, T>());
+  for (size_t r = 0; r < values.size(); ++r) {
+    partial[r % threads] =
+        ReduceCombine<K>(partial[r % threads], static_cast<A>(values[r]));
+  }
+  while (partial.size() > 1) {
+    std::shuffle(partial.begin(), partial.end(), rng);
+    const A b = partial.back();
+    partial.pop_back();
+    partial.back() = ReduceCombine<K>(partial.back(), b);
+  }
+  return ReduceFinish<K, T>(partial[0], static_cast<int64_t>(values.size()));
+}
+
+template <typename T>
+bool CheckMaxMin(std::mt19937& rng, bool with_nan) {
+  bool ok = true;
+  for (int trial = 0; trial < 500 && ok; ++trial) {
+    std::vector<T> v(1 + rng() % 40);
+    for (T& e : v) e = static_cast<T>(static_cast<int>(rng() % 200) - 100);
+    if constexpr (std::is_floating_point<T>::value) {
+      if (with_nan && rng() % 2) v[rng() % v.size()] = static_cast<T>(NAN);
+    }
+    bool nan = false;
+    T max = v[0], min = v[0];
+    for (T e : v) {
+      nan = nan || e != e;
+      if (e > max) max = e;
+      if (e < min) min = e;
+    }
+    const T got_max = BlockFold<kReduceMax>(v, 1 + rng() % 8, rng);
+    const T got_min = BlockFold<kReduceMin>(v, 1 + rng() % 8, rng);
+    ok = nan ? (got_max != got_max && got_min != got_min)
+             : (got_max == max && got_min == min);
+  }
+  return ok;
+}
+
+// The CPU's ArgMax/ArgMin scan: the first maximum, or the first NaN.
+template <bool kMax, typename T>
+int64_t NaiveArg(const std::vector<T>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != v[i]) return static_cast<int64_t>(i);
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (kMax ? v[i] > v[best] : v[i] < v[best]) best = i;
+  }
+  return static_cast<int64_t>(best);
+}
+
+template <bool kMax, typename T>
+int64_t KernelArg(const std::vector<T>& v) {
+  T best = v[0];
+  int64_t index = 0;
+  for (size_t k = 1; k < v.size(); ++k) {
+    if (ArgBetter<kMax>(v[k], best)) {
+      best = v[k];
+      index = static_cast<int64_t>(k);
+    }
+  }
+  return index;
+}
+
+void TestReduceKinds() {
+  std::mt19937 rng(31);
+  Report(CheckMaxMin<float>(rng, true) && CheckMaxMin<double>(rng, true) &&
+             CheckMaxMin<int32_t>(rng, false) &&
+             CheckMaxMin<int64_t>(rng, false),
+         "Max and Min over any split into partials: the extreme, or NaN when "
+         "any element is");
+  Report(BlockFold<kReduceMax, uint8_t>({0, 0}, 2, rng) == 0 &&
+             BlockFold<kReduceMin, uint8_t>({255, 255}, 3, rng) == 255 &&
+             BlockFold<kReduceMax, int32_t>({INT32_MIN}, 4, rng) ==
+                 INT32_MIN &&
+             BlockFold<kReduceMin, int64_t>({INT64_MAX}, 4, rng) ==
+                 INT64_MAX &&
+             BlockFold<kReduceMax, float>({-INFINITY}, 4, rng) == -INFINITY,
+         "Max and Min identities are the type's ends");
+  // Integer Prod and Sum wrap to T's width whatever the grouping.
+  bool wrap_ok = true;
+  for (int trial = 0; trial < 500 && wrap_ok; ++trial) {
+    std::vector<int32_t> v32(1 + rng() % 30);
+    std::vector<uint8_t> v8(v32.size());
+    uint32_t prod32 = 1;
+    uint8_t prod8 = 1, sum8 = 0;
+    for (size_t i = 0; i < v32.size(); ++i) {
+      v32[i] = static_cast<int32_t>(rng());
+      v8[i] = static_cast<uint8_t>(rng());
+      prod32 *= static_cast<uint32_t>(v32[i]);
+      prod8 = static_cast<uint8_t>(prod8 * v8[i]);
+      sum8 = static_cast<uint8_t>(sum8 + v8[i]);
+    }
+    wrap_ok = BlockFold<kReduceProd>(v32, 1 + rng() % 8, rng) ==
+                  static_cast<int32_t>(prod32) &&
+              BlockFold<kReduceProd>(v8, 1 + rng() % 8, rng) == prod8 &&
+              BlockFold<kReduceSum>(v8, 1 + rng() % 8, rng) == sum8;
+  }
+  Report(wrap_ok, "integer Prod and uint8 Sum wrap to the type's width");
+  Report(BlockFold<kReduceMean, uint8_t>({255, 255, 1}, 2, rng) == 170 &&
+             BlockFold<kReduceProd, double>({1.5, -2.0, 4.0}, 2, rng) == -12.0,
+         "uint8 Mean sums wide and truncates; float Prod");
+  bool arg_ok = true;
+  for (int trial = 0; trial < 3000 && arg_ok; ++trial) {
+    std::vector<float> v(1 + rng() % 12);
+    for (float& e : v) {
+      const unsigned pick = rng() % 10;
+      e = pick == 0 ? NAN : pick == 1 ? INFINITY : pick == 2 ? -INFINITY
+                                                 : static_cast<float>(rng() % 4);
+    }
+    std::vector<int64_t> w(v.size());
+    for (int64_t& e : w) e = static_cast<int64_t>(rng() % 3) - 1;
+    arg_ok = KernelArg<true>(v) == NaiveArg<true>(v) &&
+             KernelArg<false>(v) == NaiveArg<false>(v) &&
+             KernelArg<true>(w) == NaiveArg<true>(w) &&
+             KernelArg<false>(w) == NaiveArg<false>(w);
+  }
+  Report(arg_ok, "ArgMax and ArgMin: first extreme, first NaN (3000 random "
+                 "columns with ties, infinities and NaN)");
+}
+
 void TestConversions() {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Report(Convert<double, int32_t>(nan) == 0 &&
@@ -841,6 +969,7 @@ int main() {
   TestFloorDivMod();
   TestPow();
   TestMaximumAndCompare();
+  TestReduceKinds();
   TestConversions();
   TestTransposeAndTile();
   TestBoxes();
