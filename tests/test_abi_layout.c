@@ -261,7 +261,7 @@ struct pin {
   F(weft_device_properties, unsupported_dtypes, 48)
 
 #define PLUGIN_API_LAYOUT(S, F)                       \
-  S(weft_plugin_api, 176)                             \
+  S(weft_plugin_api, 216)                             \
   F(weft_plugin_api, struct_size, 0)                  \
   F(weft_plugin_api, name, 8)                         \
   F(weft_plugin_api, version, 16)                     \
@@ -283,7 +283,12 @@ struct pin {
   F(weft_plugin_api, event_record, 144)               \
   F(weft_plugin_api, event_synchronize, 152)          \
   F(weft_plugin_api, stream_wait_event, 160)          \
-  F(weft_plugin_api, shutdown, 168)
+  F(weft_plugin_api, shutdown, 168)                   \
+  F(weft_plugin_api, collective_unique_id, 176)       \
+  F(weft_plugin_api, collective_comm_create, 184)     \
+  F(weft_plugin_api, collective_all_reduce, 192)      \
+  F(weft_plugin_api, collective_broadcast, 200)       \
+  F(weft_plugin_api, collective_comm_destroy, 208)
 
 #define PLUGIN_INIT_ARGS_LAYOUT(S, F)                 \
   S(weft_plugin_init_args, 48)                        \
@@ -407,6 +412,9 @@ LAYOUT_TEST(weft_plugin_init_args, PLUGIN_INIT_ARGS_LAYOUT)
   X(WEFT_ATTR_TENSOR, 8)                     \
   X(WEFT_MAX_RANK, 32)                       \
   X(WEFT_DEVICE_HOST_MEMORY, 1)              \
+  X(WEFT_COLLECTIVE_SUM, 0)                  \
+  X(WEFT_COLLECTIVE_MEAN, 1)                 \
+  X(WEFT_PLUGIN_MAX_COMM_ID, 1024)           \
   X(WEFT_PLUGIN_INTERFACE_MAJOR, 1)          \
   X(WEFT_ABI_VERSION_MAJOR, 1)               \
   X(WEFT_VERSION_PACK(1, 0), 0x10000)        \

@@ -410,6 +410,15 @@ Test(plugin_loader, absurd_device_count_is_refused_at_once, .timeout = 20) {
   expect_runtime_still_works();
 }
 
+Test(plugin_loader, some_but_not_all_collective_slots_are_refused) {
+  discover();
+  load_hostile("some_collectives");
+  WT_EXPECT_ERROR(weft_plugin_load(WEFT_TEST_PLUGIN_HOSTILE),
+                  WEFT_INVALID_ARGUMENT, "weft_test_hostile",
+                  "collective_comm_create");
+  expect_runtime_still_works();
+}
+
 Test(plugin_loader, unterminated_plugin_name_is_refused) {
   discover();
   load_hostile("unterminated_name");

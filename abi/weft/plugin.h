@@ -46,6 +46,12 @@
  *       weft_host_api.kernel_defer and kernel_done, so a kernel that waits
  *       (for data, a peer, a device) completes later without holding a
  *       thread of the run.
+ *  1.7  weft_plugin_api: collective_unique_id, collective_comm_create,
+ *       collective_all_reduce, collective_broadcast and
+ *       collective_comm_destroy (optional as a group): the device's own
+ *       communicator (NCCL for CUDA) runs AllReduce and Broadcast on the
+ *       node's stream, the host bootstrapping it over MPI; NULL: MPI in
+ *       host memory, as before.
  *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
@@ -80,7 +86,7 @@ extern "C" {
 #endif
 
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
-#define WEFT_PLUGIN_INTERFACE_MINOR 6
+#define WEFT_PLUGIN_INTERFACE_MINOR 7
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
 /* Limits the host enforces on what a plugin hands it.  Every string a
@@ -107,6 +113,22 @@ extern "C" {
 typedef struct weft_plugin_device weft_plugin_device;
 typedef struct weft_plugin_stream weft_plugin_stream;
 typedef struct weft_plugin_event weft_plugin_event;
+/* A communicator among the ranks of an MPI job, one per device (1.7). */
+typedef struct weft_plugin_comm weft_plugin_comm;
+
+/* The most bytes a communicator id may have (collective_unique_id, 1.7):
+ * NCCL's take 128. */
+#define WEFT_PLUGIN_MAX_COMM_ID 1024
+
+/* What collective_all_reduce computes (1.7). */
+typedef enum weft_collective_reduction WEFT_ENUM_BASE {
+  /* The element-wise sum over the ranks. */
+  WEFT_COLLECTIVE_SUM = 0,
+  /* The sum, then each element multiplied by 1 / size in double precision
+   * and rounded once to the dtype: (T)((double)sum * (1.0 / size)), as the
+   * host computes the mean of the MPI path (float32 and float64 only). */
+  WEFT_COLLECTIVE_MEAN = 1
+} weft_collective_reduction;
 
 /* Host-defined objects, opaque to the plugin. */
 typedef struct weft_kernel_context weft_kernel_context;
@@ -521,6 +543,79 @@ typedef struct weft_plugin_api {
   /* ---- Lifetime ---- */
   /* Optional: called once before the host unloads the plugin. */
   void (*shutdown)(void);
+
+  /* ---- Appended in 1.7: collectives on the device.  Optional as a group:
+   * set all five or none (a plugin that sets some but not all is refused).
+   * NULL, and for every plugin choosing a version before 1.7 (whose slots
+   * here the host reads as NULL): the AllReduce and Broadcast ops placed
+   * on the plugin's devices go through MPI in host memory, as before 1.7
+   * (AllGather always does).
+   *
+   * How the host uses them.  In a process started by an MPI launcher, the
+   * first AllReduce or Broadcast that runs on a device of such a plugin
+   * bootstraps a communicator for that device: every rank calls
+   * collective_unique_id on its device (rank 0 to make the id, the others
+   * with `out` NULL, to learn whether they can join), the host gathers the
+   * answers on every rank over MPI in host memory, and then, on every
+   * rank alike: when every rank can, each calls collective_comm_create
+   * with rank 0's id and the host gathers the outcomes again; when none
+   * can, that device's collectives go through MPI for the rest of the
+   * process; when only some can (or a rank failed to join), every
+   * collective on that device fails on every rank with
+   * FAILED_PRECONDITION, naming the rank and its reason, instead of
+   * leaving the ranks waiting for each other.  Each rank must therefore
+   * place the same collectives on devices of the same type, with the same
+   * plugins, in the same order (one program run by every rank).  Then the
+   * host calls collective_all_reduce and collective_broadcast one at a
+   * time, in the same order on every rank (the order collective ops start
+   * in, README "Across processes (MPI)"), on the node's stream, from any
+   * thread.  It calls collective_comm_destroy at exit (runs' streams are
+   * synchronized by then) and after a bootstrap failed on another rank.
+   *
+   * A rank whose collective_comm_create fails before it reaches the
+   * other ranks may leave them waiting in theirs: what a rank can check
+   * alone (the library loads, the device is usable) belongs in
+   * collective_unique_id's answer.  Work enqueued on a stream is beyond
+   * the run's deadline: a peer that never comes holds the stream. ---- */
+
+  /* With `out` NULL (capacity 0): whether this device can make and join
+   * communicators, e.g. the library it needs loads (UNAVAILABLE saying why
+   * not).  Otherwise the same, and writes a new communicator id of at most
+   * `capacity` (WEFT_PLUGIN_MAX_COMM_ID) bytes to `out` and its length to
+   * *out_size.  Must not wait for other ranks. */
+  weft_status* (*collective_unique_id)(weft_plugin_device* device, void* out,
+                                       uint64_t capacity, uint64_t* out_size);
+  /* Joins communicator `id` (rank 0's id, `id_size` bytes) as rank `rank`
+   * of `size`, on `device`; may wait until every rank has joined. */
+  weft_status* (*collective_comm_create)(weft_plugin_device* device,
+                                         int32_t rank, int32_t size,
+                                         const void* id, uint64_t id_size,
+                                         weft_plugin_comm** out);
+  /* Enqueues on `stream` the reduction (weft_collective_reduction) over
+   * every rank of `count` elements of `dtype` (FLOAT32, FLOAT64, INT32 or
+   * INT64) from `src` at byte offset `src_offset` into `dst` at
+   * `dst_offset`, on every rank.  `stream` NULL (a device without
+   * streams): complete on return. */
+  weft_status* (*collective_all_reduce)(weft_plugin_device* device,
+                                        weft_plugin_comm* comm,
+                                        weft_plugin_stream* stream,
+                                        const void* src, uint64_t src_offset,
+                                        void* dst, uint64_t dst_offset,
+                                        uint64_t count, int32_t dtype,
+                                        int32_t reduction);
+  /* Enqueues on `stream` the copy of `bytes` bytes from rank `root`'s
+   * `src` (read on `root` only) into every rank's `dst`, root's
+   * included. */
+  weft_status* (*collective_broadcast)(weft_plugin_device* device,
+                                       weft_plugin_comm* comm,
+                                       weft_plugin_stream* stream,
+                                       const void* src, uint64_t src_offset,
+                                       void* dst, uint64_t dst_offset,
+                                       uint64_t bytes, int32_t root);
+  /* Releases a communicator of collective_comm_create.  Must not wait
+   * for other ranks (they may be gone). */
+  void (*collective_comm_destroy)(weft_plugin_device* device,
+                                  weft_plugin_comm* comm);
 } weft_plugin_api;
 
 /* What the host passes to the entry point, and what the plugin answers. */

@@ -431,6 +431,13 @@ const weft_plugin_api kPluginApi = {
     // Nothing to do before unloading: cudaDeviceReset would also tear down
     // contexts that other libraries in the process share.
     nullptr,
+    // 1.7's collectives: none yet (the plugin speaks 1.0), so AllReduce
+    // and Broadcast on CUDA devices go through MPI in host memory.
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 constexpr uint32_t kChosenVersion =

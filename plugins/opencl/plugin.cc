@@ -545,6 +545,13 @@ const weft_plugin_api kPluginApi = {
     StreamWaitEvent,
     // Nothing to release: the loader stays open for the process.
     nullptr,
+    // 1.7's collectives: none (the plugin speaks 1.0), so AllReduce and
+    // Broadcast on OpenCL devices go through MPI in host memory.
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 constexpr uint32_t kChosenVersion =

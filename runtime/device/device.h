@@ -37,6 +37,11 @@ class Device {
 
   bool host_memory() const { return (flags & WEFT_DEVICE_HOST_MEMORY) != 0; }
   bool has_streams() const { return api->stream_create != nullptr; }
+  // Whether its plugin runs AllReduce and Broadcast itself (interface
+  // 1.7: the collective_* slots, all set or all NULL).
+  bool has_collectives() const {
+    return api->collective_unique_id != nullptr;
+  }
 
   // Allocates `bytes` on the device; bytes == 0 gives an empty ref.
   weft_status* Allocate(size_t bytes, BufferRef* out);

@@ -77,7 +77,30 @@ const char* MissingRequiredSlot(const weft_plugin_api& a, uint32_t version) {
     if (!a.event_synchronize) return "event_synchronize";
     if (!a.stream_wait_event) return "stream_wait_event";
   }
+  // 1.7: the device's collectives, all or none (ClearNewerSlots has
+  // emptied them for an older plugin).
+  if (a.collective_unique_id || a.collective_comm_create ||
+      a.collective_all_reduce || a.collective_broadcast ||
+      a.collective_comm_destroy) {
+    if (!a.collective_unique_id) return "collective_unique_id";
+    if (!a.collective_comm_create) return "collective_comm_create";
+    if (!a.collective_all_reduce) return "collective_all_reduce";
+    if (!a.collective_broadcast) return "collective_broadcast";
+    if (!a.collective_comm_destroy) return "collective_comm_destroy";
+  }
   return nullptr;
+}
+
+// Slots appended after the version a plugin chose read as NULL, whatever
+// its table holds there: both sides branch on the negotiated version.
+void ClearNewerSlots(weft_plugin_api* a, uint32_t version) {
+  if (version < WEFT_VERSION_PACK(1, 7)) {
+    a->collective_unique_id = nullptr;
+    a->collective_comm_create = nullptr;
+    a->collective_all_reduce = nullptr;
+    a->collective_broadcast = nullptr;
+    a->collective_comm_destroy = nullptr;
+  }
 }
 
 // The plugin directory of the installation this libweft belongs to:
@@ -438,6 +461,7 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   std::memcpy(&plugin->api, table,
               std::min(table->struct_size, sizeof(weft_plugin_api)));
   plugin->api.struct_size = sizeof(weft_plugin_api);
+  ClearNewerSlots(&plugin->api, chosen);
   if (const char* slot = MissingRequiredSlot(plugin->api, chosen))
     return refuse(Errorf(WEFT_INVALID_ARGUMENT,
                          "plugin %s leaves required slot '%s' empty",

@@ -29,16 +29,48 @@
 // not start the same set of nodes on every rank).  A run that fails before
 // starting all its collectives leaves the job's ranks out of step: restart
 // it (from a checkpoint).
+//
+// On the device (plugin interface 1.7).  An AllReduce or Broadcast placed
+// on a device whose plugin has the collective_* slots (NCCL for CUDA) runs
+// on the device's own communicator instead: the op enqueues the plugin's
+// collective on the node's stream and completes, as a kernel does, with
+// no copy through host memory.  The communicator is made on the device's
+// first such op (Bootstrap below): every rank asks its plugin whether it
+// can join (rank 0 also makes the communicator's id), the answers are
+// gathered on every rank with an MPI AllGather in host memory, started in
+// the same order as every other collective, and from the same answers
+// every rank takes the same path: all can, each joins the communicator
+// (rank 0's id) and the outcomes are gathered once more; none can, that
+// device's collectives go through MPI as before; only some can (or a rank
+// failed to join), every collective on that device fails on every rank,
+// saying which rank and why, rather than leaving the others waiting.
+// While a bootstrap runs, the collectives started after it wait (Sequencer)
+// so that MPI and each communicator still see one order on every rank.
+// This asks one more thing of programs: every rank places each collective
+// on a device of the same type and runs the same plugins (one program,
+// one installation).  A rank whose plugin lacks the slots where the
+// others' have them would send MPI a different operation: that cannot be
+// detected, and is "a different program" (the deadline's message above).
+// Work enqueued on a stream is out of the run's deadline's reach: a peer
+// that never comes holds the device's stream (the plugin's library may
+// have timeouts of its own).  A device collective whose run gave up on it
+// (deadline, cancel) before its turn came is not enqueued (the run's
+// stream may be gone), leaving the ranks out of step as above.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "device/device.h"
+#include "device/registry.h"
 #include "distributed/cluster.h"
 #include "grad/grad_builder.h"
 #include "grad/registry.h"
@@ -155,9 +187,345 @@ weft_status* OrderOf(RuntimeOpContext* ctx, RunOrder** out) {
   return nullptr;
 }
 
+// ---- Launching in start order, bootstraps included ---------------------
+
+// Every collective a run starts (RunOrder) is launched through here, in
+// that order: handed to MPI, or to its device's plugin.  A launch that
+// bootstraps a device's communicator holds the queue until the bootstrap's
+// own MPI collectives are done, so the launches after it (MPI ones
+// included) still reach MPI and each communicator in the same order on
+// every rank.
+class Sequencer {
+ public:
+  static Sequencer& Get() {
+    static Sequencer* s = new Sequencer();  // used until exit
+    return *s;
+  }
+
+  // Runs `launch` now, or once the launches before it have run and no
+  // bootstrap holds the queue.
+  void Submit(std::function<void()> launch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.push_back(std::move(launch));
+    DrainLocked(lock);
+  }
+
+  // Called by a launch before it starts a bootstrap: the queue waits,
+  // `retry` (that launch again) first, until Resume.
+  void Hold(std::function<void()> retry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = true;
+    queue_.push_front(std::move(retry));
+  }
+
+  // The bootstrap is over: the waiting launches go on, in order.
+  void Resume() {
+    std::unique_lock<std::mutex> lock(mu_);
+    held_ = false;
+    DrainLocked(lock);
+  }
+
+ private:
+  // Launches run unlocked (a plugin's collective on a device without
+  // streams waits for the other ranks), by one thread at a time: a thread
+  // that finds another draining leaves its launch to it.
+  void DrainLocked(std::unique_lock<std::mutex>& lock) {
+    if (draining_) return;
+    draining_ = true;
+    while (!held_ && !queue_.empty()) {
+      std::function<void()> launch = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      launch();
+      lock.lock();
+    }
+    draining_ = false;
+  }
+
+  std::mutex mu_;
+  std::deque<std::function<void()>> queue_;
+  bool held_ = false;
+  bool draining_ = false;
+};
+
+// ---- Communicators on devices (plugin interface 1.7) -----------------------
+
+// Where a device's AllReduce and Broadcast go.  Decided once per device
+// and process, by the first such op's bootstrap, the same on every rank.
+enum class Path { kUndecided, kBootstrapping, kDevice, kMpi, kFailed };
+
+struct DeviceComm {
+  Path path = Path::kUndecided;
+  weft_plugin_comm* comm = nullptr;  // kDevice
+  std::string why;  // kFailed: the error; kMpi: why not the device's
+};
+
+struct Comms {
+  std::mutex mu;
+  std::map<Device*, DeviceComm> devices;  // devices live until exit
+  bool exit_hook = false;
+};
+
+Comms& GlobalComms() {
+  static Comms* comms = new Comms();  // used until exit
+  return *comms;
+}
+
+Path PathOf(Device* d) {
+  Comms& c = GlobalComms();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.devices.find(d);
+  return it == c.devices.end() ? Path::kUndecided : it->second.path;
+}
+
+// At exit, after every run has waited for its streams: each communicator
+// goes back to its plugin.
+void DestroyComms() {
+  Comms& c = GlobalComms();
+  std::vector<std::pair<Device*, weft_plugin_comm*>> made;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (auto& [device, dc] : c.devices) {
+      if (dc.path != Path::kDevice) continue;
+      made.emplace_back(device, dc.comm);
+      dc.path = Path::kFailed;
+      dc.comm = nullptr;
+      dc.why = "the process is exiting";
+    }
+  }
+  for (auto& [device, comm] : made)
+    device->api->collective_comm_destroy(device->handle, comm);
+}
+
+// What each rank tells the others when a device's communicator is
+// bootstrapped: plain bytes, gathered by MPI (every rank runs one build).
+struct JoinRecord {
+  int32_t code = 0;      // 0: this rank can join; else why not (weft_code)
+  uint32_t id_size = 0;  // rank 0's: the communicator's id
+  char device[128] = {};
+  char plugin[WEFT_PLUGIN_MAX_NAME] = {};
+  char message[512] = {};
+  unsigned char id[WEFT_PLUGIN_MAX_COMM_ID] = {};
+};
+
+// Whether a rank joined the communicator.
+struct Joined {
+  int32_t code = 0;
+  char message[512] = {};
+};
+
+template <size_t N>
+void CopyText(char (&dst)[N], const std::string& src) {
+  std::snprintf(dst, N, "%s", src.c_str());
+}
+
+// A bootstrap in flight; deleted when it settles.
+struct Bootstrap {
+  Device* device = nullptr;
+  const weft_mpi_table* mpi = nullptr;
+  int32_t rank = 0;
+  int32_t size = 1;
+  JoinRecord mine;
+  std::vector<JoinRecord> all;
+  Joined joined;
+  std::vector<Joined> all_joined;
+  weft_plugin_comm* comm = nullptr;
+};
+
+// "rank 1 (/device:CUDA:0 of weft-cuda: UNAVAILABLE: ...)"
+std::string RankSays(const std::vector<JoinRecord>& all, size_t r) {
+  const JoinRecord& j = all[r];
+  std::string s = "rank " + std::to_string(r) + " (" + j.device + " of " +
+                  j.plugin;
+  if (j.code != 0)
+    s += std::string(": ") + weft_code_name(static_cast<weft_code>(j.code)) +
+         ": " + j.message;
+  return s + ")";
+}
+
+// The path every rank takes, from the answers every rank gathered.
+Path Decide(const std::vector<JoinRecord>& all, std::string* why) {
+  for (size_t r = 1; r < all.size(); ++r)
+    if (std::strcmp(all[r].plugin, all[0].plugin) != 0) {
+      *why = "the ranks run this collective on devices of different "
+             "plugins: " + RankSays(all, 0) + ", " + RankSays(all, r) +
+             "; every rank must place each collective on a device of the "
+             "same type";
+      return Path::kFailed;
+    }
+  size_t can = 0, first_can = all.size(), first_cannot = all.size();
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].code == 0) {
+      ++can;
+      if (first_can == all.size()) first_can = r;
+    } else if (first_cannot == all.size()) {
+      first_cannot = r;
+    }
+  }
+  if (can == all.size()) return Path::kDevice;
+  if (can == 0) {
+    *why = "no rank's plugin can: " + RankSays(all, 0);
+    return Path::kMpi;
+  }
+  *why = "collectives on the device need every rank's plugin, or none "
+         "(then all go through MPI): " + RankSays(all, first_cannot) +
+         " cannot join while rank " + std::to_string(first_can) + " can";
+  return Path::kFailed;
+}
+
+// Records the device's path and lets the waiting launches go on.
+void Settle(Bootstrap* b, Path path, weft_plugin_comm* comm,
+            const std::string& why) {
+  {
+    Comms& c = GlobalComms();
+    std::lock_guard<std::mutex> lock(c.mu);
+    DeviceComm& dc = c.devices[b->device];
+    dc.path = path;
+    dc.comm = comm;
+    dc.why = why;
+    if (path == Path::kDevice && !c.exit_hook) {
+      c.exit_hook = true;
+      std::atexit(DestroyComms);
+    }
+  }
+  if (path == Path::kMpi) {
+    const std::string line = "collectives on " + b->device->name +
+                             " go through MPI in host memory: " + why;
+    HostApi()->log(WEFT_LOG_INFO, line.c_str());
+  }
+  delete b;
+  Sequencer::Get().Resume();
+}
+
+void OnJoined(void* arg, int32_t code, const char* message) {
+  Bootstrap* b = static_cast<Bootstrap*>(arg);
+  std::string why;
+  if (code != 0) {
+    why = std::string("exchanging the ranks' outcomes failed: ") + message;
+  } else {
+    for (Joined& j : b->all_joined) j.message[sizeof j.message - 1] = '\0';
+    for (size_t r = 0; r < b->all_joined.size() && why.empty(); ++r)
+      if (b->all_joined[r].code != 0)
+        why = "rank " + std::to_string(r) + " could not join the "
+              "communicator: " +
+              weft_code_name(static_cast<weft_code>(b->all_joined[r].code)) +
+              ": " + b->all_joined[r].message;
+  }
+  if (why.empty()) {
+    Settle(b, Path::kDevice, b->comm, "");
+    return;
+  }
+  if (b->comm != nullptr)
+    b->device->api->collective_comm_destroy(b->device->handle, b->comm);
+  Settle(b, Path::kFailed, nullptr, why);
+}
+
+void OnGathered(void* arg, int32_t code, const char* message) {
+  Bootstrap* b = static_cast<Bootstrap*>(arg);
+  if (code != 0) {
+    Settle(b, Path::kFailed, nullptr,
+           std::string("gathering the ranks' answers failed: ") + message);
+    return;
+  }
+  // Another rank's bytes: bounded before they are read as text or an id.
+  for (JoinRecord& j : b->all) {
+    j.device[sizeof j.device - 1] = '\0';
+    j.plugin[sizeof j.plugin - 1] = '\0';
+    j.message[sizeof j.message - 1] = '\0';
+    if (j.id_size > sizeof j.id) j.id_size = sizeof j.id;
+  }
+  std::string why;
+  const Path path = Decide(b->all, &why);
+  if (path != Path::kDevice) {
+    Settle(b, path, nullptr, why);
+    return;
+  }
+  // Every rank can: each joins rank 0's communicator (which may wait for
+  // the others), then they tell each other how that went.
+  const JoinRecord& root = b->all[0];
+  Device* d = b->device;
+  weft_status* st = d->api->collective_comm_create(
+      d->handle, b->rank, b->size, root.id, root.id_size, &b->comm);
+  if (st == nullptr && b->comm == nullptr)
+    st = Error(WEFT_INTERNAL, "collective_comm_create gave no communicator");
+  if (st != nullptr) {
+    b->comm = nullptr;
+    b->joined.code = weft_status_code(st) != WEFT_OK ? weft_status_code(st)
+                                                      : WEFT_INTERNAL;
+    CopyText(b->joined.message, PluginText(weft_status_message(st)));
+    weft_status_destroy(st);
+  }
+  b->all_joined.resize(static_cast<size_t>(b->size));
+  char error[512] = {};
+  int32_t rc = b->mpi->allgather(&b->joined, sizeof(Joined),
+                                 b->all_joined.data(), OnJoined, b, error,
+                                 sizeof error);
+  if (rc != 0) {
+    if (b->comm != nullptr) d->api->collective_comm_destroy(d->handle, b->comm);
+    Settle(b, Path::kFailed, nullptr,
+           std::string("exchanging the ranks' outcomes failed: ") + error);
+  }
+}
+
+// Asks this rank's plugin whether it can join (rank 0: and for the id),
+// and gathers every rank's answer.
+void StartBootstrap(Device* d, const weft_mpi_table* mpi, int32_t rank,
+                    int32_t size) {
+  Bootstrap* b = new Bootstrap();
+  b->device = d;
+  b->mpi = mpi;
+  b->rank = rank;
+  b->size = size;
+  JoinRecord& mine = b->mine;
+  CopyText(mine.device, d->name);
+  CopyText(mine.plugin, d->plugin != nullptr ? d->plugin->name : d->type);
+  uint64_t id_size = 0;
+  weft_status* st = d->api->collective_unique_id(
+      d->handle, rank == 0 ? mine.id : nullptr,
+      rank == 0 ? sizeof mine.id : 0, &id_size);
+  if (st == nullptr && rank == 0 &&
+      (id_size == 0 || id_size > sizeof mine.id))
+    st = Errorf(WEFT_INTERNAL,
+                "collective_unique_id made an id of %llu bytes (1 to %d)",
+                static_cast<unsigned long long>(id_size),
+                WEFT_PLUGIN_MAX_COMM_ID);
+  if (st != nullptr) {
+    mine.code = weft_status_code(st) != WEFT_OK ? weft_status_code(st)
+                                                : WEFT_INTERNAL;
+    CopyText(mine.message, PluginText(weft_status_message(st)));
+    weft_status_destroy(st);
+  } else if (rank == 0) {
+    mine.id_size = static_cast<uint32_t>(id_size);
+  }
+  b->all.resize(static_cast<size_t>(size));
+  char error[512] = {};
+  int32_t rc = mpi->allgather(&b->mine, sizeof(JoinRecord), b->all.data(),
+                              OnGathered, b, error, sizeof error);
+  if (rc != 0)
+    Settle(b, Path::kFailed, nullptr,
+           std::string("gathering the ranks' answers failed: ") + error);
+}
+
 // ---- The ops ---------------------------------------------------------------
 
 enum class Kind { kAllReduce, kBroadcast, kAllGather };
+
+// How a collective was prepared: for MPI in host memory, for its device's
+// communicator, or (while the device's path is undecided) for either.
+enum class Mode { kMpi, kDevice, kEither };
+
+Mode ModeFor(Kind kind, Device* d) {
+  if (kind == Kind::kAllGather || !d->has_collectives()) return Mode::kMpi;
+  switch (PathOf(d)) {
+    case Path::kMpi:
+      return Mode::kMpi;
+    case Path::kDevice:
+    case Path::kFailed:
+      return Mode::kDevice;
+    default:
+      return Mode::kEither;
+  }
+}
 
 // One collective in flight: what MPI reads and writes, and how the node
 // ends.  Shared by the op's completion and its cancel: a run that gives up
@@ -165,6 +533,8 @@ enum class Kind { kAllReduce, kBroadcast, kAllGather };
 // `buffer`, which this keeps alive until the module calls back.
 struct Flight {
   std::shared_ptr<AsyncDone> done;
+  Kind kind = Kind::kAllReduce;
+  Mode mode = Mode::kMpi;
   BufferRef buffer;         // host memory MPI writes (the output, or staging)
   BufferRef send;           // AllGather's input, host memory
   TensorValue output;       // the node's output
@@ -173,14 +543,30 @@ struct Flight {
   double scale = 1;         // mean: 1 / size
   weft_dtype dtype = WEFT_FLOAT32;
   int64_t count = 0;
+  int64_t root = 0;
+  uint64_t in_bytes = 0;
+  int64_t mpi_offset = 0;   // of the data in `buffer`
+  const weft_mpi_table* mpi = nullptr;
+  int32_t rank = 0;
+  int32_t size = 1;
+  // On the device: x where the device reads it, whether that is a copy
+  // made for the op, the reduction, and the run's stream.
+  TensorValue input;
+  bool input_copied = false;
+  int32_t reduction = WEFT_COLLECTIVE_SUM;
+  DeviceQueue queue;
+  std::mutex mu;            // a launch on the device against an early end
   std::atomic<bool> ended{false};
   std::shared_ptr<Flight> self;     // alive while MPI holds it
 };
 
 void Finish(std::shared_ptr<Flight> f, weft_status* status) {
-  if (f->ended.exchange(true)) {
-    weft_status_destroy(status);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(f->mu);
+    if (f->ended.exchange(true)) {
+      weft_status_destroy(status);
+      return;
+    }
   }
   if (status == nullptr && f->scale != 1) {
     void* data = static_cast<char*>(f->buffer->handle) +
@@ -210,6 +596,127 @@ void OnComplete(void* arg, int32_t code, const char* message) {
                       : Errorf(static_cast<weft_code>(code),
                                "%s: %s (a rank failed or left the job)",
                                f->done->where().c_str(), message));
+}
+
+// Hands a collective prepared for MPI (Mode kMpi or kEither) to the
+// module, even when the run has given up on it: the other ranks' operation
+// waits for this one, and a late rank then still gets its result.
+void StartMpi(const std::shared_ptr<Flight>& f) {
+  char error[512] = {};
+  void* data = static_cast<char*>(f->buffer->handle) + f->mpi_offset;
+  f->self = f;  // MPI's reference, dropped by OnComplete
+  int32_t code = 0;
+  switch (f->kind) {
+    case Kind::kAllReduce:
+      code = f->mpi->allreduce(data, f->count, f->dtype, WEFT_MPI_SUM,
+                               OnComplete, f.get(), error, sizeof error);
+      break;
+    case Kind::kBroadcast:
+      code = f->mpi->broadcast(data, static_cast<int64_t>(f->in_bytes),
+                               static_cast<int32_t>(f->root), OnComplete,
+                               f.get(), error, sizeof error);
+      break;
+    case Kind::kAllGather:
+      code = f->mpi->allgather(f->send->handle,
+                               static_cast<int64_t>(f->in_bytes), data,
+                               OnComplete, f.get(), error, sizeof error);
+      break;
+  }
+  if (code != 0) {
+    f->self.reset();
+    Finish(f, Errorf(static_cast<weft_code>(code), "%s: %s",
+                     f->done->where().c_str(), error));
+  }
+}
+
+// Enqueues the plugin's collective on the run's stream; the node completes
+// now, its output ready for the work enqueued after it.
+void StartOnDevice(const std::shared_ptr<Flight>& f, weft_plugin_comm* comm) {
+  Device* d = f->device;
+  weft_status* st = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(f->mu);
+    if (f->ended.load()) return;  // the run gave up on it: see the top
+    f->ended.store(true);
+    if (f->in_bytes != 0) {
+      st = f->queue.enqueue([&](weft_plugin_stream* stream) {
+        const TensorValue& in = f->input;
+        const TensorValue& out = f->output;
+        if (f->kind == Kind::kAllReduce)
+          return d->api->collective_all_reduce(
+              d->handle, comm, stream, in.buffer->handle, in.offset,
+              out.buffer->handle, out.offset,
+              static_cast<uint64_t>(f->count), f->dtype, f->reduction);
+        return d->api->collective_broadcast(
+            d->handle, comm, stream, in.buffer->handle, in.offset,
+            out.buffer->handle, out.offset, f->in_bytes,
+            static_cast<int32_t>(f->root));
+      });
+    }
+  }
+  if (st != nullptr) {
+    st = Annotate(st, f->done->where() + " on " + d->name + " (the " +
+                          (d->plugin != nullptr ? d->plugin->name : d->type) +
+                          " plugin's collective)");
+  } else {
+    if (f->input_copied) f->queue.keep(std::move(f->input.buffer));
+    f->done->set_output(0, f->output);
+  }
+  f->done->Done(st);
+}
+
+// Hands a collective on in its turn (Sequencer).
+void Launch(const std::shared_ptr<Flight>& f) {
+  if (f->mode == Mode::kMpi) {
+    StartMpi(f);
+    return;
+  }
+  Device* d = f->device;
+  Path path;
+  weft_plugin_comm* comm = nullptr;
+  std::string why;
+  bool bootstrap = false;
+  {
+    Comms& c = GlobalComms();
+    std::lock_guard<std::mutex> lock(c.mu);
+    DeviceComm& dc = c.devices[d];
+    if (dc.path == Path::kUndecided) {
+      dc.path = Path::kBootstrapping;
+      bootstrap = true;
+    }
+    path = dc.path;
+    comm = dc.comm;
+    why = dc.why;
+  }
+  if (bootstrap) {
+    // Held before the bootstrap starts: its end may come on another thread
+    // before StartBootstrap returns.
+    Sequencer::Get().Hold([f] { Launch(f); });
+    StartBootstrap(d, f->mpi, f->rank, f->size);
+    return;
+  }
+  switch (path) {
+    case Path::kDevice:
+      StartOnDevice(f, comm);
+      return;
+    case Path::kMpi:
+      if (f->mode == Mode::kEither) {
+        StartMpi(f);
+        return;
+      }
+      break;  // a device's path never leaves kDevice or kFailed
+    case Path::kFailed:
+      Finish(f, Errorf(WEFT_FAILED_PRECONDITION,
+                       "%s on %s: the device's collectives cannot run: %s",
+                       f->done->where().c_str(), d->name.c_str(),
+                       why.c_str()));
+      return;
+    default:
+      break;  // the queue is held while a bootstrap runs
+  }
+  Finish(f, Errorf(WEFT_INTERNAL,
+                   "%s on %s: prepared for a path the device did not take",
+                   f->done->where().c_str(), d->name.c_str()));
 }
 
 weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
@@ -248,39 +755,59 @@ weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
   }
 
   auto f = std::make_shared<Flight>();
+  f->kind = kind;
   f->device = ctx->device();
+  f->mode = ModeFor(kind, f->device);
   f->dtype = x.dtype;
   f->count = x.elements();
-  if (kind == Kind::kAllReduce && reduction == "mean")
-    f->scale = 1.0 / world->size;
+  f->root = root;
+  f->mpi = world->mpi;
+  f->rank = world->rank;
+  f->size = world->size;
+  if (kind == Kind::kAllReduce && reduction == "mean") {
+    f->scale = 1.0 / world->size;  // the MPI path's mean
+    f->reduction = WEFT_COLLECTIVE_MEAN;
+  }
   WEFT_RETURN_IF_ERROR(ctx->Allocate(x.dtype, out_dims, &f->output));
   const uint64_t in_bytes = x.byte_size();
   const uint64_t out_bytes = f->output.byte_size();
-  f->staged = !f->device->host_memory();
-  if (f->staged) {
-    f->buffer = AllocateHostBuffer(out_bytes, false);
-    if (!f->buffer && out_bytes != 0)
-      return Errorf(WEFT_RESOURCE_EXHAUSTED, "%s: out of host memory",
-                    NodeWhere(n).c_str());
-  } else {
-    f->buffer = f->output.buffer;
+  f->in_bytes = in_bytes;
+  if (f->mode != Mode::kMpi) {
+    // For the device's communicator: x on the device, the output there.
+    WEFT_RETURN_IF_ERROR(ctx->Localize(x, &f->input));
+    f->input_copied = f->input.buffer.get() != x.buffer.get();
+    f->queue = ctx->device_queue();
   }
-  // What this rank sends: in place for AllReduce and Broadcast (the output
-  // starts as x), a host copy of x for AllGather.
-  if (kind == Kind::kAllGather) {
-    f->send = AllocateHostBuffer(in_bytes, false);
-    if (!f->send && in_bytes != 0)
-      return Errorf(WEFT_RESOURCE_EXHAUSTED, "%s: out of host memory",
-                    NodeWhere(n).c_str());
-    if (in_bytes != 0)
-      WEFT_RETURN_IF_ERROR(ctx->ReadToHost(x, f->send->handle, in_bytes));
-  } else if (in_bytes != 0 &&
-             (kind == Kind::kAllReduce || root == world->rank)) {
-    // A Broadcast overwrites every rank's output but the root's: only the
-    // root's x is read.
-    char* dst = static_cast<char*>(f->buffer->handle) +
-                (f->staged ? 0 : f->output.offset);
-    WEFT_RETURN_IF_ERROR(ctx->ReadToHost(x, dst, in_bytes));
+  if (f->mode != Mode::kDevice) {
+    // For MPI: host memory it reads and writes.  While the device's path
+    // is undecided that is always a staging buffer (the output is the
+    // device's collective's).
+    f->staged = f->mode == Mode::kEither || !f->device->host_memory();
+    if (f->staged) {
+      f->buffer = AllocateHostBuffer(out_bytes, false);
+      if (!f->buffer && out_bytes != 0)
+        return Errorf(WEFT_RESOURCE_EXHAUSTED, "%s: out of host memory",
+                      NodeWhere(n).c_str());
+    } else {
+      f->buffer = f->output.buffer;
+    }
+    f->mpi_offset = f->staged ? 0 : static_cast<int64_t>(f->output.offset);
+    // What this rank sends: in place for AllReduce and Broadcast (the
+    // output starts as x), a host copy of x for AllGather.
+    if (kind == Kind::kAllGather) {
+      f->send = AllocateHostBuffer(in_bytes, false);
+      if (!f->send && in_bytes != 0)
+        return Errorf(WEFT_RESOURCE_EXHAUSTED, "%s: out of host memory",
+                      NodeWhere(n).c_str());
+      if (in_bytes != 0)
+        WEFT_RETURN_IF_ERROR(ctx->ReadToHost(x, f->send->handle, in_bytes));
+    } else if (in_bytes != 0 &&
+               (kind == Kind::kAllReduce || root == world->rank)) {
+      // A Broadcast overwrites every rank's output but the root's: only
+      // the root's x is read.
+      char* dst = static_cast<char*>(f->buffer->handle) + f->mpi_offset;
+      WEFT_RETURN_IF_ERROR(ctx->ReadToHost(x, dst, in_bytes));
+    }
   }
 
   RunOrder* order = nullptr;
@@ -309,34 +836,7 @@ weft_status* RunCollective(RuntimeOpContext* ctx, Kind kind) {
     }
     Finish(g, why);
   });
-  const weft_mpi_table* mpi = world->mpi;
-  const int64_t offset = f->staged ? 0 : f->output.offset;
-  order->Offer(n, [f, kind, mpi, offset, in_bytes, root]() {
-    char error[512] = {};
-    void* data = static_cast<char*>(f->buffer->handle) + offset;
-    f->self = f;  // MPI's reference, dropped by OnComplete
-    int32_t code = 0;
-    switch (kind) {
-      case Kind::kAllReduce:
-        code = mpi->allreduce(data, f->count, f->dtype, WEFT_MPI_SUM,
-                              OnComplete, f.get(), error, sizeof error);
-        break;
-      case Kind::kBroadcast:
-        code = mpi->broadcast(data, static_cast<int64_t>(in_bytes),
-                              static_cast<int32_t>(root), OnComplete, f.get(),
-                              error, sizeof error);
-        break;
-      case Kind::kAllGather:
-        code = mpi->allgather(f->send->handle, static_cast<int64_t>(in_bytes),
-                              data, OnComplete, f.get(), error, sizeof error);
-        break;
-    }
-    if (code != 0) {
-      f->self.reset();
-      Finish(f, Errorf(static_cast<weft_code>(code), "%s: %s",
-                       f->done->where().c_str(), error));
-    }
-  });
+  order->Offer(n, [f]() { Sequencer::Get().Submit([f] { Launch(f); }); });
   return nullptr;
 }
 

@@ -20,6 +20,7 @@
 #include "weft/status.h"
 
 struct weft_node;
+struct weft_plugin_stream;
 
 namespace weft {
 
@@ -108,6 +109,21 @@ class AsyncDone {
 // a lock the callback takes waits for that lock.
 using CancelFn = std::function<void(weft_status* why)>;
 
+// The run's stream on a runtime op's device, for work a parked op enqueues
+// later from another thread (a collective the device's plugin runs,
+// ops/collective.cc).  Valid until the node completes.
+struct DeviceQueue {
+  // Calls `work` with the run's stream on the device (null on a device
+  // without streams) while no other thread of the run enqueues on it.
+  std::function<weft_status*(
+      const std::function<weft_status*(weft_plugin_stream*)>& work)>
+      enqueue;
+  // Keeps `buffer` until the stream has passed the work enqueued so far:
+  // a buffer only the op holds (a copy it made) would otherwise go back to
+  // the device's cache, and be handed out again, while that work reads it.
+  std::function<void(BufferRef buffer)> keep;
+};
+
 class RuntimeOpContext {
  public:
   virtual ~RuntimeOpContext() = default;
@@ -173,6 +189,8 @@ class RuntimeOpContext {
   // waiters live under (and should: another thread can then never find
   // the waiter without its AsyncDone).
   virtual std::shared_ptr<AsyncDone> Park(CancelFn cancel) = 0;
+  // The run's stream on device(), for work enqueued after Park.
+  virtual DeviceQueue device_queue() = 0;
 
   // The run's collective nodes in the order every rank starts them
   // (Plan::collectives), and whether the plan has control flow.

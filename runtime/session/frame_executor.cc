@@ -203,6 +203,22 @@ class CfRuntimeContext : public RuntimeOpContext {
     parked_ = true;
     return run_->Park(p_, item_, std::move(cancel));
   }
+  DeviceQueue device_queue() override {
+    Run* run = run_;
+    Device* d = p_.device;
+    RunStream* rs = run_->StreamFor(d);
+    DeviceQueue q;
+    q.enqueue = [rs](const std::function<weft_status*(weft_plugin_stream*)>&
+                         work) -> weft_status* {
+      if (rs == nullptr) return work(nullptr);
+      std::lock_guard<std::mutex> lock(rs->mu);
+      return work(rs->stream);
+    };
+    q.keep = [run, d, rs](BufferRef buffer) {
+      if (rs != nullptr) run->Defer(d, std::move(buffer));
+    };
+    return q;
+  }
   bool parked() const { return parked_; }
 
  private:

@@ -17,6 +17,8 @@
  *   block_entry    the entry writes a byte to the FIFO
  *                  WEFT_TEST_HOSTILE_ENTERED, then waits to read one from
  *                  the FIFO WEFT_TEST_HOSTILE_RELEASE
+ *   some_collectives  chooses interface 1.7 and sets collective_unique_id
+ *                  alone of the five collective slots (all or none)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -194,6 +196,12 @@ static weft_plugin_api table = {
     .copy_device_to_device = copy_device_to_device,
 };
 
+static weft_status* lone_unique_id(weft_plugin_device* device, void* out,
+                                   uint64_t capacity, uint64_t* out_size) {
+  (void)device, (void)out, (void)capacity, (void)out_size;
+  return host->status_create(WEFT_INTERNAL, "a refused plugin was called");
+}
+
 /* Writes a byte to one FIFO and waits for one from the other. */
 static void rendezvous(void) {
   const char* entered = getenv("WEFT_TEST_HOSTILE_ENTERED");
@@ -224,6 +232,10 @@ weft_status* weft_plugin_entry(weft_plugin_init_args* args) {
     table.device_type = "CPU";
   }
   if (is_mode("device_type")) table.device_type = getenv("WEFT_TEST_HOSTILE_ARG");
+  if (is_mode("some_collectives")) {
+    args->chosen_version = WEFT_VERSION_PACK(1, 7);
+    table.collective_unique_id = lone_unique_id;
+  }
   if (is_mode("unterminated_status"))
     return host->status_create(WEFT_UNAVAILABLE,
                                unterminated(WEFT_PLUGIN_MAX_STRING * 2));
