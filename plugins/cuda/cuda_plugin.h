@@ -86,6 +86,28 @@ void DestroyBlasHandle(weft_plugin_stream* stream);
 // Releases the stream's cuDNN handle, if any (conv.cu).
 void DestroyDnnHandle(weft_plugin_stream* stream);
 
+// The collective slots of plugin interface 1.7, over NCCL opened at run
+// time (collectives.cu; built when nccl.h is present).
+weft_status* CollectiveUniqueId(weft_plugin_device* device, void* out,
+                                uint64_t capacity, uint64_t* out_size);
+weft_status* CollectiveCommCreate(weft_plugin_device* device, int32_t rank,
+                                  int32_t size, const void* id,
+                                  uint64_t id_size, weft_plugin_comm** out);
+weft_status* CollectiveAllReduce(weft_plugin_device* device,
+                                 weft_plugin_comm* comm,
+                                 weft_plugin_stream* stream, const void* src,
+                                 uint64_t src_offset, void* dst,
+                                 uint64_t dst_offset, uint64_t count,
+                                 int32_t dtype, int32_t reduction);
+weft_status* CollectiveBroadcast(weft_plugin_device* device,
+                                 weft_plugin_comm* comm,
+                                 weft_plugin_stream* stream, const void* src,
+                                 uint64_t src_offset, void* dst,
+                                 uint64_t dst_offset, uint64_t bytes,
+                                 int32_t root);
+void CollectiveCommDestroy(weft_plugin_device* device,
+                           weft_plugin_comm* comm);
+
 // Kernel registration, one function per source file.
 weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterReductionKernels(weft_kernel_registrar* registrar);

@@ -22,6 +22,9 @@
 #ifndef WEFT_CUDA_HAVE_CUDNN
 #define WEFT_CUDA_HAVE_CUDNN 0
 #endif
+#ifndef WEFT_CUDA_HAVE_NCCL
+#define WEFT_CUDA_HAVE_NCCL 0
+#endif
 
 namespace weft_cuda {
 
@@ -431,17 +434,42 @@ const weft_plugin_api kPluginApi = {
     // Nothing to do before unloading: cudaDeviceReset would also tear down
     // contexts that other libraries in the process share.
     nullptr,
-    // 1.7's collectives: none yet (the plugin speaks 1.0), so AllReduce
-    // and Broadcast on CUDA devices go through MPI in host memory.
+#if WEFT_CUDA_HAVE_NCCL
+    // 1.7: AllReduce and Broadcast over NCCL (collectives.cu), read by a
+    // host that negotiated 1.7 (ChosenVersion); they answer UNAVAILABLE
+    // where NCCL does not load.
+    CollectiveUniqueId,
+    CollectiveCommCreate,
+    CollectiveAllReduce,
+    CollectiveBroadcast,
+    CollectiveCommDestroy,
+#else
+    // Built without nccl.h: collectives go through the runtime's MPI path.
     nullptr,
     nullptr,
     nullptr,
     nullptr,
     nullptr,
+#endif
 };
 
-constexpr uint32_t kChosenVersion =
-    WEFT_VERSION_PACK(WEFT_PLUGIN_INTERFACE_MAJOR, 0);
+// 1.7 where the host speaks it (its collective slots), else 1.0, which is
+// all the rest of the plugin needs: an older host reads no further than
+// its own table, so the one table serves both.
+uint32_t ChosenVersion(const weft_plugin_init_args* args) {
+  const uint32_t with_collectives =
+      WEFT_VERSION_PACK(WEFT_PLUGIN_INTERFACE_MAJOR, 7);
+  const bool has_max =
+      args->struct_size >= offsetof(weft_plugin_init_args, host_max_version) +
+                               sizeof(args->host_max_version);
+  if (WEFT_CUDA_HAVE_NCCL && has_max &&
+      WEFT_VERSION_MAJOR_OF(args->host_max_version) ==
+          WEFT_PLUGIN_INTERFACE_MAJOR &&
+      args->host_max_version >= with_collectives) {
+    return with_collectives;
+  }
+  return WEFT_VERSION_PACK(WEFT_PLUGIN_INTERFACE_MAJOR, 0);
+}
 
 weft_status* Entry(weft_plugin_init_args* args) {
   weft_status* status = RegisterElementwiseKernels(args->registrar);
@@ -466,7 +494,7 @@ extern "C" WEFT_PLUGIN_EXPORT weft_status* weft_plugin_entry(
   if (args == nullptr) return nullptr;
   // Every 1.0 slot, status_code included, is used somewhere.
   const weft_plugin_kit::Admission admission = weft_plugin_kit::Admit(
-      args, "weft-cuda", weft_cuda::kChosenVersion,
+      args, "weft-cuda", weft_cuda::ChosenVersion(args),
       WEFT_PLUGIN_KIT_END_OF(weft_host_api, status_code));
   if (admission.host == nullptr) return admission.refusal;
   weft_cuda::g_host = admission.host;

@@ -26,6 +26,12 @@
 #      fails with RESOURCE_EXHAUSTED naming the device, the request and the
 #      limit; with WEFT_CUDA_MEMORY_LIMIT=lots the device fails to open and
 #      `weft devices` says why.
+#   5. collectives: under a one-rank MPI job (two ranks would need two
+#      GPUs), AllReduce (sums and means) and Broadcast on /device:CUDA:0
+#      run on NCCL (plugin interface 1.7) and equal MPI's on the CPU byte
+#      for byte, over 10 runs (build/tests/test_mpi_device_collectives
+#      --device).  Skipped without mpirun, or when NCCL does not load (the
+#      runtime then says the collectives went through MPI).
 #
 # Where there is no GPU (no nvidia-smi, nvidia-smi sees none, or `weft
 # devices` lists no CUDA device) it prints "skipped: <reason>" and exits 0;
@@ -172,6 +178,28 @@ if printf '%s\n' "$bad" | grep -q "WEFT_CUDA_MEMORY_LIMIT: 'lots' is not a byte 
   report PASS "memory limit" "WEFT_CUDA_MEMORY_LIMIT=lots: the device does not open, and weft devices says why"
 else
   report FAIL "memory limit" "WEFT_CUDA_MEMORY_LIMIT=lots: $(printf '%s\n' "$bad" | grep 'weft-cuda' | head -n 1)"
+fi
+
+# 5. AllReduce and Broadcast on NCCL.
+coll="$build/tests/test_mpi_device_collectives"
+if ! command -v mpirun >/dev/null 2>&1; then
+  report SKIP collectives "mpirun is not installed (Open MPI)"
+elif [ ! -x "$coll" ]; then
+  report SKIP collectives "no $coll (built with the tests and Open MPI)"
+else
+  as_root=""
+  [ "$(id -u)" -eq 0 ] && as_root="--allow-run-as-root"
+  WEFT_LOG=info timeout 300 mpirun -np 1 $as_root -x WEFT_PLUGIN_PATH \
+    -x WEFT_LOG "$coll" 1 --device /device:CUDA:0 >"$work/coll.out" 2>&1
+  rc=$?
+  if grep -q 'collectives on /device:CUDA:0 go through MPI' "$work/coll.out"; then
+    report SKIP collectives "NCCL is not usable here: $(grep -m 1 'go through MPI' "$work/coll.out" | sed 's/.*in host memory: //')"
+  elif [ "$rc" -eq 0 ] && grep -q '^ok 1 ' "$work/coll.out"; then
+    report PASS collectives "AllReduce and Broadcast on NCCL equal MPI's on the CPU (one rank, 10 runs)"
+  else
+    report FAIL collectives "exit $rc: $(grep -m 1 -E 'not ok|#|rror' "$work/coll.out")"
+    head -n 20 "$work/coll.out" | sed 's/^/      /'
+  fi
 fi
 
 echo
