@@ -1,6 +1,6 @@
 // The argument checks of the kernels that move elements (Transpose, Slice,
 // Tile, Pad, Concat, Pack, Split, Unpack, Gather, OneHot, SliceGrad,
-// PadGrad), for plugins built on plugin_kit.h's KernelCallBase (OpenCL,
+// PadGrad, GatherGrad), for plugins built on plugin_kit.h's KernelCallBase (OpenCL,
 // CUDA): each reads its attributes, checks them against the inputs with
 // the CPU plugin's messages and gives the output's shape, so every device
 // refuses the same arguments alike and moves elements only within bounds.
@@ -472,6 +472,59 @@ inline weft_status* BoxGradArgs(const KernelCallBase& call, bool slice,
                       "a box of rank %d at begin (%d values) does not fit in "
                       "rank %d",
                       inner.rank, n, outer.rank);
+  }
+  return nullptr;
+}
+
+// GatherGrad(grad, indices, params): reads the three inputs; params' dims
+// seen as [outer, limit, inner] around the axis; grad must hold outer * n *
+// inner elements (n: the indices).  The dtypes are the caller's to check.
+struct GatherGradShape {
+  int64_t outer;
+  int64_t limit;
+  int64_t inner;
+  int64_t n;
+};
+
+inline weft_status* GatherGradArgs(const KernelCallBase& call,
+                                   weft_kernel_tensor* grad_out,
+                                   weft_kernel_tensor* idx_out,
+                                   weft_kernel_tensor* params_out,
+                                   GatherGradShape* shape) {
+  if (weft_status* s = call.Input(0, grad_out)) return s;
+  if (weft_status* s = call.Input(1, idx_out)) return s;
+  if (weft_status* s = call.Input(2, params_out)) return s;
+  const weft_kernel_tensor& grad = *grad_out;
+  const weft_kernel_tensor& idx = *idx_out;
+  const weft_kernel_tensor& params = *params_out;
+  if (params.rank == 0) {
+    return call.Error(WEFT_INVALID_ARGUMENT, "params must have rank >= 1");
+  }
+  int64_t value = 0;
+  if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
+  const int64_t axis = value < 0 ? value + params.rank : value;
+  if (axis < 0 || axis >= params.rank) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "axis = %lld is out of range for rank %d",
+                      static_cast<long long>(value), params.rank);
+  }
+  shape->outer = 1;
+  shape->inner = 1;
+  for (int64_t i = 0; i < axis; ++i) shape->outer *= params.dims[i];
+  for (int64_t i = axis + 1; i < params.rank; ++i) {
+    shape->inner *= params.dims[i];
+  }
+  shape->limit = params.dims[axis];
+  shape->n = idx.element_count;
+  const int64_t want = shape->outer * shape->n * shape->inner;
+  if (grad.element_count != want) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "grad has %lld elements; params gathered by %lld "
+                      "indices along axis %lld give %lld",
+                      static_cast<long long>(grad.element_count),
+                      static_cast<long long>(shape->n),
+                      static_cast<long long>(axis),
+                      static_cast<long long>(want));
   }
   return nullptr;
 }

@@ -39,9 +39,9 @@ constexpr bool IsBoolResult(int op) { return op >= kGreater; }
 template <int Op, typename T>
 using BinaryResult = std::conditional_t<IsBoolResult(Op), uint8_t, T>;
 
-// Where an integer op reports an input it has no value for (a zero divisor,
-// a negative exponent); `word` is NULL for every other launch.  See
-// error_slot.h.
+// Where a kernel reports an input it has no value for (an integer zero
+// divisor or negative exponent, a Gather index out of range); `word` is
+// NULL for every launch that cannot fail.  See error_slot.h.
 struct DivisionCheck {
   unsigned int* word;
   unsigned int launch_id;

@@ -1,7 +1,7 @@
 // Kernels that move elements without arithmetic: Transpose, Slice, Tile,
 // Pad, Concat, Split, Pack, Unpack, Fill, Gather, OneHot, SliceGrad and
 // PadGrad, for every dtype of 1, 2, 4 or 8 bytes (the kernels go by element
-// size).  Most are a walk in row-major order over one operand with the
+// size), and GatherGrad (float32, float64).  Most are a walk in row-major order over one operand with the
 // other read or written at strides (layout_ops.h); the argument checks and
 // messages are the OpenCL plugin's, which follow the CPU's.  A Gather index
 // out of range fails the run at synchronization, through the stream's
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "elementwise_ops.h"
 #include "error_slot.h"
 #include "kernel_call.h"
 #include "layout_attrs.h"
@@ -21,6 +22,7 @@ using weft_plugin_kit::BoxGradArgs;
 using weft_plugin_kit::ConcatArgs;
 using weft_plugin_kit::EncodeElement;
 using weft_plugin_kit::GatherArgs;
+using weft_plugin_kit::GatherGradArgs;
 using weft_plugin_kit::OneHotArgs;
 using weft_plugin_kit::OneHotAttrs;
 using weft_plugin_kit::PackArgs;
@@ -384,21 +386,28 @@ weft_status* FillCompute(void*, weft_kernel_context* ctx) {
 
 // ---- Gather, OneHot ----
 
+// Where a kernel reports an index outside [0, limit): the stream's error
+// word, with this launch's description (error_slot.h).
+DivisionCheck IndexCheck(const KernelCall& call, int64_t limit) {
+  char what[96];
+  std::snprintf(what, sizeof what, "an index is out of range [0, %lld)",
+                static_cast<long long>(limit));
+  ErrorSlot& errors = *call.plugin_stream()->errors;
+  return {errors.device_word(),
+          errors.RegisterLaunch(call.NodeDescription(what))};
+}
+
 template <typename Word, typename Index>
 __global__ void GatherKernel(const Word* params, const Index* indices,
                              Word* z, int64_t count,
-                             const GatherShape shape, unsigned int* word,
-                             unsigned int launch_id) {
+                             const GatherShape shape, DivisionCheck check) {
   for (int64_t e = GridStart(); e < count; e += GridStride()) {
     const int64_t v = indices[GatherIndexSlot(shape, e)];
     int64_t source = 0;
     if (GatherSource(shape, e, v, &source)) {
       z[e] = params[source];
     } else {
-      // The first failing launch of the stream claims the word (launches
-      // run in stream order); the slice is left zero.
-      volatile unsigned int* w = word;
-      if (*w == 0) *w = launch_id;
+      ReportFailure(check);  // and the slice is left zero
       z[e] = Word(0);
     }
   }
@@ -410,17 +419,13 @@ weft_status* LaunchGatherOf(const KernelCall& call,
                             const weft_kernel_tensor& indices,
                             const weft_kernel_tensor& z,
                             const GatherShape& shape) {
-  char what[96];
-  std::snprintf(what, sizeof what, "an index is out of range [0, %lld)",
-                static_cast<long long>(shape.limit));
-  ErrorSlot& errors = *call.plugin_stream()->errors;
-  const unsigned int id = errors.RegisterLaunch(call.NodeDescription(what));
   const int64_t n = z.element_count;
   GatherKernel<Word, Index><<<BlocksFor(n), kBlockThreads, 0,
                               call.stream()>>>(
       static_cast<const Word*>(TensorData(params)),
       static_cast<const Index*>(TensorData(indices)),
-      static_cast<Word*>(TensorData(z)), n, shape, errors.device_word(), id);
+      static_cast<Word*>(TensorData(z)), n, shape,
+      IndexCheck(call, shape.limit));
   return call.CheckLaunch("Gather");
 }
 
@@ -513,7 +518,7 @@ weft_status* OneHotCompute(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor idx, z;
     if (weft_status* s = call.Input(0, &idx)) return s;
-    OneHotAttrs a;
+    OneHotAttrs a{};
     int64_t dims[WEFT_MAX_RANK];
     if (weft_status* s = OneHotArgs(call, idx, MovableDtype, &a, dims)) {
       return s;
@@ -535,6 +540,80 @@ weft_status* OneHotCompute(void*, weft_kernel_context* ctx) {
       default:
         return LaunchOneHotOf<uint64_t>(call, idx, z, depth, inner, a.on);
     }
+  });
+}
+
+// ---- GatherGrad ----
+
+template <typename T, typename Index>
+__global__ void GatherGradKernel(const T* grad, const Index* indices, T* z,
+                                 int64_t count, const GatherShape shape,
+                                 DivisionCheck check) {
+  if (GridStart() == 0) {
+    for (int64_t j = 0; j < shape.n; ++j) {
+      const int64_t v = indices[j];
+      if (v < 0 || v >= shape.limit) {
+        ReportFailure(check);
+        break;
+      }
+    }
+  }
+  for (int64_t e = GridStart(); e < count; e += GridStride()) {
+    z[e] = GatherGradElement(grad, indices, shape, e);
+  }
+}
+
+template <typename T, typename Index>
+weft_status* LaunchGatherGradOf(const KernelCall& call,
+                                const weft_kernel_tensor& grad,
+                                const weft_kernel_tensor& idx,
+                                const weft_kernel_tensor& z,
+                                const GatherShape& shape) {
+  const int64_t n = z.element_count;
+  GatherGradKernel<T, Index><<<BlocksFor(n), kBlockThreads, 0,
+                               call.stream()>>>(
+      static_cast<const T*>(TensorData(grad)),
+      static_cast<const Index*>(TensorData(idx)),
+      static_cast<T*>(TensorData(z)), n, shape,
+      IndexCheck(call, shape.limit));
+  return call.CheckLaunch("GatherGrad");
+}
+
+template <typename T>
+weft_status* LaunchGatherGradFor(const KernelCall& call,
+                                 const weft_kernel_tensor& grad,
+                                 const weft_kernel_tensor& idx,
+                                 const weft_kernel_tensor& z,
+                                 const GatherShape& shape) {
+  if (idx.dtype == WEFT_INT32) {
+    return LaunchGatherGradOf<T, int32_t>(call, grad, idx, z, shape);
+  }
+  return LaunchGatherGradOf<T, int64_t>(call, grad, idx, z, shape);
+}
+
+weft_status* GatherGradCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor grad, idx, params, z;
+    weft_plugin_kit::GatherGradShape g{};
+    if (weft_status* s = GatherGradArgs(call, &grad, &idx, &params, &g)) {
+      return s;
+    }
+    if (!IsFloat(grad.dtype)) return call.UnsupportedDtype(grad.dtype);
+    if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
+      return call.UnsupportedDtype(idx.dtype);
+    }
+    if (weft_status* s = call.AllocateOutput(0, grad.dtype, params.dims,
+                                             params.rank, &z)) {
+      return s;
+    }
+    if (z.element_count == 0) return nullptr;
+    const GatherShape shape{g.n, g.limit, g.inner};
+    if (grad.dtype == WEFT_FLOAT32) {
+      return LaunchGatherGradFor<float>(call, grad, idx, z, shape);
+    }
+    return LaunchGatherGradFor<double>(call, grad, idx, z, shape);
   });
 }
 
@@ -598,7 +677,9 @@ weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar) {
       return s;
     }
   }
-  return nullptr;
+  static const int32_t kFloats[] = {WEFT_FLOAT32, WEFT_FLOAT64};
+  return RegisterKernel(registrar, "GatherGrad", "T", kFloats, 2,
+                        GatherGradCompute, nullptr);
 }
 
 }  // namespace weft_cuda

@@ -139,6 +139,25 @@ __host__ __device__ __forceinline__ bool GatherSource(const GatherShape& g,
   return true;
 }
 
+// GatherGrad: params' element e (seen as [outer, limit, inner], with the
+// GatherShape of the forward Gather) sums the gradient of every output
+// slice that gathered it, in the indices' order: the CPU's sums exactly,
+// without atomics.  Indices out of range add nothing (the kernel reports
+// them).
+template <typename T, typename Index>
+__host__ __device__ __forceinline__ T GatherGradElement(
+    const T* grad, const Index* indices, const GatherShape& g, int64_t e) {
+  const int64_t i = e % g.inner;
+  const int64_t l = (e / g.inner) % g.limit;
+  const int64_t o = e / (g.inner * g.limit);
+  const T* column = grad + o * g.n * g.inner + i;
+  T sum = T(0);
+  for (int64_t j = 0; j < g.n; ++j) {
+    if (static_cast<int64_t>(indices[j]) == l) sum += column[j * g.inner];
+  }
+  return sum;
+}
+
 // OneHot: indices seen as [outer, inner] (inner: the dims from `axis` on),
 // the output as [outer, depth, inner].  Index element j with value v puts
 // on_value at the returned offset, or nowhere (-1) when v is outside

@@ -601,6 +601,36 @@ void TestGatherAndOneHot() {
                      "nothing, 1000 random shapes");
 }
 
+// GatherGrad against the CPU's way: zeros, then each gathered slice's
+// gradient added in the indices' order.
+void TestGatherGrad() {
+  std::mt19937 rng(37);
+  bool ok = true;
+  for (int trial = 0; trial < 500 && ok; ++trial) {
+    const int64_t outer = 1 + rng() % 3, limit = 1 + rng() % 5,
+                  inner = 1 + rng() % 3, n = rng() % 7;
+    std::vector<int64_t> idx(n);
+    for (int64_t& v : idx) v = static_cast<int64_t>(rng() % limit);
+    std::vector<double> grad(outer * n * inner);
+    for (double& g : grad) g = std::ldexp(static_cast<double>(rng() % 1000), -7);
+    std::vector<double> want(outer * limit * inner, 0.0);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < inner; ++i) {
+          want[(o * limit + idx[j]) * inner + i] +=
+              grad[(o * n + j) * inner + i];
+        }
+      }
+    }
+    const GatherShape shape{n, limit, inner};
+    for (int64_t e = 0; e < outer * limit * inner && ok; ++e) {
+      ok = GatherGradElement(grad.data(), idx.data(), shape, e) == want[e];
+    }
+  }
+  Report(ok, "GatherGrad sums match a scatter-add in index order, 500 "
+             "random shapes");
+}
+
 void TestEncodeElement() {
   using weft_plugin_kit::EncodeElement;
   uint64_t b[10] = {};
@@ -974,6 +1004,7 @@ int main() {
   TestTransposeAndTile();
   TestBoxes();
   TestGatherAndOneHot();
+  TestGatherGrad();
   TestEncodeElement();
   TestUnary();
   TestSpread();

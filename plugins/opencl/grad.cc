@@ -285,38 +285,15 @@ weft_status* GatherGradKernel(void*, weft_kernel_context* ctx) {
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor grad, idx, params, z;
-    if (weft_status* s = call.Input(0, &grad)) return s;
-    if (weft_status* s = call.Input(1, &idx)) return s;
-    if (weft_status* s = call.Input(2, &params)) return s;
+    weft_plugin_kit::GatherGradShape shape{};
+    if (weft_status* s = GatherGradArgs(call, &grad, &idx, &params, &shape)) {
+      return s;
+    }
     if (!IsFloat(grad.dtype)) return call.UnsupportedDtype(grad.dtype);
     if (idx.dtype != WEFT_INT32 && idx.dtype != WEFT_INT64) {
       return call.UnsupportedDtype(idx.dtype);
     }
-    if (params.rank == 0) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "params must have rank >= 1");
-    }
-    int64_t value = 0;
-    if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-    const int64_t axis = value < 0 ? value + params.rank : value;
-    if (axis < 0 || axis >= params.rank) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "axis = %lld is out of range for rank %d",
-                        static_cast<long long>(value), params.rank);
-    }
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= params.dims[i];
-    for (int64_t i = axis + 1; i < params.rank; ++i) inner *= params.dims[i];
-    const int64_t limit = params.dims[axis];
-    const int64_t n = idx.element_count;
-    if (grad.element_count != outer * n * inner) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "grad has %lld elements; params gathered by %lld "
-                        "indices along axis %lld give %lld",
-                        static_cast<long long>(grad.element_count),
-                        static_cast<long long>(n),
-                        static_cast<long long>(axis),
-                        static_cast<long long>(outer * n * inner));
-    }
+    const int64_t limit = shape.limit, n = shape.n, inner = shape.inner;
     if (weft_status* s = call.AllocateOutput(0, grad.dtype, params.dims,
                                              params.rank, &z)) {
       return s;

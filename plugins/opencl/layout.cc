@@ -220,7 +220,7 @@ weft_status* OneHotKernel(void*, weft_kernel_context* ctx) {
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor idx, z;
     if (weft_status* s = call.Input(0, &idx)) return s;
-    OneHotAttrs a;
+    OneHotAttrs a{};
     int64_t dims[WEFT_MAX_RANK];
     weft_status* s = nullptr;
     if ((s = OneHotArgs(call, idx, HasMoveKernels, &a, dims))) return s;

@@ -20,6 +20,7 @@ using weft_plugin_kit::BoxGradArgs;
 using weft_plugin_kit::ConcatArgs;
 using weft_plugin_kit::EncodeElement;
 using weft_plugin_kit::GatherArgs;
+using weft_plugin_kit::GatherGradArgs;
 using weft_plugin_kit::OneHotArgs;
 using weft_plugin_kit::OneHotAttrs;
 using weft_plugin_kit::PackArgs;
