@@ -1,7 +1,7 @@
 // Element-wise kernels: Add, Sub, Mul, Div, RealDiv, FloorDiv, FloorMod,
 // Pow, Maximum, Minimum, the comparisons and LogicalAnd/Or with NumPy
-// broadcasting; LogicalNot; Select (three-way broadcast); Neg, Exp, Log,
-// Relu, Sigmoid and Tanh; Identity; Cast.
+// broadcasting; LogicalNot; Select (three-way broadcast); Neg, Abs, Sign,
+// Square, Relu, Exp, Log, Sigmoid, Tanh, Sqrt and Rsqrt; Identity; Cast.
 #include <cstdint>
 #include <cstdio>
 #include <type_traits>
@@ -396,8 +396,12 @@ weft_status* SelectCompute(void*, weft_kernel_context* ctx) {
 
 // ---- Unary ops ----
 
-const char* const kUnaryNames[] = {"Neg", "Exp", "Log", "Relu", "Sigmoid",
-                                   "Tanh"};
+// In UnaryOp's order.
+const char* const kUnaryNames[] = {"Neg",  "Exp",  "Log",    "Relu",
+                                   "Sigmoid", "Tanh", "Abs", "Sign",
+                                   "Square", "Sqrt", "Rsqrt"};
+static_assert(sizeof(kUnaryNames) / sizeof(kUnaryNames[0]) == kUnaryOpCount,
+              "a name per unary op");
 
 template <int Op, typename T>
 __global__ void UnaryKernel(const T* x, T* out, int64_t count) {
@@ -418,7 +422,7 @@ weft_status* LaunchUnary(const KernelCall& call, const void* x, void* out,
 template <int Op>
 weft_status* LaunchUnaryTyped(const KernelCall& call, int32_t dtype,
                               const void* x, void* out, int64_t count) {
-  constexpr bool kIntegersToo = Op == kNeg || Op == kRelu;
+  constexpr bool kIntegersToo = UnaryTakesIntegers(Op);
   switch (dtype) {
     case WEFT_FLOAT32: return LaunchUnary<Op, float>(call, x, out, count);
     case WEFT_FLOAT64: return LaunchUnary<Op, double>(call, x, out, count);
@@ -432,11 +436,28 @@ weft_status* LaunchUnaryTyped(const KernelCall& call, int32_t dtype,
         return LaunchUnary<Op, int64_t>(call, x, out, count);
       }
       break;
+    case WEFT_UINT8:
+      if constexpr (kIntegersToo) {
+        return LaunchUnary<Op, uint8_t>(call, x, out, count);
+      }
+      break;
     default:
       break;
   }
   return call.Error(WEFT_UNIMPLEMENTED, "no CUDA kernel for %s",
                     DtypeName(dtype));
+}
+
+// The launch for runtime `op`: one instantiation per UnaryOp.
+template <int Op = 0>
+weft_status* LaunchUnaryOp(int op, const KernelCall& call, int32_t dtype,
+                           const void* x, void* out, int64_t count) {
+  if (op == Op) return LaunchUnaryTyped<Op>(call, dtype, x, out, count);
+  if constexpr (Op + 1 < kUnaryOpCount) {
+    return LaunchUnaryOp<Op + 1>(op, call, dtype, x, out, count);
+  } else {
+    return call.UnsupportedDtype(dtype);
+  }
 }
 
 weft_status* UnaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
@@ -456,14 +477,7 @@ weft_status* UnaryCompute(void* kernel_arg, weft_kernel_context* ctx) {
     void* outp = TensorData(out);
     const int64_t n = x.element_count;
     const int32_t t = x.dtype;
-    switch (op) {
-      case kNeg: return LaunchUnaryTyped<kNeg>(call, t, xp, outp, n);
-      case kExp: return LaunchUnaryTyped<kExp>(call, t, xp, outp, n);
-      case kLog: return LaunchUnaryTyped<kLog>(call, t, xp, outp, n);
-      case kRelu: return LaunchUnaryTyped<kRelu>(call, t, xp, outp, n);
-      case kSigmoid: return LaunchUnaryTyped<kSigmoid>(call, t, xp, outp, n);
-      default: return LaunchUnaryTyped<kTanh>(call, t, xp, outp, n);
-    }
+    return LaunchUnaryOp(op, call, t, xp, outp, n);
   });
 }
 
@@ -569,11 +583,11 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar) {
                                                  sizeof(kSelectTypes[0])),
                             SelectCompute, nullptr);
   }
-  for (int op = kNeg; op <= kTanh && status == nullptr; ++op) {
-    const bool integers_too = op == kNeg || op == kRelu;
-    status = RegisterKernel(registrar, kUnaryNames[op], "T",
-                            integers_too ? kNumericTypes : kFloatTypes,
-                            integers_too ? 4 : 2, UnaryCompute, OpArg(op));
+  for (int op = 0; op < kUnaryOpCount && status == nullptr; ++op) {
+    const TypeList types =
+        UnaryTakesIntegers(op) ? List(kBasicTypes) : List(kFloatTypes);
+    status = RegisterKernel(registrar, kUnaryNames[op], "T", types.dtypes,
+                            types.count, UnaryCompute, OpArg(op));
   }
   if (status == nullptr) {
     status = RegisterKernel(registrar, "Identity", nullptr, nullptr, 0,

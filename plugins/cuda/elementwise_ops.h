@@ -25,7 +25,18 @@ enum BinaryOp : int {
   kLogicalAnd, kLogicalOr,
   kBinaryOpCount
 };
-enum UnaryOp : int { kNeg, kExp, kLog, kRelu, kSigmoid, kTanh };
+// The order is that of kUnaryNames in elementwise.cu.
+enum UnaryOp : int {
+  kNeg, kExp, kLog, kRelu, kSigmoid, kTanh, kAbs, kSign, kSquare, kSqrt,
+  kRsqrt,
+  kUnaryOpCount
+};
+
+// Whether a unary op takes integers too (the others are float-only).
+constexpr bool UnaryTakesIntegers(int op) {
+  return op == kNeg || op == kRelu || op == kAbs || op == kSign ||
+         op == kSquare;
+}
 
 // Weft's bool: one byte, any nonzero byte true.  A struct rather than C++
 // bool, whose other byte values are undefined.
@@ -186,6 +197,42 @@ WEFT_CUDA_HD T ApplyUnary(T x) {
   }
   // NaN stays NaN rather than becoming 0.
   if constexpr (Op == kRelu) return (x > T(0) || x != x) ? x : T(0);
+  if constexpr (Op == kAbs) {
+    if constexpr (std::is_floating_point<T>::value) {
+      if constexpr (kSingle) return fabsf(x); else return fabs(x);
+    } else if constexpr (std::is_signed<T>::value) {
+      using U = WrapType<T>;
+      return x < T(0) ? static_cast<T>(U(0) - U(x)) : x;  // |MIN| is MIN
+    } else {
+      return x;
+    }
+  }
+  // Zeros (of either sign) and NaN come back as they are.
+  if constexpr (Op == kSign) {
+    if constexpr (std::is_floating_point<T>::value) {
+      return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;
+    } else if constexpr (std::is_signed<T>::value) {
+      return static_cast<T>((x > T(0)) - (x < T(0)));
+    } else {
+      return static_cast<T>(x != T(0));
+    }
+  }
+  if constexpr (Op == kSquare) {
+    if constexpr (std::is_floating_point<T>::value) {
+      return x * x;
+    } else {
+      using U = WrapType<T>;
+      return static_cast<T>(U(x) * U(x));
+    }
+  }
+  // The correctly rounded square root (nvcc's default -prec-sqrt=true) and
+  // an IEEE division, as the CPU's 1 / sqrt(x); negatives give NaN.
+  if constexpr (Op == kSqrt) {
+    if constexpr (kSingle) return sqrtf(x); else return sqrt(x);
+  }
+  if constexpr (Op == kRsqrt) {
+    if constexpr (kSingle) return 1.0f / sqrtf(x); else return 1.0 / sqrt(x);
+  }
   if constexpr (Op == kExp) {
     if constexpr (kSingle) return expf(x); else return exp(x);
   }

@@ -816,6 +816,34 @@ void TestUnary() {
              ApplyUnary<kSigmoid, float>(1000.0f) == 1.0f &&
              ApplyUnary<kSigmoid, double>(0.0) == 0.5,
          "Sigmoid saturates without NaN");
+  const int32_t kMin32 = std::numeric_limits<int32_t>::min();
+  Report(ApplyUnary<kAbs, int32_t>(kMin32) == kMin32 &&
+             ApplyUnary<kAbs, int64_t>(-5) == 5 &&
+             ApplyUnary<kAbs, uint8_t>(200) == 200 &&
+             ApplyUnary<kSquare, int32_t>(kMin32) == 0 &&
+             ApplyUnary<kSquare, uint8_t>(16) == 0 &&
+             ApplyUnary<kSquare, int32_t>(46341) == -2147479015 &&
+             ApplyUnary<kNeg, uint8_t>(1) == 255 &&
+             ApplyUnary<kRelu, uint8_t>(200) == 200,
+         "integer Abs, Square and Neg wrap (|MIN| is MIN), uint8 included");
+  const float neg_zero = ApplyUnary<kSign, float>(-0.0f);
+  const double abs_zero = ApplyUnary<kAbs, double>(-0.0);
+  Report(ApplyUnary<kSign, double>(-3.5) == -1.0 &&
+             ApplyUnary<kSign, float>(1e-30f) == 1.0f &&
+             neg_zero == 0.0f && std::signbit(neg_zero) &&
+             std::isnan(ApplyUnary<kSign, float>(nan)) &&
+             ApplyUnary<kSign, int64_t>(-7) == -1 &&
+             ApplyUnary<kSign, uint8_t>(0) == 0 &&
+             ApplyUnary<kSign, uint8_t>(9) == 1 && abs_zero == 0.0 &&
+             !std::signbit(abs_zero),
+         "Sign keeps zeros' sign and NaN; Abs of -0 is +0");
+  Report(std::isnan(ApplyUnary<kSqrt, double>(-1.0)) &&
+             ApplyUnary<kSqrt, float>(INFINITY) == INFINITY &&
+             ApplyUnary<kRsqrt, float>(4.0f) == 0.5f &&
+             ApplyUnary<kRsqrt, double>(0.0) == INFINITY &&
+             ApplyUnary<kRsqrt, double>(2.0) == 1.0 / std::sqrt(2.0) &&
+             ApplyUnary<kSquare, float>(-3.0f) == 9.0f,
+         "Sqrt and Rsqrt as the CPU's sqrt and 1 / sqrt");
 }
 
 // ---- Training ops (train_ops.h) ----
