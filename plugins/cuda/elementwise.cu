@@ -13,8 +13,6 @@
 namespace weft_cuda {
 namespace {
 
-const int32_t kNumericTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
-                                 WEFT_INT64};
 const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
 
 __device__ __forceinline__ int64_t GridStart() {
@@ -509,20 +507,40 @@ weft_status* LaunchCast(const KernelCall& call, const void* x, void* out,
   return call.CheckLaunch("Cast");
 }
 
-template <typename From>
-weft_status* LaunchCastFrom(const KernelCall& call, int32_t to,
-                            const void* x, void* out, int64_t count) {
-  switch (to) {
-    case WEFT_FLOAT32: return LaunchCast<From, float>(call, x, out, count);
-    case WEFT_FLOAT64: return LaunchCast<From, double>(call, x, out, count);
-    case WEFT_INT32: return LaunchCast<From, int32_t>(call, x, out, count);
-    default: return LaunchCast<From, int64_t>(call, x, out, count);
+// The Cast dtypes: every dtype Weft has, as the CPU.
+const int32_t kCastTypes[] = {
+    WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,  WEFT_INT64,    WEFT_UINT8,
+    WEFT_BOOL,    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_INT8,   WEFT_INT16,
+    WEFT_UINT16,  WEFT_UINT32,  WEFT_UINT64};
+constexpr int32_t kCastTypeCount =
+    static_cast<int32_t>(sizeof(kCastTypes) / sizeof(kCastTypes[0]));
+
+// Calls fn(T{}) with the element type of `dtype`; false for none.
+template <typename Fn>
+bool WithCastType(int32_t dtype, Fn fn) {
+  switch (dtype) {
+    case WEFT_FLOAT32: fn(float{}); return true;
+    case WEFT_FLOAT64: fn(double{}); return true;
+    case WEFT_INT32: fn(int32_t{}); return true;
+    case WEFT_INT64: fn(int64_t{}); return true;
+    case WEFT_UINT8: fn(uint8_t{}); return true;
+    case WEFT_BOOL: fn(BoolByte{}); return true;
+    case WEFT_FLOAT16: fn(__half{}); return true;
+    case WEFT_BFLOAT16: fn(__nv_bfloat16{}); return true;
+    case WEFT_INT8: fn(int8_t{}); return true;
+    case WEFT_INT16: fn(int16_t{}); return true;
+    case WEFT_UINT16: fn(uint16_t{}); return true;
+    case WEFT_UINT32: fn(uint32_t{}); return true;
+    case WEFT_UINT64: fn(uint64_t{}); return true;
+    default: return false;
   }
 }
 
-bool IsNumericType(int32_t dtype) {
-  return dtype == WEFT_FLOAT32 || dtype == WEFT_FLOAT64 ||
-         dtype == WEFT_INT32 || dtype == WEFT_INT64;
+bool IsCastType(int32_t dtype) {
+  for (int32_t t : kCastTypes) {
+    if (t == dtype) return true;
+  }
+  return false;
 }
 
 weft_status* CastCompute(void*, weft_kernel_context* ctx) {
@@ -536,10 +554,8 @@ weft_status* CastCompute(void*, weft_kernel_context* ctx) {
     if ((status = call.AttrDtype("DstT", &to)) != nullptr) return status;
     if (to == x.dtype) return call.ForwardInput(0, 0, x.dims, x.rank);
     // A host older than 1.2 ignores the DstT constraint.
-    if (!IsNumericType(x.dtype) || !IsNumericType(to)) {
-      return call.Error(WEFT_UNIMPLEMENTED,
-                        "no CUDA Cast from %s to %s (CUDA casts among "
-                        "float32, float64, int32 and int64)",
+    if (!IsCastType(x.dtype) || !IsCastType(to)) {
+      return call.Error(WEFT_UNIMPLEMENTED, "no CUDA Cast from %s to %s",
                         DtypeName(x.dtype), DtypeName(to));
     }
     weft_kernel_tensor out;
@@ -551,12 +567,12 @@ weft_status* CastCompute(void*, weft_kernel_context* ctx) {
     const void* xp = TensorData(x);
     void* outp = TensorData(out);
     const int64_t n = x.element_count;
-    switch (x.dtype) {
-      case WEFT_FLOAT32: return LaunchCastFrom<float>(call, to, xp, outp, n);
-      case WEFT_FLOAT64: return LaunchCastFrom<double>(call, to, xp, outp, n);
-      case WEFT_INT32: return LaunchCastFrom<int32_t>(call, to, xp, outp, n);
-      default: return LaunchCastFrom<int64_t>(call, to, xp, outp, n);
-    }
+    WithCastType(x.dtype, [&](auto from) {
+      WithCastType(to, [&](auto dst) {
+        status = LaunchCast<decltype(from), decltype(dst)>(call, xp, outp, n);
+      });
+    });
+    return status;
   });
 }
 
@@ -596,9 +612,10 @@ weft_status* RegisterElementwiseKernels(weft_kernel_registrar* registrar) {
   if (status == nullptr) {
     // Both ends are constrained, so a Cast to a dtype outside them finds
     // no CUDA kernel at plan time.
-    const weft_kernel_type_constraint to = {"DstT", kNumericTypes, 4};
-    status = RegisterKernel(registrar, "Cast", "SrcT", kNumericTypes, 4,
-                            CastCompute, nullptr, &to, 1);
+    const weft_kernel_type_constraint to = {"DstT", kCastTypes,
+                                             kCastTypeCount};
+    status = RegisterKernel(registrar, "Cast", "SrcT", kCastTypes,
+                            kCastTypeCount, CastCompute, nullptr, &to, 1);
   }
   return status;
 }

@@ -5,6 +5,8 @@
 #ifndef WEFT_PLUGINS_CUDA_ELEMENTWISE_OPS_H_
 #define WEFT_PLUGINS_CUDA_ELEMENTWISE_OPS_H_
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -249,22 +251,48 @@ WEFT_CUDA_HD T ApplyUnary(T x) {
   }
 }
 
-template <typename From, typename To>
-WEFT_CUDA_HD To Convert(From x) {
-  if constexpr (std::is_floating_point<From>::value &&
-                std::is_integral<To>::value) {
+// ---- Cast ----
+
+// Cast converts through a value type: float for the 16-bit floats (every
+// half and bfloat16 is exactly a float), bool for BoolByte, the type itself
+// otherwise; then narrows to the destination (the CPU plugin's cast.cc).
+WEFT_CUDA_HD float Widen(__half v) { return __half2float(v); }
+WEFT_CUDA_HD float Widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+WEFT_CUDA_HD bool Widen(BoolByte v) { return v.bits != 0; }
+template <typename T>
+WEFT_CUDA_HD T Widen(T v) {
+  return v;
+}
+
+template <typename To, typename V>
+WEFT_CUDA_HD To Narrow(V v) {
+  if constexpr (std::is_same<To, BoolByte>::value) {
+    return BoolByte{static_cast<uint8_t>(v != V(0) ? 1 : 0)};
+  } else if constexpr (std::is_same<To, __half>::value) {
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same<To, __nv_bfloat16>::value) {
+    return __float2bfloat16_rn(static_cast<float>(v));
+  } else if constexpr (std::is_integral<To>::value &&
+                       std::is_floating_point<V>::value) {
     // Truncate toward zero; NaN and values outside To's range give 0 (a C++
-    // conversion would be undefined there).  2^31 and 2^63 are exact
-    // doubles, so the bounds are exact too.
-    constexpr double kLimit =
-        sizeof(To) == 4 ? 2147483648.0 : 9223372036854775808.0;
-    const double t = trunc(static_cast<double>(x));
-    return (t >= -kLimit && t < kLimit) ? static_cast<To>(t) : To(0);
+    // conversion would be undefined there).  The bounds, 0 or -2^k and
+    // 2^k, are exact doubles.
+    constexpr int kBits = 8 * static_cast<int>(sizeof(To)) -
+                          (std::is_signed<To>::value ? 1 : 0);
+    constexpr double kHigh = 2.0 * static_cast<double>(1ull << (kBits - 1));
+    constexpr double kLow = std::is_signed<To>::value ? -kHigh : 0.0;
+    const double t = trunc(static_cast<double>(v));
+    return (t >= kLow && t < kHigh) ? static_cast<To>(t) : To(0);
   } else {
     // Integer narrowing is modular, the two's-complement behaviour CUDA and
     // every host compiler implement.
-    return static_cast<To>(x);
+    return static_cast<To>(v);
   }
+}
+
+template <typename From, typename To>
+WEFT_CUDA_HD To Convert(From x) {
+  return Narrow<To>(Widen(x));
 }
 
 // Enough for any two shapes of rank <= 8, and for most higher ranks, since

@@ -803,6 +803,38 @@ void TestConversions() {
   Report(Convert<int64_t, int32_t>(0x100000005LL) == 5 &&
              Convert<int32_t, double>(-3) == -3.0,
          "integer narrowing is modular, widening exact");
+  Report(Convert<double, int8_t>(-128.9) == -128 &&
+             Convert<double, int8_t>(128.0) == 0 &&
+             Convert<float, uint8_t>(255.5f) == 255 &&
+             Convert<float, uint8_t>(-1.0f) == 0 &&
+             Convert<double, uint64_t>(18446744073709549568.0) ==
+                 18446744073709549568ull &&
+             Convert<double, uint64_t>(18446744073709551616.0) == 0 &&
+             Convert<double, int16_t>(-32769.0) == 0 &&
+             Convert<int32_t, int8_t>(300) == 44 &&
+             Convert<int64_t, uint16_t>(-1) == 65535,
+         "narrow integers: truncation in range, 0 outside, modular "
+         "narrowing");
+  const BoolByte t = Convert<double, BoolByte>(-0.5);
+  const BoolByte f = Convert<float, BoolByte>(-0.0f);
+  const BoolByte h = Convert<__half, BoolByte>(__float2half_rn(0.25f));
+  Report(t.bits == 1 && f.bits == 0 && h.bits == 1 &&
+             Convert<BoolByte, float>(BoolByte{7}) == 1.0f &&
+             Convert<BoolByte, int64_t>(BoolByte{0}) == 0 &&
+             Convert<double, BoolByte>(NAN).bits == 1,
+         "to bool is x != 0 (NaN true); from bool 0 or 1");
+  const __half half = Convert<double, __half>(1.0 + 1.0 / 2048);
+  const __half big = Convert<int32_t, __half>(70000);
+  const __nv_bfloat16 bf = Convert<float, __nv_bfloat16>(1.00390625f);
+  Report(__half2float(half) == 1.0f && std::isinf(__half2float(big)) &&
+             __bfloat162float(bf) == 1.0f &&
+             Convert<__half, int32_t>(__float2half_rn(-2.75f)) == -2 &&
+             Convert<__nv_bfloat16, uint8_t>(__float2bfloat16_rn(300.0f)) ==
+                 0 &&
+             Convert<__half, double>(__float2half_rn(0.1f)) ==
+                 static_cast<double>(__half2float(__float2half_rn(0.1f))),
+         "half and bfloat16 round to nearest even through float, and "
+         "convert to integers like floats");
 }
 
 void TestUnary() {
