@@ -1,6 +1,6 @@
 // The argument checks of the kernels that move elements (Transpose, Slice,
 // Tile, Pad, Concat, Pack, Split, Unpack, Gather, OneHot, SliceGrad,
-// PadGrad, GatherGrad), for plugins built on plugin_kit.h's KernelCallBase (OpenCL,
+// PadGrad, GatherGrad, Rank, Shape, Size), for plugins built on plugin_kit.h's KernelCallBase (OpenCL,
 // CUDA): each reads its attributes, checks them against the inputs with
 // the CPU plugin's messages and gives the output's shape, so every device
 // refuses the same arguments alike and moves elements only within bounds.
@@ -525,6 +525,51 @@ inline weft_status* GatherGradArgs(const KernelCallBase& call,
                       static_cast<long long>(shape->n),
                       static_cast<long long>(axis),
                       static_cast<long long>(want));
+  }
+  return nullptr;
+}
+
+// Rank, Size and Shape: the values a kernel writes (at most WEFT_MAX_RANK),
+// their dtype and the output's rank.  Rank is an int32 scalar; Size and
+// Shape take out_type (int32 or int64), and a value int32 cannot hold is
+// refused rather than wrapped.
+enum class ShapeOp { kShape, kSize, kRank };
+
+struct ShapeValues {
+  int32_t dtype;
+  int32_t rank;
+  int64_t count;
+  int64_t values[WEFT_MAX_RANK];
+};
+
+inline weft_status* ShapeArgs(const KernelCallBase& call, ShapeOp op,
+                              const weft_kernel_tensor& x, ShapeValues* out) {
+  if (op == ShapeOp::kRank) {
+    *out = ShapeValues{WEFT_INT32, 0, 1, {x.rank}};
+    return nullptr;
+  }
+  if (weft_status* s = call.AttrDtype("out_type", &out->dtype)) return s;
+  if (out->dtype != WEFT_INT32 && out->dtype != WEFT_INT64) {
+    const char* name = weft_dtype_name_of(out->dtype);
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "out_type must be int32 or int64, got %s",
+                      name ? name : "?");
+  }
+  if (op == ShapeOp::kSize) {
+    out->rank = 0;
+    out->count = 1;
+    out->values[0] = x.element_count;
+  } else {
+    out->rank = 1;
+    out->count = x.rank;
+    for (int32_t i = 0; i < x.rank; ++i) out->values[i] = x.dims[i];
+  }
+  for (int64_t i = 0; out->dtype == WEFT_INT32 && i < out->count; ++i) {
+    if (out->values[i] > INT32_MAX) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "%lld does not fit out_type int32",
+                        static_cast<long long>(out->values[i]));
+    }
   }
   return nullptr;
 }

@@ -1,7 +1,7 @@
 // Kernels that move elements without arithmetic: Transpose, Slice, Tile,
 // Pad, Concat, Split, Pack, Unpack, Fill, Gather, OneHot, SliceGrad and
 // PadGrad, for every dtype of 1, 2, 4 or 8 bytes (the kernels go by element
-// size), and GatherGrad (float32, float64).  Most are a walk in row-major order over one operand with the
+// size), GatherGrad (float32, float64), and Rank, Shape and Size.  Most are a walk in row-major order over one operand with the
 // other read or written at strides (layout_ops.h); the argument checks and
 // messages are the OpenCL plugin's, which follow the CPU's.  A Gather index
 // out of range fails the run at synchronization, through the stream's
@@ -27,6 +27,9 @@ using weft_plugin_kit::OneHotArgs;
 using weft_plugin_kit::OneHotAttrs;
 using weft_plugin_kit::PackArgs;
 using weft_plugin_kit::PadArgs;
+using weft_plugin_kit::ShapeArgs;
+using weft_plugin_kit::ShapeOp;
+using weft_plugin_kit::ShapeValues;
 using weft_plugin_kit::SliceArgs;
 using weft_plugin_kit::SplitArgs;
 using weft_plugin_kit::TileArgs;
@@ -617,6 +620,52 @@ weft_status* GatherGradCompute(void*, weft_kernel_context* ctx) {
   });
 }
 
+// ---- Rank, Shape, Size ----
+
+// The values, by value in parameter space: no host buffer to keep alive.
+struct ShapeChunk {
+  int64_t values[WEFT_MAX_RANK];
+};
+
+template <typename I>
+__global__ void PutValuesKernel(I* out, int32_t count,
+                                const __grid_constant__ ShapeChunk chunk) {
+  const int i = threadIdx.x;
+  if (i < count) out[i] = static_cast<I>(chunk.values[i]);
+}
+
+const ShapeOp kShapeOp = ShapeOp::kShape, kSizeOp = ShapeOp::kSize,
+              kRankOp = ShapeOp::kRank;
+
+// `arg`: &kShapeOp, &kSizeOp or &kRankOp.
+weft_status* ShapeCompute(void* arg, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    const ShapeOp what = *static_cast<const ShapeOp*>(arg);
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor x, z;
+    if (weft_status* s = call.Input(0, &x)) return s;
+    ShapeValues v;
+    if (weft_status* s = ShapeArgs(call, what, x, &v)) return s;
+    int64_t n = v.count;
+    if (weft_status* s = call.AllocateOutput(0, v.dtype, &n, v.rank, &z)) {
+      return s;
+    }
+    if (n == 0) return nullptr;
+    ShapeChunk chunk{};
+    for (int64_t i = 0; i < n; ++i) chunk.values[i] = v.values[i];
+    const int32_t count = static_cast<int32_t>(n);
+    if (v.dtype == WEFT_INT32) {
+      PutValuesKernel<int32_t><<<1, WEFT_MAX_RANK, 0, call.stream()>>>(
+          static_cast<int32_t*>(TensorData(z)), count, chunk);
+    } else {
+      PutValuesKernel<int64_t><<<1, WEFT_MAX_RANK, 0, call.stream()>>>(
+          static_cast<int64_t*>(TensorData(z)), count, chunk);
+    }
+    return call.CheckLaunch("shape values");
+  });
+}
+
 // ---- SliceGrad, PadGrad ----
 
 // `arg` non-NULL: SliceGrad (grad is the box, the output like's shape,
@@ -669,6 +718,9 @@ weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar) {
       {"OneHot", OneHotCompute, nullptr},
       {"SliceGrad", BoxGradCompute, &slice_grad_tag},
       {"PadGrad", BoxGradCompute, nullptr},
+      {"Rank", ShapeCompute, const_cast<ShapeOp*>(&kRankOp)},
+      {"Shape", ShapeCompute, const_cast<ShapeOp*>(&kShapeOp)},
+      {"Size", ShapeCompute, const_cast<ShapeOp*>(&kSizeOp)},
   };
   for (const Entry& entry : entries) {
     // Every dtype: the kernels go by element size and refuse the others.

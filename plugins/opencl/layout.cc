@@ -245,36 +245,18 @@ weft_status* OneHotKernel(void*, weft_kernel_context* ctx) {
 
 // ---- Shape, Size, Rank ----
 
-// out_type, int32 or int64.
-weft_status* OutType(const KernelCall& call, int32_t* out) {
-  if (weft_status* s = call.AttrDtype("out_type", out)) return s;
-  if (*out != WEFT_INT32 && *out != WEFT_INT64) {
-    const char* name = weft_dtype_name_of(*out);
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "out_type must be int32 or int64, got %s",
-                      name ? name : "?");
-  }
-  return nullptr;
-}
-
-// Allocates output 0 (`rank` 0 or 1, of `dtype`) and writes `n` values to
-// it, refusing what int32 cannot hold rather than wrapping it.
-weft_status* PutValues(KernelCall& call, int32_t dtype, int32_t rank,
-                       const int64_t* values, int64_t n) {
-  for (int64_t i = 0; dtype == WEFT_INT32 && i < n; ++i) {
-    if (values[i] > INT32_MAX) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "%lld does not fit out_type int32",
-                        static_cast<long long>(values[i]));
-    }
-  }
+// Allocates output 0 and writes the values to it.
+weft_status* PutValues(KernelCall& call, const ShapeValues& v) {
   weft_kernel_tensor z;
-  if (weft_status* s = call.AllocateOutput(0, dtype, &n, rank, &z)) return s;
-  const char* name = dtype == WEFT_INT32 ? "put_i32" : "put_i64";
+  int64_t n = v.count;
+  if (weft_status* s = call.AllocateOutput(0, v.dtype, &n, v.rank, &z)) {
+    return s;
+  }
+  const char* name = v.dtype == WEFT_INT32 ? "put_i32" : "put_i64";
   for (int64_t i = 0; i < n; i += kMaxKernelRank) {
     cl_long chunk[kMaxKernelRank] = {};
     const int64_t m = n - i < kMaxKernelRank ? n - i : kMaxKernelRank;
-    for (int64_t k = 0; k < m; ++k) chunk[k] = values[i + k];
+    for (int64_t k = 0; k < m; ++k) chunk[k] = v.values[i + k];
     BufferArg to = Buffer(z);
     to.offset += i;
     if (weft_status* s = call.Launch(Program::kLayout, name, Linear(m), to,
@@ -286,25 +268,19 @@ weft_status* PutValues(KernelCall& call, int32_t dtype, int32_t rank,
 }
 
 // `arg`: &kShape, &kSize or &kRank.
-const int kShape = 0, kSize = 1, kRank = 2;
+const ShapeOp kShape = ShapeOp::kShape, kSize = ShapeOp::kSize,
+              kRank = ShapeOp::kRank;
 
 weft_status* ShapeKernel(void* arg, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
-    const int what = *static_cast<const int*>(arg);
+    const ShapeOp what = *static_cast<const ShapeOp*>(arg);
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor x;
     if (weft_status* s = call.Input(0, &x)) return s;
-    if (what == kRank) {
-      const int64_t rank = x.rank;
-      return PutValues(call, WEFT_INT32, 0, &rank, 1);
-    }
-    int32_t type = 0;
-    if (weft_status* s = OutType(call, &type)) return s;
-    if (what == kSize) {
-      return PutValues(call, type, 0, &x.element_count, 1);
-    }
-    return PutValues(call, type, 1, x.dims, x.rank);
+    ShapeValues values;
+    if (weft_status* s = ShapeArgs(call, what, x, &values)) return s;
+    return PutValues(call, values);
   });
 }
 
