@@ -939,6 +939,66 @@ void TestSpread() {
              "groups on 3000 random shapes and axes");
 }
 
+// ProdGrad as the kernels compute it (ProdGroup per group, then
+// ProdOthers per element through the spread layout) against the CPU's
+// loops over its reduction groups, exactly, with zeros in the groups.
+void TestProdGrad() {
+  std::mt19937 rng(41);
+  bool ok = true;
+  for (int trial = 0; trial < 2000 && ok; ++trial) {
+    std::vector<int64_t> dims = RandomShape(rng, 5);
+    std::vector<bool> reduce(dims.size());
+    bool flags[WEFT_MAX_RANK];
+    int64_t flag_words[WEFT_MAX_RANK];
+    for (size_t a = 0; a < dims.size(); ++a) {
+      flags[a] = reduce[a] = rng() % 2;
+      flag_words[a] = flags[a] ? 1 : 0;
+    }
+    int64_t groups = 0, size = 0;
+    const std::vector<int64_t> group = CpuGroups(dims, reduce, &groups, &size);
+    std::vector<double> x(group.size()), dy(groups);
+    for (double& v : x) {
+      v = rng() % 4 == 0 ? 0.0 : std::ldexp(static_cast<double>(rng() % 64) - 32, -3);
+    }
+    for (double& v : dy) v = static_cast<double>(rng() % 16) - 8;
+    // The CPU's SpreadGrad<kProd>.
+    std::vector<double> nonzero(groups, 1.0);
+    std::vector<int64_t> zeros(groups, 0);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] == 0.0) ++zeros[group[i]]; else nonzero[group[i]] *= x[i];
+    }
+    const weft_kernel_tensor t = Tensor(dims);
+    ReduceLayout layout{};
+    bool innermost = false;
+    if (!CoalesceReduce(t, flag_words, &layout, &innermost)) continue;
+    const SpreadLayout spread = BuildSpread(
+        dims.data(), static_cast<int32_t>(dims.size()), flags);
+    std::vector<double> got_nonzero(groups);
+    std::vector<int64_t> got_zeros(groups);
+    for (int64_t k = 0; k < groups; ++k) {
+      ProdGroup(x.data(), layout, k, &got_nonzero[k], &got_zeros[k]);
+    }
+    for (size_t i = 0; ok && i < x.size(); ++i) {
+      const int64_t k = group[i];
+      double others = 0.0;
+      if (zeros[k] == 0) {
+        others = nonzero[k] / x[i];
+      } else if (zeros[k] == 1 && x[i] == 0.0) {
+        others = nonzero[k];
+      }
+      const int64_t gk = SpaceOffset(static_cast<int64_t>(i), spread.rank,
+                                     spread.dims, spread.strides);
+      const double got =
+          dy[gk] * ProdOthers(got_nonzero[gk], got_zeros[gk], x[i]);
+      ok = gk == k && got_nonzero[k] == nonzero[k] &&
+           got_zeros[k] == zeros[k] && got == dy[k] * others;
+    }
+    if (!ok) std::printf("# ProdGrad mismatch at trial %d\n", trial);
+  }
+  Report(ok, "ProdGrad equals the CPU's, bit for bit, on 2000 random shapes "
+             "and axes with zeros");
+}
+
 // SumToShapeOf against a naive sum: x's element at coords c adds into like's
 // element at c (aligned from the right) mod like's dims.
 bool CheckSumToShape(const std::vector<int64_t>& xd,
@@ -1068,6 +1128,7 @@ int main() {
   TestEncodeElement();
   TestUnary();
   TestSpread();
+  TestProdGrad();
   TestSumToShape();
   TestUpdates();
   std::printf("1..%d\n", g_case);

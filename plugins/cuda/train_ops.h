@@ -161,6 +161,44 @@ inline SpreadLayout BuildSpread(const int64_t* x_dims, int32_t x_rank,
   return l;
 }
 
+// ---- ProdGrad ----
+
+// The product of a group's nonzero elements and how many are zero, its
+// elements taken in x's row-major order (the CPU's order): group `group` of
+// the reduction `layout` (CoalesceReduce; x without dims of 0).
+template <typename T>
+__host__ __device__ __forceinline__ void ProdGroup(const T* x,
+                                                   const ReduceLayout& layout,
+                                                   int64_t group, T* nonzero,
+                                                   int64_t* zeros) {
+  const T* base = x + SpaceOffset(group, layout.kept_rank, layout.kept_dims,
+                                  layout.kept_strides);
+  T product = T(1);
+  int64_t count = 0;
+  for (int64_t r = 0; r < layout.reduced_count; ++r) {
+    const T v = base[SpaceOffset(r, layout.reduced_rank, layout.reduced_dims,
+                                 layout.reduced_strides)];
+    if (v == T(0)) {
+      ++count;
+    } else {
+      product *= v;
+    }
+  }
+  *nonzero = product;
+  *zeros = count;
+}
+
+// The product of the other elements of x's group: the nonzero product
+// divided by x when the group has no zero; with one zero, that element's
+// is the nonzero product and the others' 0; with more, 0.
+template <typename T>
+__host__ __device__ __forceinline__ T ProdOthers(T nonzero, int64_t zeros,
+                                                 T x) {
+  if (zeros == 0) return nonzero / x;
+  if (zeros == 1 && x == T(0)) return nonzero;
+  return T(0);
+}
+
 // ---- SumToShapeOf: a reduction over split dims ----
 
 // Whether x sums into like's shape: like's rank at most x's and, aligned

@@ -1,7 +1,7 @@
 // The ops a training step needs besides the layers' forward kernels:
 // ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad; BiasAdd; ZerosLike
 // and OnesLike; the views Reshape, ExpandDims, Squeeze and ReshapeLike (no
-// copy); SumGrad and MeanGrad; and the optimizer updates
+// copy); SumGrad, MeanGrad and ProdGrad; and the optimizer updates
 // ApplyGradientDescent, ApplyMomentum and ApplyAdam.  SumToShapeOf and the
 // softmax cross-entropies are with the reductions (reduction.cu).  The
 // arithmetic and index math is train_ops.h's (host-tested); the checks and
@@ -384,12 +384,67 @@ void LaunchSpread(const KernelCall& call, bool mean,
   }
 }
 
-int g_mean_tag;
+int g_mean_tag, g_prod_tag;
 
-// SumGrad(grad, x) and, with `arg` = &g_mean_tag, MeanGrad(grad, x), attrs
-// axes (absent: every axis) and keep_dims.
+// ProdGrad, pass 1: each group's nonzero product and zero count.
+template <typename T>
+__global__ void ProdGroupsKernel(const T* x, T* nonzero, int64_t* zeros,
+                                 int64_t groups,
+                                 const __grid_constant__ ReduceLayout layout) {
+  for (int64_t k = GridStart(); k < groups; k += GridStride()) {
+    ProdGroup(x, layout, k, &nonzero[k], &zeros[k]);
+  }
+}
+
+// Pass 2: each element's gradient, grad times the product of the others.
+template <typename T>
+__global__ void ProdSpreadKernel(const T* grad, const T* x, const T* nonzero,
+                                 const int64_t* zeros, T* out, int64_t count,
+                                 const __grid_constant__ SpreadLayout layout) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    const int64_t k = SpaceOffset(i, layout.rank, layout.dims, layout.strides);
+    out[i] = grad[k] * ProdOthers(nonzero[k], zeros[k], x[i]);
+  }
+}
+
+template <typename T>
+weft_status* LaunchProdGrad(const KernelCall& call,
+                            const weft_kernel_tensor& grad,
+                            const weft_kernel_tensor& x,
+                            const weft_kernel_tensor& out,
+                            const SpreadLayout& spread,
+                            const bool* reduced) {
+  int64_t flags[WEFT_MAX_RANK];
+  for (int32_t a = 0; a < x.rank; ++a) flags[a] = reduced[a] ? 1 : 0;
+  ReduceLayout layout{};
+  bool innermost_reduced = false;
+  if (!CoalesceReduce(x, flags, &layout, &innermost_reduced)) {
+    return call.Error(WEFT_UNIMPLEMENTED,
+                      "more than %d alternating groups of kept and reduced "
+                      "axes",
+                      kMaxReduceGroups);
+  }
+  Scratch scratch(call);
+  T* nonzero = nullptr;
+  int64_t* zeros = nullptr;
+  if (weft_status* s = scratch.Get(spread.groups, &nonzero)) return s;
+  if (weft_status* s = scratch.Get(spread.groups, &zeros)) return s;
+  ProdGroupsKernel<T><<<BlocksFor(spread.groups), kBlockThreads, 0,
+                        call.stream()>>>(In<T>(x), nonzero, zeros,
+                                         spread.groups, layout);
+  if (weft_status* s = call.CheckLaunch("ProdGrad")) return s;
+  const int64_t n = out.element_count;
+  ProdSpreadKernel<T><<<BlocksFor(n), kBlockThreads, 0, call.stream()>>>(
+      In<T>(grad), In<T>(x), nonzero, zeros, Out<T>(out), n, spread);
+  return call.CheckLaunch("ProdGrad");
+}
+
+// SumGrad(grad, x) and, with `arg` = &g_mean_tag or &g_prod_tag,
+// MeanGrad(grad, x) or ProdGrad(grad, x), attrs axes (absent: every axis)
+// and keep_dims.
 weft_status* SpreadCompute(void* arg, weft_kernel_context* ctx) {
   const bool mean = arg == &g_mean_tag;
+  const bool prod = arg == &g_prod_tag;
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
@@ -431,6 +486,11 @@ weft_status* SpreadCompute(void* arg, weft_kernel_context* ctx) {
       return s;
     }
     if (out.element_count == 0) return nullptr;
+    if (prod) {
+      return x.dtype == WEFT_FLOAT64
+                 ? LaunchProdGrad<double>(call, grad, x, out, layout, reduced)
+                 : LaunchProdGrad<float>(call, grad, x, out, layout, reduced);
+    }
     if (x.dtype == WEFT_FLOAT64) {
       LaunchSpread<double>(call, mean, grad, out, layout);
     } else {
@@ -591,6 +651,7 @@ weft_status* RegisterTrainingKernels(weft_kernel_registrar* registrar) {
       {"OnesLike", kFixedSizeTypes, kFixedSizeCount, LikeCompute, nullptr},
       {"SumGrad", kFloatTypes, 2, SpreadCompute, nullptr},
       {"MeanGrad", kFloatTypes, 2, SpreadCompute, &g_mean_tag},
+      {"ProdGrad", kFloatTypes, 2, SpreadCompute, &g_prod_tag},
       {"ApplyGradientDescent", kFloatTypes, 2, UpdateCompute,
        const_cast<Update*>(&kDescent)},
       {"ApplyMomentum", kFloatTypes, 2, UpdateCompute,
