@@ -31,47 +31,18 @@ weft_status* MakeGenerator(weft_kernel_context* ctx, CounterRandom* out) {
   return nullptr;
 }
 
-// Values per 128 random bits: float64 takes 64 bits a value (53 used),
-// narrower types 32.
 template <typename T>
-constexpr int kLanes = sizeof(T) == 8 ? 2 : 4;
+constexpr int kLanes = weft_philox::LanesFor(sizeof(T));
 
-// A uniform in [0, 1) with exactly as many random bits as T's significand,
-// so that converting to T never rounds up to 1.
+// The uniform of `lane` with exactly as many random bits as T's
+// significand, so that converting to T never rounds up to 1.
 template <typename T>
 double UniformLane(const RandomBits& bits, int lane) {
-  if constexpr (std::is_same_v<T, double>) {
-    return static_cast<double>(bits.Wide(lane) >> 11) * 0x1p-53;
-  } else if constexpr (std::is_same_v<T, float>) {
-    return (bits.word[lane] >> 8) * 0x1p-24;
-  } else if constexpr (std::is_same_v<T, half>) {
-    return (bits.word[lane] >> 21) * 0x1p-11;
-  } else {
-    return (bits.word[lane] >> 24) * 0x1p-8;
-  }
-}
-
-// Box-Muller: two uniforms give two independent standard normals.  u1 is
-// kept inside (0, 1) so that log(u1) is finite.  Narrow outputs compute in
-// float, twice as fast: 23 bits of u1 still reach 5.7 standard deviations,
-// beyond which a float32 sample falls once in 10^8.
-template <typename T>
-void NormalPair(const RandomBits& bits, int pair, double* z0, double* z1) {
-  if constexpr (sizeof(T) == 8) {
-    const double u1 =
-        (static_cast<double>(bits.Wide(0) >> 11) + 0.5) * 0x1p-53;
-    const double u2 = static_cast<double>(bits.Wide(1) >> 11) * 0x1p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    *z0 = r * std::cos(2.0 * M_PI * u2);
-    *z1 = r * std::sin(2.0 * M_PI * u2);
-  } else {
-    const float u1 = (static_cast<float>(bits.word[2 * pair] >> 9) + 0.5f) *
-                     0x1p-23f;
-    const float u2 = static_cast<float>(bits.word[2 * pair + 1] >> 8) * 0x1p-24f;
-    const float r = std::sqrt(-2.0f * std::log(u1));
-    *z0 = r * std::cos(static_cast<float>(2.0 * M_PI) * u2);
-    *z1 = r * std::sin(static_cast<float>(2.0 * M_PI) * u2);
-  }
+  constexpr int kBits = std::is_same_v<T, double>  ? 53
+                        : std::is_same_v<T, float> ? 24
+                        : std::is_same_v<T, half>  ? 11
+                                                   : 8;
+  return weft_philox::UniformLane<kBits>(bits, lane);
 }
 
 template <typename T>
@@ -84,9 +55,6 @@ T FromDouble(double v) {
 }
 
 enum class Distribution { kUniform, kNormal, kTruncatedNormal };
-
-// Beyond this many standard deviations TruncatedNormal draws again.
-constexpr double kTruncation = 2.0;
 
 template <Distribution dist, typename T>
 void Generate(const weft_kernel_context* ctx, const CounterRandom& random,
@@ -107,20 +75,13 @@ void Generate(const weft_kernel_context* ctx, const CounterRandom& random,
       } else {
         double z[4] = {};
         for (int pair = 0; pair < lanes / 2; ++pair) {
-          NormalPair<T>(bits, pair, &z[2 * pair], &z[2 * pair + 1]);
+          weft_philox::NormalPair(bits, sizeof(T) == 8, pair, &z[2 * pair],
+                                  &z[2 * pair + 1]);
         }
         for (int lane = 0; lane < count; ++lane) {
-          // A redraw for one lane uses that lane's place in the next
-          // stream, so its neighbours keep their values.
-          for (uint32_t stream = 1;
-               dist == Distribution::kTruncatedNormal &&
-               std::fabs(z[lane]) > kTruncation;
-               ++stream) {
-            double again[2];
-            NormalPair<T>(random(static_cast<uint64_t>(g), stream), lane / 2,
-                          &again[0], &again[1]);
-            z[lane] = again[lane % 2];
-          }
+          z[lane] = weft_philox::RedrawNormal(
+              random, static_cast<uint64_t>(g), sizeof(T) == 8, lane,
+              dist == Distribution::kTruncatedNormal, z[lane]);
           at[lane] = FromDouble<T>(mean + stddev * z[lane]);
         }
       }
@@ -165,21 +126,6 @@ weft_status* GeneratorKernel(weft_kernel_context* ctx) {
   }
 }
 
-// A uniform integer in [0, bound) without modulo bias: draws below 2^64 mod
-// bound are rejected, and replacements come from further streams at the
-// same position.
-uint64_t UniformBelow(const CounterRandom& random, uint64_t position,
-                      uint64_t bound) {
-  const uint64_t reject_below = (0 - bound) % bound;
-  for (uint32_t stream = 0;; ++stream) {
-    const RandomBits bits = random(position, stream);
-    for (int i = 0; i < 2; ++i) {
-      const uint64_t r = bits.Wide(i);
-      if (r >= reject_below) return r % bound;
-    }
-  }
-}
-
 // Fisher-Yates: position i of the generator decides which row lands at i.
 weft_status* RandomShuffleKernel(weft_kernel_context* ctx) {
   Tensor x;
@@ -193,8 +139,8 @@ weft_status* RandomShuffleKernel(weft_kernel_context* ctx) {
   std::vector<int64_t> order(static_cast<size_t>(rows));
   for (int64_t i = 0; i < rows; ++i) order[i] = i;
   for (int64_t i = rows - 1; i > 0; --i) {
-    const uint64_t j = UniformBelow(random, static_cast<uint64_t>(i),
-                                    static_cast<uint64_t>(i) + 1);
+    const uint64_t j = weft_philox::UniformBelow(
+        random, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1);
     std::swap(order[i], order[j]);
   }
   Tensor y;
@@ -232,8 +178,7 @@ void DropoutRun(const weft_kernel_context* ctx, const CounterRandom& random,
                 double rate, const T* x, T* y, int64_t n) {
   using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const Compute scale = static_cast<Compute>(1.0 / (1.0 - rate));
-  // word * 2^-32 >= rate, in integers: rate * 2^32 is exact in a double.
-  const uint64_t threshold = static_cast<uint64_t>(std::ceil(rate * 0x1p32));
+  const uint64_t threshold = weft_philox::DropoutThreshold(rate);
   const int64_t groups = (n + 3) / 4;
   ParallelFor(ctx, groups, 4, 30.0, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {

@@ -481,6 +481,7 @@ weft_status* Entry(weft_plugin_init_args* args) {
   if (status == nullptr) status = RegisterPoolKernels(args->registrar);
   if (status == nullptr) status = RegisterTrainingKernels(args->registrar);
   if (status == nullptr) status = RegisterLayoutKernels(args->registrar);
+  if (status == nullptr) status = RegisterRandomKernels(args->registrar);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

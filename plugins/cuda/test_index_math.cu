@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include "elementwise_ops.h"
 #include "layout_attrs.h"
 #include "layout_ops.h"
+#include "random_ops.h"
 #include "reduce_ops.h"
 #include "train_ops.h"
 
@@ -1108,6 +1110,283 @@ void TestUpdates() {
   Report(ok, "OnesLike's bit patterns for every fixed-size dtype");
 }
 
+// ---- Random ops (random_ops.h, philox_stream.h) ----
+
+// Philox4x32-10's known answers (Random123's kat_vectors).
+void TestPhiloxKnownAnswers() {
+  struct Case {
+    uint32_t in[6], out[4];
+  };
+  const Case cases[] = {
+      {{0, 0, 0, 0, 0, 0},
+       {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+        0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822,
+        0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  bool ok = true;
+  for (const Case& c : cases) {
+    const weft_philox::RandomBits b = weft_philox::Philox4x32_10(
+        c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.in[5]);
+    for (int i = 0; i < 4; ++i) ok = ok && b.word[i] == c.out[i];
+  }
+  Report(ok, "Philox4x32-10 gives Random123's known answers");
+}
+
+// The CPU plugin's loops (plugins/cpu/random.cc before its distributions
+// moved to philox_stream.h), written out again as the reference.
+template <typename T>
+double CpuUniformLane(const weft_philox::RandomBits& bits, int lane) {
+  if constexpr (std::is_same<T, double>::value) {
+    return static_cast<double>(bits.Wide(lane) >> 11) * 0x1p-53;
+  } else if constexpr (std::is_same<T, float>::value) {
+    return (bits.word[lane] >> 8) * 0x1p-24;
+  } else if constexpr (std::is_same<T, __half>::value) {
+    return (bits.word[lane] >> 21) * 0x1p-11;
+  } else {
+    return (bits.word[lane] >> 24) * 0x1p-8;
+  }
+}
+
+template <typename T>
+void CpuNormalPair(const weft_philox::RandomBits& bits, int pair, double* z0,
+                   double* z1) {
+  if constexpr (sizeof(T) == 8) {
+    const double u1 =
+        (static_cast<double>(bits.Wide(0) >> 11) + 0.5) * 0x1p-53;
+    const double u2 = static_cast<double>(bits.Wide(1) >> 11) * 0x1p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    *z0 = r * std::cos(2.0 * M_PI * u2);
+    *z1 = r * std::sin(2.0 * M_PI * u2);
+  } else {
+    const float u1 = (static_cast<float>(bits.word[2 * pair] >> 9) + 0.5f) *
+                     0x1p-23f;
+    const float u2 =
+        static_cast<float>(bits.word[2 * pair + 1] >> 8) * 0x1p-24f;
+    const float r = std::sqrt(-2.0f * std::log(u1));
+    *z0 = r * std::cos(static_cast<float>(2.0 * M_PI) * u2);
+    *z1 = r * std::sin(static_cast<float>(2.0 * M_PI) * u2);
+  }
+}
+
+template <typename T>
+T CpuFromDouble(double v) {
+  if constexpr (std::is_same<T, double>::value) {
+    return v;
+  } else {
+    return Narrow<T>(static_cast<float>(v));  // Eigen's round to nearest even
+  }
+}
+
+template <int kDist, typename T>
+std::vector<T> CpuGenerate(const weft_philox::CounterRandom& random,
+                           double mean, double stddev, int64_t n) {
+  std::vector<T> out(static_cast<size_t>(n));
+  constexpr int lanes = sizeof(T) == 8 ? 2 : 4;
+  const int64_t groups = (n + lanes - 1) / lanes;
+  for (int64_t g = 0; g < groups; ++g) {
+    const weft_philox::RandomBits bits = random(static_cast<uint64_t>(g));
+    const int count = static_cast<int>(std::min<int64_t>(lanes, n - g * lanes));
+    T* at = out.data() + g * lanes;
+    if constexpr (kDist == kRandomUniform) {
+      for (int lane = 0; lane < count; ++lane) {
+        at[lane] = CpuFromDouble<T>(CpuUniformLane<T>(bits, lane));
+      }
+    } else {
+      double z[4] = {};
+      for (int pair = 0; pair < lanes / 2; ++pair) {
+        CpuNormalPair<T>(bits, pair, &z[2 * pair], &z[2 * pair + 1]);
+      }
+      for (int lane = 0; lane < count; ++lane) {
+        for (uint32_t stream = 1;
+             kDist == kRandomTruncatedNormal && std::fabs(z[lane]) > 2.0;
+             ++stream) {
+          double again[2];
+          CpuNormalPair<T>(random(static_cast<uint64_t>(g), stream), lane / 2,
+                           &again[0], &again[1]);
+          z[lane] = again[lane % 2];
+        }
+        at[lane] = CpuFromDouble<T>(mean + stddev * z[lane]);
+      }
+    }
+  }
+  return out;
+}
+
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// The kernel's threads, one per draw, in reverse order.
+template <int kDist, typename T>
+std::vector<T> KernelGenerate(const weft_philox::CounterRandom& random,
+                              double mean, double stddev, int64_t n) {
+  std::vector<T> out(static_cast<size_t>(n));
+  const int lanes = weft_philox::LanesFor(sizeof(T));
+  for (int64_t g = (n + lanes - 1) / lanes; g-- > 0;) {
+    RandomGroup<kDist, T>(random, g, n, mean, stddev, out.data());
+  }
+  return out;
+}
+
+template <int kDist, typename T>
+bool CheckGenerate(int64_t n, uint64_t seed, uint64_t seed2, uint64_t run,
+                   double mean, double stddev) {
+  const weft_philox::CounterRandom random(seed, seed2, run);
+  return SameBits(KernelGenerate<kDist, T>(random, mean, stddev, n),
+                  CpuGenerate<kDist, T>(random, mean, stddev, n));
+}
+
+template <int kDist>
+bool CheckGenerateAllTypes() {
+  bool ok = true;
+  const int64_t sizes[] = {1, 2, 3, 5, 7, 64, 1001};
+  const uint64_t seeds[][3] = {{42, 7, 0}, {1, 2, 3}, {~0ull, 0, 1ull << 40},
+                               {5, 6, 17}};
+  for (int64_t n : sizes) {
+    for (const auto& s : seeds) {
+      ok = ok && CheckGenerate<kDist, float>(n, s[0], s[1], s[2], 0.5, 2.0);
+      ok = ok && CheckGenerate<kDist, double>(n, s[0], s[1], s[2], -1, 0.25);
+      ok = ok && CheckGenerate<kDist, __half>(n, s[0], s[1], s[2], 0, 1);
+      ok = ok &&
+           CheckGenerate<kDist, __nv_bfloat16>(n, s[0], s[1], s[2], 3, 0.5);
+    }
+  }
+  return ok;
+}
+
+void TestRandomGenerators() {
+  Report(CheckGenerateAllTypes<kRandomUniform>(),
+         "RandomUniform's elements are the CPU's, bit for bit, every dtype");
+  Report(CheckGenerateAllTypes<kRandomNormal>(),
+         "RandomNormal's elements are the CPU's (same libm), every dtype");
+  Report(CheckGenerateAllTypes<kRandomTruncatedNormal>(),
+         "TruncatedNormal's elements and redraws are the CPU's, every dtype");
+  // TruncatedNormal redraws within 2 standard deviations.
+  const weft_philox::CounterRandom random(3, 4, 5);
+  const std::vector<double> t =
+      KernelGenerate<kRandomTruncatedNormal, double>(random, 0, 1, 4000);
+  bool ok = true;
+  for (double v : t) ok = ok && std::fabs(v) <= 2.0;
+  Report(ok, "TruncatedNormal stays within 2 standard deviations");
+}
+
+template <typename F, typename Bits>
+F CpuKeepOrZero(F v, bool keep) {
+  Bits bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= Bits{0} - static_cast<Bits>(keep);
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+template <typename T>
+bool CheckDropout(double rate, uint64_t seed, int64_t n) {
+  const weft_philox::CounterRandom random(seed, 9, 2);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<float> value(-4, 4);
+  std::vector<T> x(static_cast<size_t>(n)), cpu(x.size()), kernel(x.size());
+  for (T& v : x) v = Narrow<T>(value(gen));
+  if (n > 1) x[1] = Narrow<T>(-0.0f);
+  // The CPU's DropoutRun.
+  constexpr bool wide = std::is_same<T, double>::value;
+  const double threshold_d = std::ceil(rate * 0x1p32);
+  const uint64_t threshold = static_cast<uint64_t>(threshold_d);
+  for (int64_t g = 0; g < (n + 3) / 4; ++g) {
+    const weft_philox::RandomBits bits = random(static_cast<uint64_t>(g));
+    for (int lane = 0; lane < 4 && g * 4 + lane < n; ++lane) {
+      const int64_t i = g * 4 + lane;
+      const bool keep = bits.word[lane] >= threshold;
+      if constexpr (wide) {
+        cpu[i] = CpuKeepOrZero<double, uint64_t>(x[i] * (1.0 / (1.0 - rate)),
+                                                 keep);
+      } else {
+        const float scale = static_cast<float>(1.0 / (1.0 - rate));
+        cpu[i] = Narrow<T>(
+            CpuKeepOrZero<float, uint32_t>(Widen(x[i]) * scale, keep));
+      }
+    }
+  }
+  // The kernel's loop, draws in reverse order.
+  const uint64_t t = weft_philox::DropoutThreshold(rate);
+  for (int64_t g = (n + 3) / 4; g-- > 0;) {
+    const weft_philox::RandomBits bits = random(static_cast<uint64_t>(g));
+    for (int lane = 0; lane < 4 && g * 4 + lane < n; ++lane) {
+      const int64_t i = g * 4 + lane;
+      kernel[i] = DropoutElement<T>(bits, lane, t, 1.0 / (1.0 - rate), x[i]);
+    }
+  }
+  return t == threshold && SameBits(cpu, kernel);
+}
+
+void TestDropout() {
+  bool ok = true;
+  const double rates[] = {0.1, 0.5, 0.4, 0.999, 1e-12, 0.3333333333};
+  const int64_t sizes[] = {1, 3, 4, 9, 1000};
+  for (double rate : rates) {
+    for (int64_t n : sizes) {
+      ok = ok && CheckDropout<float>(rate, 11, n);
+      ok = ok && CheckDropout<double>(rate, 12, n);
+      ok = ok && CheckDropout<__half>(rate, 13, n);
+      ok = ok && CheckDropout<__nv_bfloat16>(rate, 14, n);
+    }
+  }
+  Report(ok, "Dropout's masks, scales and +0s are the CPU's, every dtype");
+  // About 1 - rate of the elements survive.
+  const weft_philox::CounterRandom random(1, 1, 1);
+  const uint64_t t = weft_philox::DropoutThreshold(0.25);
+  int64_t kept = 0;
+  for (int64_t g = 0; g < 25000; ++g) {
+    const weft_philox::RandomBits bits = random(static_cast<uint64_t>(g));
+    for (int lane = 0; lane < 4; ++lane) {
+      kept += DropoutElement<float>(bits, lane, t, 1 / 0.75, 1.0f) != 0.0f;
+    }
+  }
+  Report(kept > 74000 && kept < 76000, "Dropout keeps 1 - rate of 100000");
+}
+
+void TestShuffleOrder() {
+  bool ok = true;
+  const int64_t rows_list[] = {2, 3, 10, 257};
+  for (int64_t rows : rows_list) {
+    for (uint64_t seed = 1; seed < 6; ++seed) {
+      const weft_philox::CounterRandom random(seed, seed * 3, seed + 1);
+      // The CPU's Fisher-Yates and its UniformBelow.
+      std::vector<int64_t> cpu(static_cast<size_t>(rows));
+      for (int64_t i = 0; i < rows; ++i) cpu[i] = i;
+      for (int64_t i = rows - 1; i > 0; --i) {
+        const uint64_t bound = static_cast<uint64_t>(i) + 1;
+        const uint64_t reject_below = (0 - bound) % bound;
+        uint64_t j = 0;
+        bool found = false;
+        for (uint32_t stream = 0; !found; ++stream) {
+          const weft_philox::RandomBits bits =
+              random(static_cast<uint64_t>(i), stream);
+          for (int w = 0; w < 2 && !found; ++w) {
+            if (bits.Wide(w) >= reject_below) {
+              j = bits.Wide(w) % bound;
+              found = true;
+            }
+          }
+        }
+        std::swap(cpu[i], cpu[j]);
+      }
+      std::vector<int64_t> kernel(static_cast<size_t>(rows));
+      ShuffleOrder(random, rows, kernel.data());
+      ok = ok && kernel == cpu;
+      std::vector<int64_t> sorted = kernel;
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t i = 0; i < rows; ++i) ok = ok && sorted[i] == i;
+    }
+  }
+  Report(ok, "RandomShuffle's permutation is the CPU's Fisher-Yates");
+}
+
 }  // namespace
 
 int main() {
@@ -1131,6 +1410,10 @@ int main() {
   TestProdGrad();
   TestSumToShape();
   TestUpdates();
+  TestPhiloxKnownAnswers();
+  TestRandomGenerators();
+  TestDropout();
+  TestShuffleOrder();
   std::printf("1..%d\n", g_case);
   return g_failed == 0 ? 0 : 1;
 }
