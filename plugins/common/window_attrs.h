@@ -144,6 +144,35 @@ inline weft_status* CheckOutputGrad(const KernelCallBase& call,
                     static_cast<long long>(channels));
 }
 
+// BatchNormWithGlobalNormalization's inputs (t, m, v, beta, gamma),
+// channels last, and its attributes; the caller checks t's dtype first.
+inline weft_status* ReadBatchNormArgs(const KernelCallBase& call,
+                                      weft_kernel_tensor in[5], double* eps,
+                                      bool* scale) {
+  static const char* const kNames[] = {"t", "m", "v", "beta", "gamma"};
+  const weft_kernel_tensor& t = in[0];
+  if (t.rank < 1) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "t must have rank >= 1 (channels last), got a scalar");
+  }
+  const int64_t channels = t.dims[t.rank - 1];
+  for (int i = 1; i < 5; ++i) {
+    if (in[i].dtype != t.dtype || in[i].rank != 1 ||
+        in[i].dims[0] != channels) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "%s must be [%lld] of %s, one per channel", kNames[i],
+                        static_cast<long long>(channels),
+                        weft_dtype_name_of(t.dtype));
+    }
+  }
+  *eps = 0;
+  if (weft_status* s = call.host()->kernel_attr_float(
+          call.context(), "variance_epsilon", eps)) {
+    return s;
+  }
+  return call.AttrBool("scale_after_normalization", false, scale);
+}
+
 }  // namespace weft_plugin_kit
 
 #endif  // WEFT_PLUGINS_COMMON_WINDOW_ATTRS_H_

@@ -1387,6 +1387,50 @@ void TestShuffleOrder() {
   Report(ok, "RandomShuffle's permutation is the CPU's Fisher-Yates");
 }
 
+// BatchNormWithGlobalNormalization against the CPU's loop
+// (plugins/cpu/nn_channel.cc), bit for bit.
+template <typename T>
+bool CheckBatchNorm(int64_t rows, int64_t c, double eps, bool scale,
+                    uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> value(-3, 3), positive(0, 2);
+  std::vector<T> t(static_cast<size_t>(rows * c)), mean(c), var(c), beta(c),
+      gamma(c);
+  for (T& v : t) v = static_cast<T>(value(gen));
+  for (int64_t k = 0; k < c; ++k) {
+    mean[k] = static_cast<T>(value(gen));
+    var[k] = static_cast<T>(positive(gen));
+    beta[k] = static_cast<T>(value(gen));
+    gamma[k] = static_cast<T>(value(gen));
+  }
+  std::vector<T> factor(c);
+  for (int64_t k = 0; k < c; ++k) {
+    factor[k] = T(1) / std::sqrt(var[k] + static_cast<T>(eps));
+    if (scale) factor[k] *= gamma[k];
+  }
+  bool ok = true;
+  for (int64_t i = 0; i < rows * c; ++i) {
+    const int64_t k = i % c;
+    const T cpu = (t[i] - mean[k]) * factor[k] + beta[k];
+    const T f = BatchNormFactor<T>(var[k], static_cast<T>(eps), gamma[k],
+                                   scale);
+    const T kernel = BatchNormElement<T>(t[i], mean[k], f, beta[k]);
+    ok = ok && std::memcmp(&cpu, &kernel, sizeof(T)) == 0;
+  }
+  return ok;
+}
+
+void TestBatchNorm() {
+  bool ok = true;
+  for (int scale = 0; scale < 2; ++scale) {
+    ok = ok && CheckBatchNorm<float>(37, 5, 1e-3, scale, 1);
+    ok = ok && CheckBatchNorm<double>(37, 5, 1e-3, scale, 2);
+    ok = ok && CheckBatchNorm<float>(3, 64, 1e-5, scale, 3);
+    ok = ok && CheckBatchNorm<double>(1, 1, 0.0, scale, 4);
+  }
+  Report(ok, "BatchNormWithGlobalNormalization: the CPU's factor and formula");
+}
+
 }  // namespace
 
 int main() {
@@ -1414,6 +1458,7 @@ int main() {
   TestRandomGenerators();
   TestDropout();
   TestShuffleOrder();
+  TestBatchNorm();
   std::printf("1..%d\n", g_case);
   return g_failed == 0 ? 0 : 1;
 }

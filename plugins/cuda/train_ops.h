@@ -245,6 +245,33 @@ inline bool SumToShapeLayout(const int64_t* x_dims, int32_t x_rank,
   return CoalesceReduce(split, reduced, layout, innermost_reduced);
 }
 
+// ---- BatchNormWithGlobalNormalization ----
+
+// The CPU's per-channel factor (plugins/cpu/nn_channel.cc): 1 / sqrt(v +
+// eps) in T, times gamma when scaling.
+template <typename T>
+WEFT_CUDA_TRAIN_HD T BatchNormFactor(T var, T eps, T gamma, bool scale) {
+  T factor = T(1) / SquareRoot(var + eps);
+  if (scale) factor *= gamma;
+  return factor;
+}
+
+// (x - mean) * factor + beta, rounded after each operation as the CPU's
+// loop is (built with -ffp-contract=off): on the device the multiply and
+// add are the _rn intrinsics, which nvcc never fuses into an FMA.
+template <typename T>
+WEFT_CUDA_TRAIN_HD T BatchNormElement(T x, T mean, T factor, T beta) {
+#ifdef __CUDA_ARCH__
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return __fadd_rn(__fmul_rn(__fsub_rn(x, mean), factor), beta);
+  } else {
+    return __dadd_rn(__dmul_rn(__dsub_rn(x, mean), factor), beta);
+  }
+#else
+  return (x - mean) * factor + beta;
+#endif
+}
+
 }  // namespace weft_cuda
 
 #endif  // WEFT_PLUGINS_CUDA_TRAIN_OPS_H_

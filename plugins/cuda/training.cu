@@ -1,7 +1,7 @@
 // The ops a training step needs besides the layers' forward kernels:
-// ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad; BiasAdd; ZerosLike
-// and OnesLike; the views Reshape, ExpandDims, Squeeze and ReshapeLike (no
-// copy); SumGrad, MeanGrad and ProdGrad; and the optimizer updates
+// ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad; BiasAdd;
+// BatchNormWithGlobalNormalization; ZerosLike and OnesLike; the views
+// Reshape, ExpandDims, Squeeze and ReshapeLike (no copy); SumGrad, MeanGrad and ProdGrad; and the optimizer updates
 // ApplyGradientDescent, ApplyMomentum and ApplyAdam.  SumToShapeOf and the
 // softmax cross-entropies are with the reductions (reduction.cu).  The
 // arithmetic and index math is train_ops.h's (host-tested); the checks and
@@ -13,6 +13,7 @@
 #include "elementwise_ops.h"
 #include "kernel_call.h"
 #include "train_ops.h"
+#include "window_attrs.h"
 
 namespace weft_cuda {
 namespace {
@@ -159,6 +160,81 @@ weft_status* BiasAddCompute(void*, weft_kernel_context* ctx) {
       default: return call.UnsupportedDtype(x.dtype);
     }
     return call.CheckLaunch("BiasAdd");
+  });
+}
+
+// ---- BatchNormWithGlobalNormalization ----
+
+// One thread per channel computes the CPU's factor, then one per element
+// applies it (train_ops.h).
+template <typename T>
+__global__ void BatchNormFactorKernel(const T* var, const T* gamma, T* factor,
+                                      int64_t channels, T eps, bool scale) {
+  for (int64_t k = GridStart(); k < channels; k += GridStride()) {
+    factor[k] = BatchNormFactor<T>(var[k], eps, gamma[k], scale);
+  }
+}
+
+template <typename T>
+__global__ void BatchNormKernel(const T* t, const T* mean, const T* factor,
+                                const T* beta, T* y, int64_t count,
+                                int64_t channels) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    const int64_t k = i % channels;
+    y[i] = BatchNormElement<T>(t[i], mean[k], factor[k], beta[k]);
+  }
+}
+
+template <typename T>
+weft_status* LaunchBatchNorm(const KernelCall& call,
+                             const weft_kernel_tensor* in,
+                             const weft_kernel_tensor& y, double eps,
+                             bool scale) {
+  const int64_t channels = in[0].dims[in[0].rank - 1];
+  Scratch scratch(call);
+  T* factor = nullptr;
+  if (weft_status* s = scratch.Get(channels, &factor)) return s;
+  BatchNormFactorKernel<T>
+      <<<BlocksFor(channels), kBlockThreads, 0, call.stream()>>>(
+          In<T>(in[2]), In<T>(in[4]), factor, channels, static_cast<T>(eps),
+          scale);
+  if (weft_status* s = call.CheckLaunch("BatchNormWithGlobalNormalization")) {
+    return s;
+  }
+  const int64_t n = y.element_count;
+  BatchNormKernel<T><<<BlocksFor(n), kBlockThreads, 0, call.stream()>>>(
+      In<T>(in[0]), In<T>(in[1]), factor, In<T>(in[3]), Out<T>(y), n,
+      channels);
+  return call.CheckLaunch("BatchNormWithGlobalNormalization");
+}
+
+// BatchNormWithGlobalNormalization(t, m, v, beta, gamma), channels last;
+// the checks and messages are shared with the OpenCL plugin
+// (window_attrs.h).
+weft_status* BatchNormCompute(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor in[5], y;
+    for (int i = 0; i < 5; ++i) {
+      if (weft_status* s = call.Input(i, &in[i])) return s;
+    }
+    const weft_kernel_tensor& t = in[0];
+    if (!IsFloat(t.dtype)) return call.UnsupportedDtype(t.dtype);
+    double eps = 0;
+    bool scale = false;
+    if (weft_status* s =
+            weft_plugin_kit::ReadBatchNormArgs(call, in, &eps, &scale)) {
+      return s;
+    }
+    if (weft_status* s = call.AllocateOutput(0, t.dtype, t.dims, t.rank, &y)) {
+      return s;
+    }
+    if (y.element_count == 0) return nullptr;
+    if (t.dtype == WEFT_FLOAT64) {
+      return LaunchBatchNorm<double>(call, in, y, eps, scale);
+    }
+    return LaunchBatchNorm<float>(call, in, y, eps, scale);
   });
 }
 
@@ -646,6 +722,8 @@ weft_status* RegisterTrainingKernels(weft_kernel_registrar* registrar) {
   };
   const Entry kernels[] = {
       {"BiasAdd", kBiasTypes, 4, BiasAddCompute, nullptr},
+      {"BatchNormWithGlobalNormalization", kFloatTypes, 2, BatchNormCompute,
+       nullptr},
       {"ZerosLike", kFixedSizeTypes, kFixedSizeCount, LikeCompute,
        &g_zero_tag},
       {"OnesLike", kFixedSizeTypes, kFixedSizeCount, LikeCompute, nullptr},

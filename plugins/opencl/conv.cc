@@ -444,7 +444,6 @@ weft_status* PoolGradFromIndexKernel(void* arg, weft_kernel_context* ctx) {
 // BatchNormWithGlobalNormalization(t, m, v, beta, gamma).
 weft_status* BatchNormKernel(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
-    static const char* const kNames[] = {"t", "m", "v", "beta", "gamma"};
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor in[5], out;
@@ -453,30 +452,13 @@ weft_status* BatchNormKernel(void*, weft_kernel_context* ctx) {
     }
     const weft_kernel_tensor& t = in[0];
     if (!IsFloat(t.dtype)) return call.UnsupportedDtype(t.dtype);
-    if (t.rank < 1) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "t must have rank >= 1 (channels last), got a scalar");
+    double epsilon = 0;
+    bool scale = false;
+    if (weft_status* s = weft_plugin_kit::ReadBatchNormArgs(call, in,
+                                                            &epsilon, &scale)) {
+      return s;
     }
     const int64_t channels = t.dims[t.rank - 1];
-    for (int i = 1; i < 5; ++i) {
-      if (in[i].dtype != t.dtype || in[i].rank != 1 ||
-          in[i].dims[0] != channels) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "%s must be [%lld] of %s, one per channel",
-                          kNames[i], static_cast<long long>(channels),
-                          weft_dtype_name_of(t.dtype));
-      }
-    }
-    double epsilon = 0;
-    if (weft_status* s = call.host()->kernel_attr_float(
-            call.context(), "variance_epsilon", &epsilon)) {
-      return s;
-    }
-    bool scale = false;
-    if (weft_status* s =
-            call.AttrBool("scale_after_normalization", false, &scale)) {
-      return s;
-    }
     if (weft_status* s = call.AllocateOutput(0, t.dtype, t.dims, t.rank,
                                              &out)) {
       return s;
