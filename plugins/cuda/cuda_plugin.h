@@ -117,6 +117,7 @@ weft_status* RegisterPoolKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterTrainingKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterRandomKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterBatchMatMulKernels(weft_kernel_registrar* registrar);
 
 }  // namespace weft_cuda
 

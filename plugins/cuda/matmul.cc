@@ -1,4 +1,5 @@
-// MatMul through cuBLAS.  cuBLAS is column-major and Weft row-major; a
+// MatMul through cuBLAS (float32, float64; int32, int64, float16 and
+// bfloat16 go to the plain kernel of batch_matmul.cu).  cuBLAS is column-major and Weft row-major; a
 // row-major [R, C] buffer read column-major is the transpose [C, R].  So
 // instead of C = op(A) op(B) the call computes C^T = op(B)^T op(A)^T, which
 // needs no copies: B goes first, and each operand's cuBLAS op is the Weft
@@ -10,6 +11,7 @@
 
 #include "cublas_loader.h"
 #include "kernel_call.h"
+#include "matmul_plain.h"
 
 namespace weft_cuda {
 
@@ -158,6 +160,14 @@ weft_status* MatMulCompute(void*, weft_kernel_context* ctx) {
       case WEFT_FLOAT64:
         return MatMulTyped<double>(call, a, transpose_a, b, transpose_b, m, n,
                                    k, out);
+      case WEFT_INT32:
+      case WEFT_INT64:
+      case WEFT_FLOAT16:
+      case WEFT_BFLOAT16:
+        // Integers wrap and 16-bit floats sum in float32, as on the CPU:
+        // the plain kernel (batch_matmul.cu), not cuBLAS.
+        return PlainMatMul2D(call, a, transpose_a, b, transpose_b, m, n, k,
+                             out);
       default:
         return call.Error(WEFT_UNIMPLEMENTED, "no CUDA MatMul for %s",
                           DtypeName(a.dtype));
@@ -168,8 +178,9 @@ weft_status* MatMulCompute(void*, weft_kernel_context* ctx) {
 }  // namespace
 
 weft_status* RegisterMatMulKernels(weft_kernel_registrar* registrar) {
-  static const int32_t kTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
-  return RegisterKernel(registrar, "MatMul", "T", kTypes, 2, MatMulCompute,
+  static const int32_t kTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,
+                                   WEFT_INT64,   WEFT_FLOAT16, WEFT_BFLOAT16};
+  return RegisterKernel(registrar, "MatMul", "T", kTypes, 6, MatMulCompute,
                         nullptr);
 }
 

@@ -482,6 +482,9 @@ weft_status* Entry(weft_plugin_init_args* args) {
   if (status == nullptr) status = RegisterTrainingKernels(args->registrar);
   if (status == nullptr) status = RegisterLayoutKernels(args->registrar);
   if (status == nullptr) status = RegisterRandomKernels(args->registrar);
+  if (status == nullptr) {
+    status = RegisterBatchMatMulKernels(args->registrar);
+  }
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

@@ -16,6 +16,7 @@
 #include "elementwise_ops.h"
 #include "layout_attrs.h"
 #include "layout_ops.h"
+#include "matmul_ops.h"
 #include "random_ops.h"
 #include "reduce_ops.h"
 #include "train_ops.h"
@@ -1431,6 +1432,126 @@ void TestBatchNorm() {
   Report(ok, "BatchNormWithGlobalNormalization: the CPU's factor and formula");
 }
 
+// ---- BatchMatMul and the plain MatMul (matmul_ops.h) ----
+
+// The batch layout against NumPy broadcasting of coordinates, on random
+// shapes; refusals where two dims differ and neither is 1.
+void TestMatMulBatch() {
+  std::mt19937 gen(77);
+  bool ok = true;
+  int refused = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int32_t xr = 2 + static_cast<int32_t>(gen() % 4);
+    const int32_t yr = 2 + static_cast<int32_t>(gen() % 4);
+    std::vector<int64_t> xd(xr), yd(yr);
+    for (auto& d : xd) d = 1 + gen() % 3;
+    for (auto& d : yd) d = 1 + gen() % 3;
+    MatMulBatch batch{};
+    int32_t axis = 0;
+    int64_t dx = 0, dy = 0;
+    const bool fits = BroadcastMatMulBatch(xd.data(), xr, yd.data(), yr,
+                                           &batch, &axis, &dx, &dy);
+    // The naive rule.
+    const int32_t rank = std::max(xr, yr) - 2;
+    std::vector<int64_t> xb(rank, 1), yb(rank, 1), ob(rank);
+    for (int32_t i = 0; i < xr - 2; ++i) xb[rank - (xr - 2) + i] = xd[i];
+    for (int32_t i = 0; i < yr - 2; ++i) yb[rank - (yr - 2) + i] = yd[i];
+    bool naive_fits = true;
+    int64_t count = 1;
+    for (int32_t i = 0; i < rank; ++i) {
+      if (xb[i] != yb[i] && xb[i] != 1 && yb[i] != 1) naive_fits = false;
+      ob[i] = xb[i] == 1 ? yb[i] : xb[i];
+      count *= ob[i];
+    }
+    ok = ok && fits == naive_fits;
+    if (!fits) {
+      ++refused;
+      ok = ok && xb[axis] == dx && yb[axis] == dy && dx != dy;
+      continue;
+    }
+    ok = ok && batch.rank == rank && batch.count == count;
+    for (int64_t index = 0; index < count; ++index) {
+      const std::vector<int64_t> c = Coords(index, ob);
+      int64_t want_x = 0, want_y = 0;
+      for (int32_t i = 0; i < rank; ++i) {
+        want_x = want_x * xb[i] + (xb[i] == 1 ? 0 : c[i]);
+        want_y = want_y * yb[i] + (yb[i] == 1 ? 0 : c[i]);
+      }
+      int64_t xi = -1, yi = -1;
+      batch.Sources(index, &xi, &yi);
+      ok = ok && xi == want_x && yi == want_y;
+    }
+  }
+  Report(ok && refused > 0,
+         "BatchMatMul's batch broadcast and refusals against NumPy's rule");
+}
+
+// One product's elements against naive op(x) · op(y): integers wrap
+// (checked against exact 128-bit sums), adjoints index right, and 16-bit
+// floats sum in float32.
+template <typename T>
+bool CheckMatMulElements(int64_t m, int64_t k, int64_t n, bool adj_x,
+                         bool adj_y, std::mt19937_64& gen) {
+  std::vector<T> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(k * n));
+  std::vector<__int128> xv(x.size()), yv(y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint64_t r = gen();
+    x[i] = static_cast<T>(std::is_integral<T>::value ? r : r % 7);
+    xv[i] = static_cast<__int128>(x[i]);
+  }
+  for (size_t i = 0; i < y.size(); ++i) {
+    const uint64_t r = gen();
+    y[i] = static_cast<T>(std::is_integral<T>::value ? r : r % 5);
+    yv[i] = static_cast<__int128>(y[i]);
+  }
+  bool ok = true;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      unsigned __int128 sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const __int128 a = adj_x ? xv[p * m + i] : xv[i * k + p];
+        const __int128 b = adj_y ? yv[j * k + p] : yv[p * n + j];
+        sum += static_cast<unsigned __int128>(a * b);
+      }
+      const T want = static_cast<T>(static_cast<uint64_t>(sum));
+      const T got = MatMulElement<T>(x.data(), y.data(), m, k, n, adj_x,
+                                     adj_y, i, j);
+      ok = ok && got == want;
+    }
+  }
+  return ok;
+}
+
+void TestMatMulElements() {
+  std::mt19937_64 gen(5);
+  bool ok = true;
+  for (int adj = 0; adj < 4; ++adj) {
+    const bool ax = adj & 1, ay = adj & 2;
+    ok = ok && CheckMatMulElements<int32_t>(3, 7, 5, ax, ay, gen);
+    ok = ok && CheckMatMulElements<int64_t>(4, 9, 2, ax, ay, gen);
+    ok = ok && CheckMatMulElements<double>(5, 3, 6, ax, ay, gen);
+    ok = ok && CheckMatMulElements<float>(1, 11, 1, ax, ay, gen);
+  }
+  Report(ok, "matrix product elements: integers wrap, adjoints index right");
+  // float16 and bfloat16: widened, summed in float32, rounded once.
+  const __half hx[3] = {__float2half_rn(1.0f), __float2half_rn(0x1p-11f),
+                        __float2half_rn(0x1p-11f)};
+  const __half hy[3] = {__float2half_rn(1.0f), __float2half_rn(1.0f),
+                        __float2half_rn(1.0f)};
+  // 1 + 2^-11 + 2^-11 = 1 + 2^-10 in float32; half rounding after each
+  // step would give 1 twice (ties to even).
+  const float h = __half2float(
+      MatMulElement<__half>(hx, hy, 1, 3, 1, false, false, 0, 0));
+  const __nv_bfloat16 bx[2] = {__float2bfloat16_rn(256.0f),
+                               __float2bfloat16_rn(1.0f)};
+  const __nv_bfloat16 by[2] = {__float2bfloat16_rn(1.0f),
+                               __float2bfloat16_rn(1.0f)};
+  const float b = __bfloat162float(
+      MatMulElement<__nv_bfloat16>(bx, by, 1, 2, 1, false, false, 0, 0));
+  Report(h == 1.0f + 0x1p-10f && b == 256.0f,
+         "float16 and bfloat16 products sum in float32 and round once");
+}
+
 }  // namespace
 
 int main() {
@@ -1459,6 +1580,8 @@ int main() {
   TestDropout();
   TestShuffleOrder();
   TestBatchNorm();
+  TestMatMulBatch();
+  TestMatMulElements();
   std::printf("1..%d\n", g_case);
   return g_failed == 0 ? 0 : 1;
 }
