@@ -118,6 +118,7 @@ weft_status* RegisterTrainingKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterLayoutKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterRandomKernels(weft_kernel_registrar* registrar);
 weft_status* RegisterBatchMatMulKernels(weft_kernel_registrar* registrar);
+weft_status* RegisterLinalgKernels(weft_kernel_registrar* registrar);
 
 }  // namespace weft_cuda
 

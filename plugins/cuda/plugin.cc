@@ -485,6 +485,7 @@ weft_status* Entry(weft_plugin_init_args* args) {
   if (status == nullptr) {
     status = RegisterBatchMatMulKernels(args->registrar);
   }
+  if (status == nullptr) status = RegisterLinalgKernels(args->registrar);
   if (status != nullptr) return status;
   args->plugin = &kPluginApi;
   return nullptr;

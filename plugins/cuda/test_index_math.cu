@@ -4,6 +4,7 @@
 // GPU, so it runs wherever the plugin builds; the kernels themselves are
 // only exercised on a machine with a CUDA device.  Reports TAP.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "elementwise_ops.h"
 #include "layout_attrs.h"
 #include "layout_ops.h"
+#include "linalg_ops.h"
 #include "matmul_ops.h"
 #include "random_ops.h"
 #include "reduce_ops.h"
@@ -1552,6 +1554,118 @@ void TestMatMulElements() {
          "float16 and bfloat16 products sum in float32 and round once");
 }
 
+// ---- MatrixInverse and MatrixDeterminant (linalg_ops.h) ----
+
+template <typename T>
+bool Invert(const std::vector<T>& a, int64_t n, bool adjoint,
+            std::vector<T>* out) {
+  std::vector<T> work(static_cast<size_t>(n * n));
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  out->assign(static_cast<size_t>(n * n), T(7));
+  return InvertMatrix<T>(a.data(), out->data(), work.data(), perm.data(), n,
+                         adjoint);
+}
+
+template <typename T>
+T Determinant(const std::vector<T>& a, int64_t n) {
+  std::vector<T> work(static_cast<size_t>(n * n) + 1);
+  std::vector<int64_t> perm(static_cast<size_t>(n) + 1);
+  return MatrixDeterminantOf<T>(a.data(), work.data(), perm.data(), n);
+}
+
+// Naive determinant by Gaussian elimination in long double.
+long double NaiveDeterminant(std::vector<long double> a, int64_t n) {
+  long double det = 1;
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t p = c;
+    for (int64_t r = c + 1; r < n; ++r) {
+      if (std::fabs(a[r * n + c]) > std::fabs(a[p * n + c])) p = r;
+    }
+    if (a[p * n + c] == 0) return 0;
+    if (p != c) {
+      for (int64_t j = 0; j < n; ++j) std::swap(a[c * n + j], a[p * n + j]);
+      det = -det;
+    }
+    det *= a[c * n + c];
+    for (int64_t r = c + 1; r < n; ++r) {
+      const long double f = a[r * n + c] / a[c * n + c];
+      for (int64_t j = c; j < n; ++j) a[r * n + j] -= f * a[c * n + j];
+    }
+  }
+  return det;
+}
+
+template <typename T>
+bool CheckRandomInverses(double tolerance) {
+  std::mt19937 gen(31);
+  std::uniform_real_distribution<double> value(-1, 1);
+  bool ok = true;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t n = 1 + trial % 9;
+    std::vector<T> a(static_cast<size_t>(n * n));
+    // Diagonally weighted so the matrices are well conditioned.
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        a[i * n + j] = static_cast<T>(value(gen) + (i == j ? 3.0 : 0.0));
+      }
+    }
+    std::vector<T> inv, adj;
+    ok = ok && Invert(a, n, false, &inv) && Invert(a, n, true, &adj);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        long double sum = 0;
+        for (int64_t p = 0; p < n; ++p) {
+          sum += static_cast<long double>(a[i * n + p]) * inv[p * n + j];
+        }
+        ok = ok && std::fabs(sum - (i == j ? 1 : 0)) < tolerance;
+        ok = ok && adj[j * n + i] == inv[i * n + j];
+      }
+    }
+    std::vector<long double> wide(a.begin(), a.end());
+    const long double want = NaiveDeterminant(wide, n);
+    ok = ok && std::fabs(Determinant(a, n) - want) <=
+                   tolerance * std::fabs(want);
+  }
+  return ok;
+}
+
+void TestLinalg() {
+  Report(CheckRandomInverses<double>(1e-12) &&
+             CheckRandomInverses<float>(1e-4),
+         "MatrixInverse times the matrix is I; the adjoint is the transpose; "
+         "determinants match Gaussian elimination");
+  // The CPU's refusals: exactly singular, pivot at most n·ε of the largest,
+  // NaN and infinity anywhere (even above every pivot); zeros written.
+  std::vector<double> out;
+  bool ok = !Invert<double>({1, 2, 2, 4}, 2, false, &out) &&
+            out == std::vector<double>(4, 0.0);
+  ok = ok && !Invert<double>({1, 0, 0, 2 * DBL_EPSILON}, 2, false, &out);
+  ok = ok && Invert<double>({1, 0, 0, 8 * DBL_EPSILON}, 2, false, &out);
+  ok = ok && !Invert<double>({1, NAN, 0, 1}, 2, false, &out);
+  ok = ok && !Invert<double>({1, INFINITY, 0, 1}, 2, false, &out);
+  std::vector<float> fout;
+  ok = ok && !Invert<float>({1, 0, 0, 2 * FLT_EPSILON}, 2, false, &fout);
+  ok = ok && Invert<float>({1, 0, 0, 8 * FLT_EPSILON}, 2, false, &fout);
+  ok = ok && !Invert<float>({0}, 1, false, &fout);
+  // A permutation is its own inverse, exactly.
+  ok = ok && Invert<double>({0, 1, 1, 0}, 2, false, &out) &&
+       out == std::vector<double>({0, 1, 1, 0});
+  Report(ok, "MatrixInverse refuses what the CPU refuses, with zeros");
+  // Determinants: the empty product, the permutation's sign, singular 0,
+  // partial products past the dtype's range, and overflow to infinity.
+  bool det = Determinant<double>({}, 0) == 1.0;
+  det = det && Determinant<double>({0, 1, 1, 0}, 2) == -1.0;
+  det = det && Determinant<double>({1, 2, 2, 4}, 2) == 0.0;
+  det = det && Determinant<double>({1e200, 0, 0, 0, 1e200, 0, 0, 0, 1e-300},
+                                   3) == 1e200 * (1e200 * 1e-300);
+  det = det && Determinant<float>({1e30f, 0, 0, 1e30f}, 2) == INFINITY;
+  det = det &&
+        Determinant<float>({1e30f, 0, 0, 0, 1e30f, 0, 0, 0, 1e-30f}, 3) ==
+            1e30f;
+  det = det && Determinant<double>({-1e300, 0, 0, 1e300}, 2) == -INFINITY;
+  Report(det, "MatrixDeterminant: 0x0, signs, singular, range as the CPU");
+}
+
 }  // namespace
 
 int main() {
@@ -1582,6 +1696,7 @@ int main() {
   TestBatchNorm();
   TestMatMulBatch();
   TestMatMulElements();
+  TestLinalg();
   std::printf("1..%d\n", g_case);
   return g_failed == 0 ? 0 : 1;
 }
