@@ -8,6 +8,7 @@
 // checks and messages are the CPU's (plugins/cpu/linalg_batch_matmul.cc).
 #include <cstdint>
 
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "layout_attrs.h"
 #include "matmul_ops.h"
@@ -15,13 +16,6 @@
 
 namespace weft_cuda {
 namespace {
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 template <typename T>
 __global__ void BatchMatMulKernel(const T* x, const T* y, T* out,

@@ -23,6 +23,7 @@
 #include "conv_plan.h"
 #include "cudnn_loader.h"
 #include "device_memory.h"
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "window_attrs.h"
 
@@ -50,13 +51,6 @@ static_assert(kDnnDefaultMath == static_cast<int>(CUDNN_DEFAULT_MATH) &&
               "conv_plan.h's DnnMath mirrors cudnnMathType_t");
 
 const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // ---- Layout kernels (index math in conv_plan.h) ----
 

@@ -8,19 +8,13 @@
 
 #include "elementwise_ops.h"
 #include "error_slot.h"
+#include "grid_loop.h"
 #include "kernel_call.h"
 
 namespace weft_cuda {
 namespace {
 
 const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // ---- Binary ops ----
 

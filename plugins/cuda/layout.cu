@@ -11,6 +11,7 @@
 
 #include "elementwise_ops.h"
 #include "error_slot.h"
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "layout_attrs.h"
 #include "layout_ops.h"
@@ -35,13 +36,6 @@ using weft_plugin_kit::SplitArgs;
 using weft_plugin_kit::TileArgs;
 using weft_plugin_kit::TransposeArgs;
 using weft_plugin_kit::UnpackArgs;
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // z[i] = x[walk(i)]: a strided read into a row-major output.
 template <typename Word>

@@ -12,19 +12,13 @@
 
 #include "elementwise_ops.h"
 #include "error_slot.h"
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "layout_attrs.h"
 #include "linalg_ops.h"
 
 namespace weft_cuda {
 namespace {
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // Threads per block for one-matrix-per-thread kernels: few matrices are
 // common, so small blocks spread them over more SMs.

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "error_slot.h"
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "pool_ops.h"
 #include "window_attrs.h"
@@ -26,13 +27,6 @@ namespace {
 using weft_window::Window2D;
 
 const int32_t kFloatTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64};
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // ---- Kernels: one thread per output (forward) or input (gradient)
 // element ----

@@ -8,6 +8,7 @@
 // messages are the CPU's (and the OpenCL plugin's, plugins/opencl/random.cc).
 #include <cstdint>
 
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "random_ops.h"
 
@@ -15,13 +16,6 @@ namespace weft_cuda {
 namespace {
 
 using weft_philox::CounterRandom;
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 bool IsRandomFloat(int32_t dtype) {
   return dtype == WEFT_FLOAT32 || dtype == WEFT_FLOAT64 ||

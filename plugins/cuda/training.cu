@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "elementwise_ops.h"
+#include "grid_loop.h"
 #include "kernel_call.h"
 #include "train_ops.h"
 #include "window_attrs.h"
@@ -27,13 +28,6 @@ const int32_t kFixedSizeTypes[] = {
     WEFT_UINT16,  WEFT_UINT32,  WEFT_UINT64};
 constexpr int32_t kFixedSizeCount =
     sizeof kFixedSizeTypes / sizeof *kFixedSizeTypes;
-
-__device__ __forceinline__ int64_t GridStart() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 template <typename T>
 const T* In(const weft_kernel_tensor& t) {
