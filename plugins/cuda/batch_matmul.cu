@@ -1,10 +1,13 @@
 // BatchMatMul (float16, bfloat16, float32, float64, int32, int64) and
 // MatMul of the dtypes cuBLAS does not take as the CPU does (int32, int64,
-// float16, bfloat16): one thread per output element sums its dot product in
-// order (matmul_ops.h, host-tested).  Integers wrap as on the CPU; float16
-// and bfloat16 are widened to float32, summed in float32 and rounded back,
-// as the CPU's fallback does.  Float sums run in another order than Eigen's
-// or oneDNN's, so they may differ from the CPU's in the last bits.  The
+// float16, bfloat16).  float32 and float64 BatchMatMul go to cuBLAS's
+// strided-batched gemm (matmul.cc) where each operand is one matrix or one
+// per output matrix; everything else is a plain kernel, one thread per
+// output element summing its dot product in order (matmul_ops.h,
+// host-tested).  Integers wrap as on the CPU; float16 and bfloat16 are
+// widened to float32, summed in float32 and rounded back, as the CPU's
+// fallback does.  Float sums run in another order than Eigen's or
+// oneDNN's, so they may differ from the CPU's in the last bits.  The
 // checks and messages are the CPU's (plugins/cpu/linalg_batch_matmul.cc).
 #include <cstdint>
 
@@ -165,6 +168,16 @@ weft_status* BatchMatMulCompute(void*, weft_kernel_context* ctx) {
     if (weft_status* s =
             call.AllocateOutput(0, x.dtype, dims, batch.rank + 2, &out)) {
       return s;
+    }
+    // float32 and float64 go to cuBLAS when each operand is one matrix or
+    // one per output matrix (no partial broadcast), as the CPU's go to
+    // oneDNN or Eigen.
+    int64_t x_stride = 0, y_stride = 0;
+    if (IsFloat(x.dtype) && out.element_count > 0 && k > 0 &&
+        UniformBatchStrides(x.dims, x.rank, y.dims, y.rank, batch, m * k,
+                            k * n, &x_stride, &y_stride)) {
+      return BlasBatchMatMul(call, x, adj_x, x_stride, y, adj_y, y_stride, m,
+                             n, k, batch.count, out);
     }
     return PlainMatMul(call, x, y, out, batch, m, k, n, adj_x, adj_y);
   });

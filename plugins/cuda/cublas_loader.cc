@@ -50,6 +50,10 @@ Loaded Load() {
               &l.why) &&
          Bind(lib, WEFT_CUDA_SYMBOL(cublasSgemm_64), &a.sgemm, &l.why) &&
          Bind(lib, WEFT_CUDA_SYMBOL(cublasDgemm_64), &a.dgemm, &l.why) &&
+         Bind(lib, WEFT_CUDA_SYMBOL(cublasSgemmStridedBatched_64),
+              &a.sgemm_batched, &l.why) &&
+         Bind(lib, WEFT_CUDA_SYMBOL(cublasDgemmStridedBatched_64),
+              &a.dgemm_batched, &l.why) &&
          Bind(lib, WEFT_CUDA_SYMBOL(cublasGetStatusString), &a.status_string,
               &l.why);
   // On a missing symbol the library stays open: a retry would fail the

@@ -20,6 +20,8 @@ struct BlasApi {
   decltype(&cublasSetStream) set_stream;
   decltype(&cublasSgemm_64) sgemm;
   decltype(&cublasDgemm_64) dgemm;
+  decltype(&cublasSgemmStridedBatched_64) sgemm_batched;
+  decltype(&cublasDgemmStridedBatched_64) dgemm_batched;
   decltype(&cublasGetStatusString) status_string;
 };
 

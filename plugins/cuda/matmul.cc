@@ -1,5 +1,7 @@
 // MatMul through cuBLAS (float32, float64; int32, int64, float16 and
-// bfloat16 go to the plain kernel of batch_matmul.cu).  cuBLAS is column-major and Weft row-major; a
+// bfloat16 go to the plain kernel of batch_matmul.cu), and float32 and
+// float64 BatchMatMul through its strided-batched gemm where each operand
+// is either one matrix or one per output matrix.  cuBLAS is column-major and Weft row-major; a
 // row-major [R, C] buffer read column-major is the transpose [C, R].  So
 // instead of C = op(A) op(B) the call computes C^T = op(B)^T op(A)^T, which
 // needs no copies: B goes first, and each operand's cuBLAS op is the Weft
@@ -82,6 +84,59 @@ cublasStatus_t Gemm(const BlasApi& blas, cublasHandle_t handle,
   const double one = 1.0, zero = 0.0;
   return blas.dgemm(handle, op_first, op_second, m, n, k, &one, first,
                     ld_first, second, ld_second, &zero, out, ld_out);
+}
+
+cublasStatus_t GemmBatched(const BlasApi& blas, cublasHandle_t handle,
+                           cublasOperation_t op_first,
+                           cublasOperation_t op_second, int64_t m, int64_t n,
+                           int64_t k, const float* first, int64_t ld_first,
+                           int64_t stride_first, const float* second,
+                           int64_t ld_second, int64_t stride_second,
+                           float* out, int64_t ld_out, int64_t stride_out,
+                           int64_t count) {
+  const float one = 1.0f, zero = 0.0f;
+  return blas.sgemm_batched(handle, op_first, op_second, m, n, k, &one, first,
+                            ld_first, stride_first, second, ld_second,
+                            stride_second, &zero, out, ld_out, stride_out,
+                            count);
+}
+
+cublasStatus_t GemmBatched(const BlasApi& blas, cublasHandle_t handle,
+                           cublasOperation_t op_first,
+                           cublasOperation_t op_second, int64_t m, int64_t n,
+                           int64_t k, const double* first, int64_t ld_first,
+                           int64_t stride_first, const double* second,
+                           int64_t ld_second, int64_t stride_second,
+                           double* out, int64_t ld_out, int64_t stride_out,
+                           int64_t count) {
+  const double one = 1.0, zero = 0.0;
+  return blas.dgemm_batched(handle, op_first, op_second, m, n, k, &one, first,
+                            ld_first, stride_first, second, ld_second,
+                            stride_second, &zero, out, ld_out, stride_out,
+                            count);
+}
+
+template <typename T>
+weft_status* BatchedTyped(const KernelCall& call, const weft_kernel_tensor& x,
+                          bool adj_x, int64_t x_stride,
+                          const weft_kernel_tensor& y, bool adj_y,
+                          int64_t y_stride, int64_t m, int64_t n, int64_t k,
+                          int64_t count, const weft_kernel_tensor& out) {
+  std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
+  cublasHandle_t handle = nullptr;
+  const BlasApi* api = nullptr;
+  weft_status* status = StreamBlasHandle(call, &api, &handle);
+  if (status != nullptr) return status;
+  // As in MatMulTyped: C^T = op(y)^T op(x)^T, matrix by matrix.
+  const cublasStatus_t blas = GemmBatched(
+      *api, handle, adj_y ? CUBLAS_OP_T : CUBLAS_OP_N,
+      adj_x ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+      static_cast<const T*>(TensorData(y)), y.dims[y.rank - 1], y_stride,
+      static_cast<const T*>(TensorData(x)), x.dims[x.rank - 1], x_stride,
+      static_cast<T*>(TensorData(out)), n, m * n, count);
+  return blas == CUBLAS_STATUS_SUCCESS
+             ? nullptr
+             : BlasError(call, *api, blas, "cuBLAS strided-batched gemm");
 }
 
 template <typename T>
@@ -176,6 +231,20 @@ weft_status* MatMulCompute(void*, weft_kernel_context* ctx) {
 }
 
 }  // namespace
+
+weft_status* BlasBatchMatMul(const KernelCall& call,
+                             const weft_kernel_tensor& x, bool adj_x,
+                             int64_t x_stride, const weft_kernel_tensor& y,
+                             bool adj_y, int64_t y_stride, int64_t m,
+                             int64_t n, int64_t k, int64_t count,
+                             const weft_kernel_tensor& out) {
+  if (out.dtype == WEFT_FLOAT64) {
+    return BatchedTyped<double>(call, x, adj_x, x_stride, y, adj_y, y_stride,
+                                m, n, k, count, out);
+  }
+  return BatchedTyped<float>(call, x, adj_x, x_stride, y, adj_y, y_stride, m,
+                             n, k, count, out);
+}
 
 weft_status* RegisterMatMulKernels(weft_kernel_registrar* registrar) {
   static const int32_t kTypes[] = {WEFT_FLOAT32, WEFT_FLOAT64, WEFT_INT32,

@@ -77,6 +77,27 @@ inline bool BroadcastMatMulBatch(const int64_t* x_dims, int32_t x_rank,
   return true;
 }
 
+// Whether cuBLAS's strided-batched gemm takes this batch: each operand one
+// matrix for all (stride 0) or one per output matrix (stride: its matrix
+// size in elements), never a partial broadcast.  x_matrix and y_matrix are
+// the operands' matrix sizes.
+inline bool UniformBatchStrides(const int64_t* x_dims, int32_t x_rank,
+                                const int64_t* y_dims, int32_t y_rank,
+                                const MatMulBatch& batch, int64_t x_matrix,
+                                int64_t y_matrix, int64_t* x_stride,
+                                int64_t* y_stride) {
+  int64_t x_count = 1, y_count = 1;
+  for (int32_t i = 0; i < x_rank - 2; ++i) x_count *= x_dims[i];
+  for (int32_t i = 0; i < y_rank - 2; ++i) y_count *= y_dims[i];
+  if ((x_count != batch.count && x_count != 1) ||
+      (y_count != batch.count && y_count != 1)) {
+    return false;
+  }
+  *x_stride = x_count == 1 ? 0 : x_matrix;
+  *y_stride = y_count == 1 ? 0 : y_matrix;
+  return true;
+}
+
 // The accumulator: float for float16 and bfloat16 (the CPU's widened
 // product), unsigned for integers so that the sum wraps without undefined
 // behaviour, T otherwise.

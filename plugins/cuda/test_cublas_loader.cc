@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   Check(blas != nullptr, "cuBLAS loads: " + (blas ? std::string("yes") : why));
   Check(blas != nullptr && blas->create && blas->destroy &&
             blas->set_stream && blas->sgemm && blas->dgemm &&
+            blas->sgemm_batched && blas->dgemm_batched &&
             blas->status_string,
         "every cuBLAS function the plugin calls resolves");
   std::string needed = "no plugin named";

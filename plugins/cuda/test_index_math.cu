@@ -1441,7 +1441,7 @@ void TestBatchNorm() {
 void TestMatMulBatch() {
   std::mt19937 gen(77);
   bool ok = true;
-  int refused = 0;
+  int refused = 0, uniform_seen = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     const int32_t xr = 2 + static_cast<int32_t>(gen() % 4);
     const int32_t yr = 2 + static_cast<int32_t>(gen() % 4);
@@ -1472,6 +1472,13 @@ void TestMatMulBatch() {
       continue;
     }
     ok = ok && batch.rank == rank && batch.count == count;
+    // Where cuBLAS's strided batch takes the layout, its matrices are the
+    // plain kernel's.
+    int64_t x_stride = -1, y_stride = -1;
+    const bool uniform = UniformBatchStrides(xd.data(), xr, yd.data(), yr,
+                                             batch, 6, 35, &x_stride,
+                                             &y_stride);
+    uniform_seen += uniform;
     for (int64_t index = 0; index < count; ++index) {
       const std::vector<int64_t> c = Coords(index, ob);
       int64_t want_x = 0, want_y = 0;
@@ -1482,10 +1489,13 @@ void TestMatMulBatch() {
       int64_t xi = -1, yi = -1;
       batch.Sources(index, &xi, &yi);
       ok = ok && xi == want_x && yi == want_y;
+      ok = ok && (!uniform || (index * x_stride == xi * 6 &&
+                               index * y_stride == yi * 35));
     }
   }
-  Report(ok && refused > 0,
-         "BatchMatMul's batch broadcast and refusals against NumPy's rule");
+  Report(ok && refused > 0 && uniform_seen > 0,
+         "BatchMatMul's batch broadcast and refusals against NumPy's rule; "
+         "cuBLAS's strides where it takes the batch");
 }
 
 // One product's elements against naive op(x) · op(y): integers wrap
