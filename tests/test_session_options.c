@@ -164,8 +164,10 @@ Test(session_options, bad_values_are_refused) {
 Test(session_options, device_patterns) {
   weft_graph* graph = wt_graph_new();
   weft_output fetch = build(graph);
+  /* "CPU:0" is short for "/device:CPU:0" (and "cpu:*" for any CPU). */
   static const char* const patterns[] = {"/device:CPU:0", "/device:CPU:*",
-                                         "CPU", "/device:CPU:0,CPU"};
+                                         "CPU", "/device:CPU:0,CPU",
+                                         "CPU:0", "cpu:*"};
   for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; ++i) {
     weft_session_options options;
     weft_session_options_init(&options);
@@ -179,6 +181,9 @@ Test(session_options, device_patterns) {
   weft_session_options_init(&options);
   options.devices = "/device:CPU:99";
   weft_session* session = NULL;
+  WT_EXPECT_CODE(weft_session_create(graph, &options, &session),
+                 WEFT_NOT_FOUND);
+  options.devices = "CPU:99";
   WT_EXPECT_CODE(weft_session_create(graph, &options, &session),
                  WEFT_NOT_FOUND);
   weft_graph_destroy(graph);

@@ -20,10 +20,26 @@ std::string WithoutTask(const std::string& name) {
   return t;
 }
 
+namespace {
+
+const char kDevicePrefix[] = "/device:";
+
+// A term as a device name: "CPU:0" and "OPENCL:*" are short for
+// "/device:CPU:0" and "/device:OPENCL:*"; a bare type ("OPENCL") and full
+// names stay as they are.
+std::string FullTerm(std::string t) {
+  if (t.compare(0, sizeof kDevicePrefix - 1, kDevicePrefix) != 0 &&
+      t.find(':') != std::string::npos && t[0] != '/')
+    t = kDevicePrefix + t;
+  return t;
+}
+
+}  // namespace
+
 bool DeviceMatches(const Device& d, const std::string& raw) {
-  std::string t = WithoutTask(raw);
+  std::string t = FullTerm(WithoutTask(raw));
   if (t.empty()) return true;  // "/job:ps/task:0": any device of that task
-  const std::string prefix = "/device:";
+  const std::string prefix = kDevicePrefix;
   if (t.compare(0, prefix.size(), prefix) != 0)
     return strcasecmp(t.c_str(), d.type.c_str()) == 0;
   t = t.substr(prefix.size());
@@ -43,7 +59,7 @@ bool FilterMayName(const std::string& filter, const std::string& type) {
   probe.type = type;
   bool named = false;
   weft_status_destroy(ForEachListTerm(filter, [&](const std::string& term) {
-    std::string t = WithoutTask(term);
+    std::string t = FullTerm(WithoutTask(term));
     const size_t colon = t.rfind(':');
     if (t.compare(0, 8, "/device:") == 0 && colon > 8)
       t = t.substr(0, colon) + ":*";
