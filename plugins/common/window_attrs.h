@@ -173,6 +173,122 @@ inline weft_status* ReadBatchNormArgs(const KernelCallBase& call,
   return call.AttrBool("scale_after_normalization", false, scale);
 }
 
+// "<what> must have rank 4, got rank R".
+inline weft_status* CheckRank4(const KernelCallBase& call, const char* what,
+                               const weft_kernel_tensor& t) {
+  if (t.rank == 4) return nullptr;
+  return call.Error(WEFT_INVALID_ARGUMENT, "%s must have rank 4, got rank %d",
+                    what, t.rank);
+}
+
+// The window-index ops hold a position in a window as uint8: at most 256
+// elements.
+inline weft_status* CheckWindowIndexFits(const KernelCallBase& call,
+                                         const weft_window::Window2D& w) {
+  if (w.k_h * w.k_w <= 256) return nullptr;
+  return call.Error(WEFT_INVALID_ARGUMENT,
+                    "a window of %lld x %lld elements has positions a uint8 "
+                    "cannot hold (at most 256 elements)",
+                    static_cast<long long>(w.k_h),
+                    static_cast<long long>(w.k_w));
+}
+
+// Conv2D's window over NHWC `in` with HWIO `filter` (both rank 4, one
+// dtype), checking their channels agree and, for FusedConv2D, that `bias`
+// is [Cout] of their dtype.
+inline weft_status* ConvWindow(const KernelCallBase& call,
+                               const weft_kernel_tensor& in,
+                               const weft_kernel_tensor& filter,
+                               const weft_kernel_tensor* bias,
+                               weft_window::Window2D* w) {
+  if (filter.dims[2] != in.dims[3]) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "input has %lld channels but the filter expects %lld",
+                      static_cast<long long>(in.dims[3]),
+                      static_cast<long long>(filter.dims[2]));
+  }
+  const int64_t out_channels = filter.dims[3];
+  if (bias != nullptr && (bias->dtype != in.dtype || bias->rank != 1 ||
+                          bias->dims[0] != out_channels)) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "bias must be [%lld] of %s, one per output channel",
+                      static_cast<long long>(out_channels),
+                      weft_dtype_name_of(in.dtype));
+  }
+  *w = NhwcWindow(in.dims);
+  w->k_h = filter.dims[0];
+  w->k_w = filter.dims[1];
+  return ReadWindowAttrs(call, false, w);
+}
+
+// Conv2DBackpropInput's window: over input_sizes (-1 entries from the
+// operands) into `sizes`, the filter's channels agreeing, `dy` of the
+// forward output's shape.
+inline weft_status* ConvBackpropInputWindow(const KernelCallBase& call,
+                                            const weft_kernel_tensor& filter,
+                                            const weft_kernel_tensor& dy,
+                                            int64_t sizes[4],
+                                            weft_window::Window2D* w) {
+  const int64_t fallback[4] = {dy.dims[0], -1, -1, filter.dims[2]};
+  if (weft_status* s = ReadSizes(call, "input_sizes", fallback, sizes)) {
+    return s;
+  }
+  *w = NhwcWindow(sizes);
+  w->k_h = filter.dims[0];
+  w->k_w = filter.dims[1];
+  if (weft_status* s = ReadWindowAttrs(call, false, w)) return s;
+  if (w->channels != filter.dims[2]) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "input_sizes has %lld channels, the filter %lld",
+                      static_cast<long long>(w->channels),
+                      static_cast<long long>(filter.dims[2]));
+  }
+  return CheckOutputGrad(call, *w, filter.dims[3], dy);
+}
+
+// Conv2DBackpropFilter's window: filter_sizes (-1 entries from the
+// operands) into `sizes`, the input's channels agreeing, `dy` of the
+// forward output's shape.
+inline weft_status* ConvBackpropFilterWindow(const KernelCallBase& call,
+                                             const weft_kernel_tensor& in,
+                                             const weft_kernel_tensor& dy,
+                                             int64_t sizes[4],
+                                             weft_window::Window2D* w) {
+  const int64_t fallback[4] = {-1, -1, in.dims[3], dy.dims[3]};
+  if (weft_status* s = ReadSizes(call, "filter_sizes", fallback, sizes)) {
+    return s;
+  }
+  *w = NhwcWindow(in.dims);
+  w->k_h = sizes[0];
+  w->k_w = sizes[1];
+  if (weft_status* s = ReadWindowAttrs(call, false, w)) return s;
+  if (sizes[2] != in.dims[3]) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "filter_sizes has %lld input channels, the input %lld",
+                      static_cast<long long>(sizes[2]),
+                      static_cast<long long>(in.dims[3]));
+  }
+  return CheckOutputGrad(call, *w, sizes[3], dy);
+}
+
+// A pooling gradient's window: over input_sizes (-1 entries from the
+// gradient `dy`) when `sizes_from_attr`, else over the `sizes` given; the
+// gradient must have the window's output shape.
+inline weft_status* PoolGradWindow(const KernelCallBase& call,
+                                   const weft_kernel_tensor& dy,
+                                   bool sizes_from_attr, int64_t sizes[4],
+                                   weft_window::Window2D* w) {
+  if (sizes_from_attr) {
+    const int64_t fallback[4] = {dy.dims[0], -1, -1, dy.dims[3]};
+    if (weft_status* s = ReadSizes(call, "input_sizes", fallback, sizes)) {
+      return s;
+    }
+  }
+  *w = NhwcWindow(sizes);
+  if (weft_status* s = ReadWindowAttrs(call, true, w)) return s;
+  return CheckOutputGrad(call, *w, w->channels, dy);
+}
+
 }  // namespace weft_plugin_kit
 
 #endif  // WEFT_PLUGINS_COMMON_WINDOW_ATTRS_H_

@@ -524,29 +524,15 @@ weft_status* ConvKernel(void* arg, weft_kernel_context* ctx) {
                           "filter [KH, KW, Cin, Cout]", &in, &filter)) {
       return s;
     }
-    if (filter.dims[2] != in.dims[3]) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "input has %lld channels but the filter expects %lld",
-                        static_cast<long long>(in.dims[3]),
-                        static_cast<long long>(filter.dims[2]));
-    }
-    const int64_t out_channels = filter.dims[3];
     if (fused) {
       if (weft_status* s = call.Input(2, &bias)) return s;
-      if (bias.dtype != in.dtype || bias.rank != 1 ||
-          bias.dims[0] != out_channels) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "bias must be [%lld] of %s, one per output channel",
-                          static_cast<long long>(out_channels),
-                          DtypeName(in.dtype));
-      }
     }
-    Window2D w = weft_plugin_kit::NhwcWindow(in.dims);
-    w.k_h = filter.dims[0];
-    w.k_w = filter.dims[1];
-    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
+    Window2D w;
+    if (weft_status* s = weft_plugin_kit::ConvWindow(
+            call, in, filter, fused ? &bias : nullptr, &w)) {
       return s;
     }
+    const int64_t out_channels = filter.dims[3];
     const int64_t dims[4] = {w.batch, w.out_h, w.out_w, out_channels};
     if (weft_status* s = call.AllocateOutput(0, in.dtype, dims, 4, &out)) {
       return s;
@@ -586,29 +572,13 @@ weft_status* ConvBackpropInputKernel(void*, weft_kernel_context* ctx) {
             ReadRank4Pair(call, "filter", "out_backprop", &filter, &dy)) {
       return s;
     }
-    const int64_t fallback[4] = {dy.dims[0], -1, -1, filter.dims[2]};
     int64_t sizes[4];
-    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "input_sizes",
-                                                    fallback, sizes)) {
+    Window2D w;
+    if (weft_status* s = weft_plugin_kit::ConvBackpropInputWindow(
+            call, filter, dy, sizes, &w)) {
       return s;
-    }
-    Window2D w = weft_plugin_kit::NhwcWindow(sizes);
-    w.k_h = filter.dims[0];
-    w.k_w = filter.dims[1];
-    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
-      return s;
-    }
-    if (w.channels != filter.dims[2]) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "input_sizes has %lld channels, the filter %lld",
-                        static_cast<long long>(w.channels),
-                        static_cast<long long>(filter.dims[2]));
     }
     const int64_t out_channels = filter.dims[3];
-    if (weft_status* s =
-            weft_plugin_kit::CheckOutputGrad(call, w, out_channels, dy)) {
-      return s;
-    }
     if (weft_status* s = call.AllocateOutput(0, dy.dtype, sizes, 4, &out)) {
       return s;
     }
@@ -632,26 +602,10 @@ weft_status* ConvBackpropFilterKernel(void*, weft_kernel_context* ctx) {
                                        &dy)) {
       return s;
     }
-    const int64_t fallback[4] = {-1, -1, in.dims[3], dy.dims[3]};
     int64_t sizes[4];
-    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "filter_sizes",
-                                                    fallback, sizes)) {
-      return s;
-    }
-    Window2D w = weft_plugin_kit::NhwcWindow(in.dims);
-    w.k_h = sizes[0];
-    w.k_w = sizes[1];
-    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
-      return s;
-    }
-    if (sizes[2] != in.dims[3]) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "filter_sizes has %lld input channels, the input %lld",
-                        static_cast<long long>(sizes[2]),
-                        static_cast<long long>(in.dims[3]));
-    }
-    if (weft_status* s =
-            weft_plugin_kit::CheckOutputGrad(call, w, sizes[3], dy)) {
+    Window2D w;
+    if (weft_status* s = weft_plugin_kit::ConvBackpropFilterWindow(
+            call, in, dy, sizes, &w)) {
       return s;
     }
     if (weft_status* s = call.AllocateOutput(0, in.dtype, sizes, 4, &out)) {

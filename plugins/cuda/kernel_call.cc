@@ -95,13 +95,6 @@ bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b) {
           std::memcmp(a.dims, b.dims, sizeof(int64_t) * a.rank) == 0);
 }
 
-weft_status* CheckRank4(const KernelCall& call, const char* what,
-                        const weft_kernel_tensor& t) {
-  if (t.rank == 4) return nullptr;
-  return call.Error(WEFT_INVALID_ARGUMENT, "%s must have rank 4, got rank %d",
-                    what, t.rank);
-}
-
 weft_status* ReadRank4Pair(const KernelCall& call, const char* first,
                            const char* second, weft_kernel_tensor* a,
                            weft_kernel_tensor* b) {

@@ -11,6 +11,7 @@
 
 #include "cuda_plugin.h"
 #include "plugin_kit.h"
+#include "window_attrs.h"
 
 namespace weft_cuda {
 
@@ -91,9 +92,7 @@ bool SameDims(const weft_kernel_tensor& a, const weft_kernel_tensor& b);
 inline bool IsFloat(int32_t dtype) {
   return dtype == WEFT_FLOAT32 || dtype == WEFT_FLOAT64;
 }
-// "<what> must have rank 4, got rank R".
-weft_status* CheckRank4(const KernelCall& call, const char* what,
-                        const weft_kernel_tensor& t);
+using weft_plugin_kit::CheckRank4;  // window_attrs.h
 // Inputs 0 and 1, both rank-4 floats of one dtype.
 weft_status* ReadRank4Pair(const KernelCall& call, const char* first,
                            const char* second, weft_kernel_tensor* a,

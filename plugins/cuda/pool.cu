@@ -136,15 +136,9 @@ Pool PoolOf(void* arg) {
   return static_cast<Pool>(static_cast<int*>(arg) - g_pool_tags);
 }
 
-// Window positions are held as uint8: at most 256 elements.
-weft_status* CheckWindowIndexFits(const KernelCall& call, const Window2D& w) {
-  if (w.k_h * w.k_w <= 256) return nullptr;
-  return call.Error(WEFT_INVALID_ARGUMENT,
-                    "a window of %lld x %lld elements has positions a uint8 "
-                    "cannot hold (at most 256 elements)",
-                    static_cast<long long>(w.k_h),
-                    static_cast<long long>(w.k_w));
-}
+using weft_plugin_kit::CheckWindowIndexFits;
+using weft_plugin_kit::PoolGradWindow;
+
 
 template <typename T>
 void LaunchPool(const KernelCall& call, Pool pool, const PoolGeometry& g,
@@ -197,27 +191,6 @@ weft_status* PoolKernel(void* arg, weft_kernel_context* ctx) {
     }
     return call.CheckLaunch(pool == Pool::kAvg ? "AvgPool" : "MaxPool");
   });
-}
-
-// A pooling gradient's window: over input_sizes (-1 entries from the
-// gradient `dy`) when `sizes_from_attr`, else over the `sizes` given; the
-// gradient must have the window's output shape.
-weft_status* PoolGradWindow(const KernelCall& call,
-                            const weft_kernel_tensor& dy,
-                            bool sizes_from_attr, int64_t sizes[4],
-                            Window2D* w) {
-  if (sizes_from_attr) {
-    const int64_t fallback[4] = {dy.dims[0], -1, -1, dy.dims[3]};
-    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "input_sizes",
-                                                    fallback, sizes)) {
-      return s;
-    }
-  }
-  *w = weft_plugin_kit::NhwcWindow(sizes);
-  if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, true, w)) {
-    return s;
-  }
-  return weft_plugin_kit::CheckOutputGrad(call, *w, w->channels, dy);
 }
 
 // MaxPoolGrad (kind 0), MaxPoolReluGrad (1), AvgPoolGrad (2).

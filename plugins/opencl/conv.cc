@@ -46,12 +46,9 @@ WorkSize Rows(int64_t rows, int64_t cols) {
 
 const BufferArg kNoBuffer = {nullptr, 0};
 
-weft_status* CheckRank4(KernelCall& call, const char* what,
-                        const weft_kernel_tensor& t) {
-  if (t.rank == 4) return nullptr;
-  return call.Error(WEFT_INVALID_ARGUMENT, "%s must have rank 4, got rank %d",
-                    what, t.rank);
-}
+using weft_plugin_kit::CheckRank4;
+using weft_plugin_kit::CheckWindowIndexFits;
+using weft_plugin_kit::PoolGradWindow;
 
 // Inputs 0 and 1, both rank 4 floats of one dtype.
 weft_status* ReadRank4Pair(KernelCall& call, const char* first,
@@ -87,29 +84,15 @@ weft_status* ConvKernel(void* arg, weft_kernel_context* ctx) {
                           "filter [KH, KW, Cin, Cout]", &in, &filter)) {
       return s;
     }
-    if (filter.dims[2] != in.dims[3]) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "input has %lld channels but the filter expects %lld",
-                        static_cast<long long>(in.dims[3]),
-                        static_cast<long long>(filter.dims[2]));
-    }
-    const int64_t out_channels = filter.dims[3];
     if (fused) {
       if (weft_status* s = call.Input(2, &bias)) return s;
-      if (bias.dtype != in.dtype || bias.rank != 1 ||
-          bias.dims[0] != out_channels) {
-        return call.Error(WEFT_INVALID_ARGUMENT,
-                          "bias must be [%lld] of %s, one per output channel",
-                          static_cast<long long>(out_channels),
-                          weft_dtype_name_of(in.dtype));
-      }
     }
-    Window2D w = weft_plugin_kit::NhwcWindow(in.dims);
-    w.k_h = filter.dims[0];
-    w.k_w = filter.dims[1];
-    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
+    Window2D w;
+    if (weft_status* s = weft_plugin_kit::ConvWindow(
+            call, in, filter, fused ? &bias : nullptr, &w)) {
       return s;
     }
+    const int64_t out_channels = filter.dims[3];
     const int64_t dims[4] = {w.batch, w.out_h, w.out_w, out_channels};
     if (weft_status* s = call.AllocateOutput(0, in.dtype, dims, 4, &out)) {
       return s;
@@ -137,29 +120,13 @@ weft_status* ConvBackpropInputKernel(void*, weft_kernel_context* ctx) {
             ReadRank4Pair(call, "filter", "out_backprop", &filter, &dy)) {
       return s;
     }
-    const int64_t fallback[4] = {dy.dims[0], -1, -1, filter.dims[2]};
     int64_t sizes[4];
-    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "input_sizes",
-                                                    fallback, sizes)) {
+    Window2D w;
+    if (weft_status* s = weft_plugin_kit::ConvBackpropInputWindow(
+            call, filter, dy, sizes, &w)) {
       return s;
-    }
-    Window2D w = weft_plugin_kit::NhwcWindow(sizes);
-    w.k_h = filter.dims[0];
-    w.k_w = filter.dims[1];
-    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
-      return s;
-    }
-    if (w.channels != filter.dims[2]) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "input_sizes has %lld channels, the filter %lld",
-                        static_cast<long long>(w.channels),
-                        static_cast<long long>(filter.dims[2]));
     }
     const int64_t out_channels = filter.dims[3];
-    if (weft_status* s =
-            weft_plugin_kit::CheckOutputGrad(call, w, out_channels, dy)) {
-      return s;
-    }
     if (weft_status* s = call.AllocateOutput(0, dy.dtype, sizes, 4, &out)) {
       return s;
     }
@@ -201,26 +168,10 @@ weft_status* ConvBackpropFilterKernel(void*, weft_kernel_context* ctx) {
                                        &dy)) {
       return s;
     }
-    const int64_t fallback[4] = {-1, -1, in.dims[3], dy.dims[3]};
     int64_t sizes[4];
-    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "filter_sizes",
-                                                    fallback, sizes)) {
-      return s;
-    }
-    Window2D w = weft_plugin_kit::NhwcWindow(in.dims);
-    w.k_h = sizes[0];
-    w.k_w = sizes[1];
-    if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, false, &w)) {
-      return s;
-    }
-    if (sizes[2] != in.dims[3]) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "filter_sizes has %lld input channels, the input %lld",
-                        static_cast<long long>(sizes[2]),
-                        static_cast<long long>(in.dims[3]));
-    }
-    if (weft_status* s =
-            weft_plugin_kit::CheckOutputGrad(call, w, sizes[3], dy)) {
+    Window2D w;
+    if (weft_status* s = weft_plugin_kit::ConvBackpropFilterWindow(
+            call, in, dy, sizes, &w)) {
       return s;
     }
     if (weft_status* s = call.AllocateOutput(0, in.dtype, sizes, 4, &out)) {
@@ -242,15 +193,6 @@ weft_status* ConvBackpropFilterKernel(void*, weft_kernel_context* ctx) {
 
 // ---- Pooling ---------------------------------------------------------------
 
-// Window positions are held as uint8: at most 256 elements.
-weft_status* CheckWindowIndexFits(KernelCall& call, const Window2D& w) {
-  if (w.k_h * w.k_w <= 256) return nullptr;
-  return call.Error(WEFT_INVALID_ARGUMENT,
-                    "a window of %lld x %lld elements has positions a uint8 "
-                    "cannot hold (at most 256 elements)",
-                    static_cast<long long>(w.k_h),
-                    static_cast<long long>(w.k_w));
-}
 
 enum class Pool { kMax, kMaxWithIndex, kAvg };
 int g_pool_tags[3];
@@ -301,26 +243,6 @@ weft_status* PoolKernel(void* arg, weft_kernel_context* ctx) {
                        with_index ? Buffer(index) : kNoBuffer, g.g0, g.g1,
                        static_cast<cl_int>(with_index ? 1 : 0));
   });
-}
-
-// A pooling gradient's window: over input_sizes (-1 entries from the
-// gradient `dy`) when `sizes_from_attr`, else over the `sizes` given; the
-// gradient must have the window's output shape.
-weft_status* PoolGradWindow(KernelCall& call, const weft_kernel_tensor& dy,
-                            bool sizes_from_attr, int64_t sizes[4],
-                            Window2D* w) {
-  if (sizes_from_attr) {
-    const int64_t fallback[4] = {dy.dims[0], -1, -1, dy.dims[3]};
-    if (weft_status* s = weft_plugin_kit::ReadSizes(call, "input_sizes",
-                                                    fallback, sizes)) {
-      return s;
-    }
-  }
-  *w = weft_plugin_kit::NhwcWindow(sizes);
-  if (weft_status* s = weft_plugin_kit::ReadWindowAttrs(call, true, w)) {
-    return s;
-  }
-  return weft_plugin_kit::CheckOutputGrad(call, *w, w->channels, dy);
 }
 
 // MaxPoolGrad (kind 0), MaxPoolReluGrad (1), AvgPoolGrad (2): the kind is
