@@ -13,6 +13,7 @@
 #include "elementwise_ops.h"
 #include "grid_loop.h"
 #include "kernel_call.h"
+#include "view_dims.h"
 #include "train_ops.h"
 #include "window_attrs.h"
 
@@ -288,25 +289,15 @@ weft_status* LikeCompute(void* arg, weft_kernel_context* ctx) {
   });
 }
 
-// ---- Views: Reshape, ExpandDims, Squeeze, ReshapeLike ----
+// ---- Views: Reshape, ExpandDims, Squeeze, ReshapeLike (their shapes:
+// plugins/common/view_dims.h) ----
 
-weft_status* Axis(const KernelCall& call, const char* name, int64_t value,
-                  int32_t rank, int32_t* out) {
-  const int64_t axis = value < 0 ? value + rank : value;
-  if (axis < 0 || axis >= rank) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "%s = %lld is out of range for rank %d", name,
-                      static_cast<long long>(value), rank);
-  }
-  *out = static_cast<int32_t>(axis);
-  return nullptr;
-}
+using weft_plugin_kit::ExpandDimsDims;
+using weft_plugin_kit::ReshapeDims;
+using weft_plugin_kit::ReshapeLikeDims;
+using weft_plugin_kit::SqueezeDims;
+using weft_plugin_kit::ViewDims;
 
-using ViewDims = weft_status* (*)(const KernelCall& call,
-                                  const weft_kernel_tensor& x, int64_t* dims,
-                                  int32_t* rank);
-
-// Hands x's buffer on with the dims `kDims` computes: no copy, any dtype.
 template <ViewDims kDims>
 weft_status* ViewCompute(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
@@ -318,113 +309,6 @@ weft_status* ViewCompute(void*, weft_kernel_context* ctx) {
     if (weft_status* s = kDims(call, x, dims, &rank)) return s;
     return call.ForwardInput(0, 0, dims, rank);
   });
-}
-
-// The shape attribute, its -1 resolved against x's element count.
-weft_status* ReshapeDims(const KernelCall& call, const weft_kernel_tensor& x,
-                         int64_t* dims, int32_t* out_rank) {
-  bool present = false;
-  const int64_t* shape = nullptr;
-  int32_t rank = 0;
-  if (weft_status* s = call.AttrIntList("shape", &present, &shape, &rank)) {
-    return s;
-  }
-  if (!present || rank > WEFT_MAX_RANK) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "attribute shape is missing or longer than %d",
-                      WEFT_MAX_RANK);
-  }
-  int32_t inferred = -1;
-  int64_t known = 1;
-  for (int32_t i = 0; i < rank; ++i) {
-    dims[i] = shape[i];
-    if (shape[i] == -1 && inferred < 0) {
-      inferred = i;
-    } else if (shape[i] < 0 ||
-               __builtin_mul_overflow(known, shape[i], &known)) {
-      known = -1;
-      break;
-    }
-  }
-  const int64_t n = x.element_count;
-  const bool ok =
-      known >= 0 && (inferred < 0 ? known == n : known > 0 && n % known == 0);
-  if (!ok) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "cannot reshape %lld elements into a shape of rank %d",
-                      static_cast<long long>(n), rank);
-  }
-  if (inferred >= 0) dims[inferred] = n / known;
-  *out_rank = rank;
-  return nullptr;
-}
-
-weft_status* ExpandDimsDims(const KernelCall& call,
-                            const weft_kernel_tensor& x, int64_t* dims,
-                            int32_t* rank) {
-  if (x.rank >= WEFT_MAX_RANK) {
-    return call.Error(WEFT_INVALID_ARGUMENT, "the output's rank exceeds %d",
-                      WEFT_MAX_RANK);
-  }
-  int64_t value = 0;
-  int32_t axis = 0;
-  if (weft_status* s = call.AttrInt("axis", 0, &value)) return s;
-  if (weft_status* s = Axis(call, "axis", value, x.rank + 1, &axis)) {
-    return s;
-  }
-  for (int32_t i = 0, j = 0; i <= x.rank; ++i) {
-    dims[i] = i == axis ? 1 : x.dims[j++];
-  }
-  *rank = x.rank + 1;
-  return nullptr;
-}
-
-// squeeze_dims absent: every size-1 axis goes.
-weft_status* SqueezeDims(const KernelCall& call, const weft_kernel_tensor& x,
-                         int64_t* dims, int32_t* rank) {
-  bool present = false;
-  const int64_t* listed = nullptr;
-  int32_t count = 0;
-  if (weft_status* s =
-          call.AttrIntList("squeeze_dims", &present, &listed, &count)) {
-    return s;
-  }
-  bool drop[WEFT_MAX_RANK] = {};
-  for (int32_t i = 0; !present && i < x.rank; ++i) drop[i] = x.dims[i] == 1;
-  for (int32_t i = 0; i < count; ++i) {
-    int32_t axis = 0;
-    if (weft_status* s = Axis(call, "squeeze_dims", listed[i], x.rank, &axis)) {
-      return s;
-    }
-    if (x.dims[axis] != 1) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "cannot squeeze dimension %d: its size is %lld, not 1",
-                        axis, static_cast<long long>(x.dims[axis]));
-    }
-    drop[axis] = true;
-  }
-  *rank = 0;
-  for (int32_t i = 0; i < x.rank; ++i) {
-    if (!drop[i]) dims[(*rank)++] = x.dims[i];
-  }
-  return nullptr;
-}
-
-// x with like's run-time shape.
-weft_status* ReshapeLikeDims(const KernelCall& call,
-                             const weft_kernel_tensor& x, int64_t* dims,
-                             int32_t* rank) {
-  weft_kernel_tensor like;
-  if (weft_status* s = call.Input(1, &like)) return s;
-  if (x.element_count != like.element_count) {
-    return call.Error(WEFT_INVALID_ARGUMENT,
-                      "x has %lld elements and like %lld; they must match",
-                      static_cast<long long>(x.element_count),
-                      static_cast<long long>(like.element_count));
-  }
-  for (int32_t i = 0; i < like.rank; ++i) dims[i] = like.dims[i];
-  *rank = like.rank;
-  return nullptr;
 }
 
 // ---- SumGrad, MeanGrad ----
