@@ -52,7 +52,7 @@ extern "C" {
  *  1.12 weft_session_options.serving_jobs, weft_session_serve:
  *       asynchronous clusters of parameter servers; weft_cluster_abort. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 12
+#define WEFT_ABI_VERSION_MINOR 13
 
 /* Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \
