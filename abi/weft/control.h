@@ -1,4 +1,5 @@
-/* Weft — control flow inside the graph: conditionals and loops.
+/** @file
+ * Weft — control flow inside the graph: conditionals and loops.
  *
  * weft_cond() and weft_while_loop() build TensorFlow-style control flow
  * (Switch, Merge, Enter, Exit, NextIteration, LoopCond) from C callbacks
@@ -47,12 +48,12 @@
 extern "C" {
 #endif
 
-/* Builds one branch of a conditional: writes `num_outputs` outputs. */
+/** Builds one branch of a conditional: writes `num_outputs` outputs. */
 typedef weft_status* (*weft_branch_fn)(weft_graph* graph, void* user,
                                        weft_output* outputs,
                                        int32_t num_outputs);
 
-/* outputs[i] = pred ? then's output i : else's output i.  `pred` is a bool
+/** outputs[i] = pred ? then's output i : else's output i.  `pred` is a bool
  * scalar; only the taken branch runs.  The two branches' outputs must agree
  * in dtype; where their shapes differ the result's static shape has -1 (or
  * an unknown rank).  `name` prefixes the nodes made (NULL: "cond"). */
@@ -61,13 +62,13 @@ WEFT_API WEFT_MUST_USE weft_status* weft_cond(
     weft_branch_fn then_fn, weft_branch_fn else_fn, void* user,
     int32_t num_outputs, weft_output* outputs);
 
-/* Builds branch `branch` of an n-way case: writes `num_outputs` outputs. */
+/** Builds branch `branch` of an n-way case: writes `num_outputs` outputs. */
 typedef weft_status* (*weft_case_branch_fn)(weft_graph* graph, void* user,
                                             int32_t branch,
                                             weft_output* outputs,
                                             int32_t num_outputs);
 
-/* outputs[i] = branch `index`'s output i, for an int32 scalar `index`
+/** outputs[i] = branch `index`'s output i, for an int32 scalar `index`
  * selecting one of `num_branches` (>= 1) branches; an index outside
  * [0, num_branches) selects the last one (the default, as TensorFlow's
  * switch_case does).  Only the selected branch runs.  Built as nested
@@ -78,48 +79,50 @@ WEFT_API WEFT_MUST_USE weft_status* weft_case(
     int32_t num_branches, weft_case_branch_fn branch_fn, void* user,
     int32_t num_outputs, weft_output* outputs);
 
-/* Builds the loop condition from the current loop variables: writes a bool
+/** Builds the loop condition from the current loop variables: writes a bool
  * scalar to *out_pred. */
 typedef weft_status* (*weft_loop_cond_fn)(weft_graph* graph, void* user,
                                           const weft_output* vars,
                                           int32_t num_vars,
                                           weft_output* out_pred);
-/* Builds one iteration: writes the next value of each variable (num_vars
+/** Builds one iteration: writes the next value of each variable (num_vars
  * outputs, each of its variable's dtype and fitting its shape invariant). */
 typedef weft_status* (*weft_loop_body_fn)(weft_graph* graph, void* user,
                                           const weft_output* vars,
                                           int32_t num_vars,
                                           weft_output* out_next);
 
-/* A static shape: rank -1 for any rank; dims of -1 for any size. */
+/** A static shape: rank -1 for any rank; dims of -1 for any size. */
 typedef struct weft_shape {
-  int32_t rank;
-  const int64_t* dims;
+  int32_t rank;        /**< -1: any rank */
+  const int64_t* dims; /**< `rank` sizes, -1 for any; borrowed */
 } weft_shape;
 
+/** Options of a while loop.  Set struct_size to sizeof(weft_while_options);
+ * zero-filled fields take the defaults below. */
 typedef struct weft_while_options {
-  size_t struct_size; /* sizeof(weft_while_options) */
-  /* Frame and node name prefix (NULL: "while"); made unique in the graph. */
+  size_t struct_size; /**< sizeof(weft_while_options) */
+  /** Frame and node name prefix (NULL: "while"); made unique in the graph. */
   const char* name;
-  /* Iterations that may run at once (0: 10). */
+  /** Iterations that may run at once (0: 10). */
   int32_t parallel_iterations;
-  /* When > 0, the loop stops after this many iterations even if the
+  /** When > 0, the loop stops after this many iterations even if the
    * condition still holds. */
   int64_t maximum_iterations;
-  /* NULL, or num_vars entries: the shape each variable keeps across
+  /** NULL, or num_vars entries: the shape each variable keeps across
    * iterations.  Without one a variable must keep its initial static
    * shape. */
   const weft_shape* shape_invariants;
 } weft_while_options;
 
-/* while (cond(vars)) vars = body(vars); out_vars[i] = the final vars.
+/** while (cond(vars)) vars = body(vars); out_vars[i] = the final vars.
  * `options` may be NULL for the defaults. */
 WEFT_API WEFT_MUST_USE weft_status* weft_while_loop(
     weft_graph* graph, weft_loop_cond_fn cond, weft_loop_body_fn body,
     void* user, const weft_output* loop_vars, int32_t num_vars,
     const weft_while_options* options, weft_output* out_vars);
 
-/* TensorArrays: lists of tensors of one dtype, written and read by index
+/** TensorArrays: lists of tensors of one dtype, written and read by index
  * inside one Session run — the sequences a loop consumes and produces
  * (TensorFlow's TensorArray).  An array exists once per run, and once per
  * iteration of the loops around the node that made it.  Its `flow` orders
@@ -137,33 +140,33 @@ WEFT_API WEFT_MUST_USE weft_status* weft_while_loop(
  * reached gets zeros).  Elements stay referenced, not copied, until the
  * run ends; unstack makes views of its value. */
 typedef struct weft_tensor_array {
-  const char* name;  /* the TensorArray node's name, owned by the graph */
-  weft_output flow;  /* a float32 scalar that carries the order */
+  const char* name;  /**< the TensorArray node's name, owned by the graph */
+  weft_output flow;  /**< a float32 scalar that carries the order */
 } weft_tensor_array;
 
-/* A new array of `size` (an int32 scalar) elements of `dtype`.
+/** A new array of `size` (an int32 scalar) elements of `dtype`.
  * `element_shape` (NULL: any) is checked on every write and gives reads
  * their static shape.  `name` (NULL: "TensorArray") is made unique. */
 WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_create(
     weft_graph* graph, const char* name, weft_dtype dtype, weft_output size,
     const weft_shape* element_shape, int32_t dynamic_size,
     weft_tensor_array* out);
-/* Element `index` (an int32 scalar) := value; updates array->flow. */
+/** Element `index` (an int32 scalar) := value; updates array->flow. */
 WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_write(
     weft_graph* graph, weft_tensor_array* array, weft_output index,
     weft_output value);
-/* Element `index` (no copy). */
+/** Element `index` (no copy). */
 WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_read(
     weft_graph* graph, weft_tensor_array array, weft_output index,
     weft_output* out);
-/* Every element stacked along a new first dimension. */
+/** Every element stacked along a new first dimension. */
 WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_stack(
     weft_graph* graph, weft_tensor_array array, weft_output* out);
-/* Element i := value[i] for every i along value's first dimension (views,
+/** Element i := value[i] for every i along value's first dimension (views,
  * no copies); updates array->flow. */
 WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_unstack(
     weft_graph* graph, weft_tensor_array* array, weft_output value);
-/* The array's size, an int32 scalar. */
+/** The array's size, an int32 scalar. */
 WEFT_API WEFT_MUST_USE weft_status* weft_tensor_array_size(
     weft_graph* graph, weft_tensor_array array, weft_output* out);
 

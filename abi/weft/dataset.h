@@ -1,4 +1,5 @@
-/* Weft — datasets: input pipelines whose iterator is an op in a graph
+/** @file
+ * Weft — datasets: input pipelines whose iterator is an op in a graph
  * (user API 1.7).
  *
  * A dataset is an immutable description of a stream of elements (each a
@@ -25,49 +26,53 @@
 extern "C" {
 #endif
 
+/** An input pipeline's description: immutable, opaque. */
 typedef struct weft_dataset weft_dataset;
 
+/** Releases a dataset handle; datasets and graphs built from it keep what
+ * they need.  NULL is a no-op. */
 WEFT_API void weft_dataset_destroy(weft_dataset* dataset);
+/** How many tensors (components) each element has. */
 WEFT_API int32_t weft_dataset_num_components(const weft_dataset* dataset);
-/* WEFT_DTYPE_INVALID for an index out of range. */
+/** WEFT_DTYPE_INVALID for an index out of range. */
 WEFT_API weft_dtype weft_dataset_component_dtype(const weft_dataset* dataset,
                                                  int32_t i);
-/* "Batch(Map(TFRecord))"; valid until the calling thread's next call. */
+/** "Batch(Map(TFRecord))"; valid until the calling thread's next call. */
 WEFT_API const char* weft_dataset_name(const weft_dataset* dataset);
 
 /* ---- Sources ---- */
 
-/* Element i is slice i (along dimension 0) of every component; the
+/** Element i is slice i (along dimension 0) of every component; the
  * tensors are copied. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_from_tensor_slices(
     weft_tensor* const* components, int32_t num_components,
     weft_dataset** out);
-/* int64 scalars start, start + step, ... up to (not including) stop. */
+/** int64 scalars start, start + step, ... up to (not including) stop. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_range(
     int64_t start, int64_t stop, int64_t step, weft_dataset** out);
-/* The records of TFRecord files, in order, as uint8 vectors; compression
+/** The records of TFRecord files, in order, as uint8 vectors; compression
  * "" (or NULL), "GZIP" or "ZLIB".  A bad checksum is DATA_LOSS naming the
  * file and the record's offset. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_tfrecord(
     const char* const* paths, int32_t num_paths, const char* compression,
     weft_dataset** out);
-/* The lines of text files (without line ends) as uint8 vectors. */
+/** The lines of text files (without line ends) as uint8 vectors. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_text_lines(
     const char* const* paths, int32_t num_paths, weft_dataset** out);
-/* The slices along dimension 0 of an IDX file (gzip-compressed or not),
+/** The slices along dimension 0 of an IDX file (gzip-compressed or not),
  * the format of MNIST and Fashion-MNIST; its header is read now. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_idx(const char* path,
                                                      weft_dataset** out);
 
 /* ---- Transformations ---- */
 
-/* Elements of several datasets side by side: element i has the components
+/** Elements of several datasets side by side: element i has the components
  * of every input's element i, in order; it ends with the shortest. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_zip(
     const weft_dataset* const* inputs, int32_t num_inputs,
     weft_dataset** out);
 
-/* Each element through a function graph: `fn_inputs` are Placeholders of
+/** Each element through a function graph: `fn_inputs` are Placeholders of
  * `fn` (one per component, of its dtype), `fn_outputs` the new element's
  * components.  Up to num_parallel_calls (1 to 64) elements are mapped at
  * once, in order.  `fn` may be destroyed afterwards. */
@@ -75,41 +80,41 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_map(
     const weft_dataset* input, weft_graph* fn, const weft_output* fn_inputs,
     int32_t num_inputs, const weft_output* fn_outputs, int32_t num_outputs,
     int32_t num_parallel_calls, weft_dataset** out);
-/* The elements for which `predicate` (a bool scalar of `fn`) is true. */
+/** The elements for which `predicate` (a bool scalar of `fn`) is true. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_filter(
     const weft_dataset* input, weft_graph* fn, const weft_output* fn_inputs,
     int32_t num_inputs, weft_output predicate, weft_dataset** out);
-/* Elements drawn at random from a buffer of buffer_size; each pass of the
+/** Elements drawn at random from a buffer of buffer_size; each pass of the
  * dataset shuffles differently, the same way for the same seed. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_shuffle(
     const weft_dataset* input, int64_t buffer_size, int64_t seed,
     weft_dataset** out);
-/* batch_size elements stacked along a new dimension 0; the last batch may
+/** batch_size elements stacked along a new dimension 0; the last batch may
  * be smaller unless drop_remainder.  Elements must agree in shape. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_batch(
     const weft_dataset* input, int64_t batch_size, int32_t drop_remainder,
     weft_dataset** out);
-/* As weft_dataset_batch, padding each batch with zeros to its largest
+/** As weft_dataset_batch, padding each batch with zeros to its largest
  * element in every dimension. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_padded_batch(
     const weft_dataset* input, int64_t batch_size, int32_t drop_remainder,
     weft_dataset** out);
-/* The input `count` times over (-1: forever; an empty input stays empty). */
+/** The input `count` times over (-1: forever; an empty input stays empty). */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_repeat(
     const weft_dataset* input, int64_t count, weft_dataset** out);
-/* The first `count` elements (-1: all). */
+/** The first `count` elements (-1: all). */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_take(
     const weft_dataset* input, int64_t count, weft_dataset** out);
-/* All but the first `count` elements (-1: none). */
+/** All but the first `count` elements (-1: none). */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_skip(
     const weft_dataset* input, int64_t count, weft_dataset** out);
-/* Up to buffer_size elements made ahead on a background thread. */
+/** Up to buffer_size elements made ahead on a background thread. */
 WEFT_API WEFT_MUST_USE weft_status* weft_dataset_prefetch(
     const weft_dataset* input, int64_t buffer_size, weft_dataset** out);
 
 /* ---- Writing records ---- */
 
-/* Writes `records` (uint8 vectors, or any tensor: its bytes) as a TFRecord
+/** Writes `records` (uint8 vectors, or any tensor: its bytes) as a TFRecord
  * file at `path` (compression "" or NULL, "GZIP", "ZLIB"), TensorFlow's
  * format: written beside and renamed in, so a reader sees the old file or
  * the whole new one.  A path that is not absent or a regular file is
@@ -120,7 +125,7 @@ WEFT_API WEFT_MUST_USE weft_status* weft_tfrecord_write(
 
 /* ---- Reading it in a graph ---- */
 
-/* Adds node `name` (IteratorGetNext) to `graph`: components[i] (room for
+/** Adds node `name` (IteratorGetNext) to `graph`: components[i] (room for
  * weft_dataset_num_components) is component i of the next element.
  * *init (may be NULL) is an IteratorInit node, a target that starts the
  * pass again.  Sessions keep one iterator per name; it starts on first
@@ -132,7 +137,7 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_iterator(
 
 /* ---- Fixed-length records and interleave (user API 1.8) ---- */
 
-/* The records of files of fixed-size records (CIFAR-10's files, raw
+/** The records of files of fixed-size records (CIFAR-10's files, raw
  * arrays), in order, as uint8 vectors of record_bytes (1 to 2^30): each
  * file is header_bytes, its records, then footer_bytes (each 0 to 2^30),
  * as tf.data's FixedLengthRecordDataset reads them; compression "" (or
@@ -146,7 +151,7 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_fixed_length_records(
     int64_t record_bytes, int64_t footer_bytes, const char* compression,
     weft_dataset** out);
 
-/* Makes the dataset of one input element of weft_dataset_interleave (a
+/** Makes the dataset of one input element of weft_dataset_interleave (a
  * file's records, for an input of file names).  `element` holds the
  * element's num_components tensors, borrowed for the call (a path is a
  * uint8 vector of its bytes, with no terminating NUL).  Returns NULL and a
@@ -162,7 +167,7 @@ typedef weft_status* (*weft_dataset_make_fn)(void* arg,
                                              int32_t num_components,
                                              weft_dataset** out);
 
-/* tf.data's interleave (deterministic): make(arg, element) turns each
+/** tf.data's interleave (deterministic): make(arg, element) turns each
  * element of `input` into a dataset; cycle_length of those (1 to 1024)
  * are open at once and read block_length elements (1 to 2^30) each in
  * turn; one that ends is replaced, at its next turn, by the dataset of
@@ -188,7 +193,7 @@ WEFT_API WEFT_MUST_USE weft_status* weft_dataset_interleave(
     int32_t num_components, int64_t cycle_length, int64_t block_length,
     int32_t num_parallel_calls, weft_dataset** out);
 
-/* The shape of component i of every element: returns its rank and writes
+/** The shape of component i of every element: returns its rank and writes
  * its dims (room for WEFT_MAX_RANK; NULL to ask only the rank) with -1
  * where elements differ; -1 when even the rank varies or is unknown (a
  * map function's output of unknown shape), -2 for an index out of range

@@ -1,4 +1,5 @@
-/* Weft — element types.
+/** @file
+ * Weft — element types.
  *
  * The numeric values are part of the ABI: they are stored in files and passed
  * across the plugin boundary, so they never change and new types are
@@ -16,6 +17,7 @@
 extern "C" {
 #endif
 
+/** Element types.  Values are stable; new types are appended. */
 typedef enum weft_dtype WEFT_ENUM_BASE {
   WEFT_DTYPE_INVALID = 0,
   WEFT_FLOAT32 = 1,
@@ -23,9 +25,9 @@ typedef enum weft_dtype WEFT_ENUM_BASE {
   WEFT_INT32 = 3,
   WEFT_INT64 = 4,
   WEFT_UINT8 = 5,
-  WEFT_BOOL = 6,     /* one byte per element, 0 or 1 */
-  WEFT_FLOAT16 = 7,  /* IEEE 754 binary16 */
-  WEFT_BFLOAT16 = 8, /* upper 16 bits of a binary32 */
+  WEFT_BOOL = 6,     /**< one byte per element, 0 or 1 */
+  WEFT_FLOAT16 = 7,  /**< IEEE 754 binary16 */
+  WEFT_BFLOAT16 = 8, /**< upper 16 bits of a binary32 */
   WEFT_INT8 = 9,
   WEFT_INT16 = 10,
   WEFT_UINT16 = 11,
@@ -33,15 +35,15 @@ typedef enum weft_dtype WEFT_ENUM_BASE {
   WEFT_UINT64 = 13
 } weft_dtype;
 
-/* Bytes per element; 0 for WEFT_DTYPE_INVALID or an unknown value.
+/** Bytes per element; 0 for WEFT_DTYPE_INVALID or an unknown value.
  * Thread-safe. */
 WEFT_API size_t weft_dtype_size(weft_dtype dtype);
 
-/* A constant lower-case name such as "float32"; "invalid" for unknown values.
+/** A constant lower-case name such as "float32"; "invalid" for unknown values.
  * Static storage.  Thread-safe. */
 WEFT_API const char* weft_dtype_name(weft_dtype dtype);
 
-/* Header-only forms of the two functions above, for plugins: a plugin links
+/** Header-only forms of the two functions above, for plugins: a plugin links
  * nothing of libweft, and this keeps one table of names and sizes for the
  * runtime and every plugin alike.  Unknown values give 0 and "invalid". */
 static inline size_t weft_dtype_size_of(int32_t dtype) {

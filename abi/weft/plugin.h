@@ -1,4 +1,5 @@
-/* Weft — the plugin interface, version 1.
+/** @file
+ * Weft — the plugin interface, version 1.
  *
  * A device plugin is a shared object that exports one symbol,
  * `weft_plugin_entry` (WEFT_PLUGIN_ENTRY_NAME), of type weft_plugin_entry_fn.
@@ -85,11 +86,14 @@
 extern "C" {
 #endif
 
+/** The plugin interface's major version these headers describe. */
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
+/** The plugin interface's minor version these headers describe. */
 #define WEFT_PLUGIN_INTERFACE_MINOR 7
+/** The one symbol a plugin exports: a weft_plugin_entry_fn. */
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
-/* Limits the host enforces on what a plugin hands it.  Every string a
+/** Limits the host enforces on what a plugin hands it.  Every string a
  * plugin gives the host (table strings, device properties, kernel and
  * gradient op names, attribute names, status messages, log lines) is read
  * for at most WEFT_PLUGIN_MAX_STRING bytes, terminating NUL included: a
@@ -100,40 +104,43 @@ extern "C" {
  * report at most WEFT_PLUGIN_MAX_DEVICES devices; more (or a negative
  * count) refuses the plugin. */
 #define WEFT_PLUGIN_MAX_STRING 1024
-#define WEFT_PLUGIN_MAX_NAME 64
-#define WEFT_PLUGIN_MAX_DEVICES 1024
+#define WEFT_PLUGIN_MAX_NAME 64     /**< see WEFT_PLUGIN_MAX_STRING */
+#define WEFT_PLUGIN_MAX_DEVICES 1024 /**< see WEFT_PLUGIN_MAX_STRING */
 
 #if defined(__GNUC__)
+/** Marks the plugin's entry point as exported from its shared object. */
 #define WEFT_PLUGIN_EXPORT __attribute__((visibility("default")))
 #else
 #define WEFT_PLUGIN_EXPORT
 #endif
 
-/* Plugin-defined objects, opaque to the host. */
+/** Plugin-defined objects, opaque to the host. */
 typedef struct weft_plugin_device weft_plugin_device;
-typedef struct weft_plugin_stream weft_plugin_stream;
-typedef struct weft_plugin_event weft_plugin_event;
-/* A communicator among the ranks of an MPI job, one per device (1.7). */
+typedef struct weft_plugin_stream weft_plugin_stream; /**< a queue of work */
+typedef struct weft_plugin_event weft_plugin_event;   /**< a point in a stream */
+/** A communicator among the ranks of an MPI job, one per device (1.7). */
 typedef struct weft_plugin_comm weft_plugin_comm;
 
-/* The most bytes a communicator id may have (collective_unique_id, 1.7):
+/** The most bytes a communicator id may have (collective_unique_id, 1.7):
  * NCCL's take 128. */
 #define WEFT_PLUGIN_MAX_COMM_ID 1024
 
-/* What collective_all_reduce computes (1.7). */
+/** What collective_all_reduce computes (1.7). */
 typedef enum weft_collective_reduction WEFT_ENUM_BASE {
-  /* The element-wise sum over the ranks. */
+  /** The element-wise sum over the ranks. */
   WEFT_COLLECTIVE_SUM = 0,
-  /* The sum, then each element multiplied by 1 / size in double precision
+  /** The sum, then each element multiplied by 1 / size in double precision
    * and rounded once to the dtype: (T)((double)sum * (1.0 / size)), as the
    * host computes the mean of the MPI path (float32 and float64 only). */
   WEFT_COLLECTIVE_MEAN = 1
 } weft_collective_reduction;
 
-/* Host-defined objects, opaque to the plugin. */
+/** Host-defined objects, opaque to the plugin. */
 typedef struct weft_kernel_context weft_kernel_context;
+/** The handle register_kernel takes, valid during the plugin's entry. */
 typedef struct weft_kernel_registrar weft_kernel_registrar;
 
+/** Severities of host->log. */
 typedef enum weft_log_level WEFT_ENUM_BASE {
   WEFT_LOG_DEBUG = 0,
   WEFT_LOG_INFO = 1,
@@ -141,60 +148,60 @@ typedef enum weft_log_level WEFT_ENUM_BASE {
   WEFT_LOG_ERROR = 3
 } weft_log_level;
 
-/* A tensor as a kernel sees it: valid only during the kernel call. */
+/** A tensor as a kernel sees it: valid only during the kernel call. */
 typedef struct weft_kernel_tensor {
-  size_t struct_size;
-  int32_t dtype;         /* weft_dtype */
-  int32_t rank;
-  const int64_t* dims;   /* `rank` entries, borrowed for the call */
-  int64_t element_count; /* product of dims */
-  uint64_t byte_size;
-  void* data;            /* allocation handle from memory_allocate */
-  uint64_t offset;       /* byte offset of the first element in `data` */
+  size_t struct_size;    /**< sizeof(weft_kernel_tensor) as the host knows */
+  int32_t dtype;         /**< weft_dtype */
+  int32_t rank;          /**< number of dims, 0 for a scalar */
+  const int64_t* dims;   /**< `rank` entries, borrowed for the call */
+  int64_t element_count; /**< product of dims */
+  uint64_t byte_size;    /**< element_count × dtype size */
+  void* data;            /**< allocation handle from memory_allocate */
+  uint64_t offset;       /**< byte offset of the first element in `data` */
 } weft_kernel_tensor;
 
-/* Runs one node.  `kernel_arg` is the pointer given at registration.  On a
+/** Runs one node.  `kernel_arg` is the pointer given at registration.  On a
  * device with streams the kernel may only enqueue work on
  * host->kernel_stream(ctx) and return; errors from that work must surface
  * from event_synchronize or stream_synchronize. */
 typedef weft_status* (*weft_kernel_compute_fn)(void* kernel_arg,
                                                weft_kernel_context* ctx);
 
-/* A kernel: the implementation of op `op` on the plugin's device type for
+/** A kernel: the implementation of op `op` on the plugin's device type for
  * the dtypes listed.  The host selects a kernel at plan time, so a node is
  * placed only where a kernel accepts every type attribute it constrains:
  * a kernel that cannot run some combination must say so here, not fail
  * when it runs.  The host copies everything during register_kernel. */
 typedef struct weft_kernel_def {
-  size_t struct_size;
-  const char* op;            /* op type name, e.g. "MatMul" */
-  /* Name of the type attribute the constraint applies to ("T"), or NULL
+  size_t struct_size;        /**< sizeof(weft_kernel_def) */
+  const char* op;            /**< op type name, e.g. "MatMul" */
+  /** Name of the type attribute the constraint applies to ("T"), or NULL
    * when the kernel accepts every dtype the op allows.  A node without an
    * attribute of this name does not match. */
   const char* dtype_attr;
-  const int32_t* dtypes;     /* allowed values of dtype_attr (weft_dtype) */
-  int32_t num_dtypes;
-  /* When two kernels match the same node on one device type, the higher
+  const int32_t* dtypes;     /**< allowed values of dtype_attr (weft_dtype) */
+  int32_t num_dtypes;        /**< entries at `dtypes` */
+  /** When two kernels match the same node on one device type, the higher
    * priority wins; ties go to the plugin loaded first. */
   int32_t priority;
-  weft_kernel_compute_fn compute;
-  void* kernel_arg;
+  weft_kernel_compute_fn compute; /**< runs one node */
+  void* kernel_arg;               /**< passed to compute */
 
   /* ---- Appended in 1.2.  A def whose struct_size stops before these has
    * no further constraint.  A host older than 1.2 ignores them, so a kernel
    * should still check the attributes they constrain when it runs. ---- */
 
-  /* Constraints on further type attributes (weft_kernel_type_constraint,
+  /** Constraints on further type attributes (weft_kernel_type_constraint,
    * in weft/ops.h), all of which must hold as well as dtype_attr's (Cast:
    * SrcT as dtype_attr, DstT here).  A combination
    * that is not a product of sets is registered as several kernels.  NULL
    * with 0 for none. */
   const weft_kernel_type_constraint* type_constraints;
-  int32_t num_type_constraints;
+  int32_t num_type_constraints; /**< entries at `type_constraints` */
 
   /* ---- Appended in 1.4 ---- */
 
-  /* The device type the kernel runs on: NULL for the plugin's own; another
+  /** The device type the kernel runs on: NULL for the plugin's own; another
    * type ("CPU") gives that type's devices a kernel for an op this plugin
    * defines, so graphs using the op run wherever the plugin is loaded.  A
    * kernel for another plugin's device gets that plugin's device and
@@ -207,7 +214,7 @@ typedef struct weft_kernel_def {
    * ignores it and calls `compute`, which must therefore still be set and
    * do the whole work before it returns. ---- */
 
-  /* When non-NULL, a 1.5 host calls this instead of `compute`.  It may
+  /** When non-NULL, a 1.5 host calls this instead of `compute`.  It may
    * start work that finishes later and return at once after calling
    * host->kernel_defer(ctx, ...): the node then completes when the kernel
    * calls host->kernel_done(ctx, status), from any thread, and no thread
@@ -216,16 +223,16 @@ typedef struct weft_kernel_def {
   weft_kernel_compute_fn compute_async;
 } weft_kernel_def;
 
-/* Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */
+/** Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */
 typedef struct weft_host_api {
-  size_t struct_size;
+  size_t struct_size; /**< sizeof(weft_host_api) as the host knows it */
 
-  /* A new status; the message is copied.  NULL for WEFT_OK. */
+  /** A new status; the message is copied.  NULL for WEFT_OK. */
   weft_status* (*status_create)(int32_t code, const char* message);
-  /* Logs a line, attributed to the plugin. */
+  /** Logs a line, attributed to the plugin. */
   void (*log)(int32_t level, const char* message);
 
-  /* Registers a kernel.  Valid only during weft_plugin_entry(): a call
+  /** Registers a kernel.  Valid only during weft_plugin_entry(): a call
    * after the entry returned fails with WEFT_FAILED_PRECONDITION and
    * changes nothing.  `def` and the strings and arrays it points to are
    * copied.  A kernel for an op the
@@ -235,58 +242,68 @@ typedef struct weft_host_api {
                                   const weft_kernel_def* def);
 
   /* ---- Kernel context: valid only during a compute call. ---- */
-  /* Strings borrowed for the call. */
+  /** Strings borrowed for the call. */
   const char* (*kernel_node_name)(const weft_kernel_context* ctx);
+  /** The node's op type, "MatMul". */
   const char* (*kernel_op)(const weft_kernel_context* ctx);
+  /** How many inputs the node has. */
   int32_t (*kernel_num_inputs)(const weft_kernel_context* ctx);
+  /** How many outputs the node has. */
   int32_t (*kernel_num_outputs)(const weft_kernel_context* ctx);
-  /* Describes input `index` (out->struct_size must be set by the caller). */
+  /** Describes input `index` (out->struct_size must be set by the caller). */
   weft_status* (*kernel_input)(const weft_kernel_context* ctx, int32_t index,
                                weft_kernel_tensor* out);
-  /* Allocates output `index` on the kernel's device. */
+  /** Allocates output `index` on the kernel's device. */
   weft_status* (*kernel_allocate_output)(weft_kernel_context* ctx,
                                          int32_t index, int32_t dtype,
                                          const int64_t* dims, int32_t rank,
                                          weft_kernel_tensor* out);
-  /* Makes output `output_index` share input `input_index`'s memory, with a
+  /** Makes output `output_index` share input `input_index`'s memory, with a
    * new shape of the same element count (Identity, Reshape): no copy. */
   weft_status* (*kernel_forward_input)(weft_kernel_context* ctx,
                                        int32_t input_index,
                                        int32_t output_index,
                                        const int64_t* dims, int32_t rank);
-  /* Attribute readers: NOT_FOUND when absent, INVALID_ARGUMENT when of
+  /** Attribute readers: NOT_FOUND when absent, INVALID_ARGUMENT when of
    * another type.  Pointers returned are borrowed for the call. */
   weft_status* (*kernel_attr_int)(const weft_kernel_context* ctx,
                                   const char* name, int64_t* out);
+  /** Reads float attribute `name`. */
   weft_status* (*kernel_attr_float)(const weft_kernel_context* ctx,
                                     const char* name, double* out);
+  /** Reads bool attribute `name` as 0 or 1. */
   weft_status* (*kernel_attr_bool)(const weft_kernel_context* ctx,
                                    const char* name, int32_t* out);
+  /** Reads dtype attribute `name` (a weft_dtype). */
   weft_status* (*kernel_attr_dtype)(const weft_kernel_context* ctx,
                                     const char* name, int32_t* out);
+  /** Reads string attribute `name`. */
   weft_status* (*kernel_attr_string)(const weft_kernel_context* ctx,
                                      const char* name, const char** out);
+  /** Reads list(int) attribute `name`: *out_count entries at *out. */
   weft_status* (*kernel_attr_int_list)(const weft_kernel_context* ctx,
                                        const char* name, const int64_t** out,
                                        int32_t* out_count);
+  /** Reads list(float) attribute `name`: *out_count entries at *out. */
   weft_status* (*kernel_attr_float_list)(const weft_kernel_context* ctx,
                                          const char* name,
                                          const double** out,
                                          int32_t* out_count);
-  /* The device the kernel runs on, and the stream to enqueue on (NULL on a
+  /** The device the kernel runs on, and the stream to enqueue on (NULL on a
    * device without streams, where work must be complete on return). */
   weft_plugin_device* (*kernel_device)(const weft_kernel_context* ctx);
+  /** The stream to enqueue on, NULL on a device without streams. */
   weft_plugin_stream* (*kernel_stream)(const weft_kernel_context* ctx);
-  /* How many threads the kernel may use (the session's intra-op setting). */
+  /** How many threads the kernel may use (the session's intra-op setting). */
   int32_t (*kernel_intra_op_threads)(const weft_kernel_context* ctx);
 
-  /* Releases a status the host returned to the plugin (for instance
+  /** Releases a status the host returned to the plugin (for instance
    * NOT_FOUND from an optional attribute).  NULL is a no-op. */
   void (*status_destroy)(weft_status* status);
-  /* The code of a status; WEFT_OK for NULL. */
+  /** The code of a status; WEFT_OK for NULL. */
   int32_t (*status_code)(const weft_status* status);
 
-  /* How many times this node ran before in this session (0 the first
+  /** How many times this node ran before in this session (0 the first
    * time), counted atomically per node and session, for stateful ops only
    * (0 for others).  Random ops combine it with their seed attributes: a
    * fixed seed then gives the same sequence in every process, and each run
@@ -296,7 +313,7 @@ typedef struct weft_host_api {
   /* ---- Appended in 1.1: gradients.  A plugin links nothing of libweft, so
    * a gradient function it registers builds nodes through `graph`. ---- */
 
-  /* Registers `fn` as the gradient of op `op`, replacing the library's
+  /** Registers `fn` as the gradient of op `op`, replacing the library's
    * (weft_gradient_register() semantics).  Valid only during
    * weft_plugin_entry(); takes effect when the plugin is accepted.  The
    * gradient applies to every graph differentiated afterwards, whatever
@@ -305,14 +322,14 @@ typedef struct weft_host_api {
   weft_status* (*register_gradient)(weft_kernel_registrar* registrar,
                                     const char* op, weft_gradient_fn fn,
                                     void* arg);
-  /* The graph-building and gradient-context functions of the user API
+  /** The graph-building and gradient-context functions of the user API
    * (abi/weft/graph.h, abi/weft/train.h), for gradient functions. */
   const struct weft_graph_api* graph;
 
   /* ---- Appended in 1.3: writing over an input.  NULL (an older host):
    * the plugin allocates with kernel_allocate_output. ---- */
 
-  /* Output `output_index` takes over input `input_index`'s memory when the
+  /** Output `output_index` takes over input `input_index`'s memory when the
    * host lets the kernel write over that input, else is allocated as by
    * kernel_allocate_output; *forwarded (may be NULL) says which.  The host
    * lets it only where no one else can see the input's bytes (an update
@@ -332,7 +349,7 @@ typedef struct weft_host_api {
    * 1.4 has no such slots (check struct_size): a plugin that needs its ops
    * should then refuse to load, saying why. ---- */
 
-  /* Defines an op (weft_op_register() semantics; the schema and every
+  /** Defines an op (weft_op_register() semantics; the schema and every
    * string are copied).  Valid only during weft_plugin_entry(); the op
    * joins the library when the plugin is accepted, with its gradient, and
    * kernels and gradients the plugin registers for it in the same entry
@@ -340,7 +357,7 @@ typedef struct weft_host_api {
    * schema that does not parse, refuses the whole plugin, naming both. */
   weft_status* (*register_op)(weft_kernel_registrar* registrar,
                               const weft_op_def* def);
-  /* The shape-function calls of weft/ops.h, for the plugin's shape
+  /** The shape-function calls of weft/ops.h, for the plugin's shape
    * functions. */
   const struct weft_shape_api* shape;
 
@@ -348,7 +365,7 @@ typedef struct weft_host_api {
    * compute_async).  NULL from an older host, which never calls
    * compute_async. ---- */
 
-  /* Called by compute_async, at most once and before it returns: the
+  /** Called by compute_async, at most once and before it returns: the
    * node completes when the kernel calls kernel_done.  From here until
    * kernel_done, `ctx` stays valid on any thread (inputs, attributes,
    * output allocation) except that kernel_stream returns NULL: work the
@@ -366,84 +383,114 @@ typedef struct weft_host_api {
   weft_status* (*kernel_defer)(weft_kernel_context* ctx,
                                void (*cancel)(void* cancel_arg),
                                void* cancel_arg);
-  /* Completes a deferred kernel, exactly once, from any thread: `status`
+  /** Completes a deferred kernel, exactly once, from any thread: `status`
    * (taken over) NULL for success, when every output must have been
    * allocated (and set), or the error that fails the run.  `ctx` is
    * invalid once it returns. */
   void (*kernel_done)(weft_kernel_context* ctx, weft_status* status);
 } weft_host_api;
 
-/* The user API's shape-function calls, as a table for plugins (host 1.4).
+/** The user API's shape-function calls, as a table for plugins (host 1.4).
  * Each slot behaves as the function of the same name with the weft_
  * prefix. */
 typedef struct weft_shape_api {
-  size_t struct_size;
+  size_t struct_size; /**< sizeof(weft_shape_api) as the host knows it */
+  /** As weft_shape_num_inputs(). */
   int32_t (*shape_num_inputs)(const weft_shape_context* ctx);
+  /** As weft_shape_input_dtype(). */
   weft_dtype (*shape_input_dtype)(const weft_shape_context* ctx,
                                   int32_t index);
+  /** As weft_shape_input_rank(). */
   int32_t (*shape_input_rank)(const weft_shape_context* ctx, int32_t index);
+  /** As weft_shape_input_dim(). */
   int64_t (*shape_input_dim)(const weft_shape_context* ctx, int32_t index,
                              int32_t axis);
+  /** As weft_shape_attr(). */
   weft_status* (*shape_attr)(const weft_shape_context* ctx, const char* name,
                              weft_attr_value* out);
+  /** As weft_shape_set_output(). */
   weft_status* (*shape_set_output)(weft_shape_context* ctx, int32_t index,
                                    const int64_t* dims, int32_t rank);
+  /** As weft_shape_error(). */
   weft_status* (*shape_error)(const weft_shape_context* ctx,
                               const char* message);
 } weft_shape_api;
 
-/* The user API's graph building, as a table for plugins (host 1.1).  Each
+/** The user API's graph building, as a table for plugins (host 1.1).  Each
  * slot behaves as the function of the same name without the weft_ prefix. */
 typedef struct weft_graph_api {
-  size_t struct_size;
+  size_t struct_size; /**< sizeof(weft_graph_api) as the host knows it */
+  /** As weft_op_begin(). */
   weft_op_builder* (*op_begin)(weft_graph* graph, const char* op_type,
                                const char* name);
+  /** As weft_op_add_input(). */
   void (*op_add_input)(weft_op_builder* builder, weft_output input);
+  /** As weft_op_add_input_list(). */
   void (*op_add_input_list)(weft_op_builder* builder,
                             const weft_output* inputs, int32_t count);
+  /** As weft_op_add_control_input(). */
   void (*op_add_control_input)(weft_op_builder* builder, weft_node* node);
+  /** As weft_op_set_device(). */
   void (*op_set_device)(weft_op_builder* builder, const char* device);
+  /** As weft_op_set_attr_int(). */
   void (*op_set_attr_int)(weft_op_builder* builder, const char* name,
                           int64_t value);
+  /** As weft_op_set_attr_float(). */
   void (*op_set_attr_float)(weft_op_builder* builder, const char* name,
                             double value);
+  /** As weft_op_set_attr_bool(). */
   void (*op_set_attr_bool)(weft_op_builder* builder, const char* name,
                            int32_t value);
+  /** As weft_op_set_attr_dtype(). */
   void (*op_set_attr_dtype)(weft_op_builder* builder, const char* name,
                             weft_dtype value);
+  /** As weft_op_set_attr_int_list(). */
   void (*op_set_attr_int_list)(weft_op_builder* builder, const char* name,
                                const int64_t* values, int32_t count);
+  /** As weft_op_set_attr_shape(). */
   void (*op_set_attr_shape)(weft_op_builder* builder, const char* name,
                             const int64_t* dims, int32_t rank);
+  /** As weft_op_finish(). */
   weft_status* (*op_finish)(weft_op_builder* builder, weft_node** out_node);
+  /** As weft_node_name(). */
   const char* (*node_name)(const weft_node* node);
+  /** As weft_node_op_type(). */
   const char* (*node_op_type)(const weft_node* node);
+  /** As weft_node_num_inputs(). */
   int32_t (*node_num_inputs)(const weft_node* node);
+  /** As weft_node_input(). */
   weft_output (*node_input)(const weft_node* node, int32_t index);
+  /** As weft_output_dtype(). */
   weft_dtype (*output_dtype)(weft_output output);
+  /** As weft_gradient_graph(). */
   weft_graph* (*gradient_graph)(weft_gradient_context* ctx);
+  /** As weft_gradient_node(). */
   weft_node* (*gradient_node)(weft_gradient_context* ctx);
+  /** As weft_gradient_output_grad(). */
   weft_output (*gradient_output_grad)(weft_gradient_context* ctx,
                                       int32_t index);
+  /** As weft_gradient_input_wanted(). */
   int32_t (*gradient_input_wanted)(weft_gradient_context* ctx, int32_t index);
+  /** As weft_gradient_set_input_grad(). */
   weft_status* (*gradient_set_input_grad)(weft_gradient_context* ctx,
                                           int32_t index, weft_output grad);
   /* ---- Appended in 1.4 (NULL from an older host) ---- */
+  /** As weft_node_attr(). */
   weft_status* (*node_attr)(const weft_node* node, const char* name,
                             weft_attr_value* out);
 } weft_graph_api;
 
-/* Properties of one device, filled by the plugin.  The host sets
+/** Properties of one device, filled by the plugin.  The host sets
  * struct_size; the plugin writes only fields that size covers.  Strings must
  * live until the plugin is unloaded. */
 typedef struct weft_device_properties {
-  size_t struct_size;
-  const char* description; /* hardware name */
-  const char* vendor;
-  uint64_t memory_bytes;   /* 0 when unknown */
-  double compute_gflops;   /* peak estimate for the cost model; 0 unknown */
-  uint32_t flags;          /* WEFT_DEVICE_* from weft/device.h */
-  /* 1.6: bit (1 << d) set where this device cannot run dtype d (a
+  size_t struct_size;      /**< sizeof(weft_device_properties) as known */
+  const char* description; /**< hardware name */
+  const char* vendor;      /**< hardware vendor, "" when unknown */
+  uint64_t memory_bytes;   /**< 0 when unknown */
+  double compute_gflops;   /**< peak estimate for the cost model; 0 unknown */
+  uint32_t flags;          /**< WEFT_DEVICE_* from weft/device.h */
+  /** 1.6: bit (1 << d) set where this device cannot run dtype d (a
    * weft_dtype), whatever kernels its plugin registered for the device
    * type: an OpenCL device without cl_khr_fp64 sets 1 << WEFT_FLOAT64.
    * The placer then treats a node whose type attributes name such a dtype
@@ -455,14 +502,14 @@ typedef struct weft_device_properties {
   uint64_t unsupported_dtypes;
 } weft_device_properties;
 
-/* The plugin's table.  Lives, unchanged, until the plugin is unloaded.
+/** The plugin's table.  Lives, unchanged, until the plugin is unloaded.
  * Slots marked "optional" may be NULL. */
 typedef struct weft_plugin_api {
-  size_t struct_size;
-  /* "weft-cpu": A-Z a-z 0-9 _ - . only; unique among loaded plugins. */
+  size_t struct_size;      /**< sizeof(weft_plugin_api) as the plugin knows */
+  /** "weft-cpu": A-Z a-z 0-9 _ - . only; unique among loaded plugins. */
   const char* name;
-  const char* version;     /* the plugin's own release */
-  /* "CPU", "CUDA", "OPENCL": upper case by convention, A-Z a-z 0-9 _ only
+  const char* version;     /**< the plugin's own release */
+  /** "CPU", "CUDA", "OPENCL": upper case by convention, A-Z a-z 0-9 _ only
    * (NULL for a plugin of ops only, interface 1.4: it then has no devices,
    * leaves every slot from device_count to stream_wait_event NULL, and
    * registers its kernels for other plugins' device types)
@@ -475,23 +522,25 @@ typedef struct weft_plugin_api {
   const char* device_type;
 
   /* ---- Devices ---- */
-  /* Number of devices.  An error means zero devices, and its message says
+  /** Number of devices.  An error means zero devices, and its message says
    * why ("no CUDA driver"); the plugin still loads.  At most
    * WEFT_PLUGIN_MAX_DEVICES. */
   weft_status* (*device_count)(int32_t* out_count);
-  /* Opens device `index`; the handle stays valid until device_close. */
+  /** Opens device `index`; the handle stays valid until device_close. */
   weft_status* (*device_open)(int32_t index, weft_plugin_device** out);
+  /** Closes a device from device_open. */
   void (*device_close)(weft_plugin_device* device);
+  /** Fills `out`, whose struct_size the host sets. */
   weft_status* (*device_properties)(weft_plugin_device* device,
                                     weft_device_properties* out);
 
   /* ---- Memory ---- */
-  /* Allocates `bytes` (> 0) aligned to at least 64 bytes.  The handle is
+  /** Allocates `bytes` (> 0) aligned to at least 64 bytes.  The handle is
    * opaque to the host but never NULL on success: a NULL handle with a
    * NULL status is reported to the user as the plugin's error. */
   weft_status* (*memory_allocate)(weft_plugin_device* device, uint64_t bytes,
                                   void** out_handle);
-  /* Frees a handle from memory_allocate.  NULL is a no-op.  Work already
+  /** Frees a handle from memory_allocate.  NULL is a no-op.  Work already
    * enqueued that uses the memory must complete first: the host frees only
    * after such work is known complete. */
   void (*memory_free)(weft_plugin_device* device, void* handle);
@@ -499,14 +548,17 @@ typedef struct weft_plugin_api {
   /* ---- Copies.  `stream` may be NULL: then the copy is complete on
    * return.  With a stream, host memory must stay valid until the stream
    * passes an event recorded after the copy. ---- */
+  /** Copies `bytes` from host memory into `dst` at `dst_offset`. */
   weft_status* (*copy_host_to_device)(weft_plugin_device* device,
                                       weft_plugin_stream* stream,
                                       const void* host_src, void* dst,
                                       uint64_t dst_offset, uint64_t bytes);
+  /** Copies `bytes` from `src` at `src_offset` into host memory. */
   weft_status* (*copy_device_to_host)(weft_plugin_device* device,
                                       weft_plugin_stream* stream,
                                       const void* src, uint64_t src_offset,
                                       void* host_dst, uint64_t bytes);
+  /** Copies `bytes` between two allocations of the same device. */
   weft_status* (*copy_device_to_device)(weft_plugin_device* device,
                                         weft_plugin_stream* stream,
                                         const void* src, uint64_t src_offset,
@@ -517,31 +569,36 @@ typedef struct weft_plugin_api {
    * NULL the device is synchronous: kernels and copies complete before they
    * return, and the host passes NULL streams.  When stream_create is set,
    * every slot of the group must be set. ---- */
+  /** Creates a stream: work enqueued on it runs in order (optional, see
+   * above). */
   weft_status* (*stream_create)(weft_plugin_device* device,
                                 weft_plugin_stream** out);
+  /** Destroys a stream whose work is complete. */
   void (*stream_destroy)(weft_plugin_device* device,
                          weft_plugin_stream* stream);
-  /* Waits for everything enqueued; returns the first error of that work. */
+  /** Waits for everything enqueued; returns the first error of that work. */
   weft_status* (*stream_synchronize)(weft_plugin_device* device,
                                      weft_plugin_stream* stream);
+  /** Creates an event, not yet recorded. */
   weft_status* (*event_create)(weft_plugin_device* device,
                                weft_plugin_event** out);
+  /** Destroys an event. */
   void (*event_destroy)(weft_plugin_device* device, weft_plugin_event* event);
-  /* Marks the point in `stream` after the work enqueued so far. */
+  /** Marks the point in `stream` after the work enqueued so far. */
   weft_status* (*event_record)(weft_plugin_device* device,
                                weft_plugin_event* event,
                                weft_plugin_stream* stream);
-  /* Blocks until the recorded point is reached; returns the first error of
+  /** Blocks until the recorded point is reached; returns the first error of
    * the work before it. */
   weft_status* (*event_synchronize)(weft_plugin_device* device,
                                     weft_plugin_event* event);
-  /* Makes later work on `stream` wait for `event` (no host blocking). */
+  /** Makes later work on `stream` wait for `event` (no host blocking). */
   weft_status* (*stream_wait_event)(weft_plugin_device* device,
                                     weft_plugin_stream* stream,
                                     weft_plugin_event* event);
 
   /* ---- Lifetime ---- */
-  /* Optional: called once before the host unloads the plugin. */
+  /** Optional: called once before the host unloads the plugin. */
   void (*shutdown)(void);
 
   /* ---- Appended in 1.7: collectives on the device.  Optional as a group:
@@ -578,20 +635,20 @@ typedef struct weft_plugin_api {
    * collective_unique_id's answer.  Work enqueued on a stream is beyond
    * the run's deadline: a peer that never comes holds the stream. ---- */
 
-  /* With `out` NULL (capacity 0): whether this device can make and join
+  /** With `out` NULL (capacity 0): whether this device can make and join
    * communicators, e.g. the library it needs loads (UNAVAILABLE saying why
    * not).  Otherwise the same, and writes a new communicator id of at most
    * `capacity` (WEFT_PLUGIN_MAX_COMM_ID) bytes to `out` and its length to
    * *out_size.  Must not wait for other ranks. */
   weft_status* (*collective_unique_id)(weft_plugin_device* device, void* out,
                                        uint64_t capacity, uint64_t* out_size);
-  /* Joins communicator `id` (rank 0's id, `id_size` bytes) as rank `rank`
+  /** Joins communicator `id` (rank 0's id, `id_size` bytes) as rank `rank`
    * of `size`, on `device`; may wait until every rank has joined. */
   weft_status* (*collective_comm_create)(weft_plugin_device* device,
                                          int32_t rank, int32_t size,
                                          const void* id, uint64_t id_size,
                                          weft_plugin_comm** out);
-  /* Enqueues on `stream` the reduction (weft_collective_reduction) over
+  /** Enqueues on `stream` the reduction (weft_collective_reduction) over
    * every rank of `count` elements of `dtype` (FLOAT32, FLOAT64, INT32 or
    * INT64) from `src` at byte offset `src_offset` into `dst` at
    * `dst_offset`, on every rank.  `stream` NULL (a device without
@@ -603,7 +660,7 @@ typedef struct weft_plugin_api {
                                         void* dst, uint64_t dst_offset,
                                         uint64_t count, int32_t dtype,
                                         int32_t reduction);
-  /* Enqueues on `stream` the copy of `bytes` bytes from rank `root`'s
+  /** Enqueues on `stream` the copy of `bytes` bytes from rank `root`'s
    * `src` (read on `root` only) into every rank's `dst`, root's
    * included. */
   weft_status* (*collective_broadcast)(weft_plugin_device* device,
@@ -612,30 +669,30 @@ typedef struct weft_plugin_api {
                                        const void* src, uint64_t src_offset,
                                        void* dst, uint64_t dst_offset,
                                        uint64_t bytes, int32_t root);
-  /* Releases a communicator of collective_comm_create.  Must not wait
+  /** Releases a communicator of collective_comm_create.  Must not wait
    * for other ranks (they may be gone). */
   void (*collective_comm_destroy)(weft_plugin_device* device,
                                   weft_plugin_comm* comm);
 } weft_plugin_api;
 
-/* What the host passes to the entry point, and what the plugin answers. */
+/** What the host passes to the entry point, and what the plugin answers. */
 typedef struct weft_plugin_init_args {
-  size_t struct_size;
-  /* In: the interface versions the host speaks (WEFT_VERSION_PACK). */
+  size_t struct_size; /**< sizeof(weft_plugin_init_args) as the host knows */
+  /** In: the interface versions the host speaks (WEFT_VERSION_PACK). */
   uint32_t host_min_version;
-  uint32_t host_max_version;
-  /* In: host services, valid until the plugin is unloaded. */
+  uint32_t host_max_version; /**< In: see host_min_version */
+  /** In: host services, valid until the plugin is unloaded. */
   const weft_host_api* host;
-  /* In: handle for host->register_kernel.  Calls through it are accepted
+  /** In: handle for host->register_kernel.  Calls through it are accepted
    * only during the entry call; later ones fail harmlessly. */
   weft_kernel_registrar* registrar;
-  /* Out: the version the plugin implements (always written). */
+  /** Out: the version the plugin implements (always written). */
   uint32_t chosen_version;
-  /* Out: the plugin's table. */
+  /** Out: the plugin's table. */
   const weft_plugin_api* plugin;
 } weft_plugin_init_args;
 
-/* The one symbol a plugin exports, under the name WEFT_PLUGIN_ENTRY_NAME. */
+/** The one symbol a plugin exports, under the name WEFT_PLUGIN_ENTRY_NAME. */
 typedef weft_status* (*weft_plugin_entry_fn)(weft_plugin_init_args* args);
 
 #ifdef __cplusplus

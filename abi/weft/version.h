@@ -1,4 +1,5 @@
-/* Weft — versions of the library and of its two ABI faces.
+/** @file
+ * Weft — versions of the library and of its two ABI faces.
  *
  * The user API (what programs call) and the plugin interface (what device
  * plugins implement) are versioned apart.  Within a major version, fields
@@ -16,7 +17,7 @@
 extern "C" {
 #endif
 
-/* Version of the user API these headers describe.  Changes, one line per
+/** Version of the user API these headers describe.  Changes, one line per
  * minor version:
  *  1.1  weft_session_options: the fields after intra_op_threads.
  *  1.2  weft_kernel_description: type_constraints.
@@ -52,25 +53,28 @@ extern "C" {
  *  1.12 weft_session_options.serving_jobs, weft_session_serve:
  *       asynchronous clusters of parameter servers; weft_cluster_abort. */
 #define WEFT_ABI_VERSION_MAJOR 1
+/** The user API's minor version: see the list above. */
 #define WEFT_ABI_VERSION_MINOR 13
 
-/* Packs a (major, minor) pair into one comparable integer. */
+/** Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \
   ((uint32_t)(((uint32_t)(major) << 16) | ((uint32_t)(minor) & 0xffffu)))
+/** The major version of a WEFT_VERSION_PACK'ed value. */
 #define WEFT_VERSION_MAJOR_OF(packed) ((uint32_t)(packed) >> 16)
+/** The minor version of a WEFT_VERSION_PACK'ed value. */
 #define WEFT_VERSION_MINOR_OF(packed) ((uint32_t)(packed) & 0xffffu)
 
-/* The library's release, e.g. "0.1.0".  Static storage.  Thread-safe. */
+/** The library's release, e.g. "0.1.0".  Static storage.  Thread-safe. */
 WEFT_API const char* weft_version_string(void);
 
-/* The user-API version the loaded library implements, packed with
+/** The user-API version the loaded library implements, packed with
  * WEFT_VERSION_PACK.  A program can compare it with the
  * WEFT_ABI_VERSION_MAJOR/MINOR it was compiled against: the same major and a
  * library minor >= the header minor means every function it uses exists.
  * Thread-safe. */
 WEFT_API uint32_t weft_abi_version(void);
 
-/* The range of plugin-interface versions this library can host, packed with
+/** The range of plugin-interface versions this library can host, packed with
  * WEFT_VERSION_PACK.  Either pointer may be NULL.  Thread-safe. */
 WEFT_API void weft_plugin_interface_range(uint32_t* out_min, uint32_t* out_max);
 

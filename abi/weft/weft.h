@@ -1,4 +1,5 @@
-/* Weft — the whole user API in one include. */
+/** @file
+ * Weft — the whole user API in one include. */
 #ifndef WEFT_WEFT_H_
 #define WEFT_WEFT_H_
 
