@@ -12,6 +12,7 @@ WEFT_PACKAGES=(
   libpng-dev libjpeg62-turbo-dev
   openjdk-17-jdk-headless junit5
   abigail-tools
+  doxygen groff-base
   libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx
   openmpi-bin libopenmpi-dev
 )
