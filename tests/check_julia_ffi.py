@@ -213,7 +213,8 @@ def c_layout_from_compiler(cc: List[str], abi_dir: str,
 
 RELEASE_FUNCTIONS = {'weft_tensor_destroy', 'weft_session_destroy',
                      'weft_graph_destroy', 'weft_run_metadata_destroy',
-                     'weft_model_destroy', 'weft_dataset_destroy'}
+                     'weft_model_destroy', 'weft_dataset_destroy',
+                     'weft_summary_writer_destroy'}
 
 
 @dataclass

@@ -12,6 +12,7 @@
 #include "weft/ops.h"
 #include "weft/session.h"
 #include "weft/status.h"
+#include "weft/summary.h"
 #include "weft/tensor.h"
 #include "weft/train.h"
 #include "weft/version.h"

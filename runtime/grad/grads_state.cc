@@ -30,6 +30,9 @@ void RegisterStateGradients() {
            "IteratorGetNext", "IteratorInit",
            // Checkpoints inside a graph (ops/checkpoint_ops.cc).
            "Save", "RestoreTensor",
+           // TensorBoard summaries (ops/summary_ops.cc): bytes for a file.
+           "ScalarSummary", "HistogramSummary", "ImageSummary",
+           "TextSummary", "MergeSummary",
            // Critical sections (ops/mutex.cc).
            "Mutex", "MutexLock", "ConsumeMutexLock"})
     RegisterNotDifferentiable(op);

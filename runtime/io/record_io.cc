@@ -430,6 +430,16 @@ weft_status* TfRecordWriter::Put(const void* data, size_t n) {
   return nullptr;
 }
 
+void FrameTfRecord(const void* data, size_t n, unsigned char header[12],
+                   unsigned char footer[4]) {
+  const uint64_t length = n;
+  std::memcpy(header, &length, 8);
+  const uint32_t length_crc = MaskedCrc(header, 8);
+  std::memcpy(header + 8, &length_crc, 4);
+  const uint32_t data_crc = MaskedCrc(data, n);
+  std::memcpy(footer, &data_crc, 4);
+}
+
 weft_status* TfRecordWriter::Write(const void* data, size_t n) {
   if (file_ == nullptr)
     return Error(WEFT_FAILED_PRECONDITION,
@@ -440,15 +450,11 @@ weft_status* TfRecordWriter::Write(const void* data, size_t n) {
                   "readers take at most %llu",
                   path_.c_str(), n,
                   static_cast<unsigned long long>(kMaxRecordBytes));
-  unsigned char header[12];
-  const uint64_t length = n;
-  std::memcpy(header, &length, 8);
-  const uint32_t length_crc = MaskedCrc(header, 8);
-  std::memcpy(header + 8, &length_crc, 4);
-  const uint32_t data_crc = MaskedCrc(data, n);
+  unsigned char header[12], footer[4];
+  FrameTfRecord(data, n, header, footer);
   WEFT_RETURN_IF_ERROR(Put(header, sizeof header));
   WEFT_RETURN_IF_ERROR(Put(data, n));
-  return Put(&data_crc, 4);
+  return Put(footer, sizeof footer);
 }
 
 weft_status* TfRecordWriter::Close() {

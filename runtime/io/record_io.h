@@ -45,6 +45,12 @@ class InputStream;
 //   uint64 length, uint32 masked CRC-32C of length, data, uint32 masked
 //   CRC-32C of data
 // little-endian, with mask(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8.
+// The framing of one TFRecord record of `n` bytes: `header` (the length and
+// its masked CRC) goes before the data, `footer` (the data's masked CRC)
+// after.  TensorBoard's event files are framed the same way.
+void FrameTfRecord(const void* data, size_t n, unsigned char header[12],
+                   unsigned char footer[4]);
+
 class TfRecordReader {
  public:
   TfRecordReader();

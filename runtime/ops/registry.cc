@@ -135,6 +135,7 @@ OpRegistry& OpRegistry::GlobalMutable() {
     RegisterQueueOps(r);
     RegisterCollectiveOps(r);
     RegisterCheckpointOps(r);
+    RegisterSummaryOps(r);
     RegisterMutexOps(r);
     data::RegisterDatasetOps(r);
     RegisterElementwiseArrayGradientOps(r);

@@ -43,7 +43,9 @@ export WeftError, DType, BFloat16,
     Dataset, tensor_slices, range_dataset, tfrecord_dataset, text_line_dataset,
     idx_dataset, fixed_length_record_dataset, map_graph, filter_graph, shuffle,
     batch, padded_batch, take, prefetch, iterator, num_components,
-    component_dtypes, write_tfrecord, QueueRunner, runner_error, stop
+    component_dtypes, write_tfrecord, QueueRunner, runner_error, stop,
+    SummaryWriter, event_file, add_scalar, add_histogram, add_image, add_text,
+    add_summary, add_graph, add_restart, flush_summaries
 
 include("capi.jl")
 include("bfloat16.jl")
@@ -58,6 +60,7 @@ include("defined_ops.jl")
 include("model.jl")
 include("dataset.jl")
 include("queue_runner.jl")
+include("summary.jl")
 
 function __init__()
     load_library()
