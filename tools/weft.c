@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tools/commands.h"
+#include "tools/help.h"
 #include "tools/json.h"
 #include "weft/weft.h"
 
@@ -22,10 +23,9 @@ enum { EXIT_USAGE = 2 };
 
 typedef int (*command_fn)(int argc, char** argv);
 
+/* A command's usage, summary and flags live in tools/help.c. */
 typedef struct command {
   const char* name;
-  const char* summary;
-  const char* usage;  /* arguments after the command name, "" for none */
   command_fn run;
 } command;
 
@@ -34,56 +34,16 @@ static int command_devices(int argc, char** argv);
 static int command_ops(int argc, char** argv);
 
 static const command commands[] = {
-    {"version", "library, user-API and plugin-interface versions", "",
-     command_version},
-    {"devices", "plugins found, refused ones and why, devices and properties",
-     "[--json] [--cluster (under mpirun: every task's devices)] "
-     "[PLUGIN_FILE...]", command_devices},
-    {"ops", "every op: inputs, outputs, attributes, where it comes from, "
-     "kernels per plugin",
-     "[PLUGIN_FILE...] [OP...]", command_ops},
-    {"export", "write a model's signature as an ONNX model",
-     "MODEL OUT.onnx [--signature NAME] [--format weft|onnx|graphdef] "
-     "[--graphdef-output NODE]...",
-     weft_command_export},
-    {"inspect", "a model file's format, signatures, ops and parameter "
-     "count",
-     "MODEL [--json] [--format weft|onnx|graphdef] "
-     "[--graphdef-output NODE ...]",
-     weft_command_inspect},
-    {"run", "run a model file's signature on .npy inputs",
-     "MODEL [--signature NAME] --feed KEY=FILE.npy ... "
-     "[--fetch KEY[=OUT.npy] ...] [--format weft|onnx|graphdef] "
-     "[--graphdef-output NODE ...] [--devices LIST]",
-     weft_command_run},
-    {"place", "where a model's nodes go on these devices, and why",
-     "[MODEL [--signature NAME] [--format weft|onnx|graphdef] "
-     "[--graphdef-output NODE ...]] [--devices LIST] [--gflops PATTERN=N,...] [--constrain DEVICE] "
-     "[--strict] [--precision exact|bfloat16|float16] [--no-optimize] "
-     "[--batch N] [--hidden N] [--train]",
-     weft_command_place},
-    {"train", "train a model: the main job",
-     "fashion-mnist [--model softmax|mlp|cnn|lstm] [--epochs N] [--batch N] "
-     "[--optimizer sgd|momentum|adam] [--learning-rate X] [--device LIST] [--threads N] [--seed N] "
-     "[--data DIR|tfrecord:FILE[,FILE...]] [--input pipeline|feed] "
-     "[--checkpoint FILE] [--save DIR] [--resume] "
-     "[--loss-log FILE] "
-     "[--explain] [--data-parallel (under mpirun: each rank its shard of "
-     "every batch)] [--step-timeout SECONDS (0: none; 300 with "
-     "--data-parallel or --parameter-server)] [--bucket-bytes N (with --data-parallel: "
-     "gradients averaged in buckets of N bytes; 0: one AllReduce each)] "
-     "[--parameter-server (under mpirun: rank 0 holds the variables and "
-     "serves, the other ranks train asynchronously, each its share of the "
-     "batches)] [--checkpoint-every STEPS] [--steps N (stop after N steps "
-     "in all)]",
-     weft_command_train},
-    {"tfrecord", "write a dataset as TFRecord files of tf.train.Example "
-     "records (image bytes, int64 label)",
-     "fashion-mnist OUT.tfrecord[.gz|.zz] [--split train|t10k] [--data DIR]",
-     weft_command_tfrecord},
-    {"conformance", "check a plugin's kernels against the CPU's, and its "
-     "memory, stream and event contract",
-     "PLUGIN_FILE [--op OP] [--json]", weft_command_conformance},
+    {"version", command_version},
+    {"devices", command_devices},
+    {"ops", command_ops},
+    {"export", weft_command_export},
+    {"inspect", weft_command_inspect},
+    {"run", weft_command_run},
+    {"place", weft_command_place},
+    {"train", weft_command_train},
+    {"tfrecord", weft_command_tfrecord},
+    {"conformance", weft_command_conformance},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 
@@ -91,11 +51,13 @@ static void print_usage(FILE* out) {
   fprintf(out,
           "usage: weft <command> [arguments]\n"
           "       weft <command> --help\n"
+          "       weft help <command>\n"
           "       weft --version\n"
           "\n"
           "commands:\n");
   for (size_t i = 0; i < command_count; ++i) {
-    fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-12s %s\n", commands[i].name,
+            help_find(commands[i].name)->summary);
   }
   fprintf(out,
           "\n"
@@ -119,8 +81,7 @@ static void print_usage(FILE* out) {
 }
 
 static void print_command_usage(FILE* out, const command* cmd) {
-  fprintf(out, "usage: weft %s%s%s\n\n%s.\n", cmd->name,
-          cmd->usage[0] ? " " : "", cmd->usage, cmd->summary);
+  help_print(out, help_find(cmd->name));
 }
 
 static int is_help_flag(const char* arg) {
@@ -632,8 +593,26 @@ int main(int argc, char** argv) {
     return EXIT_USAGE;
   }
   const char* name = argv[1];
-  if (is_help_flag(name) || strcmp(name, "help") == 0) {
+  if (is_help_flag(name)) {
     print_usage(stdout);
+    return 0;
+  }
+  /* `weft help` lists the commands; `weft help CMD` is `weft CMD --help`. */
+  if (strcmp(name, "help") == 0) {
+    if (argc == 2) {
+      print_usage(stdout);
+      return 0;
+    }
+    const command* about = find_command(argv[2]);
+    if (about == NULL || argc > 3) {
+      fprintf(stderr, "weft help: %s '%s'\n\n",
+              about == NULL ? "unknown command"
+                            : "one command at a time, not also",
+              argv[about == NULL ? 2 : 3]);
+      print_usage(stderr);
+      return EXIT_USAGE;
+    }
+    print_command_usage(stdout, about);
     return 0;
   }
   /* `weft --version` is `weft version`, as programs' --version is. */
