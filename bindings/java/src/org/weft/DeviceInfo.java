@@ -9,7 +9,7 @@ package org.weft;
  * @param memoryBytes 0 when unknown
  * @param computeGflops the plugin's estimate; 0 when unknown
  * @param flags WEFT_DEVICE_* bits
- * @param unsupportedDtypes bit (1L << code) for each dtype the device cannot
+ * @param unsupportedDtypes bit {@code 1L << code} for each dtype the device cannot
  *     run although its plugin has kernels for it (an OpenCL device without
  *     float64); the placer keeps such nodes off it
  */
