@@ -1,6 +1,7 @@
 package org.weft;
 
 import java.io.File;
+import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
 import java.security.CodeSource;
@@ -13,8 +14,10 @@ import java.security.CodeSource;
  * error), though the Java classes never pass them.
  *
  * <p>The library is found, in order: at the path in the system property
- * {@value #LIBRARY_PROPERTY}; by {@link System#loadLibrary} on {@code
- * java.library.path}; next to the jar holding this class.
+ * {@value #LIBRARY_PROPERTY}; in the jar, when it carries the libraries for
+ * this platform (the versioned jar does: {@link BundledNatives}); by {@link
+ * System#loadLibrary} on {@code java.library.path}; next to the jar holding
+ * this class (where {@code meson install} puts the unversioned one).
  */
 final class Native {
   static final String LIBRARY_PROPERTY = "weft.jni.library";
@@ -35,6 +38,17 @@ final class Native {
       System.load(new File(path).getAbsolutePath());
       return;
     }
+    // Each failure is kept for the final error: the bundled copy's may be
+    // the one that explains why nothing loaded.
+    Throwable bundled = null;
+    if (BundledNatives.present() && !BundledNatives.disabled()) {
+      try {
+        BundledNatives.load();
+        return;
+      } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
+        bundled = e;
+      }
+    }
     UnsatisfiedLinkError onPath;
     try {
       System.loadLibrary(LIBRARY_NAME);
@@ -48,10 +62,21 @@ final class Native {
       return;
     }
     UnsatisfiedLinkError error = new UnsatisfiedLinkError(
-        "cannot find " + System.mapLibraryName(LIBRARY_NAME) + ": set -D" + LIBRARY_PROPERTY
+        "cannot find " + System.mapLibraryName(LIBRARY_NAME) + ": "
+            + (bundled != null
+                ? "the jar's libraries for " + BundledNatives.platform() + " failed ("
+                    + bundled + ")"
+                : !BundledNatives.present()
+                ? "this jar carries no native libraries for " + BundledNatives.platform()
+                : "the jar's libraries are turned off (-D" + BundledNatives.BUNDLED_PROPERTY
+                    + "=false)")
+            + "; set -D" + LIBRARY_PROPERTY
             + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME)
             + ", add its directory to java.library.path, or put it next to the jar ("
             + (besideJar == null ? "location unknown" : besideJar.toString()) + ")");
+    if (bundled != null) {
+      error.addSuppressed(bundled);
+    }
     error.addSuppressed(onPath);
     throw error;
   }
