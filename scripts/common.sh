@@ -11,6 +11,8 @@ WEFT_PACKAGES=(
   zlib1g-dev libffi-dev dataset-fashion-mnist
   libpng-dev libjpeg62-turbo-dev
   openjdk-17-jdk-headless junit5
+  maven libmaven-install-plugin-java libmaven-resources-plugin-java
+  libmaven-compiler-plugin-java libexec-maven-plugin-java
   abigail-tools
   doxygen groff-base
   libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx
