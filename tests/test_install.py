@@ -11,9 +11,11 @@ installed `weft conformance`.  The documents (README, SDK, op contract, file
 formats) and the manual page are under share/.
 
 Then the whole prefix is moved elsewhere, and from the new place `weft`
-lists devices and ops and trains a few steps, a C program built there with
-`pkg-config weft` runs, and a Java program compiled against the installed
-jar runs: all find libweft and the plugins with nothing but PATH set.
+lists devices and ops and trains a few steps, the first example and the
+README's C quick start, built there with `pkg-config weft`, run, and so does
+the README's Java quick start, compiled against each library jar the
+installation holds: all find libweft and the plugins with nothing but PATH
+set.
 
 Usage: test_install.py BUILD_DIR PREFIX BINDIR LIBDIR INCLUDEDIR DATADIR
                        MANDIR EXAMPLE CC...
@@ -238,56 +240,57 @@ def moved_weft_trains_and_saves_a_model():
     assert 'serving_default' in run.stdout, run.stdout
 
 
+def readme_quick_start(language):
+    """The README's quick start in `language` ('c', 'java'): the first
+    fenced block of that language under '## Quick start'."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                        'README.md')
+    with open(path) as f:
+        text = f.read()
+    section = text[text.index('\n## Quick start'):]
+    section = section[:section.index('\n## ', 1)]
+    return re.search(r'```%s\n(.*?)```' % language, section, re.S).group(1)
+
+
+def moved_pkg_config(*args):
+    """pkg-config weft ARGS for the moved prefix, as a user would ask."""
+    env = dict(os.environ,
+               PKG_CONFIG_PATH=moved(os.path.join(libdir, 'pkgconfig')))
+    run = subprocess.run(
+        ['pkg-config', '--define-variable=prefix=' + moved_prefix, *args,
+         'weft'], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.split()
+
+
 @tap.case
-def program_built_with_pkg_config_runs_from_the_moved_prefix():
+def programs_built_with_pkg_config_run_from_the_moved_prefix():
     require_moved()
     if shutil.which('pkg-config') is None:
         raise Skip('pkg-config is not installed')
-    env = dict(os.environ,
-               PKG_CONFIG_PATH=moved(os.path.join(libdir, 'pkgconfig')))
-    flags = subprocess.run(
-        ['pkg-config', '--define-variable=prefix=' + moved_prefix,
-         '--cflags', '--libs', 'weft'],
-        env=env, capture_output=True, text=True, timeout=60)
-    assert flags.returncode == 0, flags.stderr
-    assert moved_prefix in flags.stdout, flags.stdout
-    program = os.path.join(root, 'relu_layer_moved')
-    build = subprocess.run(
-        [*cc, example, '-o', program, *flags.stdout.split(), '-lm',
-         '-Wl,-rpath,' + moved(libdir)],
-        capture_output=True, text=True, timeout=120)
-    assert build.returncode == 0, build.stderr
-    run = run_clean(program)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert 'agrees' in run.stdout, run.stdout
-
-
-JAVA_PROGRAM = '''
-import org.weft.*;
-
-public class InstalledWeft {
-  public static void main(String[] args) {
-    boolean cpu = false;
-    for (DeviceInfo d : Weft.devices()) cpu |= d.name().equals("/device:CPU:0");
-    if (!cpu) throw new IllegalStateException("no /device:CPU:0");
-    try (Graph g = new Graph()) {
-      Output sum = g.apply("Add", "sum", g.constant("a", 2.0f),
-                           g.constant("b", 3.5f));
-      try (Session s = new Session(g, new SessionOptions().devices("CPU"));
-           Session.Result r = s.runner().fetch(sum).run()) {
-        System.out.println("weft " + Weft.version() + " sum "
-                           + r.get(0).floatValue());
-      }
-    }
-  }
-}
-'''
+    flags = moved_pkg_config('--cflags', '--libs')
+    assert '-I' + moved(includedir) in flags, flags
+    hello = os.path.join(root, 'hello.c')
+    with open(hello, 'w') as f:
+        f.write(readme_quick_start('c'))
+    # The README's first example and its C quick start.
+    for source, expected in ((example, 'agrees'), (hello, '0 1 4 0\n')):
+        program = os.path.join(root, os.path.basename(source) + '.moved')
+        build = subprocess.run(
+            [*cc, source, '-o', program, *flags, '-lm',
+             '-Wl,-rpath,' + moved(libdir)],
+            capture_output=True, text=True, timeout=120)
+        assert build.returncode == 0, build.stderr
+        run = run_clean(program)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert expected in run.stdout, (source, run.stdout)
 
 
 @tap.case
-def java_program_runs_from_the_moved_prefix():
+def readme_java_quick_start_runs_from_the_moved_prefix():
     require_moved()
-    # The library's jar, not its sources or Javadoc.
+    # The library's jars (weft.jar beside the JNI library, a versioned one
+    # with the native libraries inside), not sources or Javadoc.
     jars = sorted(path for path in glob.glob(
         os.path.join(moved_prefix, '**', '*.jar'), recursive=True)
         if re.fullmatch(r'weft(-[0-9][-.\w]*)?\.jar', os.path.basename(path))
@@ -298,26 +301,25 @@ def java_program_runs_from_the_moved_prefix():
     javac, java = shutil.which('javac'), shutil.which('java')
     if javac is None or java is None:
         raise Skip('javac or java is not installed')
-    # A versioned jar (weft-X.Y.Z.jar) where one is installed, else weft.jar.
-    jar = jars[0]
-    print('# the jar: ' + os.path.relpath(jar, moved_prefix), flush=True)
-    source_dir = os.path.join(root, 'java')
-    os.makedirs(source_dir)
-    source = os.path.join(source_dir, 'InstalledWeft.java')
-    with open(source, 'w') as f:
-        f.write(JAVA_PROGRAM)
-    build = subprocess.run([javac, '--release', '17', '-cp', jar,
-                            '-d', source_dir, source],
-                           capture_output=True, text=True, timeout=300)
-    assert build.returncode == 0, build.stdout + build.stderr
     env = dict(CLEAN_ENV, PATH=os.path.dirname(os.path.realpath(java)) +
                ':' + CLEAN_ENV['PATH'])
-    run = subprocess.run([java, '-cp', jar + os.pathsep + source_dir,
-                          'InstalledWeft'],
-                         env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.startswith('weft ') and 'sum 5.5' in run.stdout, \
-        run.stdout
+    for number, jar in enumerate(jars):
+        print('# ' + os.path.relpath(jar, moved_prefix), flush=True)
+        classes = os.path.join(root, 'java-%d' % number)
+        os.makedirs(classes)
+        source = os.path.join(classes, 'Hello.java')
+        with open(source, 'w') as f:
+            f.write(readme_quick_start('java'))
+        build = subprocess.run([javac, '--release', '17', '-cp', jar,
+                                '-d', classes, source],
+                               capture_output=True, text=True, timeout=300)
+        assert build.returncode == 0, build.stdout + build.stderr
+        run = subprocess.run([java, '-cp', jar + os.pathsep + classes,
+                              'Hello'],
+                             env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, (jar, run.stdout + run.stderr)
+        assert run.stdout == '[0.0, 1.0, 4.0, 0.0]\n', (jar, run.stdout)
 
 
 shutil.rmtree(root, ignore_errors=True)
