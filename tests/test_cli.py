@@ -224,6 +224,59 @@ def devices_json_escapes_what_it_prints():
         assert refused[0]['reason'], refused
 
 
+@tap.case
+def ops_json_lists_ops_and_their_kernels():
+    run = weft('ops', '--json')
+    assert run.returncode == 0, run
+    ops = {op['name']: op for op in json.loads(run.stdout)['ops']}
+    text = weft('ops')
+    assert text.stdout.startswith(f'{len(ops)} ops\n'), text.stdout[:40]
+    matmul = ops['MatMul']
+    assert matmul['inputs'] == 'a, b' and matmul['outputs'] == 'output'
+    assert 'transpose_a: bool = false' in matmul['attributes'], matmul
+    assert matmul['summary'] and matmul['origin'] == 'runtime', matmul
+    assert matmul['stateful'] is False, matmul
+    assert matmul['runs_in_runtime'] is False, matmul
+    cpu = [k for k in matmul['kernels'] if k['device_type'] == 'CPU']
+    assert cpu and cpu[0]['plugin'] == 'weft-cpu', matmul['kernels']
+    assert 'float32' in cpu[0]['dtypes']['T'], cpu
+    # Cast constrains two attributes; Const needs no kernel.
+    cast = [k for k in ops['Cast']['kernels'] if k['device_type'] == 'CPU']
+    assert set(cast[0]['dtypes']) == {'SrcT', 'DstT'}, cast
+    assert ops['Const']['runs_in_runtime'] is True, ops['Const']
+    assert any(op['stateful'] for op in ops.values()), 'no stateful op'
+    # Named ops only, and an unknown one is an error but still JSON.
+    run = weft('ops', '--json', 'MatMul', 'NoSuchOp')
+    assert run.returncode == 1 and 'NoSuchOp' in run.stderr, run
+    assert [op['name'] for op in json.loads(run.stdout)['ops']] == [
+        'MatMul'], run.stdout
+
+
+@tap.case
+def place_json_is_the_run_metadata():
+    run = weft('place', '--json', '--train', '--devices', 'CPU',
+               '--hidden', '16')
+    assert run.returncode == 0, run
+    document = json.loads(run.stdout)
+    assert 'training step' in document['model'], document['model']
+    nodes = {node['name']: node for node in document['nodes']}
+    assert nodes and all(n['device'] == '/device:CPU:0'
+                         for n in nodes.values()), nodes
+    assert nodes['layer1/matmul']['op'] == 'MatMul', nodes['layer1/matmul']
+    assert all(n['reason'] for n in nodes.values()), nodes
+    assert all(n['frame'] == '' for n in nodes.values()), nodes
+    assert {'update': 'train/update_w1', 'variable': 'w1'} in \
+        document['in_place'], document['in_place']
+    assert document['devices'][0]['name'] == '/device:CPU:0', document
+    assert document['devices'][0]['peak_bytes'] > 0, document['devices']
+    assert document['intra_op_threads'] >= 1, document
+    for key in ('transfers', 'merged', 'fused', 'recomputed', 'frames'):
+        assert isinstance(document[key], list), (key, document)
+    # The text says the same placement.
+    text = weft('place', '--train', '--devices', 'CPU', '--hidden', '16')
+    assert f"placement ({len(nodes)} nodes)" in text.stdout, text.stdout
+
+
 # ---- model files and .npy ------------------------------------------------
 
 def npy_bytes(descr, shape, payload, version=1, fortran=False,

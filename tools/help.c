@@ -28,11 +28,19 @@ static const help_flag kNoFlags[] = {{NULL, NULL, NULL, NULL}};
 
 static const help_flag kDevicesFlags[] = {
     {"--json", NULL,
-     "one JSON document (search path, plugins, refused plugins, "
-     "devices) instead of text",
+     "one JSON document (search path, plugins, refused and shadowed "
+     "plugins, devices) instead of text",
      "off"},
     {"--cluster", NULL,
      "under mpirun: every task's devices, gathered to rank 0", "off"},
+    {NULL, NULL, NULL, NULL}};
+
+static const help_flag kOpsFlags[] = {
+    {"--json", NULL,
+     "one JSON document: every op's inputs, outputs, attributes, summary, "
+     "origin, whether it is stateful or runs in the runtime, and its "
+     "kernels per plugin with device type and dtypes",
+     "off"},
     {NULL, NULL, NULL, NULL}};
 
 static const help_flag kExportFlags[] = {
@@ -83,6 +91,11 @@ static const help_flag kPlaceFlags[] = {
     {"--train", NULL,
      "place the built-in model's training step (variables, cross-entropy, "
      "Adam) instead of its inference",
+     "off"},
+    {"--json", NULL,
+     "the run metadata as one JSON document: every node with op, device, "
+     "reason and frame; transfers; merged, fused and recomputed nodes; "
+     "in-place updates; devices with peak bytes; intra-op threads",
      "off"},
     SIGNATURE_FLAG, FORMAT_FLAG, GRAPHDEF_OUTPUT_FLAG,
     {NULL, NULL, NULL, NULL}};
@@ -192,7 +205,7 @@ static const help_command kCommands[] = {
     {"ops",
      "every op: inputs, outputs, attributes, where it comes from, kernels "
      "per plugin",
-     "[PLUGIN_FILE...] [OP...]", kNoFlags},
+     "[options] [PLUGIN_FILE...] [OP...]", kOpsFlags},
     {"export", "write a model's signature as an ONNX model",
      "MODEL OUT.onnx [options]", kExportFlags},
     {"inspect",

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "tools/commands.h"
+#include "tools/json.h"
 #include "tools/model_open.h"
 #include "weft/weft.h"
 
@@ -28,6 +29,7 @@ typedef struct place_args {
   const char* constrain;  /* device for the first MatMul, or NULL */
   int batch_given, hidden_given;
   int train;              /* --train: the perceptron's Adam training step */
+  int json;               /* --json: the run metadata as one JSON document */
   model_open model;       /* model.path NULL: the built-in perceptron */
 } place_args;
 
@@ -50,7 +52,7 @@ static int parse_args(int argc, char** argv, place_args* a) {
   a->hidden = 256;
   a->classes = 10;
   a->constrain = NULL;
-  a->batch_given = a->hidden_given = a->train = 0;
+  a->batch_given = a->hidden_given = a->train = a->json = 0;
   memset(&a->model, 0, sizeof a->model);
   for (int i = 1; i < argc; ++i) {
     int taken = model_open_option(&a->model, "place", argc, argv, &i);
@@ -70,6 +72,10 @@ static int parse_args(int argc, char** argv, place_args* a) {
     int takes_value = 1;
     if (strcmp(arg, "--train") == 0) {
       a->train = 1;
+      continue;
+    }
+    if (strcmp(arg, "--json") == 0) {
+      a->json = 1;
       continue;
     }
     if (strcmp(arg, "--strict") == 0) {
@@ -214,12 +220,158 @@ static weft_status* add_training(weft_graph* g, const place_args* a,
   return st;
 }
 
-/* Prints the metadata of a run that succeeded, or failed with `st` (the
- * nodes placed before the failure go to stderr).  Returns the exit code and
- * releases `st`. */
-static int report(weft_status* st, weft_run_metadata* md) {
+/* Array field `key` of the document: `count` objects, each printed by
+ * `element` (which returns a status for accessors that can fail). */
+typedef weft_status* (*element_fn)(printer* p, const weft_run_metadata* md,
+                                   int32_t i);
+
+static weft_status* print_array(printer* p, const weft_run_metadata* md,
+                                const char* key, int32_t count,
+                                element_fn element) {
+  json_key(p, key);
+  printf("[");
+  for (int32_t i = 0; i < count; ++i) {
+    int outer = json_begin_nested(p, i);
+    weft_status* st = element(p, md, i);
+    json_end_nested(p, outer);
+    if (st != NULL) return st;
+  }
+  printf("]");
+  return NULL;
+}
+
+static weft_status* node_json(printer* p, const weft_run_metadata* md,
+                              int32_t i) {
+  json_text(p, "name", weft_run_metadata_node_name(md, i));
+  json_text(p, "op", weft_run_metadata_node_op(md, i));
+  json_text(p, "device", weft_run_metadata_node_device(md, i));
+  json_text(p, "reason", weft_run_metadata_node_reason(md, i));
+  json_text(p, "frame", weft_run_metadata_node_frame(md, i));
+  return NULL;
+}
+
+static weft_status* frame_json(printer* p, const weft_run_metadata* md,
+                               int32_t i) {
+  const char *name = NULL, *parent = NULL;
+  int32_t parallel = 0, in_flight = 0;
+  int64_t iterations = 0;
+  weft_status* st = weft_run_metadata_frame(md, i, &name, &parent, &parallel,
+                                            &iterations, &in_flight);
+  if (st != NULL) return st;
+  json_text(p, "name", name);
+  json_text(p, "parent", parent);
+  json_number(p, "parallel_iterations", parallel);
+  json_number(p, "iterations", (double)iterations);
+  json_number(p, "max_in_flight", in_flight);
+  return NULL;
+}
+
+static weft_status* transfer_json(printer* p, const weft_run_metadata* md,
+                                  int32_t i) {
+  const char *value = NULL, *src = NULL, *dst = NULL;
+  int32_t wire = 0;
+  uint64_t bytes = 0;
+  weft_status* st =
+      weft_run_metadata_transfer(md, i, &value, &src, &dst, &wire, &bytes);
+  if (st != NULL) return st;
+  json_text(p, "value", value);
+  json_text(p, "from", src);
+  json_text(p, "to", dst);
+  json_text(p, "wire_dtype", weft_dtype_name((weft_dtype)wire));
+  json_number(p, "bytes", (double)bytes);
+  return NULL;
+}
+
+/* The pairs of names: merged, fused, recomputed and in-place updates. */
+typedef weft_status* (*pair_fn)(const weft_run_metadata* md, int32_t i,
+                                const char** first, const char** second);
+
+static weft_status* pair_json(printer* p, const weft_run_metadata* md,
+                              int32_t i, pair_fn read, const char* key1,
+                              const char* key2) {
+  const char *first = NULL, *second = NULL;
+  weft_status* st = read(md, i, &first, &second);
+  if (st != NULL) return st;
+  json_text(p, key1, first);
+  json_text(p, key2, second);
+  return NULL;
+}
+
+static weft_status* merged_json(printer* p, const weft_run_metadata* md,
+                                int32_t i) {
+  return pair_json(p, md, i, weft_run_metadata_merged, "removed", "kept");
+}
+
+static weft_status* fused_json(printer* p, const weft_run_metadata* md,
+                               int32_t i) {
+  return pair_json(p, md, i, weft_run_metadata_fused, "node", "replaced");
+}
+
+static weft_status* recomputed_json(printer* p, const weft_run_metadata* md,
+                                    int32_t i) {
+  return pair_json(p, md, i, weft_run_metadata_recomputed, "node",
+                   "stands_for");
+}
+
+static weft_status* in_place_json(printer* p, const weft_run_metadata* md,
+                                  int32_t i) {
+  return pair_json(p, md, i, weft_run_metadata_in_place, "update",
+                   "variable");
+}
+
+static weft_status* device_json(printer* p, const weft_run_metadata* md,
+                                int32_t i) {
+  json_text(p, "name", weft_run_metadata_device_name(md, i));
+  json_number(p, "peak_bytes", (double)weft_run_metadata_peak_bytes(md, i));
+  return NULL;
+}
+
+/* The run metadata as one JSON document, with `model` saying what ran. */
+static weft_status* print_json(const weft_run_metadata* md,
+                               const char* model) {
+  printer p = {1, 0};
+  printf("{");
+  json_text(&p, "model", model);
+  weft_status* st = print_array(&p, md, "nodes",
+                                weft_run_metadata_num_nodes(md), node_json);
+  if (!st)
+    st = print_array(&p, md, "frames", weft_run_metadata_num_frames(md),
+                     frame_json);
+  if (!st)
+    st = print_array(&p, md, "transfers",
+                     weft_run_metadata_num_transfers(md), transfer_json);
+  if (!st)
+    st = print_array(&p, md, "merged", weft_run_metadata_num_merged(md),
+                     merged_json);
+  if (!st)
+    st = print_array(&p, md, "fused", weft_run_metadata_num_fused(md),
+                     fused_json);
+  if (!st)
+    st = print_array(&p, md, "recomputed",
+                     weft_run_metadata_num_recomputed(md), recomputed_json);
+  if (!st)
+    st = print_array(&p, md, "in_place", weft_run_metadata_num_in_place(md),
+                     in_place_json);
+  if (!st)
+    st = print_array(&p, md, "devices", weft_run_metadata_num_devices(md),
+                     device_json);
+  if (!st)
+    json_number(&p, "intra_op_threads",
+                weft_run_metadata_intra_op_threads(md));
+  printf("}\n");
+  return st;
+}
+
+/* Prints the metadata of a run that succeeded (text after the line saying
+ * what ran, or JSON), or reports that it failed with `st` (the nodes placed
+ * before the failure go to stderr).  Returns the exit code and releases
+ * `st`. */
+static int report(weft_status* st, weft_run_metadata* md,
+                  const place_args* a, const char* model) {
+  if (st == NULL && a->json) st = print_json(md, model);
   if (st == NULL) {
-    fputs(weft_run_metadata_to_string(md), stdout);
+    if (!a->json) printf("model: %s\n%s", model,
+                         weft_run_metadata_to_string(md));
     return 0;
   }
   fprintf(stderr, "weft place: %s\n", weft_status_message(st));
@@ -320,11 +472,13 @@ static int place_model(place_args* a) {
         weft_model_session(model), r.feeds, r.values, r.num_inputs,
         r.fetches, r.num_outputs, NULL, 0, r.results, md);
   }
+  char what[1024] = "";
   if (st == NULL)
-    printf("model: %s (%s), signature '%s', unknown dimensions %lld\n",
-           a->model.path, model_open_format(&a->model), signature,
-           (long long)a->batch);
-  int rc = report(st, md);
+    snprintf(what, sizeof what,
+             "%s (%s), signature '%s', unknown dimensions %lld",
+             a->model.path, model_open_format(&a->model), signature,
+             (long long)a->batch);
+  int rc = report(st, md, a, what);
   release(&r);
   weft_model_destroy(model);
   weft_run_metadata_destroy(md);
@@ -368,12 +522,13 @@ int weft_command_place(int argc, char** argv) {
                                             &step, 1, &out, md);
     }
   }
+  char what[256] = "";
   if (!st)
-    printf("model: softmax(relu(x[%lld,%lld] w1 + b1) w2 + b2), hidden "
-           "%lld%s\n", (long long)a.batch, (long long)a.inputs,
-           (long long)a.hidden,
-           a.train ? "; its training step (cross-entropy, Adam)" : "");
-  int rc = report(st, md);
+    snprintf(what, sizeof what,
+             "softmax(relu(x[%lld,%lld] w1 + b1) w2 + b2), hidden %lld%s",
+             (long long)a.batch, (long long)a.inputs, (long long)a.hidden,
+             a.train ? "; its training step (cross-entropy, Adam)" : "");
+  int rc = report(st, md, &a, what);
   weft_tensor_destroy(out);
   weft_tensor_destroy(xt);
   weft_tensor_destroy(lt);

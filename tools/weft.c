@@ -152,33 +152,7 @@ static int command_version(int argc, char** argv) {
 
 /* `weft devices` prints either text for people or, with --json, one JSON
  * document for scripts; both come from the same walk over plugins,
- * refusals and devices, through this small printer. */
-typedef struct printer {
-  int json;
-  int fields; /* fields printed so far in the current JSON object */
-} printer;
-
-static void json_key(printer* p, const char* key) {
-  printf("%s", p->fields++ ? ", " : "");
-  weft_tool_json_string(key);
-  printf(": ");
-}
-
-static void json_text(printer* p, const char* key, const char* value) {
-  json_key(p, key);
-  weft_tool_json_string(value);
-}
-
-static void json_number(printer* p, const char* key, double value) {
-  json_key(p, key);
-  printf("%.17g", value);
-}
-
-static void json_begin_object(printer* p, int index) {
-  printf("%s\n    {", index ? "," : "");
-  p->fields = 0;
-}
-
+ * refusals and devices, through the printer of tools/json.h. */
 static void json_version(printer* p, const char* key, uint32_t packed) {
   char text[32];
   snprintf(text, sizeof text, "%u.%u",
@@ -534,22 +508,106 @@ static int print_op(int32_t index) {
   return print_kernels(d.name);
 }
 
+/* {"T": ["float32", ...]}: the dtypes a kernel accepts for one attribute,
+ * as a field of the kernel's object. */
+static void json_constraint(printer* p, const char* attr,
+                            const int32_t* dtypes, int32_t count) {
+  json_key(p, attr);
+  printf("[");
+  for (int32_t i = 0; i < count; ++i) {
+    printf("%s", i ? ", " : "");
+    weft_tool_json_string(weft_dtype_name((weft_dtype)dtypes[i]));
+  }
+  printf("]");
+}
+
+/* One op as a JSON object; its kernels as the field "kernels", each with
+ * "dtypes" mapping type attributes to what the kernel accepts ({}: any). */
+static int print_op_json(printer* p, int32_t index, int first) {
+  weft_op_description d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  weft_status* status = weft_op_describe(index, &d);
+  if (status != NULL) return report("describing an op", status);
+  json_begin_object(p, !first);
+  json_text(p, "name", d.name);
+  json_text(p, "inputs", d.inputs);
+  json_text(p, "outputs", d.outputs);
+  json_text(p, "attributes", d.attributes);
+  json_text(p, "summary", d.summary);
+  json_text(p, "origin", d.origin);
+  json_number(p, "num_inputs", d.num_inputs);
+  json_bool(p, "variadic", d.variadic);
+  json_bool(p, "stateful", d.stateful);
+  json_bool(p, "runs_in_runtime", d.runs_in_runtime);
+  json_key(p, "kernels");
+  printf("[");
+  int32_t n = weft_kernel_count(d.name);
+  for (int32_t k = 0; k < n; ++k) {
+    weft_kernel_description kd;
+    memset(&kd, 0, sizeof kd);
+    kd.struct_size = sizeof kd;
+    status = weft_kernel_describe(d.name, k, &kd);
+    if (status != NULL) return report("describing a kernel", status);
+    int outer = json_begin_nested(p, k);
+    json_text(p, "plugin", kd.plugin);
+    json_text(p, "device_type", kd.device_type);
+    json_number(p, "priority", kd.priority);
+    json_key(p, "dtypes");
+    int kernel = json_begin_nested(p, 0);
+    if (kd.num_dtypes > 0 && kd.dtype_attr[0] != '\0')
+      json_constraint(p, kd.dtype_attr, kd.dtypes, kd.num_dtypes);
+    for (int32_t c = 0; c < kd.num_type_constraints; ++c)
+      json_constraint(p, kd.type_constraints[c].attr,
+                      kd.type_constraints[c].dtypes,
+                      kd.type_constraints[c].num_dtypes);
+    json_end_nested(p, kernel);
+    json_end_nested(p, outer);
+  }
+  printf("]}");
+  return 0;
+}
+
 /* An argument naming a file ("./acme.so", "lib/x.so") rather than an op. */
 static int names_a_file(const char* arg) {
   size_t n = strlen(arg);
   return strchr(arg, '/') != NULL || (n > 3 && strcmp(arg + n - 3, ".so") == 0);
 }
 
+/* The index of the op called `name`, or -1. */
+static int32_t find_op(const char* name) {
+  int32_t count = weft_op_count();
+  for (int32_t i = 0; i < count; ++i) {
+    weft_op_description d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    weft_status* status = weft_op_describe(i, &d);
+    if (status != NULL) {
+      weft_status_destroy(status);
+      continue;
+    }
+    if (strcmp(d.name, name) == 0) return i;
+  }
+  return -1;
+}
+
 static int command_ops(int argc, char** argv) {
   /* argv[0] is the command's own name. */
-  for (int a = 1; a < argc; ++a)
-    if (argv[a][0] == '-') return unknown_option(argv[0], argv[a]);
+  printer p = {0, 0};
+  for (int a = 1; a < argc; ++a) {
+    if (strcmp(argv[a], "--json") == 0) {
+      p.json = 1;
+    } else if (argv[a][0] == '-') {
+      return unknown_option(argv[0], argv[a]);
+    }
+  }
   /* Plugins define ops too: the search path's, and any file named. */
   weft_status* discovered = weft_plugins_discover();
   if (discovered != NULL) return report("loading the plugin search path",
                                         discovered);
   int ops_named = 0;
   for (int a = 1; a < argc; ++a) {
+    if (argv[a][0] == '-') continue;
     if (!names_a_file(argv[a])) {
       ++ops_named;
       continue;
@@ -558,32 +616,31 @@ static int command_ops(int argc, char** argv) {
     if (loaded != NULL) return report(argv[a], loaded);
   }
   int32_t count = weft_op_count();
-  if (ops_named == 0) {
-    printf("%d ops\n\n", count);
-    for (int32_t i = 0; i < count; ++i) {
-      if (print_op(i)) return 1;
-      if (i + 1 < count) printf("\n");
+  if (p.json) printf("{\n  \"ops\": [");
+  if (ops_named == 0 && !p.json) printf("%d ops\n\n", count);
+  int status = 0, printed = 0;
+  for (int32_t i = 0, a = 1; ops_named == 0 ? i < count : a < argc; ++i) {
+    int32_t index = i;
+    if (ops_named > 0) {
+      const char* arg = argv[a++];
+      if (arg[0] == '-' || names_a_file(arg)) continue;
+      index = find_op(arg);
+      if (index < 0) {
+        fprintf(stderr, "weft ops: no op named '%s'\n", arg);
+        status = 1;
+        continue;
+      }
     }
-    return 0;
+    if (p.json) {
+      if (print_op_json(&p, index, printed == 0)) return 1;
+    } else {
+      /* The whole list has a blank line between ops. */
+      if (ops_named == 0 && printed > 0) printf("\n");
+      if (print_op(index)) return 1;
+    }
+    ++printed;
   }
-  int status = 0;
-  for (int a = 1; a < argc; ++a) {
-    if (names_a_file(argv[a])) continue;
-    int32_t found = -1;
-    for (int32_t i = 0; i < count && found < 0; ++i) {
-      weft_op_description d;
-      memset(&d, 0, sizeof d);
-      d.struct_size = sizeof d;
-      if (weft_op_describe(i, &d) == NULL && strcmp(d.name, argv[a]) == 0)
-        found = i;
-    }
-    if (found < 0) {
-      fprintf(stderr, "weft ops: no op named '%s'\n", argv[a]);
-      status = 1;
-      continue;
-    }
-    if (print_op(found)) return 1;
-  }
+  if (p.json) printf("%s]\n}\n", printed ? "\n  " : "");
   return status;
 }
 
