@@ -329,6 +329,28 @@ static long long line_count(const char* text) {
   return lines;
 }
 
+/* `weft COMMON --checkpoint DIR/b.ckpt --resume --loss-log LOG`: it must
+ * say it resumes b.ckpt at `step` of 6000, and LOG must then hold, bit for
+ * bit, the losses of the uninterrupted run's log `straight`. */
+static void resume_matches(const char* common, const char* dir,
+                           const char* log, const char* straight,
+                           long long step) {
+  char args[1024], expected[128];
+  snprintf(args, sizeof args, "%s --checkpoint %s/b.ckpt --resume "
+           "--loss-log %s", common, dir, log);
+  cr_assert_eq(weft(args), 0, "%s", output);
+  cr_expect_eq(number_after("resuming from "), 0, "%s", output);
+  snprintf(expected, sizeof expected, "b.ckpt: step %lld of 6000", step);
+  cr_expect_not_null(strstr(output, expected), "no '%s' in:\n%s", expected,
+                     output);
+  char* a = slurp(straight);
+  char* b = slurp(log);
+  cr_expect_eq(line_count(a), 6000);
+  cr_expect_str_eq(a, b, "the losses after the interruption differ");
+  free(a);
+  free(b);
+}
+
 /* Ctrl-C mid-run: the step in flight finishes, the checkpoint is saved,
  * the tool says which step it holds and exits 130; --resume says it
  * continues from that step and then gives, bit for bit, the losses of a
@@ -360,20 +382,7 @@ Test(train_main, sigint_saves_and_resume_continues_exactly, .timeout = 600) {
   cr_expect_eq(line_count(log), saved, "%s", output);
   free(log);
 
-  snprintf(args, sizeof args, "%s --checkpoint %s/b.ckpt --resume "
-           "--loss-log %s", common, dir, interrupted);
-  cr_assert_eq(weft(args), 0, "%s", output);
-  cr_expect_eq(number_after("resuming from "), 0, "%s", output);
-  char expected[128];
-  snprintf(expected, sizeof expected, "b.ckpt: step %lld of 6000", saved);
-  cr_expect_not_null(strstr(output, expected), "no '%s' in:\n%s", expected,
-                     output);
-  char* a = slurp(straight);
-  char* b = slurp(interrupted);
-  cr_expect_eq(line_count(a), 6000);
-  cr_expect_str_eq(a, b, "the losses after the interruption differ");
-  free(a);
-  free(b);
+  resume_matches(common, dir, interrupted, straight, saved);
 }
 
 Test(train_main, sigterm_saves_and_exits_143, .timeout = 600) {
@@ -491,4 +500,94 @@ Test(train_main, bad_arguments_are_usage_errors) {
   cr_expect_eq(weft("train fashion-mnist --epochs 0"), 2, "%s", output);
   cr_expect_eq(weft("train fashion-mnist --learning-rate -1"), 2, "%s",
                output);
+  cr_expect_eq(weft("train fashion-mnist --checkpoint-every 5x"), 2, "%s",
+               output);
+  cr_expect_not_null(strstr(output, "30s, 10m, 1h"), "%s", output);
+  cr_expect_eq(weft("train fashion-mnist --checkpoint-every 0"), 2, "%s",
+               output);
+  cr_expect_eq(weft("train fashion-mnist --keep 0"), 2, "%s", output);
+  cr_expect_eq(weft("train fashion-mnist --validation -3"), 2, "%s", output);
+  cr_expect_eq(weft("train fashion-mnist --data tfrecord:x.tfrecord "
+                    "--validation 10"), 2, "%s", output);
+}
+
+/* Where the run will save is checked before it trains: a directory that
+ * does not exist, or a checkpoint path that is a directory, fails at once
+ * (exit 2) instead of after the whole run. */
+Test(train_main, unwritable_outputs_fail_before_training) {
+  char dir[64], args[1024];
+  temp_dir(dir, sizeof dir);
+  snprintf(args, sizeof args, "train fashion-mnist --checkpoint "
+           "%s/missing/x.ckpt --save %s/model", dir, dir);
+  cr_expect_eq(weft(args), 2, "%s", output);
+  cr_expect_not_null(strstr(output, "--checkpoint"), "%s", output);
+  cr_expect_not_null(strstr(output, "cannot write in"), "%s", output);
+  cr_expect_null(strstr(output, "training and"), "it read the data first:\n%s",
+                 output);
+  snprintf(args, sizeof args, "train fashion-mnist --checkpoint %s "
+           "--save %s/model", dir, dir);
+  cr_expect_eq(weft(args), 2, "%s", output);
+  cr_expect_not_null(strstr(output, "not a regular file"), "%s", output);
+  snprintf(args, sizeof args, "train fashion-mnist --checkpoint %s/x.ckpt "
+           "--save %s/x.ckpt.d/no/model", dir, dir);
+  cr_expect_eq(weft(args), 2, "%s", output);
+  cr_expect_not_null(strstr(output, "--save"), "%s", output);
+}
+
+/* The step-stamped checkpoints ("PATH-STEP") in `dir` of `base`, sorted;
+ * returns how many. */
+static int stamped_checkpoints(const char* dir, const char* base,
+                               long long* steps, int max) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ls %s | sed -n 's/^%s-\\([0-9]*\\)$/\\1/p' | "
+           "sort -n", dir, base);
+  FILE* p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  int n = 0;
+  while (n < max && fscanf(p, "%lld", &steps[n]) == 1) ++n;
+  pclose(p);
+  return n;
+}
+
+/* A run killed outright (SIGKILL: no chance to save) after some periodic
+ * checkpoints (--checkpoint-every 50 --keep 3), relaunched with --resume,
+ * continues from the newest of them and gives, bit for bit, the losses of
+ * a run never interrupted (one thread on the CPU): the loss log drops the
+ * steps the killed run did after that checkpoint, which the resumed run
+ * does again.  Only the newest three step-stamped files remain. */
+Test(train_main, killed_run_resumes_from_periodic_checkpoints_exactly,
+     .timeout = 600) {
+  need_data();
+  char dir[64], args[1024], straight[128], killed[128];
+  temp_dir(dir, sizeof dir);
+  snprintf(straight, sizeof straight, "%s/straight.log", dir);
+  snprintf(killed, sizeof killed, "%s/killed.log", dir);
+  const char* common = "train fashion-mnist --model softmax --device CPU "
+                       "--threads 1 --seed 5 --epochs 10 "
+                       "--checkpoint-every 50 --keep 3";
+  snprintf(args, sizeof args, "%s --checkpoint %s/a.ckpt --loss-log %s",
+           common, dir, straight);
+  cr_assert_eq(weft(args), 0, "%s", output);
+
+  snprintf(args, sizeof args, "%s --checkpoint %s/b.ckpt --loss-log %s",
+           common, dir, killed);
+  cr_assert_eq(weft_interrupted(args, SIGKILL), 128 + SIGKILL, "%s", output);
+  long long steps[16];
+  int n = stamped_checkpoints(dir, "b.ckpt", steps, 16);
+  cr_assert_geq(n, 2, "periodic checkpoints before step 100: %d", n);
+  cr_expect_leq(n, 3, "--keep 3 left %d", n);
+  for (int i = 0; i < n; ++i)
+    cr_expect_eq(steps[i] % 50, 0, "b.ckpt-%lld", steps[i]);
+  expect_checkpoint(dir, "b.ckpt");
+  long long newest = steps[n - 1];
+  /* The killed run logged steps past its newest checkpoint. */
+  char* log = slurp(killed);
+  cr_expect_geq(line_count(log), newest, "%s", log);
+  free(log);
+
+  resume_matches(common, dir, killed, straight, newest);
+  n = stamped_checkpoints(dir, "b.ckpt", steps, 16);
+  cr_expect_eq(n, 3);
+  cr_expect_eq(steps[0], 5900);
+  cr_expect_eq(steps[2], 6000);
 }

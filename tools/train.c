@@ -34,6 +34,7 @@
  * evaluates and saves.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* TIOCGWINSZ, struct winsize */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -42,6 +43,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tools/commands.h"
@@ -49,6 +53,7 @@
 #include "tools/idx.h"
 #include "tools/train.h"
 #include "tools/train_input.h"
+#include "tools/train_summary.h"
 #include "weft/weft.h"
 
 /* ---- Small helpers -------------------------------------------------------- */
@@ -143,7 +148,7 @@ int train_input_pipeline(const train_args* a, const idx_dataset* train,
   } else {
     in.images = train->images.data;
     in.labels = train->labels.data;
-    in.n = train->images.dims[0];
+    in.n = a->train_count;  /* without the --validation images */
   }
   in.batch = a->batch;
   in.epochs = a->epochs;
@@ -167,14 +172,34 @@ int train_input_pipeline(const train_args* a, const idx_dataset* train,
 static void progress(int tty, int64_t step, int64_t total, int64_t epoch,
                      int64_t epochs, double loss, double rate) {
   if (tty) {
-    enum { WIDTH = 30 };
-    int filled = (int)(WIDTH * (double)step / (double)total);
-    char bar[WIDTH + 1];
-    for (int i = 0; i < WIDTH; ++i) bar[i] = i < filled ? '=' : ' ';
-    bar[WIDTH] = '\0';
-    printf("\r[%s] epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f steps/s ",
-           bar, (long long)epoch + 1, (long long)epochs, (long long)step,
-           (long long)total, loss, rate);
+    /* One line that fits the terminal: the bar takes what the numbers
+     * leave (up to 40 columns; none on a very narrow terminal, where the
+     * numbers are cut rather than wrapped onto a new line each time). */
+    char text[160];
+    snprintf(text, sizeof text,
+             " epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f steps/s ",
+             (long long)epoch + 1, (long long)epochs, (long long)step,
+             (long long)total, loss, rate);
+    struct winsize ws;
+    int columns = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0
+                      ? ws.ws_col
+                      : 80;
+    int width = columns - 1 - (int)strlen(text) - 2;
+    if (width > 40) width = 40;
+    char bar[48] = "";
+    if (width >= 5) {
+      int filled = (int)(width * (double)step / (double)total);
+      bar[0] = '[';
+      for (int i = 0; i < width; ++i) bar[1 + i] = i < filled ? '=' : ' ';
+      bar[width + 1] = ']';
+      bar[width + 2] = '\0';
+    }
+    int room = columns - 1 - (int)strlen(bar);
+    if (room < 0) room = 0;
+    if ((int)strlen(text) > room) text[room] = '\0';
+    /* \r then erase to the end of the line: a shorter line leaves nothing
+     * of the longer one before it. */
+    printf("\r%s%s\033[K", bar, text);
     fflush(stdout);
   } else {
     printf("epoch %lld/%lld step %lld/%lld loss %.4f %.0f steps/s\n",
@@ -326,6 +351,13 @@ static int resume(const train_args* a, const model* m, weft_session* s,
             (long long)have[CONFIG_SEED], (long long)want[CONFIG_BATCH],
             (long long)want[CONFIG_SEED]);
     ok = 0;
+  } else if (have[CONFIG_VALIDATION] != want[CONFIG_VALIDATION]) {
+    /* It held out other images: its steps saw another training set. */
+    fprintf(stderr, "weft train: --resume: %s was written with "
+            "--validation %lld; resume with the same (not --validation "
+            "%lld)\n", path, (long long)have[CONFIG_VALIDATION],
+            (long long)want[CONFIG_VALIDATION]);
+    ok = 0;
   } else if (step < 0 || step >= total) {
     fprintf(stderr, "weft train: --resume: %s is at step %lld, %s of the "
             "%lld steps of %lld epoch%s: nothing to resume (pass a larger "
@@ -365,6 +397,116 @@ static int save_bundle(const train_args* a, const model* m, weft_session* s) {
   return ok;
 }
 
+/* ---- Checkpoints ---------------------------------------------------------------- */
+
+/* Whether a periodic checkpoint is due after `steps` steps: every N steps
+ * or every N seconds since the last (--checkpoint-every); updates the
+ * marks when it is. */
+static int checkpoint_due(const train_args* a, int64_t steps,
+                          int64_t* last_steps, double* last_time) {
+  const double now = now_seconds();
+  const int due =
+      a->checkpoint_every > 0
+          ? steps / a->checkpoint_every > *last_steps / a->checkpoint_every
+          : a->checkpoint_seconds > 0 &&
+                now - *last_time >= (double)a->checkpoint_seconds;
+  if (due) {
+    *last_steps = steps;
+    *last_time = now;
+  }
+  return due;
+}
+
+/* The step-stamped checkpoints beside a->checkpoint ("PATH-STEP"), oldest
+ * removed until `keep` remain. */
+static void prune_checkpoints(const char* path, int64_t keep) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char* slash = strrchr(dir, '/');
+  const char* base = slash ? slash + 1 : path;
+  if (slash) *slash = '\0';
+  const char* where = slash ? (dir[0] ? dir : "/") : ".";
+  DIR* d = opendir(where);
+  if (d == NULL) return;
+  enum { kMax = 4096 };
+  int64_t* steps = malloc(sizeof(int64_t) * kMax);
+  size_t n = 0, base_len = strlen(base);
+  for (struct dirent* e; steps && (e = readdir(d)) != NULL && n < kMax;) {
+    const char* name = e->d_name;
+    if (strncmp(name, base, base_len) != 0 || name[base_len] != '-') continue;
+    char* end = NULL;
+    long long v = strtoll(name + base_len + 1, &end, 10);
+    if (end == name + base_len + 1 || *end != '\0' || v < 0) continue;
+    steps[n++] = v;
+  }
+  closedir(d);
+  /* Newest first (few files: insertion sort). */
+  for (size_t i = 1; i < n; ++i)
+    for (size_t j = i; j > 0 && steps[j] > steps[j - 1]; --j) {
+      int64_t t = steps[j];
+      steps[j] = steps[j - 1];
+      steps[j - 1] = t;
+    }
+  for (size_t i = (size_t)keep; i < n; ++i) {
+    char old[4200];
+    snprintf(old, sizeof old, "%s-%lld", path, (long long)steps[i]);
+    unlink(old);
+  }
+  free(steps);
+}
+
+/* Saves the checkpoint after `steps` steps at a->checkpoint, which --resume
+ * reads.  With --keep K > 1 the file is "PATH-STEPS", a->checkpoint a hard
+ * link to the newest (replaced atomically), and only the newest K stay. */
+static int save_checkpoint(const train_args* a, weft_session* s,
+                           int64_t steps, const char* what) {
+  if (a->keep <= 1 || steps < 0)  /* steps < 0: not known */
+    return train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0), what);
+  char stamped[4200], temp[4200];
+  snprintf(stamped, sizeof stamped, "%s-%lld", a->checkpoint,
+           (long long)steps);
+  snprintf(temp, sizeof temp, "%s.latest.tmp", a->checkpoint);
+  if (!train_check(weft_checkpoint_save(s, stamped, NULL, 0), what))
+    return 0;
+  unlink(temp);
+  if (link(stamped, temp) != 0 || rename(temp, a->checkpoint) != 0) {
+    /* No hard links here: a second copy. */
+    unlink(temp);
+    if (!train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0), what))
+      return 0;
+  }
+  prune_checkpoints(a->checkpoint, a->keep);
+  return 1;
+}
+
+/* --resume with --loss-log: the log keeps the steps before `step` only, so
+ * that a run killed after its last checkpoint and resumed leaves each
+ * step's loss once, as an uninterrupted run does. */
+static int truncate_loss_log(const char* path, int64_t step) {
+  FILE* in = fopen(path, "r");
+  if (in == NULL) return 1;  /* nothing logged yet */
+  char temp[4200];
+  snprintf(temp, sizeof temp, "%s.tmp", path);
+  FILE* out = fopen(temp, "w");
+  if (out == NULL) {
+    fprintf(stderr, "weft train: --loss-log: %s: %s\n", temp,
+            strerror(errno));
+    fclose(in);
+    return 0;
+  }
+  char line[256];
+  while (fgets(line, sizeof line, in) != NULL)
+    if (strtoll(line, NULL, 10) < step) fputs(line, out);
+  fclose(in);
+  if (fclose(out) != 0 || rename(temp, path) != 0) {
+    fprintf(stderr, "weft train: --loss-log: %s: %s\n", path,
+            strerror(errno));
+    unlink(temp);
+    return 0;
+  }
+  return 1;
+}
+
 /* ---- Serving the variables (--parameter-server) ---------------------------- */
 
 typedef struct ps_monitor {
@@ -386,7 +528,7 @@ static void* monitor_main(void* arg) {
   const train_args* a = mo->a;
   const int tty = isatty(STDOUT_FILENO);
   int64_t first = -1, last_saved = 0;
-  double t0 = now_seconds(), last_report = 0;
+  double t0 = now_seconds(), last_report = 0, last_time = t0;
   pthread_mutex_lock(&mo->mu);
   while (!mo->stop && !mo->failed) {
     struct timespec until;
@@ -407,7 +549,7 @@ static void* monitor_main(void* arg) {
     const double now = now_seconds();
     if (ok && first < 0) {
       first = last_saved = step;
-      t0 = now;
+      t0 = last_time = now;
     }
     if (ok && ((tty && now - last_report > 0.1) ||
                (!tty && now - last_report >= 5))) {
@@ -425,12 +567,9 @@ static void* monitor_main(void* arg) {
       fflush(stdout);
       last_report = now;
     }
-    if (ok && a->checkpoint_every > 0 && step < mo->total &&
-        step / a->checkpoint_every > last_saved / a->checkpoint_every) {
-      ok = train_check(weft_checkpoint_save(mo->s, a->checkpoint, NULL, 0),
-                 "saving a periodic checkpoint");
-      last_saved = step;
-    }
+    if (ok && step < mo->total &&
+        checkpoint_due(a, step, &last_saved, &last_time))
+      ok = save_checkpoint(a, mo->s, step, "saving a periodic checkpoint");
     pthread_mutex_lock(&mo->mu);
     if (!ok) mo->failed = 1;
   }
@@ -469,8 +608,7 @@ static int serve_workers(const train_args* a, const model* m,
     fprintf(stderr, "weft train: serving the workers: %s\n",
             weft_status_message(st));
     weft_status_destroy(st);
-    if (train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
-              "saving the checkpoint"))
+    if (save_checkpoint(a, s, -1, "saving the checkpoint"))
       fprintf(stderr, "weft train: saved %s; relaunch with --resume to "
               "continue\n", a->checkpoint);
     /* A rank is gone: finishing MPI would wait for it forever. */
@@ -485,8 +623,20 @@ static int serve_workers(const train_args* a, const model* m,
   return 1;
 }
 
+/* The accuracy on the held-out images (--validation), NaN without them;
+ * 0 with *ok cleared when evaluating fails. */
+static double validation_accuracy(weft_session* s, const model* m,
+                                  const idx_dataset* validation, int* ok) {
+  return validation->images.dims[0] > 0
+             ? accuracy(s, m, validation, ok, NULL)
+             : NAN;
+}
+
 static int run_training(const train_args* a, model* m,
-                        const idx_dataset* train, const idx_dataset* test) {
+                        const idx_dataset* train, const idx_dataset* test,
+                        const idx_dataset* validation) {
+  train_summary ts;
+  if (!train_summary_build(a, m, &ts)) return 1;
   weft_session_options o;
   weft_session_options_init(&o);
   o.devices = a->devices;
@@ -547,6 +697,7 @@ static int run_training(const train_args* a, model* m,
                               &step_t), "reading the step"))
     goto done;
   int64_t step = *(const int64_t*)weft_tensor_data(step_t);
+  if (chief && !train_summary_open(a, test, step, &ts)) goto done;
   if (a->parameter_server && !worker) {
     if (!serve_workers(a, m, s, total, per_epoch)) goto done;
     goto evaluate;
@@ -563,6 +714,8 @@ static int run_training(const train_args* a, model* m,
                  sizeof(int32_t) * (size_t)shard, NULL, NULL, &lt),
              "batch"))
     goto done;
+  if (chief && a->loss_log && a->resume && !truncate_loss_log(a->loss_log, step))
+    goto done;
   if (chief && a->loss_log &&
       !(log = fopen(a->loss_log, a->resume ? "a" : "w"))) {
     fprintf(stderr, "weft train: %s: %s\n", a->loss_log, strerror(errno));
@@ -576,6 +729,8 @@ static int run_training(const train_args* a, model* m,
   weft_tensor* values[2] = {xt, lt};
   weft_node* targets[2] = {m->train, m->step_inc};
   int stop_signal = 0;
+  int64_t last_saved = step;
+  double last_save_time = now_seconds();
   for (; step < total && !(stop_signal = take_stop_signal()); ++step) {
     if (step / per_epoch != epoch) {
       epoch = step / per_epoch;
@@ -588,9 +743,10 @@ static int run_training(const train_args* a, model* m,
                      (a->data_parallel ? a->rank * shard : 0),
                  shard, x, labels);
     weft_tensor* loss_t = NULL;
-    weft_run_metadata* md = a->explain && steps_done == 0
-                                ? weft_run_metadata_create()
-                                : NULL;
+    weft_run_metadata* md =
+        (a->explain || (ts.writer && !ts.graph_written)) && steps_done == 0
+            ? weft_run_metadata_create()
+            : NULL;
     /* A step that cannot finish (a rank of a data-parallel job died or
      * hung) ends at its deadline with UNAVAILABLE instead of hanging. */
     weft_run_options run_options;
@@ -599,9 +755,10 @@ static int run_training(const train_args* a, model* m,
     weft_status* st = weft_session_run_with_options(
         s, &run_options, feeds, values, a->pipeline ? 0 : 2, &m->loss_report,
         1, targets, 2, &loss_t, md);
-    if (md) fputs(weft_run_metadata_to_string(md), stdout);
+    if (md && a->explain) fputs(weft_run_metadata_to_string(md), stdout);
+    const int graph_ok = st != NULL || train_summary_graph(&ts, m, md);
     weft_run_metadata_destroy(md);
-    if (!train_check(st, "training step")) goto done;
+    if (!train_check(st, "training step") || !graph_ok) goto done;
     float loss = *(const float*)weft_tensor_data(loss_t);
     weft_tensor_destroy(loss_t);
     if (!isfinite(loss)) {
@@ -610,14 +767,14 @@ static int run_training(const train_args* a, model* m,
       goto done;
     }
     if (log) fprintf(log, "%lld %a\n", (long long)step, loss);
+    if (!train_summary_loss(&ts, step, loss)) goto done;
     ++steps_done;
     /* Periodic checkpoints (the chief's): what a relaunch with --resume
      * continues from after a failure that no signal announced. */
-    if (chief && a->checkpoint_every > 0 &&
-        (step + 1) % a->checkpoint_every == 0 && step + 1 < total) {
+    if (chief && step + 1 < total &&
+        checkpoint_due(a, step + 1, &last_saved, &last_save_time)) {
       if (log) fflush(log);
-      if (!train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
-                 "saving a periodic checkpoint"))
+      if (!save_checkpoint(a, s, step + 1, "saving a periodic checkpoint"))
         goto done;
     }
     double t = now_seconds();
@@ -632,11 +789,19 @@ static int run_training(const train_args* a, model* m,
     if (chief && (step + 1) % per_epoch == 0 && step + 1 < total) {
       int ok = 1;
       double e0 = now_seconds(), acc = accuracy(s, m, test, &ok, NULL);
-      if (!ok) goto done;
+      double val = ok ? validation_accuracy(s, m, validation, &ok) : NAN;
+      if (!ok ||
+          !train_summary_epoch(&ts, s, step + 1, acc, val, m->learning_rate))
+        goto done;
       double e1 = now_seconds();
       printf("%sepoch %lld/%lld: %.2f%% test accuracy, %.1f s training\n",
              tty ? "\n" : "", (long long)(epoch + 1), (long long)a->epochs,
              100 * acc, e0 - epoch_start);
+      if (!isnan(val))
+        printf("epoch %lld/%lld: %.2f%% validation accuracy (%lld held-out "
+               "training images)\n", (long long)(epoch + 1),
+               (long long)a->epochs, 100 * val,
+               (long long)validation->images.dims[0]);
       t0 += e1 - e0;
       epoch_start = e1;
     }
@@ -650,8 +815,9 @@ static int run_training(const train_args* a, model* m,
   if (stop_signal) {
     /* `step` steps are done; the variables hold their result. */
     int signal_number = stop_signal;
-    if (chief && !train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
-                        "saving the checkpoint after the interruption"))
+    if (chief && !save_checkpoint(a, s, step,
+                                  "saving the checkpoint after the "
+                                  "interruption"))
       goto done;
     printf("interrupted by %s after step %lld of %lld (epoch %lld/%lld): "
            "saved %s; continue with --resume\n",
@@ -671,19 +837,23 @@ evaluate:;
   int ok = 1;
   uint64_t predictions = 0;
   double acc = accuracy(s, m, test, &ok, &predictions);
-  if (!ok) goto done;
+  double val = ok ? validation_accuracy(s, m, validation, &ok) : NAN;
+  if (!ok || !train_summary_epoch(&ts, s, total, acc, val, m->learning_rate))
+    goto done;
   printf("test accuracy: %.2f%% (%lld examples, model %s, %lld epochs)\n",
          100 * acc, (long long)test->images.dims[0], a->model,
          (long long)a->epochs);
+  if (!isnan(val))
+    printf("validation accuracy: %.2f%% (%lld held-out training images)\n",
+           100 * val, (long long)validation->images.dims[0]);
   printf("test predictions: %lld classes, fnv1a %016llx\n",
          (long long)test->images.dims[0], (unsigned long long)predictions);
-  if (!train_check(weft_checkpoint_save(s, a->checkpoint, NULL, 0),
-             "saving the checkpoint"))
-    goto done;
+  if (!save_checkpoint(a, s, total, "saving the checkpoint")) goto done;
   printf("checkpoint: %s\n", a->checkpoint);
   if (!save_bundle(a, m, s)) goto done;
   rc = 0;
 done:
+  train_summary_close(&ts);
   if (log) fclose(log);
   weft_tensor_destroy(step_t);
   weft_tensor_destroy(xt);
@@ -775,7 +945,24 @@ static int parse_args(int argc, char** argv, train_args* a) {
     } else if (strcmp(f, "--bucket-bytes") == 0) {
       if (!parse_int(f, v, 0, INT64_MAX, &a->bucket_bytes)) return 0;
     } else if (strcmp(f, "--checkpoint-every") == 0) {
-      if (!parse_int(f, v, 1, INT64_MAX, &a->checkpoint_every)) return 0;
+      /* N steps, or Ns / Nm / Nh of time. */
+      char* end = NULL;
+      long long count = strtoll(v, &end, 10);
+      const int unit = end && *end ? (end[1] == '\0' ? *end : '?') : 0;
+      const long long scale = unit == 's' ? 1 : unit == 'm' ? 60
+                              : unit == 'h' ? 3600 : unit == 0 ? 1 : 0;
+      if (end == v || count < 1 || scale == 0 || count > INT64_MAX / 3600) {
+        fprintf(stderr, "weft train: --checkpoint-every wants a number of "
+                "steps (100) or of seconds, minutes or hours (30s, 10m, "
+                "1h)\n");
+        return 0;
+      }
+      if (unit == 0)
+        a->checkpoint_every = count;
+      else
+        a->checkpoint_seconds = count * scale;
+    } else if (strcmp(f, "--keep") == 0) {
+      if (!parse_int(f, v, 1, 1000, &a->keep)) return 0;
     } else if (strcmp(f, "--threads") == 0) {
       if (!parse_int(f, v, 0, 1024, &n)) return 0;
       a->threads = (int32_t)n;
@@ -815,6 +1002,10 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->save = v;
     } else if (strcmp(f, "--loss-log") == 0) {
       a->loss_log = v;
+    } else if (strcmp(f, "--logdir") == 0) {
+      a->logdir = v;
+    } else if (strcmp(f, "--validation") == 0) {
+      if (!parse_int(f, v, 0, 59999, &a->validation)) return 0;
     } else {
       fprintf(stderr, "weft train: unknown argument '%s'\n", f);
       return 0;
@@ -856,6 +1047,12 @@ static int parse_args(int argc, char** argv, train_args* a) {
     /* One rank speaks; the others' output would repeat it. */
     if (a->rank != 0 && freopen("/dev/null", "w", stdout) == NULL)
       return 0;
+  }
+  if (a->tfrecord && a->validation > 0) {
+    fprintf(stderr, "weft train: --validation holds out the last images of "
+            "the IDX training set; with --data tfrecord: keep a file of "
+            "records apart instead\n");
+    return 0;
   }
   if (a->tfrecord && !a->pipeline) {
     fprintf(stderr, "weft train: --data tfrecord: is read by the input "
@@ -923,9 +1120,48 @@ static int peek_step(train_args* a) {
   return ok;
 }
 
+/* Whether the run can write `path` (a file, or with `directory` the
+ * model bundle's directory) where it saves: checked before training, so a
+ * typo does not cost the whole run.  Prints why not. */
+static int check_output_path(const char* flag, const char* path,
+                             int directory) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+      fprintf(stderr, "weft train: %s %s: exists and is not a %s\n", flag,
+              path, directory ? "directory" : "regular file");
+      return 0;
+    }
+  }
+  /* Files are written beside their final name and renamed: the directory
+   * holding it must take new files. */
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", path);
+  size_t n = strlen(parent);
+  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
+  char* slash = strrchr(parent, '/');
+  const char* dir = slash == NULL ? "." : slash == parent ? "/" : parent;
+  if (slash != NULL && slash != parent) *slash = '\0';
+  const char* why = stat(dir, &st) != 0        ? strerror(errno)
+                    : !S_ISDIR(st.st_mode)        ? "not a directory"
+                    : access(dir, W_OK | X_OK) != 0 ? strerror(errno)
+                                                  : NULL;
+  if (why != NULL) {
+    fprintf(stderr, "weft train: %s %s: cannot write in %s (%s)\n", flag,
+            path, dir, why);
+    return 0;
+  }
+  return 1;
+}
+
 int weft_command_train(int argc, char** argv) {
   train_args a;
   if (!parse_args(argc, argv, &a)) return 2;
+  if (a.rank == 0 &&
+      (!check_output_path("--checkpoint", a.checkpoint, 0) ||
+       !check_output_path("--save", a.save, 1) ||
+       (a.loss_log && !check_output_path("--loss-log", a.loss_log, 0))))
+    return 2;
   /* Progress must reach a pipe or a log as it happens, not when a 4 KiB
    * buffer fills (or never, if the run is killed). */
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -948,7 +1184,23 @@ int weft_command_train(int argc, char** argv) {
     return 1;
   }
   int rc = 1;
-  a.train_count = train.images.dims[0];
+  /* --validation N: the last N training images, evaluated after each
+   * epoch and never trained on (a view into the training set's arrays). */
+  idx_dataset validation;
+  memset(&validation, 0, sizeof validation);
+  if (a.validation >= train.images.dims[0]) {
+    fprintf(stderr, "weft train: --validation %lld leaves no training "
+            "images (the set has %lld)\n", (long long)a.validation,
+            (long long)train.images.dims[0]);
+    idx_free_dataset(&train);
+    idx_free_dataset(&test);
+    return 2;
+  }
+  a.train_count = train.images.dims[0] - a.validation;
+  validation = train;
+  validation.images.dims[0] = validation.labels.dims[0] = a.validation;
+  validation.images.data += (size_t)a.train_count * PIXELS;
+  validation.labels.data += (size_t)a.train_count;
   if (train.images.dims[1] * train.images.dims[2] != PIXELS ||
       test.images.dims[1] * test.images.dims[2] != PIXELS) {
     fprintf(stderr, "weft train: images must be 28x28\n");
@@ -967,7 +1219,8 @@ int weft_command_train(int argc, char** argv) {
              (long long)test.images.dims[0], a.model);
     model m;
     memset(&m, 0, sizeof m);
-    if (train_build_model(&a, &m, &train)) rc = run_training(&a, &m, &train, &test);
+    if (train_build_model(&a, &m, &train))
+      rc = run_training(&a, &m, &train, &test, &validation);
     weft_graph_destroy(m.graph);
   }
   idx_free_dataset(&train);

@@ -41,6 +41,9 @@ typedef struct train_args {
                           * --data-parallel 300 unless set */
   int64_t checkpoint_every;  /* --checkpoint-every N steps (0: at the end
                               * and on SIGINT/SIGTERM only) */
+  int64_t checkpoint_seconds;  /* --checkpoint-every Ns/Nm/Nh */
+  int64_t keep;          /* --keep K: the newest K step-stamped checkpoints
+                          * (1: the one file only) */
   int64_t bucket_bytes;  /* --bucket-bytes N: gradients averaged in buckets
                           * (0: one AllReduce each) */
   int parameter_server;  /* --parameter-server: rank 0 holds the variables
@@ -50,6 +53,9 @@ typedef struct train_args {
   /* --parameter-server: where every variable lives (the scope set around
    * each weft_graph_variable call); NULL otherwise. */
   const char* variables_device;
+  const char* logdir;    /* --logdir DIR: TensorBoard event files */
+  int64_t validation;    /* --validation N: the last N training images held
+                          * out and evaluated after each epoch */
 } train_args;
 
 typedef struct model {
@@ -68,13 +74,14 @@ typedef struct model {
    * variable to rank 0's values. */
   weft_output loss_report;
   weft_node* broadcast;
+  double learning_rate;  /* the optimizer's */
 } model;
 
 /* The settings a checkpoint's step count only makes sense with: the model
  * and optimizer decide which variables exist, the batch size and seed which
  * examples each step saw. */
 enum { CONFIG_MODEL, CONFIG_OPTIMIZER, CONFIG_BATCH, CONFIG_SEED,
-       CONFIG_SIZE };
+       CONFIG_VALIDATION, CONFIG_SIZE };
 
 /* Prints "weft train: WHAT: message" and destroys `st`; 1 when st is NULL. */
 int train_check(weft_status* st, const char* what);

@@ -34,6 +34,7 @@ void train_run_config(const train_args* a, int64_t config[CONFIG_SIZE]) {
                                                                   : 0;
   config[CONFIG_BATCH] = a->batch;
   config[CONFIG_SEED] = (int64_t)a->seed;
+  config[CONFIG_VALIDATION] = a->validation;
 }
 
 /* A float32 variable of shape `dims`, uniform in [-limit, limit) from
@@ -390,6 +391,7 @@ int train_build_model(const train_args* a, model* m,
                       : mlp                             ? 0.1
                                                         : 0.5;
   opt.learning_rate = a->learning_rate > 0 ? a->learning_rate : default_lr;
+  m->learning_rate = opt.learning_rate;
   /* Data-parallel: each rank's gradient of its shard, averaged over the
    * ranks before the update, equals the whole batch's. */
   opt.data_parallel = a->data_parallel;
