@@ -246,9 +246,10 @@ struct pin {
   F(weft_model_load_options, num_graphdef_outputs, 32)
 
 #define RUN_OPTIONS_LAYOUT(S, F)         \
-  S(weft_run_options, 16)                \
+  S(weft_run_options, 24)                \
   F(weft_run_options, struct_size, 0)    \
-  F(weft_run_options, timeout_ms, 8)
+  F(weft_run_options, timeout_ms, 8)     \
+  F(weft_run_options, trace_level, 16)
 
 #define DEVICE_PROPERTIES_LAYOUT(S, F)             \
   S(weft_device_properties, 56)                    \

@@ -12,6 +12,7 @@
 #include "device/kernel_context.h"
 #include "distributed/transfer.h"
 #include "session/run.h"
+#include "session/trace.h"
 
 namespace weft {
 namespace exec {
@@ -305,7 +306,12 @@ void Run::Process(const int32_t* ids, size_t n) {
         bool dead = false, parked = false;
         CfItem item;
         item.node = id;
-        if (weft_status* st = RunRuntimeOp(p, item, &dead, &parked)) Fail(st);
+        if (control_.trace != nullptr) item.trace_start = control_.trace->Now();
+        weft_status* st = RunRuntimeOp(p, item, &dead, &parked);
+        if (control_.trace != nullptr && !parked)
+          TraceAdd(p, nullptr, item.trace_start, false, false,
+                   st == nullptr ? TraceBytes(p, slots_.data(), out) : 0);
+        if (st != nullptr) Fail(st);
         if (parked) {
           // A failure or cancellation that came before the op registered
           // its wait finds it here.
@@ -314,6 +320,11 @@ void Run::Process(const int32_t* ids, size_t n) {
           continue;
         }
         remaining_.fetch_sub(1, std::memory_order_relaxed);
+      } else if (control_.trace != nullptr) {
+        if (weft_status* st = TracedExecute(p, slots_.data(), out, nullptr))
+          Fail(st);
+        else if (accounting_)
+          Account(p);
       } else if (weft_status* st = p.kind == ExecKind::kKernel
                                        ? ExecuteKernel(p, slots_.data(), out)
                                        : ExecuteNode(p, slots_.data(), out)) {

@@ -31,6 +31,7 @@ struct RunStats {
 namespace exec {
 class Run;
 }
+class TraceCollector;
 
 // Ends one run from another thread, whether it has started yet or not (a
 // message that arrives before the run begins must still end it): Cancel
@@ -67,6 +68,9 @@ struct RunControl {
   int64_t task_run = -1;
   // Null, or how another thread may end this run.
   RunCanceller* canceller = nullptr;
+  // Null (no trace, and no clock read per node), or where a traced run
+  // records what each node did (trace.h).
+  TraceCollector* trace = nullptr;
 };
 
 // `feeds` are placed in the plan's feed slots; on success `fetched[i]` is

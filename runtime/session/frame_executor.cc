@@ -14,6 +14,7 @@
 #include "device/kernel_context.h"
 #include "device/registry.h"
 #include "session/run.h"
+#include "session/trace.h"
 
 namespace weft {
 namespace exec {
@@ -248,6 +249,14 @@ std::shared_ptr<ParkedOp> Run::Park(const PlanNode& p, const CfItem& item,
 }
 
 void Run::ParkedDone(ParkedOp* op, weft_status* st) {
+  if (control_.trace != nullptr) {
+    // Recorded before the node completes: once it has, the run may end.
+    const TensorValue* slots = SlotsOf(op->item_);
+    TraceAdd(op->p_, op->item_.iter, op->item_.trace_start, false, true,
+             st == nullptr ? TraceBytes(op->p_, slots,
+                                        slots + op->p_.output_base)
+                           : 0);
+  }
   std::shared_ptr<ParkedOp> keep;  // alive to the end of this function
   {
     std::lock_guard<std::mutex> lock(parked_mu_);
@@ -818,6 +827,8 @@ void Run::CfProcess(CfItem item) {
     if (!item.dead) {
       TensorValue* slots = it->slots.data();
       weft_status* st = nullptr;
+      bool traced = control_.trace != nullptr;
+      if (traced) item.trace_start = control_.trace->Now();
       switch (p.kind) {
         case ExecKind::kEnter:
         case ExecKind::kExit:
@@ -840,9 +851,20 @@ void Run::CfProcess(CfItem item) {
           break;
         }
         default:
-          st = ExecuteNode(p, slots, slots + p.output_base);
+          if (traced) {
+            st = TracedExecute(p, slots, slots + p.output_base, it);
+            traced = false;  // recorded
+          } else {
+            st = ExecuteNode(p, slots, slots + p.output_base);
+          }
           break;
       }
+      // Control flow and runtime ops (a parked one is recorded when done).
+      if (traced && !parked)
+        TraceAdd(p, it, item.trace_start, false, false,
+                 st == nullptr && p.kind == ExecKind::kRuntime
+                     ? TraceBytes(p, slots, slots + p.output_base)
+                     : 0);
       // A long loop on an async device: free what its stream is done with.
       if (st == nullptr && drain_wanted_.load(std::memory_order_relaxed) &&
           drain_wanted_.exchange(false))

@@ -36,6 +36,9 @@ struct RunStream {
   Device* device = nullptr;
   weft_plugin_stream* stream = nullptr;
   std::mutex mu;  // one host thread enqueues on a stream at a time
+  // A traced run: held from a node's first enqueue until the stream has
+  // finished its work, so the stream's events follow one another.
+  std::mutex trace_mu;
 };
 
 // Control flow.  A frame instance is one execution of a loop frame: one per
@@ -95,6 +98,7 @@ struct CfItem {
   Iteration* iter = nullptr;
   bool dead = false;
   int32_t merge_input = -1;  // kMerge: the live input it fires with
+  int64_t trace_start = 0;   // a traced run's runtime op: when it started
 };
 
 class ParkedOp;
@@ -243,6 +247,15 @@ class Run {
   void ReleaseSlot(int32_t s);
   bool Forwardable(const PlanNode& p, int32_t s, const TensorValue& v) const;
   weft_status* Finish();
+  // Tracing (executor_trace.cc; only when control_.trace is set).
+  // ExecuteNode (or ExecuteKernel, in a flat plan: `it` null), timed; on
+  // a device with streams, to the end of the node's work there.
+  weft_status* TracedExecute(const PlanNode& p, TensorValue* slots,
+                             TensorValue* out, const Iteration* it);
+  // Records node `p` of iteration `it` (null: a flat plan), run from
+  // `start` until now.
+  void TraceAdd(const PlanNode& p, const Iteration* it, int64_t start,
+                bool on_stream, bool parked, uint64_t bytes);
 
   // An arena of the plan's pool, or a new one; given back (emptied) by
   // the destructor.

@@ -19,6 +19,9 @@ void weft_run_metadata::Clear() {
   schedule_edges = 0;
   intra_op_threads = 0;
   text.clear();
+  trace.clear();
+  traced = false;
+  chrome_trace.clear();
 }
 
 void weft_run_metadata::Describe(const weft::Plan& plan) {

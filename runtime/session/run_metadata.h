@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "session/executor.h"
+#include "session/trace.h"
 #include "weft/session.h"
 
 struct weft_run_metadata {
@@ -34,6 +35,17 @@ struct weft_run_metadata {
   std::vector<std::pair<std::string, std::string>> in_place;
   std::vector<std::string> devices;
   std::vector<uint64_t> peak_bytes;
+  // A traced run's events (trace.cc), in order of their start.
+  struct TraceEvent {
+    int32_t kind;  // weft_trace_event_kind
+    std::string name, op, device, lane, frame;
+    std::string from, to;  // Send, Recv: the transfer's devices
+    int64_t iteration, start_ns, end_ns;
+    uint64_t bytes;
+  };
+  std::vector<TraceEvent> trace;
+  bool traced = false;
+  mutable std::string chrome_trace;  // built on the first request
   int32_t schedule_edges = 0;
   int32_t intra_op_threads = 0;
   mutable std::string text;
@@ -41,4 +53,5 @@ struct weft_run_metadata {
   void Clear();
   void Describe(const weft::Plan& plan);
   void SetPeaks(const weft::Plan& plan, const weft::RunStats& stats);
+  void SetTrace(const weft::Plan& plan, const weft::TraceCollector& collector);
 };

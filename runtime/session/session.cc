@@ -275,17 +275,22 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
     std::vector<weft::TensorValue> fetched;
     weft::RunStats stats;
     if (metadata) metadata->Describe(*plan);
+    // A trace times execution alone: planning (the first run's) is not in.
+    if (control.trace != nullptr) control.trace->Start();
+    weft_status* st;
     if (session->async != nullptr && !plan->task_peers.empty()) {
-      WEFT_RETURN_IF_ERROR(weft::ExecuteWithServers(
+      st = weft::ExecuteWithServers(
           session, *plan, feeds, num_feeds, fetches, num_fetches, targets,
           num_targets, std::move(in), &fetched,
-          metadata ? &stats : nullptr, control));
+          metadata ? &stats : nullptr, control);
     } else {
-      WEFT_RETURN_IF_ERROR(weft::Execute(session, *plan, std::move(in),
-                                         &fetched,
-                                         metadata ? &stats : nullptr,
-                                         control));
+      st = weft::Execute(session, *plan, std::move(in), &fetched,
+                         metadata ? &stats : nullptr, control);
     }
+    // What ran before an error is traced too.
+    if (metadata && control.trace != nullptr)
+      metadata->SetTrace(*plan, *control.trace);
+    WEFT_RETURN_IF_ERROR(st);
     if (metadata) metadata->SetPeaks(*plan, stats);
     for (int32_t i = 0; i < num_fetches; ++i) {
       if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
@@ -491,7 +496,18 @@ weft_status* weft_session_run_with_options(
                   "run option timeout_ms is %lld: give 0 for none or a "
                   "positive number of milliseconds",
                   static_cast<long long>(opts.timeout_ms));
+  if (opts.trace_level != WEFT_TRACE_NONE &&
+      opts.trace_level != WEFT_TRACE_FULL)
+    return Errorf(WEFT_INVALID_ARGUMENT,
+                  "run option trace_level is %d: give WEFT_TRACE_NONE (0) or "
+                  "WEFT_TRACE_FULL (1)", opts.trace_level);
+  if (opts.trace_level != WEFT_TRACE_NONE && metadata == nullptr)
+    return Error(WEFT_INVALID_ARGUMENT,
+                 "run option trace_level asks for a trace, which goes into "
+                 "the run's metadata: pass a weft_run_metadata");
   weft::RunControl control;
+  weft::TraceCollector trace;
+  if (opts.trace_level != WEFT_TRACE_NONE) control.trace = &trace;
   if (opts.timeout_ms > 0) {
     control.has_deadline = true;
     // Far deadlines saturate instead of overflowing the clock.

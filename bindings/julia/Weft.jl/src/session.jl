@@ -182,6 +182,7 @@ end
 struct RunOptionsC
     struct_size::Csize_t
     timeout_ms::Int64
+    trace_level::Int32
 end
 
 """
@@ -217,7 +218,7 @@ function run_raw(s::Session, feed_keys::Vector{Output}, feed_values::Vector{Tens
         targets_c = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, n) for n in targets]
         metadata_c = metadata === nothing ? C_NULL :
             Base.unsafe_convert(Ptr{Cvoid}, metadata)
-        options = Ref(RunOptionsC(sizeof(RunOptionsC), timeout_ms))
+        options = Ref(RunOptionsC(sizeof(RunOptionsC), timeout_ms, 0))
         check(@ccall libweft.weft_session_run_with_options(
             s::Ptr{Cvoid}, options::Ref{RunOptionsC},
             feeds_c::Ptr{WeftOutput}, values_c::Ptr{Ptr{Cvoid}},
