@@ -43,12 +43,12 @@ extern "C" {
 typedef struct weft_summary_writer weft_summary_writer;
 
 /** Creates `logdir` (and its parents) when missing, and a new event file
- * in it, named `events.out.tfevents.<seconds>.<host>` followed by
- * `filename_suffix` (NULL or "" for none; no '/'), whose first record is
- * the file-version event.  An existing file is never written over.
- * INVALID_ARGUMENT for an empty path or a bad suffix; FAILED_PRECONDITION
- * when `logdir` or a parent is not a directory; the system's reason when
- * it cannot be created or written. */
+ * in it.  The file is named `events.out.tfevents.<seconds>.<host>`
+ * followed by `filename_suffix` (NULL or "" for none; no '/'), and its
+ * first record is the file-version event.  An existing file is never
+ * written over.  INVALID_ARGUMENT for an empty path or a bad suffix;
+ * FAILED_PRECONDITION when `logdir` or a parent is not a directory; the
+ * system's reason when it cannot be created or written. */
 WEFT_API WEFT_MUST_USE weft_status* weft_summary_writer_create(
     const char* logdir, const char* filename_suffix,
     weft_summary_writer** out);
