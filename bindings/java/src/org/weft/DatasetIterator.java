@@ -10,12 +10,21 @@ import java.util.List;
  * that name by one element.
  */
 public record DatasetIterator(List<Output> components, Node init) {
-  /** Component {@code index} of the next element. */
+  /**
+   * Component {@code index} of the next element.
+   *
+   * @param index which component, from 0
+   * @return its output
+   */
   public Output component(int index) {
     return components.get(index);
   }
 
-  /** The components as an array, for {@link Session#run}. */
+  /**
+   * The components as an array, for {@link Session#run}.
+   *
+   * @return every component's output, in order
+   */
   public Output[] outputs() {
     return components.toArray(new Output[0]);
   }

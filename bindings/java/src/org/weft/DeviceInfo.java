@@ -19,11 +19,21 @@ public record DeviceInfo(String name, String type, int index, String description
   /** WEFT_DEVICE_HOST_MEMORY: the device's memory is host-addressable. */
   public static final int HOST_MEMORY = 0x1;
 
+  /**
+   * Whether the device's memory is host-addressable (a CPU device).
+   *
+   * @return true when {@link #HOST_MEMORY} is among the flags
+   */
   public boolean hasHostMemory() {
     return (flags & HOST_MEMORY) != 0;
   }
 
-  /** Whether the device runs {@code dtype} wherever its plugin has a kernel. */
+  /**
+   * Whether the device runs {@code dtype} wherever its plugin has a kernel.
+   *
+   * @param dtype an element type
+   * @return false when the device cannot run it
+   */
   public boolean runs(DataType dtype) {
     int code = dtype.value();
     return code < 0 || code >= 64 || ((unsupportedDtypes >>> code) & 1L) == 0;

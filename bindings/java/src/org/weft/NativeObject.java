@@ -145,7 +145,11 @@ abstract class NativeObject implements AutoCloseable {
     return handle;
   }
 
-  /** Whether {@link #close()} was called. */
+  /**
+   * Whether {@link #close()} was called.
+   *
+   * @return true once closed
+   */
   public final boolean isClosed() {
     return (state.get() & 1) != 0;
   }

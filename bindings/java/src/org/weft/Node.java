@@ -16,6 +16,11 @@ public final class Node {
     this.handle = handle;
   }
 
+  /**
+   * The graph that holds this node.
+   *
+   * @return the graph
+   */
   public Graph graph() {
     return graph;
   }
@@ -47,19 +52,38 @@ public final class Node {
     }
   }
 
+  /**
+   * The node's name, unique in its graph.
+   *
+   * @return the name
+   */
   public String name() {
     return text(0);
   }
 
+  /**
+   * The op the node runs.
+   *
+   * @return the op's name, such as "MatMul"
+   */
   public String opType() {
     return text(1);
   }
 
-  /** The device constraint given when it was built, "" when none. */
+  /**
+   * The device constraint given when it was built.
+   *
+   * @return the device pattern; "" when none
+   */
   public String device() {
     return text(2);
   }
 
+  /**
+   * The number of outputs.
+   *
+   * @return how many values the node produces
+   */
   public int numOutputs() {
     graph.acquire();
     try {
@@ -69,11 +93,21 @@ public final class Node {
     }
   }
 
+  /**
+   * One of the node's outputs.
+   *
+   * @param index which output, from 0
+   * @return output {@code index}
+   */
   public Output output(int index) {
     return new Output(this, index);
   }
 
-  /** The data inputs, in order. */
+  /**
+   * The data inputs, in order.
+   *
+   * @return the outputs of other nodes this node reads
+   */
   public List<Output> inputs() {
     graph.acquire();
     try {
@@ -89,6 +123,11 @@ public final class Node {
     }
   }
 
+  /**
+   * The number of control inputs.
+   *
+   * @return how many nodes must run before this one without feeding it
+   */
   public int numControlInputs() {
     graph.acquire();
     try {

@@ -54,6 +54,12 @@ public final class QueueRunner extends NativeObject {
    * enqueue} in {@code session} until a run fails.  {@code close} (a
    * QueueClose node, or null) runs when the threads have ended, so that
    * consumers drain the queue and then see OUT_OF_RANGE.
+   *
+   * @param session the session the threads run in
+   * @param enqueue the target each thread runs again and again
+   * @param numThreads how many threads, 1 to 64
+   * @param close a QueueClose node, or null
+   * @return the running runner; {@link #stop(Node)} ends it
    */
   public static QueueRunner start(Session session, Node enqueue, int numThreads, Node close) {
     Graph graph = session.graph();
@@ -75,11 +81,23 @@ public final class QueueRunner extends NativeObject {
     }
   }
 
-  /** {@link #start(Session, Node, int, Node)} without a close node. */
+  /**
+   * {@link #start(Session, Node, int, Node)} without a close node.
+   *
+   * @param session the session the threads run in
+   * @param enqueue the target each thread runs again and again
+   * @param numThreads how many threads, 1 to 64
+   * @return the running runner
+   */
   public static QueueRunner start(Session session, Node enqueue, int numThreads) {
     return start(session, enqueue, numThreads, null);
   }
 
+  /**
+   * The session the runner was started in.
+   *
+   * @return the session its threads run in
+   */
   public Session session() {
     return session;
   }
@@ -87,6 +105,8 @@ public final class QueueRunner extends NativeObject {
   /**
    * The first error a runner thread met, or {@code null} while there is
    * none; the runner goes on running.
+   *
+   * @return the error, or {@code null}
    */
   public synchronized WeftException error() {
     long r = acquire();
@@ -103,6 +123,7 @@ public final class QueueRunner extends NativeObject {
    * QueueClose with cancel_pending_enqueues, or null) runs first.  The
    * runner is closed afterwards.
    *
+   * @param cancel a QueueClose node to run first, or null
    * @throws WeftException the first error a runner thread met (the
    *     cancellation by the stop itself is not one), or the error of {@code
    *     cancel}

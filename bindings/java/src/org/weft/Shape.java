@@ -14,7 +14,13 @@ public final class Shape {
     this.dims = dims;
   }
 
-  /** A shape of known rank; -1 marks a dimension of unknown size. */
+  /**
+   * A shape of known rank.
+   *
+   * @param dims the size of each dimension; -1 marks one of unknown size
+   * @return the shape
+   * @throws IllegalArgumentException for a size below -1
+   */
   public static Shape of(long... dims) {
     for (long d : dims) {
       if (d < -1) {
@@ -24,25 +30,49 @@ public final class Shape {
     return new Shape(dims.clone());
   }
 
+  /**
+   * The shape of a scalar.
+   *
+   * @return the shape of rank 0
+   */
   public static Shape scalar() {
     return new Shape(new long[0]);
   }
 
-  /** A shape whose rank is unknown. */
+  /**
+   * A shape whose rank is unknown.
+   *
+   * @return the shape of unknown rank
+   */
   public static Shape unknown() {
     return UNKNOWN;
   }
 
-  /** -1 when unknown. */
+  /**
+   * The number of dimensions.
+   *
+   * @return the rank; -1 when unknown
+   */
   public int rank() {
     return dims == null ? -1 : dims.length;
   }
 
+  /**
+   * Whether even the rank is unknown.
+   *
+   * @return true for {@link #unknown()}
+   */
   public boolean hasUnknownRank() {
     return dims == null;
   }
 
-  /** Size of dimension {@code axis}, -1 when unknown. */
+  /**
+   * The size of one dimension.
+   *
+   * @param axis the dimension, from 0
+   * @return its size; -1 when unknown
+   * @throws IllegalStateException when the rank is unknown
+   */
   public long size(int axis) {
     if (dims == null) {
       throw new IllegalStateException("the rank is unknown");
@@ -50,7 +80,12 @@ public final class Shape {
     return dims[axis];
   }
 
-  /** The dimensions (a copy), or {@code null} when the rank is unknown. */
+  /**
+   * The dimensions.
+   *
+   * @return a copy of the sizes (-1 for an unknown one), or {@code null} when
+   *     the rank is unknown
+   */
   public long[] dims() {
     return dims == null ? null : dims.clone();
   }

@@ -16,6 +16,10 @@ public final class TfRecord {
    * TFRecord file at {@code path}.  The file is written beside and renamed
    * in, so a reader sees the old file or the whole new one.  A path that is
    * neither absent nor a regular file is FAILED_PRECONDITION.
+   *
+   * @param path the file
+   * @param compression how the whole file is compressed
+   * @param records the records, in order
    */
   public static void write(String path, Compression compression, Tensor... records) {
     long[] handles = NativeObject.acquireAll(records);
@@ -26,12 +30,23 @@ public final class TfRecord {
     }
   }
 
-  /** Writes each byte array as one record of an uncompressed file at {@code path}. */
+  /**
+   * Writes each byte array as one record of an uncompressed file at {@code path}.
+   *
+   * @param path the file
+   * @param records the records, in order
+   */
   public static void write(String path, byte[]... records) {
     write(path, Compression.NONE, records);
   }
 
-  /** Writes each byte array as one record. */
+  /**
+   * Writes each byte array as one record.
+   *
+   * @param path the file
+   * @param compression how the whole file is compressed
+   * @param records the records, in order
+   */
   public static void write(String path, Compression compression, byte[]... records) {
     Tensor[] tensors = new Tensor[records.length];
     try {

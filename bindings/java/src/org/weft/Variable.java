@@ -6,7 +6,11 @@ package org.weft;
  * target.
  */
 public record Variable(Output value, Node initializer) {
-  /** The Variable node itself, as checkpoints and trainable lists name it. */
+  /**
+   * The Variable node itself, as checkpoints and trainable lists name it.
+   *
+   * @return the Variable node
+   */
   public Node node() {
     return value.node();
   }
