@@ -277,6 +277,14 @@ def place_json_is_the_run_metadata():
     assert f"placement ({len(nodes)} nodes)" in text.stdout, text.stdout
 
 
+@tap.case
+def a_device_type_without_devices_says_why():
+    run = weft('place', '--devices', 'FPGA')
+    assert run.returncode == 1, run
+    assert "no device matches 'FPGA'" in run.stderr, run.stderr
+    assert "no plugin loaded provides device type 'FPGA'" in run.stderr, run
+
+
 # ---- model files and .npy ------------------------------------------------
 
 def npy_bytes(descr, shape, payload, version=1, fortran=False,

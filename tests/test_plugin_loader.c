@@ -244,8 +244,37 @@ Test(plugin_loader, plugin_without_devices_loads_and_says_why) {
   weft_session_options_init(&options);
   options.devices = "/device:NULLDEV:0";
   weft_session* session = NULL;
-  WT_EXPECT_CODE(weft_session_create(graph, &options, &session),
-                 WEFT_NOT_FOUND);
+  /* The error says why there is no such device: what its plugin said, or
+   * that no plugin provides the type. */
+  const struct {
+    const char* devices;
+    const char* why;
+  } cases[] = {
+      {"/device:NULLDEV:0", "weft-test-nodevice"},
+      {"NULLDEV:*", "no NULLDEV hardware: this test plugin never has any"},
+      {"nulldev", "found no device: no NULLDEV hardware"},
+      {"FPGA", "no plugin loaded provides device type 'FPGA'"},
+      {"CPU,/device:FPGA:1", "no plugin loaded provides device type 'FPGA'"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    options.devices = cases[c].devices;
+    weft_status* st = weft_session_create(graph, &options, &session);
+    cr_assert_not_null(st, "%s", cases[c].devices);
+    cr_expect_eq(weft_status_code(st), WEFT_NOT_FOUND);
+    cr_expect(strstr(weft_status_message(st), cases[c].why) != NULL,
+              "%s: \"%s\" does not say \"%s\"", cases[c].devices,
+              weft_status_message(st), cases[c].why);
+    weft_status_destroy(st);
+  }
+  /* A device type that has devices, asked for by an index it lacks, says
+   * which devices there are and no more. */
+  options.devices = "/device:CPU:7";
+  weft_status* st = weft_session_create(graph, &options, &session);
+  cr_assert_not_null(st);
+  cr_expect(strstr(weft_status_message(st), "/device:CPU:0") != NULL &&
+                strstr(weft_status_message(st), "plugin") == NULL,
+            "%s", weft_status_message(st));
+  weft_status_destroy(st);
   weft_graph_destroy(graph);
   expect_runtime_still_works();
 }

@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "base/text.h"
+#include "device/registry.h"
 
 namespace weft {
 
@@ -32,6 +33,35 @@ std::string FullTerm(std::string t) {
       t.find(':') != std::string::npos && t[0] != '/')
     t = kDevicePrefix + t;
   return t;
+}
+
+// The device type a term names: "OPENCL" of "OPENCL", "/device:OPENCL:1"
+// or "OPENCL:*"; "" for a term naming a task only.
+std::string TermType(const std::string& raw) {
+  std::string t = FullTerm(WithoutTask(raw));
+  if (t.compare(0, sizeof kDevicePrefix - 1, kDevicePrefix) != 0) return t;
+  t = t.substr(sizeof kDevicePrefix - 1);
+  return t.substr(0, t.find(':'));
+}
+
+// Why no device of the type `term` names exists, for the error that says
+// no device matches it: what the plugin of that type said when it found
+// none (weft_plugin_description.no_device_reason, what `weft devices`
+// shows), or that no plugin provides the type.  "" when the type has
+// devices (the term named an index it lacks: the device list says enough).
+std::string NoDeviceReason(const std::string& term) {
+  const std::string type = TermType(term);
+  if (type.empty()) return "";
+  for (const Plugin* p : Registry::Get().Plugins()) {
+    if (strcasecmp(p->device_type.c_str(), type.c_str()) != 0) continue;
+    if (!p->devices.empty()) return "";
+    return "; plugin " + p->name + " (" + p->path + ") provides " +
+           p->device_type + " but found no device: " +
+           (p->no_device_reason.empty() ? "it gave no reason"
+                                        : p->no_device_reason);
+  }
+  return "; no plugin loaded provides device type '" + type +
+         "' (see `weft devices` for the plugins found and refused)";
 }
 
 }  // namespace
@@ -103,8 +133,9 @@ weft_status* SelectDevices(const std::vector<Device*>& all,
     if (any) return nullptr;
     std::string names;
     for (Device* d : all) names += (names.empty() ? "" : ", ") + d->name;
-    return Errorf(WEFT_NOT_FOUND, "no device matches '%s' (devices: %s)",
-                  term.c_str(), names.empty() ? "none" : names.c_str());
+    return Errorf(WEFT_NOT_FOUND, "no device matches '%s' (devices: %s)%s",
+                  term.c_str(), names.empty() ? "none" : names.c_str(),
+                  NoDeviceReason(term).c_str());
   });
 }
 

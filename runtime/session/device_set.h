@@ -32,7 +32,8 @@ weft_status* ForEachListTerm(
     const std::function<weft_status*(const std::string&)>& term);
 
 // Filters `all` by a comma-separated list; an empty list keeps everything.
-// Errors name a term that matches no device.
+// Errors name a term that matches no device and, where its device type has
+// none, why: the reason its plugin gave, or that no plugin provides it.
 weft_status* SelectDevices(const std::vector<Device*>& all,
                            const std::string& filter,
                            std::vector<Device*>* out);
