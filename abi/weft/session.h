@@ -263,7 +263,7 @@ typedef struct weft_run_options {
    * cancelled at once, nodes not yet started are skipped, and a kernel
    * already running finishes first.  0: no deadline. */
   int64_t timeout_ms;
-  /* WEFT_TRACE_NONE (0, the default) or WEFT_TRACE_FULL: record when each
+  /** WEFT_TRACE_NONE (0, the default) or WEFT_TRACE_FULL: record when each
    * node ran, where, on which thread or stream, the bytes it allocated,
    * and each transfer, into the run's metadata (which must then not be
    * NULL); read it with weft_run_metadata_trace_event or as a Chrome trace
@@ -274,7 +274,7 @@ typedef struct weft_run_options {
   int32_t trace_level;
 } weft_run_options;
 
-/* weft_run_options.trace_level. */
+/** weft_run_options.trace_level. */
 typedef enum weft_trace_level {
   WEFT_TRACE_NONE = 0,
   WEFT_TRACE_FULL = 1
@@ -462,7 +462,7 @@ WEFT_API const char* weft_run_metadata_to_string(const weft_run_metadata* m);
 
 /* ---- Traces (weft_run_options.trace_level; user API 1.13) ---- */
 
-/* What a trace event is: a node that ran (a kernel, a variable read, a
+/** What a trace event is: a node that ran (a kernel, a variable read, a
  * control-flow op, a runtime op such as a queue's dequeue), or one half
  * of a transfer between devices or tasks (Send, Recv, _TaskSend,
  * _TaskRecv). */
@@ -471,13 +471,13 @@ typedef enum weft_trace_event_kind {
   WEFT_TRACE_EVENT_TRANSFER = 1
 } weft_trace_event_kind;
 
-/* The events of the last traced run that filled `m`, in order of their
+/** The events of the last traced run that filled `m`, in order of their
  * start: one per execution of a node (a node in a loop, once per
  * iteration; a node not taken by a cond or not needed, never).  0 for a
  * run that was not traced. */
 WEFT_API int32_t weft_run_metadata_num_trace_events(
     const weft_run_metadata* m);
-/* Trace event i: its kind (a weft_trace_event_kind); `name`: the node, or
+/** Trace event i: its kind (a weft_trace_event_kind); `name`: the node, or
  * for a transfer the value it moves ("node:index"); `op`: its op type
  * ("Send", "Recv" for transfers); `device` it ran on; `lane`, what ran it
  * there: "thread N" (a host thread of the run; "thread 0" is the thread
@@ -494,12 +494,12 @@ WEFT_API WEFT_MUST_USE weft_status* weft_run_metadata_trace_event(
     const weft_run_metadata* m, int32_t i, int32_t* kind, const char** name,
     const char** op, const char** device, const char** lane,
     int64_t* start_ns, int64_t* end_ns, uint64_t* bytes);
-/* Trace event i's loop frame ("" outside every loop) and iteration there
+/** Trace event i's loop frame ("" outside every loop) and iteration there
  * (0 outside loops).  Out-of-range i: OUT_OF_RANGE. */
 WEFT_API WEFT_MUST_USE weft_status* weft_run_metadata_trace_event_frame(
     const weft_run_metadata* m, int32_t i, const char** frame,
     int64_t* iteration);
-/* The trace as Chrome trace-event JSON (the format chrome://tracing and
+/** The trace as Chrome trace-event JSON (the format chrome://tracing and
  * https://ui.perfetto.dev open): a "traceEvents" array of complete ("X")
  * events, one per trace event (ts and dur in microseconds, args with the
  * op, bytes, frame and iteration), and metadata ("M") events naming each
@@ -508,7 +508,7 @@ WEFT_API WEFT_MUST_USE weft_status* weft_run_metadata_trace_event_frame(
  * `m` or when out of memory. */
 WEFT_API const char* weft_run_metadata_chrome_trace(
     const weft_run_metadata* m);
-/* Writes weft_run_metadata_chrome_trace's text to `path`, whole or not at
+/** Writes weft_run_metadata_chrome_trace's text to `path`, whole or not at
  * all (a temporary file renamed over `path`).  Errors: INVALID_ARGUMENT
  * for a NULL argument, FAILED_PRECONDITION for metadata of an untraced
  * run, and the system's error, naming the path, when the file cannot be
