@@ -34,12 +34,23 @@ public final class OpBuilder extends NativeObject {
     return h;
   }
 
+  /**
+   * Adds the next data input.
+   *
+   * @param input the output it reads
+   * @return this builder
+   */
   public OpBuilder input(Output input) {
     Native.opAddInput(builder(), input.node().handleIn(graph), input.index());
     return this;
   }
 
-  /** A list input, for ops whose schema takes one (Concat, AddN, ...). */
+  /**
+   * A list input, for ops whose schema takes one (Concat, AddN, ...).
+   *
+   * @param inputs the outputs of the list, in order
+   * @return this builder
+   */
   public OpBuilder inputList(Output... inputs) {
     long b = builder();
     long[] nodes = new long[inputs.length];
@@ -49,69 +60,153 @@ public final class OpBuilder extends NativeObject {
     return this;
   }
 
-  /** Makes the node wait for {@code node} without taking data from it. */
+  /**
+   * Makes the node wait for {@code node} without taking data from it.
+   *
+   * @param node the node to wait for
+   * @return this builder
+   */
   public OpBuilder controlInput(Node node) {
     Native.opAddControlInput(builder(), node.handleIn(graph));
     return this;
   }
 
-  /** Constrains placement: "/device:CPU:0", "/device:OPENCL:*", "CPU". */
+  /**
+   * Constrains placement: "/device:CPU:0", "/device:OPENCL:*", "CPU".
+   *
+   * @param device a device pattern
+   * @return this builder
+   */
   public OpBuilder device(String device) {
     Native.opSetDevice(builder(), device);
     return this;
   }
 
+  /**
+   * An int attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, long value) {
     Native.opSetAttrInt(builder(), name, value);
     return this;
   }
 
+  /**
+   * An int attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, int value) {
     return attr(name, (long) value);
   }
 
+  /**
+   * A float attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, double value) {
     Native.opSetAttrFloat(builder(), name, value);
     return this;
   }
 
+  /**
+   * A float attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, float value) {
     return attr(name, (double) value);
   }
 
+  /**
+   * A bool attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, boolean value) {
     Native.opSetAttrBool(builder(), name, value);
     return this;
   }
 
+  /**
+   * A type attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, DataType value) {
     Native.opSetAttrDtype(builder(), name, value.value());
     return this;
   }
 
+  /**
+   * A string attribute.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, String value) {
     Native.opSetAttrString(builder(), name, value);
     return this;
   }
 
-  /** An int-list attribute. */
+  /**
+   * An int-list attribute.
+   *
+   * @param name the attribute
+   * @param values its values
+   * @return this builder
+   */
   public OpBuilder attr(String name, long[] values) {
     Native.opSetAttrIntList(builder(), name, values);
     return this;
   }
 
-  /** A float-list attribute. */
+  /**
+   * A float-list attribute.
+   *
+   * @param name the attribute
+   * @param values its values
+   * @return this builder
+   */
   public OpBuilder attr(String name, double[] values) {
     Native.opSetAttrFloatList(builder(), name, values);
     return this;
   }
 
+  /**
+   * A shape attribute.
+   *
+   * @param name the attribute
+   * @param shape its value (of unknown rank, or with -1 sizes)
+   * @return this builder
+   */
   public OpBuilder attr(String name, Shape shape) {
     Native.opSetAttrShape(builder(), name, shape.dimsOrEmpty(), shape.rank());
     return this;
   }
 
-  /** A tensor attribute; the node keeps its own reference to the values. */
+  /**
+   * A tensor attribute; the node keeps its own reference to the values.
+   *
+   * @param name the attribute
+   * @param value its value
+   * @return this builder
+   */
   public OpBuilder attr(String name, Tensor value) {
     long b = builder();
     long t = value.acquire();
@@ -123,7 +218,11 @@ public final class OpBuilder extends NativeObject {
     return this;
   }
 
-  /** Validates and adds the node; the builder is used up either way. */
+  /**
+   * Validates and adds the node; the builder is used up either way.
+   *
+   * @return the new node
+   */
   public Node finish() {
     graph.acquire();
     try {
@@ -135,7 +234,11 @@ public final class OpBuilder extends NativeObject {
     }
   }
 
-  /** output 0 of {@link #finish()}. */
+  /**
+   * output 0 of {@link #finish()}.
+   *
+   * @return the new node's first output
+   */
   public Output finishOutput() {
     return finish().output(0);
   }

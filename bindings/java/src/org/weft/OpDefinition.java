@@ -28,6 +28,10 @@ public final class OpDefinition {
     /**
      * Returns one tensor per output, of the op's output dtypes (the runtime
      * copies them; the call closes them and the inputs afterwards).
+     *
+     * @param call the node's inputs and attributes
+     * @return the outputs
+     * @throws Exception any: it fails the run, naming the node (a WeftException keeps its code)
      */
     Tensor[] compute(KernelCall call) throws Exception;
   }
@@ -39,6 +43,11 @@ public final class OpDefinition {
      * Builds, in {@code graph}, the gradient of each input of {@code node}
      * from {@code outputGradients} (an entry is null where no gradient
      * arrives: zeros); returns one Output per input, null for none.
+     *
+     * @param graph the graph to add the gradient's nodes to
+     * @param node the node whose inputs need gradients
+     * @param outputGradients the gradient of each output, or null
+     * @return the gradient of each input, or null
      */
     Output[] build(Graph graph, Node node, Output[] outputGradients);
   }
@@ -57,51 +66,101 @@ public final class OpDefinition {
     this.name = name;
   }
 
-  /** A definition of op {@code name} ("Namespace>Name"). */
+  /**
+   * A definition of op {@code name} ("Namespace>Name").
+   *
+   * @param name the op's name
+   * @return an empty definition
+   */
   public static OpDefinition named(String name) {
     return new OpDefinition(name);
   }
 
+  /**
+   * What the op does, for {@link Weft#ops()} and error messages.
+   *
+   * @param text one line
+   * @return this definition
+   */
   public OpDefinition summary(String text) {
     summary = text;
     return this;
   }
 
-  /** An input, "name: TYPE" (a dtype or a dtype attribute). */
+  /**
+   * An input, "name: TYPE" (a dtype or a dtype attribute).
+   *
+   * @param spec the schema string
+   * @return this definition
+   */
   public OpDefinition input(String spec) {
     inputs.add(spec);
     return this;
   }
 
-  /** An output whose static shape is unknown until it runs. */
+  /**
+   * An output whose static shape is unknown until it runs.
+   *
+   * @param spec the schema string, "name: TYPE"
+   * @return this definition
+   */
   public OpDefinition output(String spec) {
     return outputLike(spec, -1);
   }
 
-  /** An output with the static shape of input {@code input}. */
+  /**
+   * An output with the static shape of input {@code input}.
+   *
+   * @param spec the schema string, "name: TYPE"
+   * @param input which input's shape it has, from 0
+   * @return this definition
+   */
   public OpDefinition outputLike(String spec, int input) {
     outputs.add(spec);
     shapeLike.add(input);
     return this;
   }
 
-  /** An attribute, "name: KIND" or "name: KIND = DEFAULT". */
+  /**
+   * An attribute, "name: KIND" or "name: KIND = DEFAULT".
+   *
+   * @param spec the schema string
+   * @return this definition
+   */
   public OpDefinition attr(String spec) {
     attrs.add(spec);
     return this;
   }
 
+  /**
+   * Whether the op has state or side effects: it is then never merged with
+   * another node or folded into a constant.
+   *
+   * @param value true for a stateful op
+   * @return this definition
+   */
   public OpDefinition stateful(boolean value) {
     stateful = value;
     return this;
   }
 
-  /** The kernel, for the CPU devices. */
+  /**
+   * The kernel, for the CPU devices.
+   *
+   * @param value the kernel
+   * @return this definition
+   */
   public OpDefinition kernel(Kernel value) {
     kernel = value;
     return this;
   }
 
+  /**
+   * The gradient, built as graph nodes.
+   *
+   * @param value the gradient builder
+   * @return this definition
+   */
   public OpDefinition gradient(Gradient value) {
     gradient = value;
     return this;

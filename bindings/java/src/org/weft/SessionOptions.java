@@ -16,6 +16,7 @@ public final class SessionOptions {
 
   /** How float32 values cross from one device to another. */
   public enum TransferPrecision {
+    /** As they are: 4 bytes each (the default). */
     EXACT,
     /** Narrowed to bfloat16 on the wire (about 3 significant digits). */
     BFLOAT16,
@@ -40,6 +41,7 @@ public final class SessionOptions {
   public static final int OPTIMIZE_MEMORY_SCHEDULE = 2;
   /** Fuse Conv2D, BiasAdd and Relu chains into FusedConv2D. */
   public static final int OPTIMIZE_FUSION = 4;
+  /** Every optimization, those of later versions too (the default). */
   public static final int OPTIMIZE_ALL = 0xffffffff;
 
   private String devices;
@@ -56,46 +58,86 @@ public final class SessionOptions {
   /**
    * Devices the session may use: a comma-separated list of names or
    * patterns ("/device:CPU:0", "/device:OPENCL:*", "CPU").
+   *
+   * @param value the list
+   * @return these options
    */
   public SessionOptions devices(String value) {
     devices = value;
     return this;
   }
 
-  /** Threads running independent nodes at once; 0 picks the core count. */
+  /**
+   * Threads running independent nodes at once; 0 picks the core count.
+   *
+   * @param value the thread count
+   * @return these options
+   */
   public SessionOptions interOpThreads(int value) {
     interOpThreads = value;
     return this;
   }
 
-  /** Threads a single kernel may use; 0 picks the core count. */
+  /**
+   * Threads a single kernel may use; 0 picks the core count.
+   *
+   * @param value the thread count
+   * @return these options
+   */
   public SessionOptions intraOpThreads(int value) {
     intraOpThreads = value;
     return this;
   }
 
-  /** Both thread counts. */
+  /**
+   * Both thread counts.
+   *
+   * @param value the thread count
+   * @return these options
+   */
   public SessionOptions threads(int value) {
     return interOpThreads(value).intraOpThreads(value);
   }
 
+  /**
+   * What happens to a node whose device constraint has no kernel for it.
+   *
+   * @param value SOFT (the default) or STRICT
+   * @return these options
+   */
   public SessionOptions placement(Placement value) {
     placement = value;
     return this;
   }
 
+  /**
+   * How float32 values cross between devices.
+   *
+   * @param value EXACT (the default) or a narrower type
+   * @return these options
+   */
   public SessionOptions transferPrecision(TransferPrecision value) {
     transferPrecision = value;
     return this;
   }
 
-  /** OPTIMIZE_* bits. */
+  /**
+   * OPTIMIZE_* bits.
+   *
+   * @param bits a set of OPTIMIZE_* bits; 0 for none
+   * @return these options
+   */
   public SessionOptions optimizations(int bits) {
     optimizations = bits;
     return this;
   }
 
-  /** Compute estimates in GFLOP/s per device pattern: "OPENCL=500,CPU=20". */
+  /**
+   * Compute estimates in GFLOP/s per device pattern: "OPENCL=500,CPU=20".
+   *
+   * @param value the list
+   * @return these options
+   */
   public SessionOptions deviceGflops(String value) {
     deviceGflops = value;
     return this;
@@ -108,6 +150,9 @@ public final class SessionOptions {
    * runs its task's nodes and values crossing tasks go over MPI.  Every
    * rank builds the same graph and makes the same runs.  Sessions only
    * (models load into a session of their own process).
+   *
+   * @param value the jobs
+   * @return these options
    */
   public SessionOptions cluster(String value) {
     cluster = value;
@@ -119,13 +164,21 @@ public final class SessionOptions {
    * serve ({@link Session#serve}), as parameter servers do, while every other
    * task runs on its own, at its own pace.  Nodes constrained to a serving job
    * run there; the rest on the task that makes the run.
+   *
+   * @param value the serving jobs, comma-separated
+   * @return these options
    */
   public SessionOptions servingJobs(String value) {
     servingJobs = value;
     return this;
   }
 
-  /** Which values to recompute in the backward pass instead of keeping. */
+  /**
+   * Which values to recompute in the backward pass instead of keeping.
+   *
+   * @param value OFF (the default) or CHEAP
+   * @return these options
+   */
   public SessionOptions recompute(Recompute value) {
     recompute = value;
     return this;
