@@ -38,11 +38,23 @@ public final class Model extends NativeObject {
     this.session = session;
   }
 
-  /** Loads the model at {@code path} with default session options. */
+  /**
+   * Loads the model at {@code path} with default session options.
+   *
+   * @param path the file or bundle directory
+   * @return the model, ready to run
+   */
   public static Model load(String path) {
     return load(path, new SessionOptions());
   }
 
+  /**
+   * Loads the model at {@code path} into a session with {@code options}.
+   *
+   * @param path the file or bundle directory
+   * @param options the options of its session
+   * @return the model, ready to run
+   */
   public static Model load(String path, SessionOptions options) {
     return new Model(options.loadModel(path, null, null), null, null);
   }
@@ -51,6 +63,12 @@ public final class Model extends NativeObject {
    * Loads a file of another format ("weft", "onnx", "graphdef"; null: by
    * the path).  For a GraphDef, {@code graphdefOutputs} names the nodes its
    * signature fetches (none: every node whose outputs nothing reads).
+   *
+   * @param path the file or bundle directory
+   * @param format "weft", "onnx", "graphdef", or null
+   * @param options the options of its session
+   * @param graphdefOutputs the GraphDef nodes to fetch
+   * @return the model, ready to run
    */
   public static Model load(String path, String format, SessionOptions options,
       String... graphdefOutputs) {
@@ -61,6 +79,11 @@ public final class Model extends NativeObject {
    * Describes a graph built in this program, for {@link #save}: {@code
    * session} (may be null when there are no variables) holds the values
    * saved.  Close the model before the graph and the session.
+   *
+   * @param graph the graph
+   * @param session the session with the variables' values, or null
+   * @param signatures how the model is called
+   * @return the model
    */
   public static Model create(Graph graph, Session session, Signature... signatures) {
     List<String> names = new ArrayList<>();
@@ -105,33 +128,61 @@ public final class Model extends NativeObject {
     }
   }
 
-  /** Writes the model as a bundle in directory {@code dir} (replacing a bundle there). */
+  /**
+   * Writes the model as a bundle in directory {@code dir} (replacing a bundle there).
+   *
+   * @param dir the bundle's directory
+   */
   public void save(String dir) {
     callVoid(m -> Native.modelSave(m, dir));
   }
 
-  /** Writes signature {@code signature} (null: the default) as an ONNX model. */
+  /**
+   * Writes signature {@code signature} (null: the default) as an ONNX model.
+   *
+   * @param signature the signature, or null
+   * @param path the ONNX file
+   */
   public void exportOnnx(String signature, String path) {
     callVoid(m -> Native.modelExportOnnx(m, signature, path));
   }
 
-  /** The signatures' names. */
+  /**
+   * The signatures' names.
+   *
+   * @return the names
+   */
   public List<String> signatures() {
     String[] names = call(m -> Native.modelSignatures(m));
     return Arrays.asList(names);
   }
 
-  /** The input keys of {@code signature} (null: the default), in order. */
+  /**
+   * The input keys of {@code signature} (null: the default), in order.
+   *
+   * @param signature the signature, or null
+   * @return the keys
+   */
   public List<String> inputKeys(String signature) {
     return Arrays.asList(call(m -> Native.modelSignatureKeys(m, signature, false)));
   }
 
-  /** The output keys of {@code signature} (null: the default), in order. */
+  /**
+   * The output keys of {@code signature} (null: the default), in order.
+   *
+   * @param signature the signature, or null
+   * @return the keys
+   */
   public List<String> outputKeys(String signature) {
     return Arrays.asList(call(m -> Native.modelSignatureKeys(m, signature, true)));
   }
 
-  /** Runs the default signature: every output, in signature order. */
+  /**
+   * Runs the default signature: every output, in signature order.
+   *
+   * @param inputs a value for each input key
+   * @return the outputs, by key
+   */
   public Result run(Map<String, Tensor> inputs) {
     return run(null, inputs);
   }
@@ -139,6 +190,11 @@ public final class Model extends NativeObject {
   /**
    * Runs {@code signature} (null: the default), feeding {@code inputs} by
    * key and fetching {@code outputKeys} (none: every output).
+   *
+   * @param signature the signature, or null
+   * @param inputs a value for each input key
+   * @param outputKeys the outputs to fetch
+   * @return the outputs, by key
    */
   public Result run(String signature, Map<String, Tensor> inputs, String... outputKeys) {
     String[] inKeys = inputs.keySet().toArray(new String[0]);
@@ -224,11 +280,21 @@ public final class Model extends NativeObject {
       }
     }
 
+    /**
+     * The output keys this result holds.
+     *
+     * @return the keys, in the order of the run
+     */
     public List<String> keys() {
       return new ArrayList<>(tensors.keySet());
     }
 
-    /** The value of output {@code key}, owned by this result. */
+    /**
+     * The value of output {@code key}, owned by this result.
+     *
+     * @param key an output key
+     * @return its value
+     */
     public Tensor get(String key) {
       Tensor t = tensors.get(key);
       if (t == null) {
@@ -238,7 +304,12 @@ public final class Model extends NativeObject {
       return t;
     }
 
-    /** Takes output {@code key} out: the caller now closes it. */
+    /**
+     * Takes output {@code key} out: the caller now closes it.
+     *
+     * @param key an output key
+     * @return its value, which the caller closes
+     */
     public Tensor take(String key) {
       Tensor t = get(key);
       tensors.remove(key);

@@ -23,6 +23,9 @@ public final class RunMetadata extends NativeObject {
   /** Peak bytes of values the run held at once on a device. */
   public record DeviceMemory(String device, long peakBytes) {}
 
+  /**
+   * An empty metadata object, for a run to fill.
+   */
   public RunMetadata() {
     super(create(), Native::metadataDestroy);
   }
@@ -35,6 +38,11 @@ public final class RunMetadata extends NativeObject {
     return h;
   }
 
+  /**
+   * Where each node of the last run ran, and why there.
+   *
+   * @return one entry per node of the last run
+   */
   public List<Placement> placements() {
     long m = acquire();
     try {
@@ -50,7 +58,12 @@ public final class RunMetadata extends NativeObject {
     }
   }
 
-  /** The device node {@code nodeName} ran on, or null if the run had none such. */
+  /**
+   * The device node {@code nodeName} ran on, or null if the run had none such.
+   *
+   * @param nodeName a node's name
+   * @return the device's name, or null
+   */
   public String deviceOf(String nodeName) {
     long m = acquire();
     try {
@@ -60,6 +73,11 @@ public final class RunMetadata extends NativeObject {
     }
   }
 
+  /**
+   * The values the last run sent from one device to another.
+   *
+   * @return one entry per Send/Recv pair
+   */
   public List<Transfer> transfers() {
     long m = acquire();
     try {
@@ -76,6 +94,11 @@ public final class RunMetadata extends NativeObject {
     }
   }
 
+  /**
+   * The nodes CSE merged in the last run's plan.
+   *
+   * @return one entry per merged node
+   */
   public List<Merge> merges() {
     long m = acquire();
     try {
@@ -91,6 +114,11 @@ public final class RunMetadata extends NativeObject {
     }
   }
 
+  /**
+   * The peak memory of the last run on each device it used.
+   *
+   * @return one entry per device
+   */
   public List<DeviceMemory> memory() {
     long m = acquire();
     try {
