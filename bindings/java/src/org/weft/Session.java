@@ -23,10 +23,21 @@ import java.util.List;
 public final class Session extends NativeObject {
   private final Graph graph;
 
+  /**
+   * A session over {@code graph} with the default options.
+   *
+   * @param graph the graph it runs; keep it open while the session is
+   */
   public Session(Graph graph) {
     this(graph, new SessionOptions());
   }
 
+  /**
+   * A session over {@code graph}.
+   *
+   * @param graph the graph it runs; keep it open while the session is
+   * @param options its options
+   */
   public Session(Graph graph, SessionOptions options) {
     super(create(graph, options), Native::sessionDestroy);
     this.graph = graph;
@@ -41,16 +52,29 @@ public final class Session extends NativeObject {
     }
   }
 
+  /**
+   * The graph this session runs.
+   *
+   * @return the graph
+   */
   public Graph graph() {
     return graph;
   }
 
-  /** A new runner: feeds, fetches and targets for one run (or many). */
+  /**
+   * A new runner: feeds, fetches and targets for one run (or many).
+   *
+   * @return an empty runner
+   */
   public Runner runner() {
     return new Runner();
   }
 
-  /** Runs {@code targets} for their effect. */
+  /**
+   * Runs {@code targets} for their effect.
+   *
+   * @param targets the nodes to run
+   */
   public void run(Node... targets) {
     Runner r = runner();
     for (Node t : targets) {
@@ -64,6 +88,13 @@ public final class Session extends NativeObject {
    * (which must not be written until the call returns), the values of
    * {@code fetches} returned, {@code targets} run for their effect, and
    * {@code metadata} (may be null) filled.
+   *
+   * @param feeds the outputs to replace
+   * @param feedValues their values, one per feed
+   * @param fetches the outputs whose values to return
+   * @param targets the nodes to run for their effect
+   * @param metadata filled with what the run did, or null
+   * @return the fetched values, in order
    */
   public Result run(Output[] feeds, Tensor[] feedValues, Output[] fetches, Node[] targets,
       RunMetadata metadata) {
@@ -74,6 +105,14 @@ public final class Session extends NativeObject {
    * As {@link #run(Output[], Tensor[], Output[], Node[], RunMetadata)}, ending the run with
    * a {@link WeftException} of code DEADLINE_EXCEEDED when it is still going after
    * {@code timeoutMillis} (0: no deadline): a dequeue waiting on an empty queue, say.
+   *
+   * @param feeds the outputs to replace
+   * @param feedValues their values, one per feed
+   * @param fetches the outputs whose values to return
+   * @param targets the nodes to run for their effect
+   * @param metadata filled with what the run did, or null
+   * @param timeoutMillis the deadline; 0 for none
+   * @return the fetched values, in order
    */
   public Result run(Output[] feeds, Tensor[] feedValues, Output[] fetches, Node[] targets,
       RunMetadata metadata, long timeoutMillis) {
@@ -143,6 +182,8 @@ public final class Session extends NativeObject {
   /**
    * Ends every run of this session in flight on other threads with a {@link WeftException}
    * of code CANCELLED; later runs are not affected.  Returns how many runs it reached.
+   *
+   * @return the number of runs cancelled
    */
   public int cancel() {
     long s = acquire();
@@ -153,7 +194,12 @@ public final class Session extends NativeObject {
     }
   }
 
-  /** Saves the values of {@code variables} (none given: every initialized one). */
+  /**
+   * Saves the values of {@code variables} (none given: every initialized one).
+   *
+   * @param path the checkpoint file
+   * @param variables the Variable nodes to save
+   */
   public void saveCheckpoint(String path, Node... variables) {
     checkpoint(true, path, variables);
   }
@@ -161,6 +207,9 @@ public final class Session extends NativeObject {
   /**
    * Restores {@code variables} (none given: every variable the file holds),
    * initializing them; nothing changes unless all restore.
+   *
+   * @param path the checkpoint file
+   * @param variables the Variable nodes to restore
    */
   public void restoreCheckpoint(String path, Node... variables) {
     checkpoint(false, path, variables);
@@ -197,42 +246,89 @@ public final class Session extends NativeObject {
     private RunMetadata metadata;
     private long timeoutMillis;
 
-    /** Ends the run with DEADLINE_EXCEEDED after {@code millis} (0: no deadline). */
+    /**
+     * Ends the run with DEADLINE_EXCEEDED after {@code millis} (0: no deadline).
+     *
+     * @param millis the deadline in milliseconds
+     * @return this runner
+     */
     public Runner timeout(long millis) {
       timeoutMillis = millis;
       return this;
     }
 
+    /**
+     * Replaces {@code output} by {@code value} in the run.
+     *
+     * @param output the output to replace
+     * @param value its value; not to be written until the run returns
+     * @return this runner
+     */
     public Runner feed(Output output, Tensor value) {
       feeds.add(output);
       feedValues.add(value);
       return this;
     }
 
-    /** Feeds output 0 of the node called {@code name}. */
+    /**
+     * Feeds output 0 of the node called {@code name}.
+     *
+     * @param name the node's name
+     * @param value its value; not to be written until the run returns
+     * @return this runner
+     */
     public Runner feed(String name, Tensor value) {
       return feed(named(name).output(0), value);
     }
 
+    /**
+     * Returns the value of {@code output}, after those fetched before.
+     *
+     * @param output the output
+     * @return this runner
+     */
     public Runner fetch(Output output) {
       fetches.add(output);
       return this;
     }
 
+    /**
+     * Returns the value of output 0 of the node called {@code name}.
+     *
+     * @param name the node's name
+     * @return this runner
+     */
     public Runner fetch(String name) {
       return fetch(named(name).output(0));
     }
 
+    /**
+     * Runs {@code node} for its effect.
+     *
+     * @param node the node
+     * @return this runner
+     */
     public Runner target(Node node) {
       targets.add(node);
       return this;
     }
 
+    /**
+     * Runs the node called {@code name} for its effect.
+     *
+     * @param name the node's name
+     * @return this runner
+     */
     public Runner target(String name) {
       return target(named(name));
     }
 
-    /** Fills {@code value} with what the run did (placement, transfers, memory). */
+    /**
+     * Fills {@code value} with what the run did (placement, transfers, memory).
+     *
+     * @param value the metadata object
+     * @return this runner
+     */
     public Runner metadata(RunMetadata value) {
       metadata = value;
       return this;
@@ -246,6 +342,12 @@ public final class Session extends NativeObject {
       return node;
     }
 
+    /**
+     * Runs the graph once with these feeds, fetches and targets; the runner
+     * may run again.
+     *
+     * @return the fetched values, in the order of the fetches
+     */
     public Result run() {
       return Session.this.run(feeds.toArray(new Output[0]), feedValues.toArray(new Tensor[0]),
           fetches.toArray(new Output[0]), targets.toArray(new Node[0]), metadata,
@@ -269,11 +371,21 @@ public final class Session extends NativeObject {
       }
     }
 
+    /**
+     * The number of fetched values.
+     *
+     * @return how many values it holds
+     */
     public int size() {
       return tensors.length;
     }
 
-    /** The value of fetch {@code index}, owned by this result. */
+    /**
+     * The value of fetch {@code index}, owned by this result.
+     *
+     * @param index which fetch, from 0
+     * @return its value
+     */
     public Tensor get(int index) {
       Tensor t = tensors[index];
       if (t == null) {
@@ -283,7 +395,12 @@ public final class Session extends NativeObject {
       return t;
     }
 
-    /** The value of {@code fetch} (the first fetch of it). */
+    /**
+     * The value of {@code fetch} (the first fetch of it).
+     *
+     * @param fetch one of the run's fetches
+     * @return its value
+     */
     public Tensor get(Output fetch) {
       int i = Arrays.asList(fetches).indexOf(fetch);
       if (i < 0) {
@@ -292,7 +409,12 @@ public final class Session extends NativeObject {
       return get(i);
     }
 
-    /** Takes value {@code index} out: the caller now closes it. */
+    /**
+     * Takes value {@code index} out: the caller now closes it.
+     *
+     * @param index which fetch, from 0
+     * @return its value, which the caller closes
+     */
     public Tensor take(int index) {
       Tensor t = get(index);
       tensors[index] = null;
