@@ -33,7 +33,13 @@ public final class Tensor extends NativeObject {
     this.buffer = buffer;
   }
 
-  /** A tensor of zeros. */
+  /**
+   * A tensor of zeros.
+   *
+   * @param dtype the element type
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor zeros(DataType dtype, long... shape) {
     return new Tensor(Native.tensorCreate(dtype.value(), shape.clone()), null);
   }
@@ -44,48 +50,118 @@ public final class Tensor extends NativeObject {
    * UINT32, long[] for INT64 and UINT64, short[] for INT16, UINT16, FLOAT16
    * and BFLOAT16 (their bits), byte[] for UINT8, INT8 and BOOL, boolean[]
    * for BOOL.  Its length must be the product of {@code shape}.
+   *
+   * @param dtype the element type
+   * @param array the values, row-major
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
    */
   public static Tensor of(DataType dtype, Object array, long... shape) {
     long bytes = checkArray(dtype, array, shape);
     return new Tensor(Native.tensorFromArray(dtype.value(), shape.clone(), array, bytes), null);
   }
 
+  /**
+   * A FLOAT32 tensor holding a copy of {@code values}.
+   *
+   * @param values the values, row-major; as many as the shape has elements
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor of(float[] values, long... shape) {
     return of(DataType.FLOAT32, values, shape);
   }
 
+  /**
+   * A FLOAT64 tensor holding a copy of {@code values}.
+   *
+   * @param values the values, row-major; as many as the shape has elements
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor of(double[] values, long... shape) {
     return of(DataType.FLOAT64, values, shape);
   }
 
+  /**
+   * A INT32 tensor holding a copy of {@code values}.
+   *
+   * @param values the values, row-major; as many as the shape has elements
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor of(int[] values, long... shape) {
     return of(DataType.INT32, values, shape);
   }
 
+  /**
+   * A INT64 tensor holding a copy of {@code values}.
+   *
+   * @param values the values, row-major; as many as the shape has elements
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor of(long[] values, long... shape) {
     return of(DataType.INT64, values, shape);
   }
 
+  /**
+   * A BOOL tensor holding a copy of {@code values}.
+   *
+   * @param values the values, row-major; as many as the shape has elements
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor of(boolean[] values, long... shape) {
     return of(DataType.BOOL, values, shape);
   }
 
+  /**
+   * A FLOAT32 scalar.
+   *
+   * @param value the value
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor scalar(float value) {
     return of(new float[] {value});
   }
 
+  /**
+   * A FLOAT64 scalar.
+   *
+   * @param value the value
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor scalar(double value) {
     return of(new double[] {value});
   }
 
+  /**
+   * A INT32 scalar.
+   *
+   * @param value the value
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor scalar(int value) {
     return of(new int[] {value});
   }
 
+  /**
+   * A INT64 scalar.
+   *
+   * @param value the value
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor scalar(long value) {
     return of(new long[] {value});
   }
 
+  /**
+   * A BOOL scalar.
+   *
+   * @param value the value
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor scalar(boolean value) {
     return of(new boolean[] {value});
   }
@@ -94,6 +170,11 @@ public final class Tensor extends NativeObject {
    * A tensor over the memory of a direct buffer, from its position to its
    * limit, which must hold exactly the tensor's bytes.  No copy is made.
    * The buffer stays reachable as long as the runtime uses its memory.
+   *
+   * @param dtype the element type
+   * @param buffer a direct buffer
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
    */
   public static Tensor fromBuffer(DataType dtype, ByteBuffer buffer, long... shape) {
     if (!buffer.isDirect()) {
@@ -110,6 +191,10 @@ public final class Tensor extends NativeObject {
   /**
    * A new direct buffer in native byte order, sized for {@code shape}, and a
    * zero-copy tensor over it: fill {@link #buffer()} and feed the tensor.
+   *
+   * @param dtype the element type
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
    */
   public static Tensor allocateDirect(DataType dtype, long... shape) {
     long bytes = checkBytes(dtype, -1, shape);
@@ -121,7 +206,14 @@ public final class Tensor extends NativeObject {
     return fromBuffer(dtype, buffer, shape);
   }
 
-  /** A tensor holding a copy of the bytes from the buffer's position to its limit. */
+  /**
+   * A tensor holding a copy of the bytes from the buffer's position to its limit.
+   *
+   * @param dtype the element type
+   * @param buffer any buffer
+   * @param shape the dimensions
+   * @return the new tensor, which the caller closes
+   */
   public static Tensor copyOf(DataType dtype, ByteBuffer buffer, long... shape) {
     long bytes = checkBytes(dtype, buffer.remaining(), shape);
     if (buffer.isDirect()) {
@@ -187,27 +279,51 @@ public final class Tensor extends NativeObject {
     }
   }
 
+  /**
+   * The element type.
+   *
+   * @return the type of its elements
+   */
   public DataType dtype() {
     loadInfo();
     return dtype;
   }
 
-  /** The dimensions (a copy). */
+  /**
+   * The dimensions (a copy).
+   *
+   * @return the size of each dimension
+   */
   public long[] shape() {
     loadInfo();
     return dims.clone();
   }
 
+  /**
+   * The number of dimensions.
+   *
+   * @return how many dimensions it has; 0 for a scalar
+   */
   public int rank() {
     loadInfo();
     return dims.length;
   }
 
+  /**
+   * The number of elements.
+   *
+   * @return the product of the dimensions
+   */
   public long elementCount() {
     loadInfo();
     return elementCount(dims);
   }
 
+  /**
+   * The size of the values in bytes.
+   *
+   * @return the element count times the element size
+   */
   public long byteSize() {
     return elementCount() * dtype().byteSize();
   }
@@ -215,6 +331,8 @@ public final class Tensor extends NativeObject {
   /**
    * The buffer a zero-copy tensor was made over (a duplicate: its own
    * position and limit), or {@code null} for a tensor that owns its memory.
+   *
+   * @return the buffer, or {@code null}
    */
   public ByteBuffer buffer() {
     checkOpen();
@@ -223,7 +341,11 @@ public final class Tensor extends NativeObject {
 
   // ---- reading ----
 
-  /** Copies the values into {@code array}, which must match as in {@link #of}. */
+  /**
+   * Copies the values into {@code array}, which must match as in {@link #of}.
+   *
+   * @param array a primitive array of the right type and length
+   */
   public void copyTo(Object array) {
     loadInfo();
     long bytes = checkArray(dtype, array, dims);
@@ -238,6 +360,8 @@ public final class Tensor extends NativeObject {
   /**
    * Copies the bytes into {@code target} from its position, which advances;
    * the values are in native byte order.
+   *
+   * @param target a buffer with room for the bytes
    */
   public void copyTo(ByteBuffer target) {
     long bytes = byteSize();
@@ -279,35 +403,74 @@ public final class Tensor extends NativeObject {
     return Math.toIntExact(elementCount());
   }
 
+  /**
+   * A copy of the values of a FLOAT32 tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public float[] toFloatArray() {
     return read(new float[length()]);
   }
 
+  /**
+   * A copy of the values of a FLOAT64 tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public double[] toDoubleArray() {
     return read(new double[length()]);
   }
 
+  /**
+   * A copy of the values of a INT32 or UINT32 tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public int[] toIntArray() {
     return read(new int[length()]);
   }
 
+  /**
+   * A copy of the values of a INT64 or UINT64 tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public long[] toLongArray() {
     return read(new long[length()]);
   }
 
+  /**
+   * A copy of the values of a INT16, UINT16, FLOAT16 or BFLOAT16 (their bits) tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public short[] toShortArray() {
     return read(new short[length()]);
   }
 
+  /**
+   * A copy of the values of a UINT8, INT8 or BOOL tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public byte[] toByteArray() {
     return read(new byte[length()]);
   }
 
+  /**
+   * A copy of the values of a BOOL tensor.
+   *
+   * @return a new array of every element, row-major
+   */
   public boolean[] toBooleanArray() {
     return read(new boolean[length()]);
   }
 
-  /** The bytes, in a new direct buffer in native byte order. */
+  /**
+   * The bytes, in a new direct buffer in native byte order.
+   *
+   * @return the new buffer
+   */
   public ByteBuffer toByteBuffer() {
     ByteBuffer out = ByteBuffer.allocateDirect(Math.toIntExact(byteSize()))
         .order(ByteOrder.nativeOrder());
@@ -315,22 +478,41 @@ public final class Tensor extends NativeObject {
     return out.flip();
   }
 
-  /** The value of a one-element FLOAT32 tensor. */
+  /**
+   * The value of a one-element FLOAT32 tensor.
+   *
+   * @return the element
+   */
   public float floatValue() {
     float[] v = toFloatArray();
     return scalarOf(v.length == 1 ? v[0] : null);
   }
 
+  /**
+   * The value of a one-element FLOAT64 tensor.
+   *
+   * @return the element
+   */
   public double doubleValue() {
     double[] v = toDoubleArray();
     return scalarOf(v.length == 1 ? v[0] : null);
   }
 
+  /**
+   * The value of a one-element INT32 tensor.
+   *
+   * @return the element
+   */
   public int intValue() {
     int[] v = toIntArray();
     return scalarOf(v.length == 1 ? v[0] : null);
   }
 
+  /**
+   * The value of a one-element INT64 tensor.
+   *
+   * @return the element
+   */
   public long longValue() {
     long[] v = toLongArray();
     return scalarOf(v.length == 1 ? v[0] : null);
