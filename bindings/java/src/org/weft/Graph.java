@@ -16,6 +16,9 @@ public final class Graph extends NativeObject {
     Native.ensureLoaded();
   }
 
+  /**
+   * An empty graph.
+   */
   public Graph() {
     super(Native.graphCreate(), Native::graphDestroy);
   }
@@ -46,6 +49,10 @@ public final class Graph extends NativeObject {
   /**
    * Starts a node of op {@code opType}; {@code name} null or "" picks a
    * unique one.
+   *
+   * @param opType the op
+   * @param name the node's name; null or "" picks a unique one
+   * @return the builder; {@link OpBuilder#finish} adds the node
    */
   public OpBuilder opBuilder(String opType, String name) {
     long g = acquire();
@@ -61,6 +68,8 @@ public final class Graph extends NativeObject {
    * its own (the gradients' and optimizers' included), as TensorFlow's
    * {@code with tf.device(...)}; null or "" ends it.  In a cluster session
    * it may name a task: {@code "/job:ps/task:0"}.
+   *
+   * @param device a device pattern, or null
    */
   public void setDevice(String device) {
     long g = acquire();
@@ -71,7 +80,13 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** A Const node holding {@code value} (the graph keeps its own reference). */
+  /**
+   * A Const node holding {@code value} (the graph keeps its own reference).
+   *
+   * @param name the node's name; null or "" picks a unique one
+   * @param value the value
+   * @return its output
+   */
   public Output constant(String name, Tensor value) {
     long g = acquire();
     long t = value.acquire();
@@ -83,19 +98,40 @@ public final class Graph extends NativeObject {
     }
   }
 
+  /**
+   * A FLOAT32 scalar Const node.
+   *
+   * @param name the node's name; null or "" picks a unique one
+   * @param value the value
+   * @return its output
+   */
   public Output constant(String name, float value) {
     try (Tensor t = Tensor.scalar(value)) {
       return constant(name, t);
     }
   }
 
+  /**
+   * An INT32 scalar Const node.
+   *
+   * @param name the node's name; null or "" picks a unique one
+   * @param value the value
+   * @return its output
+   */
   public Output constant(String name, int value) {
     try (Tensor t = Tensor.scalar(value)) {
       return constant(name, t);
     }
   }
 
-  /** A Placeholder, fed at run time; -1 in {@code shape} for unknown sizes. */
+  /**
+   * A Placeholder, fed at run time; -1 in {@code shape} for unknown sizes.
+   *
+   * @param name the node's name; null or "" picks a unique one
+   * @param dtype the type of the value fed
+   * @param shape its shape, as far as known
+   * @return its output
+   */
   public Output placeholder(String name, DataType dtype, Shape shape) {
     long g = acquire();
     try {
@@ -106,7 +142,14 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** A node of an op that takes only data inputs and no attributes; its output 0. */
+  /**
+   * A node of an op that takes only data inputs and no attributes; its output 0.
+   *
+   * @param opType the op
+   * @param name the node's name; null or "" picks a unique one
+   * @param inputs its inputs, in order
+   * @return output 0 of the new node
+   */
   public Output apply(String opType, String name, Output... inputs) {
     long[] nodes = new long[inputs.length];
     int[] indices = new int[inputs.length];
@@ -119,7 +162,13 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** A variable initialized from {@code initialValue} (fully known shape). */
+  /**
+   * A variable initialized from {@code initialValue} (fully known shape).
+   *
+   * @param name the variable's name
+   * @param initialValue what the initializer assigns
+   * @return the variable
+   */
   public Variable variable(String name, Output initialValue) {
     long g = acquire();
     try {
@@ -131,12 +180,23 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** A variable initialized from a constant "{@code name}/initial_value". */
+  /**
+   * A variable initialized from a constant "{@code name}/initial_value".
+   *
+   * @param name the variable's name
+   * @param initialValue what the initializer assigns
+   * @return the variable
+   */
   public Variable variable(String name, Tensor initialValue) {
     return variable(name, constant(name + "/initial_value", initialValue));
   }
 
-  /** The node called {@code name}, or {@code null}. */
+  /**
+   * The node called {@code name}, or {@code null}.
+   *
+   * @param name the node's name
+   * @return the node, or {@code null}
+   */
   public Node node(String name) {
     long g = acquire();
     try {
@@ -146,6 +206,11 @@ public final class Graph extends NativeObject {
     }
   }
 
+  /**
+   * The number of nodes.
+   *
+   * @return how many nodes the graph holds
+   */
   public int nodeCount() {
     long g = acquire();
     try {
@@ -155,7 +220,11 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** Every node, in creation order. */
+  /**
+   * Every node, in creation order.
+   *
+   * @return the nodes
+   */
   public List<Node> nodes() {
     long g = acquire();
     try {
@@ -175,18 +244,35 @@ public final class Graph extends NativeObject {
   /** Builds one branch of {@link #cond}: its outputs, in order. */
   @FunctionalInterface
   public interface Branch {
+    /**
+     * Builds the branch.
+     *
+     * @return the branch's outputs
+     */
     Output[] build();
   }
 
   /** Builds a loop's condition (a bool scalar) from the loop variables. */
   @FunctionalInterface
   public interface LoopCondition {
+    /**
+     * Builds the condition.
+     *
+     * @param vars the loop variables' values in this iteration
+     * @return a bool scalar
+     */
     Output build(Output[] vars);
   }
 
   /** Builds one iteration: the next value of each loop variable. */
   @FunctionalInterface
   public interface LoopBody {
+    /**
+     * Builds the body.
+     *
+     * @param vars the loop variables' values in this iteration
+     * @return their next values
+     */
     Output[] build(Output[] vars);
   }
 
@@ -197,6 +283,12 @@ public final class Graph extends NativeObject {
    * on this thread while the call lasts; values from outside a branch that
    * it reads are brought in automatically (see weft/control.h).
    *
+   * @param name prefix of the nodes; null for "cond"
+   * @param pred a bool scalar
+   * @param numOutputs how many outputs each branch returns
+   * @param thenBranch builds the branch taken when {@code pred} is true
+   * @param elseBranch builds the other
+   * @return the outputs of the branch taken
    * @throws WeftException for a refused graph, or when a lambda threw: the
    *     builder's error names the branch, and the lambda's exception is its
    *     cause (a WeftException from a lambda keeps its code).  Nodes added
@@ -216,7 +308,14 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** A one-output {@link #cond}. */
+  /**
+   * A one-output {@link #cond}.
+   *
+   * @param pred a bool scalar
+   * @param thenBranch builds the output when {@code pred} is true
+   * @param elseBranch builds the other
+   * @return the output of the branch taken
+   */
   public Output cond(Output pred, java.util.function.Supplier<Output> thenBranch,
       java.util.function.Supplier<Output> elseBranch) {
     return cond(null, pred, 1, () -> new Output[] {thenBranch.get()},
@@ -227,6 +326,12 @@ public final class Graph extends NativeObject {
    * {@code while (condition(vars)) vars = body(vars)}, built into the graph
    * as one loop that runs inside a session run; returns the final values.
    * {@code options} may be null for the defaults.  Errors as {@link #cond}.
+   *
+   * @param condition builds the condition
+   * @param body builds one iteration
+   * @param vars the loop variables' initial values
+   * @param options the options, or null
+   * @return the loop variables' final values
    */
   public Output[] whileLoop(LoopCondition condition, LoopBody body, Output[] vars,
       WhileOptions options) {
@@ -272,6 +377,11 @@ public final class Graph extends NativeObject {
    * Adds nodes computing d(sum of ys)/d(xs[i]).  {@code gradYs} may be null
    * (ones for each y).  An entry of the result is {@code null} where no y
    * depends on that x ("no gradient", to be treated as zeros).
+   *
+   * @param ys the values to differentiate
+   * @param xs the values to differentiate by
+   * @param gradYs the gradient of each y, or null
+   * @return one gradient per x, or null
    */
   public Output[] gradients(Output[] ys, Output[] xs, Output[] gradYs) {
     if (gradYs != null && gradYs.length != ys.length) {
@@ -308,7 +418,13 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** d(sum of y)/d(xs[i]). */
+  /**
+   * d(sum of y)/d(xs[i]).
+   *
+   * @param y the value to differentiate
+   * @param xs the values to differentiate by
+   * @return one gradient per x, or null
+   */
   public Output[] gradients(Output y, Output... xs) {
     return gradients(new Output[] {y}, xs, null);
   }
@@ -317,6 +433,11 @@ public final class Graph extends NativeObject {
    * Builds the gradients of {@code loss} for every trainable variable it
    * depends on and one update op each; returns the NoOp {@code name} (or
    * "train") to run as a target once per step.
+   *
+   * @param loss a scalar to minimize
+   * @param options the optimizer and its parameters
+   * @param name the NoOp's name, or null
+   * @return the NoOp
    */
   public Node minimize(Output loss, OptimizerOptions options, String name) {
     long g = acquire();
@@ -337,6 +458,10 @@ public final class Graph extends NativeObject {
    * A NoOp ({@code name}, or "broadcast_variables" when null) setting every
    * variable to rank {@code root}'s value in an MPI job; run it once after
    * initializing (weft_broadcast_variables).
+   *
+   * @param root the rank whose values every rank takes
+   * @param name the NoOp's name, or null
+   * @return the NoOp
    */
   public Node broadcastVariables(int root, String name) {
     long g = acquire();
@@ -350,6 +475,9 @@ public final class Graph extends NativeObject {
   /**
    * A NoOp ({@code name}, or "init_all" when null) running every variable
    * initializer the graph has now; make it after {@link #minimize}.
+   *
+   * @param name the NoOp's name, or null
+   * @return the NoOp
    */
   public Node initializeAll(String name) {
     long g = acquire();
@@ -360,7 +488,11 @@ public final class Graph extends NativeObject {
     }
   }
 
-  /** The variables {@link #minimize} updates, in creation order. */
+  /**
+   * The variables {@link #minimize} updates, in creation order.
+   *
+   * @return the Variable nodes
+   */
   public List<Node> trainableVariables() {
     long g = acquire();
     try {
@@ -374,6 +506,13 @@ public final class Graph extends NativeObject {
     }
   }
 
+  /**
+   * Whether {@link #minimize} updates {@code variable} (variables are
+   * trainable when made).
+   *
+   * @param variable a Variable node
+   * @param trainable whether minimize updates it
+   */
   public void setTrainable(Node variable, boolean trainable) {
     long g = acquire();
     try {
