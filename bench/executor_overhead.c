@@ -10,16 +10,19 @@
  * that, and first-touch page faults, out of the timings.  THREADS (or
  * --inter-op-threads) is the session's inter-op thread count (0: the
  * caller's thread); timing is bench_util.h's: 10 blocks of RUNS / 10 runs,
- * wall-clock and process CPU time.
+ * wall-clock and process CPU time.  --trace runs every run traced (run
+ * option trace_level, into run metadata): what a trace costs per node;
+ * without it the runs are plain weft_session_run, untraced.
  *
  *   executor_overhead [THREADS [RUNS]] [--nodes=1000] [--runs=2000]
- *                     [--inter-op-threads=0]
+ *                     [--inter-op-threads=0] [--trace]
  */
 /* clock_gettime(CLOCK_MONOTONIC) is POSIX, hidden by strict -std=c11. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "weft/weft.h"
@@ -30,10 +33,13 @@ typedef struct chain {
   weft_output input;
   weft_output output;
   weft_tensor* feed;
+  weft_run_metadata* trace;  /* --trace: where each run's trace goes */
 } chain;
 
-static chain chain_create(int nodes, int inter_op_threads) {
+static chain chain_create(int nodes, int inter_op_threads, int trace) {
   chain c;
+  c.trace = NULL;
+  if (trace && (c.trace = weft_run_metadata_create()) == NULL) exit(1);
   BENCH_CHECK(weft_graph_create(&c.graph));
   BENCH_CHECK(weft_graph_placeholder(c.graph, "x", WEFT_FLOAT32, NULL, 0,
                                      &c.input));
@@ -67,8 +73,18 @@ static chain chain_create(int nodes, int inter_op_threads) {
 
 static float chain_run(const chain* c) {
   weft_tensor* result = NULL;
-  BENCH_CHECK(weft_session_run(c->session, &c->input, &c->feed, 1, &c->output,
-                               1, NULL, 0, &result));
+  if (c->trace != NULL) {
+    weft_run_options options;
+    weft_run_options_init(&options);
+    options.trace_level = WEFT_TRACE_FULL;
+    BENCH_CHECK(weft_session_run_with_options(c->session, &options,
+                                              &c->input, &c->feed, 1,
+                                              &c->output, 1, NULL, 0, &result,
+                                              c->trace));
+  } else {
+    BENCH_CHECK(weft_session_run(c->session, &c->input, &c->feed, 1,
+                                 &c->output, 1, NULL, 0, &result));
+  }
   float value = *(const float*)weft_tensor_data(result);
   weft_tensor_destroy(result);
   return value;
@@ -76,6 +92,7 @@ static float chain_run(const chain* c) {
 
 static void chain_destroy(chain* c) {
   weft_tensor_destroy(c->feed);
+  weft_run_metadata_destroy(c->trace);
   weft_session_destroy(c->session);
   weft_graph_destroy(c->graph);
 }
@@ -104,7 +121,12 @@ int main(int argc, char** argv) {
   int runs = 2000;
   int threads = 0;
   int positional = 0;
+  int trace = 0;
   for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--trace") == 0) {
+      trace = 1;
+      continue;
+    }
     if (bench_int_flag(argv[i], "--nodes", &nodes) ||
         bench_int_flag(argv[i], "--runs", &runs) ||
         bench_int_flag(argv[i], "--inter-op-threads", &threads)) {
@@ -116,7 +138,7 @@ int main(int argc, char** argv) {
     }
     fprintf(stderr,
             "usage: executor_overhead [THREADS [RUNS]] [--nodes=N] "
-            "[--runs=N] [--inter-op-threads=N]\n");
+            "[--runs=N] [--inter-op-threads=N] [--trace]\n");
     return 2;
   }
   if (nodes < 2 || runs < 1) {
@@ -124,8 +146,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  chain long_chain = chain_create(nodes, threads);
-  chain short_chain = chain_create(1, threads);
+  chain long_chain = chain_create(nodes, threads, trace);
+  chain short_chain = chain_create(1, threads, trace);
   double long_us, long_cpu_us, short_us, short_cpu_us;
   median_run_us(&long_chain, nodes, runs, &long_us, &long_cpu_us);
   median_run_us(&short_chain, 1, runs, &short_us, &short_cpu_us);
@@ -140,8 +162,8 @@ int main(int argc, char** argv) {
   const double target = 0.25;
   /* The line scripts/bench_peers.sh reads. */
   char label[64];
-  snprintf(label, sizeof label, "Weft executor per node (chain of %d Add)",
-           nodes);
+  snprintf(label, sizeof label, "Weft executor per node (chain of %d Add%s)",
+           nodes, trace ? ", traced" : "");
   bench_print_per_unit(label, threads > 0 ? threads : 1, long_us * 1e-6,
                        long_cpu_us * 1e-6, runs / 10 > 0 ? runs / 10 : 1,
                        nodes, "node");
