@@ -42,7 +42,13 @@ public final class Dataset extends NativeObject {
   /** Builds a map function in {@code fn} from the placeholders {@code components}. */
   @FunctionalInterface
   public interface MapFunction {
-    /** The new element's components, outputs of {@code fn}. */
+    /**
+     * The new element's components, outputs of {@code fn}.
+     *
+     * @param fn the new function graph to build in
+     * @param components its Placeholders, one per component
+     * @return the new element's components
+     */
     Output[] build(Graph fn, Output[] components);
   }
 
@@ -60,6 +66,9 @@ public final class Dataset extends NativeObject {
      * Weft's pipeline threads, several at once: it must be thread-safe, and
      * must not run a session that reads this pipeline.  An exception ends
      * the pass, naming the input element (a WeftException keeps its code).
+     *
+     * @param element the input element's components
+     * @return the dataset
      */
     Dataset make(Tensor[] element);
   }
@@ -67,7 +76,13 @@ public final class Dataset extends NativeObject {
   /** Builds a filter's predicate in {@code fn} from the placeholders {@code components}. */
   @FunctionalInterface
   public interface FilterFunction {
-    /** A bool scalar of {@code fn}: whether to keep the element. */
+    /**
+     * A bool scalar of {@code fn}: whether to keep the element.
+     *
+     * @param fn the new function graph to build in
+     * @param components its Placeholders, one per component
+     * @return the predicate
+     */
     Output build(Graph fn, Output[] components);
   }
 
@@ -80,6 +95,9 @@ public final class Dataset extends NativeObject {
   /**
    * Element i is slice i (along dimension 0) of every component; the
    * tensors are copied, so they may be closed or changed afterwards.
+   *
+   * @param components the tensors, of equal dimension 0
+   * @return the new dataset, which the caller closes
    */
   public static Dataset fromTensorSlices(Tensor... components) {
     long[] handles = acquireAll(components);
@@ -90,12 +108,25 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** INT64 scalars {@code start, start + step, ...} up to, not including, {@code stop}. */
+  /**
+   * INT64 scalars {@code start, start + step, ...} up to, not including, {@code stop}.
+   *
+   * @param start the first value
+   * @param stop the end, not included
+   * @param step the increment
+   * @return the new dataset, which the caller closes
+   */
   public static Dataset range(long start, long stop, long step) {
     return new Dataset(Native.datasetRange(start, stop, step));
   }
 
-  /** INT64 scalars {@code start, start + 1, ..., stop - 1}. */
+  /**
+   * INT64 scalars {@code start, start + 1, ..., stop - 1}.
+   *
+   * @param start the first value
+   * @param stop the end, not included
+   * @return the new dataset, which the caller closes
+   */
   public static Dataset range(long start, long stop) {
     return range(start, stop, 1);
   }
@@ -103,17 +134,31 @@ public final class Dataset extends NativeObject {
   /**
    * The records of TFRecord files, in order, as UINT8 vectors.  A bad
    * checksum is a DATA_LOSS error naming the file and the record's offset.
+   *
+   * @param compression how each whole file is compressed
+   * @param paths the files, read in order
+   * @return the new dataset, which the caller closes
    */
   public static Dataset tfRecord(Compression compression, String... paths) {
     return new Dataset(Native.datasetTfRecord(paths.clone(), compression.value()));
   }
 
-  /** The records of uncompressed TFRecord files. */
+  /**
+   * The records of uncompressed TFRecord files.
+   *
+   * @param paths the files, read in order
+   * @return the new dataset, which the caller closes
+   */
   public static Dataset tfRecord(String... paths) {
     return tfRecord(Compression.NONE, paths);
   }
 
-  /** The lines of text files, without their line ends, as UINT8 vectors. */
+  /**
+   * The lines of text files, without their line ends, as UINT8 vectors.
+   *
+   * @param paths the files, read in order
+   * @return the new dataset, which the caller closes
+   */
   public static Dataset textLines(String... paths) {
     return new Dataset(Native.datasetTextLines(paths.clone()));
   }
@@ -121,6 +166,9 @@ public final class Dataset extends NativeObject {
   /**
    * The slices along dimension 0 of an IDX file (gzip-compressed or not),
    * the format of MNIST; its header is read now.
+   *
+   * @param path the IDX file
+   * @return the new dataset, which the caller closes
    */
   public static Dataset idx(String path) {
     return new Dataset(Native.datasetIdx(path));
@@ -133,6 +181,13 @@ public final class Dataset extends NativeObject {
    * {@code compression} compresses the whole file.  A file whose records
    * do not fill it is a DATA_LOSS error naming the file and the offset of
    * the partial record.
+   *
+   * @param headerBytes bytes skipped at the start of each file
+   * @param recordBytes bytes of each record
+   * @param footerBytes bytes skipped at the end of each file
+   * @param compression how each whole file is compressed
+   * @param paths the files, read in order
+   * @return the new dataset, which the caller closes
    */
   public static Dataset fixedLengthRecords(long headerBytes, long recordBytes, long footerBytes,
       Compression compression, String... paths) {
@@ -140,7 +195,13 @@ public final class Dataset extends NativeObject {
         recordBytes, footerBytes, compression.value()));
   }
 
-  /** Uncompressed files of {@code recordBytes} records, without header or footer. */
+  /**
+   * Uncompressed files of {@code recordBytes} records, without header or footer.
+   *
+   * @param recordBytes bytes of each record
+   * @param paths the files, read in order
+   * @return the new dataset, which the caller closes
+   */
   public static Dataset fixedLengthRecords(long recordBytes, String... paths) {
     return fixedLengthRecords(0, recordBytes, 0, Compression.NONE, paths);
   }
@@ -148,6 +209,9 @@ public final class Dataset extends NativeObject {
   /**
    * Elements side by side: element i has the components of every input's
    * element i, in order; it ends with the shortest input.
+   *
+   * @param inputs the datasets
+   * @return the new dataset, which the caller closes
    */
   public static Dataset zip(Dataset... inputs) {
     long[] handles = acquireAll(inputs);
@@ -160,6 +224,11 @@ public final class Dataset extends NativeObject {
 
   // ---- what an element is ----
 
+  /**
+   * The number of components of an element.
+   *
+   * @return how many tensors each element has
+   */
   public int numComponents() {
     long d = acquire();
     try {
@@ -169,7 +238,12 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** The dtype of component {@code index}. */
+  /**
+   * The dtype of component {@code index}.
+   *
+   * @param index which component, from 0
+   * @return its element type
+   */
   public DataType componentType(int index) {
     long d = acquire();
     try {
@@ -184,7 +258,11 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** The dtype of every component, in order. */
+  /**
+   * The dtype of every component, in order.
+   *
+   * @return the element types
+   */
   public List<DataType> componentTypes() {
     long d = acquire();
     try {
@@ -199,7 +277,11 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** What the dataset is made of, such as "Batch(Map(TFRecord))". */
+  /**
+   * What the dataset is made of, such as "Batch(Map(TFRecord))".
+   *
+   * @return the name of the chain of datasets
+   */
   public String name() {
     long d = acquire();
     try {
@@ -222,6 +304,12 @@ public final class Dataset extends NativeObject {
    * outputs} are the new element's components.  Up to {@code
    * numParallelCalls} (1 to 64) elements are mapped at once, in order.  The
    * dataset keeps what it needs: {@code fn} may be closed afterwards.
+   *
+   * @param fn the function graph
+   * @param inputs its Placeholders, one per component
+   * @param outputs the new element's components, outputs of {@code fn}
+   * @param numParallelCalls how many elements at once, 1 to 64
+   * @return the new dataset, which the caller closes
    */
   public Dataset map(Graph fn, Output[] inputs, Output[] outputs, int numParallelCalls) {
     long[] inputNodes = new long[inputs.length];
@@ -245,6 +333,10 @@ public final class Dataset extends NativeObject {
    * Each element through a function built by {@code function} in a new
    * graph, from one Placeholder per component (of its dtype; its shape is
    * left unknown, since the C API does not say the components' shapes).
+   *
+   * @param function builds the function graph
+   * @param numParallelCalls how many elements at once, 1 to 64
+   * @return the new dataset, which the caller closes
    */
   public Dataset map(MapFunction function, int numParallelCalls) {
     try (Graph fn = new Graph()) {
@@ -253,7 +345,12 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** {@link #map(MapFunction, int)} one element at a time. */
+  /**
+   * {@link #map(MapFunction, int)} one element at a time.
+   *
+   * @param function builds the function graph
+   * @return the new dataset, which the caller closes
+   */
   public Dataset map(MapFunction function) {
     return map(function, 1);
   }
@@ -262,6 +359,11 @@ public final class Dataset extends NativeObject {
    * The elements for which {@code predicate}, a bool scalar of the function
    * graph {@code fn}, is true; {@code inputs} as for {@link #map(Graph,
    * Output[], Output[], int)}.
+   *
+   * @param fn the function graph
+   * @param inputs its Placeholders, one per component
+   * @param predicate a bool scalar of {@code fn}
+   * @return the new dataset, which the caller closes
    */
   public Dataset filter(Graph fn, Output[] inputs, Output predicate) {
     long[] inputNodes = new long[inputs.length];
@@ -282,6 +384,9 @@ public final class Dataset extends NativeObject {
   /**
    * {@link #filter(Graph, Output[], Output)} with a predicate built as for
    * {@link #map(MapFunction)}.
+   *
+   * @param function builds the predicate
+   * @return the new dataset, which the caller closes
    */
   public Dataset filter(FilterFunction function) {
     try (Graph fn = new Graph()) {
@@ -311,6 +416,13 @@ public final class Dataset extends NativeObject {
    * the input element, and comes again from every read until the
    * iterator's init.  The function is kept until the dataset and every
    * graph and iterator holding it are gone.
+   *
+   * @param function makes the dataset of an input element
+   * @param componentTypes the element types of the datasets it makes
+   * @param cycleLength how many of those are read at once, 1 to 1024
+   * @param blockLength elements taken from each in turn
+   * @param numParallelCalls 1, or 2 to 64 reading threads
+   * @return the new dataset, which the caller closes
    */
   public Dataset interleave(InterleaveFunction function, List<DataType> componentTypes,
       long cycleLength, long blockLength, int numParallelCalls) {
@@ -331,6 +443,10 @@ public final class Dataset extends NativeObject {
   /**
    * Elements drawn at random from a buffer of {@code bufferSize}; each pass
    * shuffles differently, and the same way for the same seed.
+   *
+   * @param bufferSize how many elements to draw from
+   * @param seed the seed
+   * @return the new dataset, which the caller closes
    */
   public Dataset shuffle(long bufferSize, long seed) {
     long d = acquire();
@@ -345,6 +461,10 @@ public final class Dataset extends NativeObject {
    * {@code batchSize} elements stacked along a new dimension 0; the last
    * batch may be smaller unless {@code dropRemainder}.  Elements must agree
    * in shape.
+   *
+   * @param batchSize elements per batch
+   * @param dropRemainder whether to drop a smaller last batch
+   * @return the new dataset, which the caller closes
    */
   public Dataset batch(long batchSize, boolean dropRemainder) {
     long d = acquire();
@@ -355,12 +475,23 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** {@link #batch(long, boolean)} keeping a smaller last batch. */
+  /**
+   * {@link #batch(long, boolean)} keeping a smaller last batch.
+   *
+   * @param batchSize elements per batch
+   * @return the new dataset, which the caller closes
+   */
   public Dataset batch(long batchSize) {
     return batch(batchSize, false);
   }
 
-  /** As {@link #batch(long, boolean)}, padding each batch with zeros to its largest element. */
+  /**
+   * As {@link #batch(long, boolean)}, padding each batch with zeros to its largest element.
+   *
+   * @param batchSize elements per batch
+   * @param dropRemainder whether to drop a smaller last batch
+   * @return the new dataset, which the caller closes
+   */
   public Dataset paddedBatch(long batchSize, boolean dropRemainder) {
     long d = acquire();
     try {
@@ -370,7 +501,12 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** The elements {@code count} times over (-1: forever; an empty input stays empty). */
+  /**
+   * The elements {@code count} times over (-1: forever; an empty input stays empty).
+   *
+   * @param count how many times
+   * @return the new dataset, which the caller closes
+   */
   public Dataset repeat(long count) {
     long d = acquire();
     try {
@@ -380,12 +516,21 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** The elements over and over, forever. */
+  /**
+   * The elements over and over, forever.
+   *
+   * @return the new dataset, which the caller closes
+   */
   public Dataset repeat() {
     return repeat(-1);
   }
 
-  /** The first {@code count} elements (-1: all). */
+  /**
+   * The first {@code count} elements (-1: all).
+   *
+   * @param count how many elements
+   * @return the new dataset, which the caller closes
+   */
   public Dataset take(long count) {
     long d = acquire();
     try {
@@ -395,7 +540,12 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** All but the first {@code count} elements (-1: none). */
+  /**
+   * All but the first {@code count} elements (-1: none).
+   *
+   * @param count how many elements
+   * @return the new dataset, which the caller closes
+   */
   public Dataset skip(long count) {
     long d = acquire();
     try {
@@ -405,7 +555,12 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** Up to {@code bufferSize} elements made ahead on a background thread. */
+  /**
+   * Up to {@code bufferSize} elements made ahead on a background thread.
+   *
+   * @param bufferSize how many elements
+   * @return the new dataset, which the caller closes
+   */
   public Dataset prefetch(long bufferSize) {
     long d = acquire();
     try {
@@ -424,6 +579,11 @@ public final class Dataset extends NativeObject {
    * session keeps one iterator per name, started on first use; a run past
    * the end throws a {@link WeftException} of code OUT_OF_RANGE.  The graph
    * keeps the dataset (graph files do not save it).
+   *
+   * @param graph the graph to add the nodes to
+   * @param name the iterator's name
+   * @param withInit whether to add the init node too
+   * @return the nodes added
    */
   public DatasetIterator iterator(Graph graph, String name, boolean withInit) {
     long d = acquire();
@@ -443,7 +603,13 @@ public final class Dataset extends NativeObject {
     }
   }
 
-  /** {@link #iterator(Graph, String, boolean)} with its init node. */
+  /**
+   * {@link #iterator(Graph, String, boolean)} with its init node.
+   *
+   * @param graph the graph to add the nodes to
+   * @param name the iterator's name
+   * @return the nodes added
+   */
   public DatasetIterator iterator(Graph graph, String name) {
     return iterator(graph, name, true);
   }
