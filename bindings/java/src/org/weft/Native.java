@@ -217,6 +217,21 @@ final class Native {
   /** Stops and frees the runner; throws the first error a thread met. */
   static native void queueRunnerStop(long runner, long cancel);
 
+  // ---- TensorBoard summaries (jni/summary.c); strings as UTF-8 bytes ----
+  static native long summaryWriterCreate(byte[] logdir, byte[] suffix);
+  static native void summaryWriterDestroy(long writer);
+  static native void summaryWriterClose(long writer);
+  static native void summaryWriterFlush(long writer);
+  static native String summaryWriterPath(long writer);
+  static native void summaryWriterAddScalar(long writer, byte[] tag, long step, double value);
+  /** kind 0: a histogram of the tensor's values; 1: images (maxImages). */
+  static native void summaryWriterAddTensor(long writer, int kind, byte[] tag, long step,
+      long tensor, long maxImages);
+  static native void summaryWriterAddText(long writer, byte[] tag, long step, byte[] text);
+  static native void summaryWriterAddSummary(long writer, long step, long tensor);
+  static native void summaryWriterAddGraph(long writer, long graph, long metadata);
+  static native void summaryWriterAddRestart(long writer, long step, byte[] checkpoint);
+
   // ---- datasets (jni/dataset.c); each maker returns the new dataset ----
   static native void datasetDestroy(long dataset);
   static native int datasetNumComponents(long dataset);
