@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 
+import chrome_trace_check
 from tap import Skip, Tap
 
 WEFT = sys.argv[1]
@@ -283,6 +284,40 @@ def a_device_type_without_devices_says_why():
     assert run.returncode == 1, run
     assert "no device matches 'FPGA'" in run.stderr, run.stderr
     assert "no plugin loaded provides device type 'FPGA'" in run.stderr, run
+
+
+@tap.case
+def a_second_copy_of_a_plugin_is_shadowed_not_refused():
+    # The build tree's weft-cpu.so first on the path, a copy (as an
+    # installed one would be) after it.
+    first = next((d for d in os.environ.get('WEFT_PLUGIN_PATH', '').split(':')
+                  if os.path.exists(os.path.join(d, 'weft-cpu.so'))), None)
+    if first is None:
+        raise Skip('no weft-cpu.so on WEFT_PLUGIN_PATH')
+    with tempfile.TemporaryDirectory() as directory:
+        copy = os.path.join(directory, 'weft-cpu.so')
+        with open(os.path.join(first, 'weft-cpu.so'), 'rb') as f, \
+                open(copy, 'wb') as g:
+            g.write(f.read())
+        env = dict(os.environ, WEFT_PLUGIN_PATH=f'{first}:{directory}')
+        run = subprocess.run([WEFT, 'devices', '--json'], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run
+        document = json.loads(run.stdout)
+        assert [r for r in document['refused'] if r['path'] == copy] == [], \
+            document['refused']
+        loaded = os.path.realpath(os.path.join(first, 'weft-cpu.so'))
+        assert {'path': copy, 'shadowed_by': loaded} in \
+            document['shadowed'], document['shadowed']
+        run = subprocess.run([WEFT, 'devices'], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run
+        shadowed = run.stdout.split('shadowed (1):\n', 1)[1]
+        assert shadowed.startswith(f'  {copy}\n    by the same plugin '
+                                   f'loaded first from {loaded}\n'), shadowed
+        assert 'refused' not in run.stdout, run.stdout
+    # Without a copy there is nothing shadowed.
+    assert json.loads(weft('devices', '--json').stdout)['shadowed'] == []
 
 
 # ---- model files and .npy ------------------------------------------------
@@ -568,6 +603,32 @@ def run_errors_name_the_problem():
                      ['inspect'], ['inspect', model, model]):
             run = weft(*args)
             assert run.returncode == 2, (args, run)
+
+
+@tap.case
+def train_trace_writes_its_first_step_as_chrome_json():
+    data = '/usr/share/datasets/fashion-mnist'
+    if not os.path.exists(os.path.join(data, 'train-images-idx3-ubyte.gz')):
+        raise Skip('Fashion-MNIST is not installed (dataset-fashion-mnist)')
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, 'step.json')
+        outputs = ('--save', os.path.join(d, 'model'),
+                   '--checkpoint', os.path.join(d, 'ckpt'))
+        run = weft('train', 'fashion-mnist', '--steps', '3', '--trace',
+                   trace, *outputs)
+        assert run.returncode == 0, run
+        events = chrome_trace_check.check(trace)
+        ops = [e['args']['op'] for e in events]
+        # One step of softmax regression: its matmul, its input pipeline's
+        # get_next, and each of the two variables updated once.
+        assert 'MatMul' in ops and 'IteratorGetNext' in ops, ops
+        assert ops.count('ApplyGradientDescent') == 2, ops
+        # A trace that cannot be written stops the run before training.
+        run = weft('train', 'fashion-mnist', '--steps', '1', '--trace',
+                   os.path.join(d, 'no', 'step.json'), *outputs)
+        assert run.returncode == 2, run
+        assert '--trace' in run.stderr and 'cannot write in' in run.stderr, \
+            run.stderr
 
 
 sys.exit(tap.finish())

@@ -743,8 +743,12 @@ static int run_training(const train_args* a, model* m,
                      (a->data_parallel ? a->rank * shard : 0),
                  shard, x, labels);
     weft_tensor* loss_t = NULL;
+    /* --trace: the first step this process runs (after --resume, the
+     * first after the checkpoint's). */
+    const int traced = a->trace != NULL && steps_done == 0;
     weft_run_metadata* md =
-        (a->explain || (ts.writer && !ts.graph_written)) && steps_done == 0
+        (a->explain || traced || (ts.writer && !ts.graph_written)) &&
+                steps_done == 0
             ? weft_run_metadata_create()
             : NULL;
     /* A step that cannot finish (a rank of a data-parallel job died or
@@ -752,13 +756,19 @@ static int run_training(const train_args* a, model* m,
     weft_run_options run_options;
     weft_run_options_init(&run_options);
     run_options.timeout_ms = a->step_timeout * 1000;
+    run_options.trace_level = traced && md ? WEFT_TRACE_FULL : WEFT_TRACE_NONE;
     weft_status* st = weft_session_run_with_options(
         s, &run_options, feeds, values, a->pipeline ? 0 : 2, &m->loss_report,
         1, targets, 2, &loss_t, md);
     if (md && a->explain) fputs(weft_run_metadata_to_string(md), stdout);
     const int graph_ok = st != NULL || train_summary_graph(&ts, m, md);
+    const int trace_ok =
+        st != NULL || !traced || !md ||
+        train_check(weft_run_metadata_write_chrome_trace(md, a->trace),
+                    "--trace");
     weft_run_metadata_destroy(md);
-    if (!train_check(st, "training step") || !graph_ok) goto done;
+    if (!train_check(st, "training step") || !graph_ok || !trace_ok)
+      goto done;
     float loss = *(const float*)weft_tensor_data(loss_t);
     weft_tensor_destroy(loss_t);
     if (!isfinite(loss)) {
@@ -1004,6 +1014,8 @@ static int parse_args(int argc, char** argv, train_args* a) {
       a->loss_log = v;
     } else if (strcmp(f, "--logdir") == 0) {
       a->logdir = v;
+    } else if (strcmp(f, "--trace") == 0) {
+      a->trace = v;
     } else if (strcmp(f, "--validation") == 0) {
       if (!parse_int(f, v, 0, 59999, &a->validation)) return 0;
     } else {
@@ -1160,7 +1172,8 @@ int weft_command_train(int argc, char** argv) {
   if (a.rank == 0 &&
       (!check_output_path("--checkpoint", a.checkpoint, 0) ||
        !check_output_path("--save", a.save, 1) ||
-       (a.loss_log && !check_output_path("--loss-log", a.loss_log, 0))))
+       (a.loss_log && !check_output_path("--loss-log", a.loss_log, 0)) ||
+       (a.trace && !check_output_path("--trace", a.trace, 0))))
     return 2;
   /* Progress must reach a pipe or a log as it happens, not when a 4 KiB
    * buffer fills (or never, if the run is killed). */

@@ -56,6 +56,8 @@ typedef struct train_args {
   const char* logdir;    /* --logdir DIR: TensorBoard event files */
   int64_t validation;    /* --validation N: the last N training images held
                           * out and evaluated after each epoch */
+  const char* trace;     /* --trace FILE: the first step this process runs,
+                          * as a Chrome trace */
 } train_args;
 
 typedef struct model {
