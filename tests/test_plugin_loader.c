@@ -5,6 +5,7 @@
  * reach the test by path only. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -508,6 +509,41 @@ Test(plugin_loader, fifo_and_directory_are_refused_without_blocking,
   WT_EXPECT_ERROR(weft_plugin_load("/tmp"), WEFT_INVALID_ARGUMENT,
                   "not a regular file");
   unlink(path);
+  expect_runtime_still_works();
+}
+
+/* The same plugin from a second file (an installed copy behind a build
+ * tree's): shadowed, not refused, and the loaded one keeps working. */
+Test(plugin_loader, a_copy_of_a_loaded_plugin_is_shadowed_not_refused) {
+  discover();
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s/weft-cpu.so", temp_dir());
+  FILE* in = fopen(WEFT_TEST_CPU_PLUGIN, "rb");
+  FILE* out = fopen(copy, "wb");
+  cr_assert(in != NULL && out != NULL);
+  char buffer[1 << 16];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, in)) > 0;)
+    cr_assert_eq(fwrite(buffer, 1, n, out), n);
+  fclose(in);
+  cr_assert_eq(fclose(out), 0);
+  int32_t refusals = weft_plugin_refusal_count();
+  cr_assert_eq(weft_plugin_shadowed_count(), 0);
+  WT_EXPECT_ERROR(weft_plugin_load(copy), WEFT_ALREADY_EXISTS, "weft-cpu",
+                  "shadowed by the same plugin", copy);
+  cr_expect_eq(weft_plugin_refusal_count(), refusals);
+  cr_expect_null(refusal_reason(copy));
+  cr_assert_eq(weft_plugin_shadowed_count(), 1);
+  const char* path = NULL;
+  const char* by = NULL;
+  WT_OK(weft_plugin_shadowed(0, &path, &by));
+  cr_expect_str_eq(path, copy);
+  char loaded[PATH_MAX];
+  cr_assert_not_null(realpath(WEFT_TEST_CPU_PLUGIN, loaded));
+  cr_expect_str_eq(by, loaded);
+  WT_EXPECT_CODE(weft_plugin_shadowed(1, &path, &by), WEFT_INVALID_ARGUMENT);
+  WT_EXPECT_CODE(weft_plugin_shadowed(-1, &path, &by),
+                 WEFT_INVALID_ARGUMENT);
+  unlink(copy);
   expect_runtime_still_works();
 }
 

@@ -200,7 +200,9 @@ static const help_flag kConformanceFlags[] = {
 static const help_command kCommands[] = {
     {"version", "library, user-API and plugin-interface versions", "",
      kNoFlags},
-    {"devices", "plugins found, refused ones and why, devices and properties",
+    {"devices",
+     "plugins found, refused ones and why, shadowed copies, devices and "
+     "properties",
      "[options] [PLUGIN_FILE...]", kDevicesFlags},
     {"ops",
      "every op: inputs, outputs, attributes, where it comes from, kernels "

@@ -241,6 +241,34 @@ static int print_refusals(printer* p) {
   return 0;
 }
 
+/* Copies of a loaded plugin found later on the search path (an installed
+ * plugin behind a build tree's): not loaded, and nothing wrong with them. */
+static int print_shadowed(printer* p) {
+  int32_t count = weft_plugin_shadowed_count();
+  if (p->json) {
+    printf("  \"shadowed\": [");
+  } else if (count > 0) {
+    printf("shadowed (%d):\n", count);
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    const char* path = NULL;
+    const char* by = NULL;
+    weft_status* status = weft_plugin_shadowed(i, &path, &by);
+    if (status != NULL) return report("reading a shadowed plugin", status);
+    if (p->json) {
+      json_begin_object(p, i);
+      json_text(p, "path", path);
+      json_text(p, "shadowed_by", by);
+      printf("}");
+    } else {
+      printf("  %s\n    by the same plugin loaded first from %s\n",
+             or_dash(path), or_dash(by));
+    }
+  }
+  if (p->json) printf("%s],\n", count ? "\n  " : "");
+  return 0;
+}
+
 static int print_devices(printer* p) {
   int32_t count = weft_device_count();
   if (p->json) {
@@ -444,6 +472,7 @@ static int command_devices(int argc, char** argv) {
   print_search_path(&p);
   if (print_plugins(&p) != 0) return 1;
   if (print_refusals(&p) != 0) return 1;
+  if (print_shadowed(&p) != 0) return 1;
   if (!p.json) printf("\n");
   if (print_devices(&p) != 0) return 1;
   if (p.json) printf("}\n");

@@ -85,9 +85,12 @@ WEFT_API WEFT_MUST_USE weft_status* weft_plugins_discover(void);
 
 /** Loads one plugin file.  Errors: NOT_FOUND (no such file), INVALID_ARGUMENT
  * (not a shared object, or no entry symbol), FAILED_PRECONDITION (an
- * interface version this host does not speak; the message names both), or
- * the error the plugin's entry returned.  A refusal is also recorded for
- * weft_plugin_refusal().  Loading the same file twice is a no-op. */
+ * interface version this host does not speak; the message names both),
+ * ALREADY_EXISTS (its name or device type is taken), or the error the
+ * plugin's entry returned.  A refusal is also recorded for
+ * weft_plugin_refusal(), except for a copy of a plugin already loaded from
+ * another file, which is recorded for weft_plugin_shadowed().  Loading the
+ * same file twice is a no-op. */
 WEFT_API WEFT_MUST_USE weft_status* weft_plugin_load(const char* path);
 
 /** How many plugins are loaded (those found on the search path, plus those
@@ -103,6 +106,20 @@ WEFT_API int32_t weft_plugin_refusal_count(void);
  * until process exit.  INVALID_ARGUMENT when out of range. */
 WEFT_API WEFT_MUST_USE weft_status* weft_plugin_refusal(
     int32_t index, const char** out_path, const char** out_reason);
+
+/** How many plugin files were shadowed: not loaded because the same plugin
+ * (the same name and device type) was loaded first from another file, as
+ * an installed plugin is when a build tree's copy comes first on
+ * WEFT_PLUGIN_PATH.  Nothing is wrong with them, so they are not refusals
+ * (before 1.13 they were).  A plugin of another name claiming a device
+ * type already taken is still refused.  User API 1.13. */
+WEFT_API int32_t weft_plugin_shadowed_count(void);
+/** Shadowed plugin file `index`: its path and the path of the loaded
+ * plugin that shadows it (see weft_plugin_describe for that plugin's
+ * version).  Strings borrowed until process exit.  INVALID_ARGUMENT when
+ * out of range.  User API 1.13. */
+WEFT_API WEFT_MUST_USE weft_status* weft_plugin_shadowed(
+    int32_t index, const char** out_path, const char** out_shadowed_by);
 
 /** How many devices all loaded plugins provide together. */
 WEFT_API int32_t weft_device_count(void);

@@ -21,6 +21,19 @@ void EnsureDiscovered() {
   weft_status_destroy(weft::Registry::Get().Discover());
 }
 
+// Entry `index` of a list the registry only appends to (refusals, shadowed
+// plugins), copied into `stable`, storage that never moves, so that its
+// strings can be handed out for the life of the process.  NULL when out of
+// range.
+template <typename Entry>
+const Entry* StableEntry(const std::vector<Entry>& now, int32_t index,
+                         std::deque<Entry>* stable, std::mutex* mu) {
+  if (index < 0 || index >= static_cast<int32_t>(now.size())) return nullptr;
+  std::lock_guard<std::mutex> lock(*mu);
+  while (stable->size() < now.size()) stable->push_back(now[stable->size()]);
+  return &(*stable)[index];
+}
+
 }  // namespace
 
 extern "C" {
@@ -80,18 +93,36 @@ int32_t weft_plugin_refusal_count(void) {
 weft_status* weft_plugin_refusal(int32_t index, const char** out_path,
                                  const char** out_reason) {
   EnsureDiscovered();
-  // Refusals are kept for the life of the process, so their strings can be
-  // handed out; copy them into storage that never moves.
   static std::mutex mu;
   static std::deque<weft::Refusal> stable;
   auto refusals = weft::Registry::Get().Refusals();
-  if (index < 0 || index >= static_cast<int32_t>(refusals.size()))
+  const weft::Refusal* r = StableEntry(refusals, index, &stable, &mu);
+  if (r == nullptr)
     return weft::Errorf(WEFT_INVALID_ARGUMENT, "no refusal %d (there are %zu)",
                         index, refusals.size());
-  std::lock_guard<std::mutex> lock(mu);
-  while (stable.size() < refusals.size()) stable.push_back(refusals[stable.size()]);
-  if (out_path) *out_path = stable[index].path.c_str();
-  if (out_reason) *out_reason = stable[index].reason.c_str();
+  if (out_path) *out_path = r->path.c_str();
+  if (out_reason) *out_reason = r->reason.c_str();
+  return nullptr;
+}
+
+int32_t weft_plugin_shadowed_count(void) {
+  EnsureDiscovered();
+  return static_cast<int32_t>(weft::Registry::Get().ShadowedPlugins().size());
+}
+
+weft_status* weft_plugin_shadowed(int32_t index, const char** out_path,
+                                  const char** out_shadowed_by) {
+  EnsureDiscovered();
+  static std::mutex mu;
+  static std::deque<weft::Shadowed> stable;
+  auto shadowed = weft::Registry::Get().ShadowedPlugins();
+  const weft::Shadowed* s = StableEntry(shadowed, index, &stable, &mu);
+  if (s == nullptr)
+    return weft::Errorf(WEFT_INVALID_ARGUMENT,
+                        "no shadowed plugin %d (there are %zu)", index,
+                        shadowed.size());
+  if (out_path) *out_path = s->path.c_str();
+  if (out_shadowed_by) *out_shadowed_by = s->shadowed_by.c_str();
   return nullptr;
 }
 

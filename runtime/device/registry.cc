@@ -385,8 +385,19 @@ weft_status* Registry::Load(const std::string& path, bool devices_now) {
   return LoadEntry(real, dl, entry, devices_now);
 }
 
-weft_status* Registry::ConflictLocked(const Plugin& candidate) {
+weft_status* Registry::ConflictLocked(const Plugin& candidate,
+                                      std::string* shadowed_by) {
   for (const auto& p : plugins_) {
+    if (p->name == candidate.name &&
+        p->device_type == candidate.device_type) {
+      *shadowed_by = p->path;
+      return Errorf(WEFT_ALREADY_EXISTS,
+                    "plugin '%s' %s (%s) is shadowed by the same plugin, "
+                    "version %s, loaded first from %s",
+                    candidate.name.c_str(), candidate.version.c_str(),
+                    candidate.path.c_str(), p->version.c_str(),
+                    p->path.c_str());
+    }
     if (p->name == candidate.name)
       return Errorf(WEFT_ALREADY_EXISTS,
                     "a plugin named '%s' is already loaded from %s",
@@ -408,11 +419,24 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
                                  bool devices_now) {
   auto plugin = std::make_unique<Plugin>();
   std::vector<std::unique_ptr<Device>> devices;
-  // Undoes what was opened when the plugin is refused.
-  auto refuse = [&](weft_status* why) {
+  // Undoes what was opened, for a plugin that is not loaded after all.
+  auto release = [&] {
     for (const auto& d : devices) plugin->api.device_close(d->handle);
     if (dl != nullptr) dlclose(dl);
+  };
+  auto refuse = [&](weft_status* why) {
+    release();
     return Refuse(real, why);
+  };
+  // The same for a conflict, except that a copy of a loaded plugin is
+  // recorded as shadowed, not refused.
+  std::string shadowed_by;
+  auto conflicts = [&](weft_status* why) {
+    if (shadowed_by.empty()) return refuse(why);
+    release();
+    std::lock_guard<std::mutex> lock(mu_);
+    shadowed_.push_back(Shadowed{real, shadowed_by});
+    return why;
   };
 
   weft_kernel_registrar* registrar;
@@ -474,9 +498,9 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
     // Checked before the plugin opens any device, and again on publishing
     // (another thread may have loaded a rival meanwhile).
     std::lock_guard<std::mutex> lock(mu_);
-    conflict = ConflictLocked(*plugin);
+    conflict = ConflictLocked(*plugin, &shadowed_by);
   }
-  if (conflict != nullptr) return refuse(conflict);
+  if (conflict != nullptr) return conflicts(conflict);
 
   if (devices_now) {
     if (weft_status* why = OpenDevices(plugin.get(), &devices))
@@ -484,9 +508,9 @@ weft_status* Registry::LoadEntry(const std::string& real, void* dl,
   }
 
   std::unique_lock<std::mutex> lock(mu_);
-  if (weft_status* why = ConflictLocked(*plugin)) {
+  if (weft_status* why = ConflictLocked(*plugin, &shadowed_by)) {
     lock.unlock();
-    return refuse(why);
+    return conflicts(why);
   }
   plugin->dl = dl;
   plugin->load_order = static_cast<int32_t>(plugins_.size());
@@ -661,6 +685,11 @@ std::vector<const Plugin*> Registry::Plugins() {
 std::vector<Refusal> Registry::Refusals() {
   std::lock_guard<std::mutex> lock(mu_);
   return refusals_;
+}
+
+std::vector<Shadowed> Registry::ShadowedPlugins() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shadowed_;
 }
 
 const KernelReg* Registry::FindKernel(const std::string& op,

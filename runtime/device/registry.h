@@ -75,6 +75,14 @@ struct Refusal {
   std::string reason;
 };
 
+// A plugin file not loaded because the same plugin (same name and device
+// type) was loaded first from another file: a build tree's on
+// WEFT_PLUGIN_PATH ahead of the installed one.  Nothing is wrong with it.
+struct Shadowed {
+  std::string path;
+  std::string shadowed_by;  // the loaded plugin's file
+};
+
 // Copies a string a plugin handed over, reading at most
 // WEFT_PLUGIN_MAX_STRING bytes of it: false when no NUL ends it within
 // that, so a missing terminator cannot send the host through its memory.
@@ -114,6 +122,7 @@ class Registry {
   // Every plugin, each with its devices opened.
   std::vector<const Plugin*> Plugins();
   std::vector<Refusal> Refusals();
+  std::vector<Shadowed> ShadowedPlugins();
 
   // The best kernel for op `op` on `device_type` that accepts a node with
   // attributes `attrs` (every type attribute a kernel constrains).  A
@@ -146,8 +155,11 @@ class Registry {
   // Records the refusal (takes the lock) and returns `why`.
   weft_status* Refuse(const std::string& path, weft_status* why);
   // Why `candidate` may not join the loaded plugins (a name or device type
-  // already taken), or NULL.  Called under mu_.
-  weft_status* ConflictLocked(const Plugin& candidate);
+  // already taken), or NULL.  When a plugin of the same name and device
+  // type holds them, the candidate is that plugin again, shadowed by it:
+  // *shadowed_by is set to its file.  Called under mu_.
+  weft_status* ConflictLocked(const Plugin& candidate,
+                              std::string* shadowed_by);
   // Files `k` under its op, best first.  Called under mu_.
   void AddKernelLocked(KernelReg k);
 
@@ -162,6 +174,7 @@ class Registry {
   std::deque<std::unique_ptr<Plugin>> plugins_;
   std::deque<std::unique_ptr<Device>> devices_;
   std::vector<Refusal> refusals_;
+  std::vector<Shadowed> shadowed_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<KernelReg>>>
       kernels_;  // by op
 };

@@ -92,6 +92,22 @@ function plugin_refusals()
     return result
 end
 
+"""Plugin files not loaded because the same plugin was loaded first from
+another file (an installed copy behind a build tree's): `path => the loaded
+plugin's path`.  Not refusals.  User API 1.13."""
+function plugin_shadowed()
+    count = @ccall libweft.weft_plugin_shadowed_count()::Int32
+    result = Pair{String,String}[]
+    for i in Int32(0):count-Int32(1)
+        path = Ref{Ptr{UInt8}}(C_NULL)
+        by = Ref{Ptr{UInt8}}(C_NULL)
+        check(@ccall libweft.weft_plugin_shadowed(
+            i::Int32, path::Ptr{Ptr{UInt8}}, by::Ptr{Ptr{UInt8}})::Ptr{Cvoid})
+        push!(result, c_string(path[]) => c_string(by[]))
+    end
+    return result
+end
+
 """
     op_descriptions() -> Vector
 
