@@ -7,6 +7,9 @@ Its program builds 2 + 3 and a MatMul, runs them on the CPU plugin and
 prints the results, in an environment without LD_LIBRARY_PATH or
 WEFT_PLUGIN_PATH: libweft, the JNI glue and the plugin come out of the jar.
 
+The same jar and pom laid out as `meson install` lays them out
+(share/maven-repo) serve the project as a file:// repository too.
+
 Maven's own plugins come from Debian's packages in /usr/share/maven-repo
 (scripts/common.sh installs them), reached offline as a file:// mirror.
 
@@ -113,10 +116,10 @@ def plugin_version(group, artifact):
     return max(versions)[1] if versions else None
 
 
-def mvn(*args, cwd=tmp):
+def mvn(*args, cwd=tmp, settings='settings.xml'):
     # offline.protocols=file: -o would otherwise refuse the file:// mirror too.
     run = subprocess.run(
-        ['mvn', '-o', '-B', '-Dstyle.color=never', '-s', os.path.join(tmp, 'settings.xml'),
+        ['mvn', '-o', '-B', '-Dstyle.color=never', '-s', os.path.join(tmp, settings),
          '-Daether.offline.protocols=file', *args],
         cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f'mvn {" ".join(args)} failed:\n{run.stdout}{run.stderr}'
@@ -261,6 +264,44 @@ def a_maven_project_outside_the_tree_runs_a_graph_on_the_cpu():
     assert any(path.startswith(cache + '/') and path.endswith('/weft-cpu.so')
                for _, path in plugins), out
     state['classes'] = os.path.join(project, 'target', 'classes')
+
+
+@tap.case
+def a_file_repository_in_the_installed_layout_serves_the_jar():
+    # meson install lays the artifacts out as share/maven-repo/org/weft/...
+    needs_maven()
+    assert 'classes' in state, 'the Maven project did not build'
+    file_repo = os.path.join(tmp, 'maven-repo')
+    artifacts = os.path.join(file_repo, 'org', 'weft', 'weft', VERSION)
+    os.makedirs(artifacts)
+    shutil.copy(JAR, artifacts)
+    shutil.copy(POM, os.path.join(artifacts, f'weft-{VERSION}.pom'))
+    second = os.path.join(tmp, 'repository-2')
+    with open(os.path.join(tmp, 'settings-2.xml'), 'w') as f:
+        f.write(f'''<settings>
+  <localRepository>{second}</localRepository>
+  <offline>true</offline>
+  <mirrors>
+    <mirror>
+      <id>debian</id>
+      <mirrorOf>*,!weft</mirrorOf>
+      <url>file://{DEBIAN_REPO}</url>
+    </mirror>
+  </mirrors>
+  <profiles>
+    <profile>
+      <id>weft</id>
+      <repositories>
+        <repository><id>weft</id><url>file://{file_repo}</url></repository>
+      </repositories>
+    </profile>
+  </profiles>
+  <activeProfiles><activeProfile>weft</activeProfile></activeProfiles>
+</settings>
+''')
+    mvn('-q', 'compile', cwd=os.path.join(tmp, 'demo'), settings='settings-2.xml')
+    assert os.path.isfile(os.path.join(second, 'org', 'weft', 'weft', VERSION,
+                                       f'weft-{VERSION}.jar'))
 
 
 def run_java(*options, args=()):
