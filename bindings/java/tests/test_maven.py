@@ -126,6 +126,36 @@ def mvn(*args, cwd=tmp, settings='settings.xml'):
     return re.sub(r'\x1b\[[0-9;]*m', '', run.stdout)  # Maven's colours
 
 
+def write_settings(name, local_repository, weft_repository=None):
+    """Maven settings: every repository is Debian's, reached as a file://
+    mirror, except the repository 'weft' at weft_repository when given."""
+    weft = ''
+    if weft_repository:
+        weft = f'''
+  <profiles>
+    <profile>
+      <id>weft</id>
+      <repositories>
+        <repository><id>weft</id><url>file://{weft_repository}</url></repository>
+      </repositories>
+    </profile>
+  </profiles>
+  <activeProfiles><activeProfile>weft</activeProfile></activeProfiles>'''
+    with open(os.path.join(tmp, name), 'w') as f:
+        f.write(f'''<settings>
+  <localRepository>{local_repository}</localRepository>
+  <offline>true</offline>
+  <mirrors>
+    <mirror>
+      <id>debian</id>
+      <mirrorOf>*,!weft</mirrorOf>
+      <url>file://{DEBIAN_REPO}</url>
+    </mirror>
+  </mirrors>{weft}
+</settings>
+''')
+
+
 def needs_maven():
     if 'skip' in state:
         raise Skip(state['skip'])
@@ -144,19 +174,7 @@ def maven_and_its_plugins_are_available_offline():
                          f'(Debian packages: {PACKAGES})')
         raise Skip(state['skip'])
     state['versions'] = versions
-    with open(os.path.join(tmp, 'settings.xml'), 'w') as f:
-        f.write(f'''<settings>
-  <localRepository>{repo}</localRepository>
-  <offline>true</offline>
-  <mirrors>
-    <mirror>
-      <id>debian</id>
-      <mirrorOf>*</mirrorOf>
-      <url>file://{DEBIAN_REPO}</url>
-    </mirror>
-  </mirrors>
-</settings>
-''')
+    write_settings('settings.xml', repo)
 
 
 @tap.case
@@ -277,28 +295,7 @@ def a_file_repository_in_the_installed_layout_serves_the_jar():
     shutil.copy(JAR, artifacts)
     shutil.copy(POM, os.path.join(artifacts, f'weft-{VERSION}.pom'))
     second = os.path.join(tmp, 'repository-2')
-    with open(os.path.join(tmp, 'settings-2.xml'), 'w') as f:
-        f.write(f'''<settings>
-  <localRepository>{second}</localRepository>
-  <offline>true</offline>
-  <mirrors>
-    <mirror>
-      <id>debian</id>
-      <mirrorOf>*,!weft</mirrorOf>
-      <url>file://{DEBIAN_REPO}</url>
-    </mirror>
-  </mirrors>
-  <profiles>
-    <profile>
-      <id>weft</id>
-      <repositories>
-        <repository><id>weft</id><url>file://{file_repo}</url></repository>
-      </repositories>
-    </profile>
-  </profiles>
-  <activeProfiles><activeProfile>weft</activeProfile></activeProfiles>
-</settings>
-''')
+    write_settings('settings-2.xml', second, weft_repository=file_repo)
     mvn('-q', 'compile', cwd=os.path.join(tmp, 'demo'), settings='settings-2.xml')
     assert os.path.isfile(os.path.join(second, 'org', 'weft', 'weft', VERSION,
                                        f'weft-{VERSION}.jar'))
