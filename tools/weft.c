@@ -216,53 +216,39 @@ static int print_plugins(printer* p) {
   return 0;
 }
 
-static int print_refusals(printer* p) {
-  int32_t count = weft_plugin_refusal_count();
-  if (p->json) {
-    printf("  \"refused\": [");
-  } else if (count > 0) {
-    printf("refused (%d):\n", count);
-  }
-  for (int32_t i = 0; i < count; ++i) {
-    const char* path = NULL;
-    const char* reason = NULL;
-    weft_status* status = weft_plugin_refusal(i, &path, &reason);
-    if (status != NULL) return report("reading a refusal", status);
-    if (p->json) {
-      json_begin_object(p, i);
-      json_text(p, "path", path);
-      json_text(p, "reason", reason);
-      printf("}");
-    } else {
-      printf("  %s\n    %s\n", or_dash(path), or_dash(reason));
-    }
-  }
-  if (p->json) printf("%s],\n", count ? "\n  " : "");
-  return 0;
-}
+/* The plugin files not loaded: refused ones, or copies of a loaded plugin
+ * found later on the search path (an installed plugin behind a build
+ * tree's), which are shadowed and have nothing wrong with them.  Each is a
+ * path and one more text: `second_key` in JSON, after `text_prefix` in
+ * text. */
+typedef weft_status* (*path_pair_fn)(int32_t index, const char** path,
+                                     const char** second);
 
-/* Copies of a loaded plugin found later on the search path (an installed
- * plugin behind a build tree's): not loaded, and nothing wrong with them. */
-static int print_shadowed(printer* p) {
-  int32_t count = weft_plugin_shadowed_count();
+static int print_unloaded(printer* p, const char* title, int32_t count,
+                          path_pair_fn entry, const char* second_key,
+                          const char* text_prefix) {
   if (p->json) {
-    printf("  \"shadowed\": [");
+    printf("  \"%s\": [", title);
   } else if (count > 0) {
-    printf("shadowed (%d):\n", count);
+    printf("%s (%d):\n", title, count);
   }
   for (int32_t i = 0; i < count; ++i) {
     const char* path = NULL;
-    const char* by = NULL;
-    weft_status* status = weft_plugin_shadowed(i, &path, &by);
-    if (status != NULL) return report("reading a shadowed plugin", status);
+    const char* second = NULL;
+    weft_status* status = entry(i, &path, &second);
+    if (status != NULL) {
+      char what[64];
+      snprintf(what, sizeof what, "reading the %s plugins", title);
+      return report(what, status);
+    }
     if (p->json) {
       json_begin_object(p, i);
       json_text(p, "path", path);
-      json_text(p, "shadowed_by", by);
+      json_text(p, second_key, second);
       printf("}");
     } else {
-      printf("  %s\n    by the same plugin loaded first from %s\n",
-             or_dash(path), or_dash(by));
+      printf("  %s\n    %s%s\n", or_dash(path), text_prefix,
+             or_dash(second));
     }
   }
   if (p->json) printf("%s],\n", count ? "\n  " : "");
@@ -471,8 +457,12 @@ static int command_devices(int argc, char** argv) {
   if (p.json) printf("{\n");
   print_search_path(&p);
   if (print_plugins(&p) != 0) return 1;
-  if (print_refusals(&p) != 0) return 1;
-  if (print_shadowed(&p) != 0) return 1;
+  if (print_unloaded(&p, "refused", weft_plugin_refusal_count(),
+                     weft_plugin_refusal, "reason", "") != 0 ||
+      print_unloaded(&p, "shadowed", weft_plugin_shadowed_count(),
+                     weft_plugin_shadowed, "shadowed_by",
+                     "by the same plugin loaded first from ") != 0)
+    return 1;
   if (!p.json) printf("\n");
   if (print_devices(&p) != 0) return 1;
   if (p.json) printf("}\n");
