@@ -319,7 +319,8 @@ def a_second_program_reuses_the_extracted_libraries():
     assert 'classes' in state, 'the Maven project did not build'
     root = os.path.join(cache, 'weft', 'native')
     before = sorted(os.listdir(root))
-    assert len(before) == 1, before  # no staging directory left behind
+    # One copy and its lock file; no staging directory left behind.
+    assert len(before) == 2 and before[1] == before[0] + '.lock', before
     assert oct(os.stat(os.path.join(root, before[0])).st_mode & 0o777) == '0o700'
     run = run_java()
     assert run.returncode == 0, run.stderr
@@ -328,19 +329,38 @@ def a_second_program_reuses_the_extracted_libraries():
 
 
 @tap.case
+def programs_starting_at_once_share_one_copy():
+    needs_maven()
+    assert 'classes' in state, 'the Maven project did not build'
+    fresh = os.path.join(tmp, 'cache-concurrent')
+    runs = [subprocess.Popen(
+        [JAVA, '-Dweft.native.cache=' + fresh, '-cp',
+         state['installed'] + ':' + state['classes'], 'demo.Add'],
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)]
+    outputs = [run.communicate(timeout=120) for run in runs]
+    for run, (stdout, stderr) in zip(runs, outputs):
+        assert run.returncode == 0, stderr
+        assert '2 + 3 = 5.0' in stdout, stdout
+        # Each found the plugins beside the libweft it loaded.
+        assert re.search(r'^plugin weft-cpu ' + re.escape(fresh), stdout, re.M), stdout
+    assert len(os.listdir(fresh)) == 2, os.listdir(fresh)
+
+
+@tap.case
 def a_damaged_copy_in_the_cache_is_extracted_again():
     needs_maven()
     assert 'classes' in state, 'the Maven project did not build'
     root = os.path.join(cache, 'weft', 'native')
-    (name,) = os.listdir(root)
-    library = os.path.join(root, name, 'libweft.so.1')
+    copies = sorted(os.listdir(root))
+    library = os.path.join(root, copies[0], 'libweft.so.1')
     size = os.path.getsize(library)
     with open(library, 'ab') as f:
         f.write(b'damage')
     run = run_java()
     assert run.returncode == 0, run.stderr
     assert '2 + 3 = 5.0' in run.stdout, run.stdout
-    assert os.listdir(root) == [name], os.listdir(root)
+    assert sorted(os.listdir(root)) == copies, os.listdir(root)
     assert os.path.getsize(library) == size
 
 

@@ -7,13 +7,14 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.StringReader;
+import java.nio.channels.FileChannel;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -131,34 +132,33 @@ final class BundledNatives {
   /**
    * root/name holding exactly the entries: reused when complete, otherwise
    * extracted into a private staging directory (mode 0700) and renamed into
-   * place, so that concurrent programs never see half a copy.
+   * place.  A lock on root/name.lock makes programs starting at once check
+   * and extract one after the other, so that none replaces a copy another
+   * is loading from.
    */
   private static Path extractShared(Path root, String name, List<Entry> entries)
       throws IOException {
     Path target = root.resolve(name);
-    if (complete(target, entries)) {
-      return target;
-    }
     Files.createDirectories(root);
-    Path staging = Files.createTempDirectory(root, ".staging-");
-    try {
-      extractInto(staging, entries);
-      if (Files.exists(target)) {
-        // Damaged (complete() said no): moved aside, then removed.
-        Path stale = Files.createTempDirectory(root, ".stale-");
-        Files.move(target, stale.resolve(name), StandardCopyOption.ATOMIC_MOVE);
-        deleteTree(stale);
+    try (FileChannel channel = FileChannel.open(root.resolve(name + ".lock"),
+        StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+      channel.lock();  // released when the channel closes
+      if (complete(target, entries)) {
+        return target;
       }
-      Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
-    } catch (FileAlreadyExistsException | DirectoryNotEmptyException raced) {
-      // Another program put its copy there first: use it if it is whole.
-      if (!complete(target, entries)) {
-        throw raced;
+      Path staging = Files.createTempDirectory(root, ".staging-");
+      try {
+        extractInto(staging, entries);
+        deleteTree(target);  // damaged: complete() said no
+        Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
+      } finally {
+        deleteTree(staging);
       }
-    } finally {
-      deleteTree(staging);
+      return target;
+    } catch (OverlappingFileLockException sameJvm) {
+      // Another class loader of this JVM holds the lock: use a directory of its own.
+      throw new IOException("the cache directory is in use by this JVM", sameJvm);
     }
-    return target;
   }
 
   private static void extractInto(Path dir, List<Entry> entries) throws IOException {
