@@ -161,7 +161,9 @@ static const help_flag kTrainFlags[] = {
      "the run's configuration and the graph",
      "none"},
     {"--trace", "FILE",
-     "a Chrome trace (chrome://tracing, Perfetto) of one training step",
+     "a Chrome trace (chrome://tracing, Perfetto) of the first training "
+     "step the process runs (after --resume, the first after the "
+     "checkpoint's)",
      "none"},
     {"--explain", NULL, "print where the first step's nodes went and why",
      "off"},
