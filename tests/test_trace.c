@@ -56,6 +56,7 @@ static weft_output f32(weft_graph* g, const char* name, float v) {
 static weft_session* two_devices(weft_graph* g) {
   weft_session_options o;
   weft_session_options_init(&o);
+  o.devices = "CPU:0,TEMPLATE:0";  /* not OpenCL or CUDA where present */
   o.inter_op_threads = 2;
   o.intra_op_threads = 1;
   weft_session* s = NULL;
