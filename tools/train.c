@@ -762,9 +762,16 @@ static int run_training(const train_args* a, model* m,
         1, targets, 2, &loss_t, md);
     if (md && a->explain) fputs(weft_run_metadata_to_string(md), stdout);
     const int graph_ok = st != NULL || train_summary_graph(&ts, m, md);
+    /* Under mpirun every rank traces its own step: FILE.rankN beside rank
+     * 0's FILE. */
+    char trace_path[4200];
+    if (traced && a->rank > 0)
+      snprintf(trace_path, sizeof trace_path, "%s.rank%d", a->trace, a->rank);
+    else if (traced)
+      snprintf(trace_path, sizeof trace_path, "%s", a->trace);
     const int trace_ok =
         st != NULL || !traced || !md ||
-        train_check(weft_run_metadata_write_chrome_trace(md, a->trace),
+        train_check(weft_run_metadata_write_chrome_trace(md, trace_path),
                     "--trace");
     weft_run_metadata_destroy(md);
     if (!train_check(st, "training step") || !graph_ok || !trace_ok)
