@@ -275,7 +275,7 @@ typedef struct weft_run_options {
 } weft_run_options;
 
 /** weft_run_options.trace_level. */
-typedef enum weft_trace_level {
+typedef enum weft_trace_level WEFT_ENUM_BASE {
   WEFT_TRACE_NONE = 0,
   WEFT_TRACE_FULL = 1
 } weft_trace_level;
@@ -466,7 +466,7 @@ WEFT_API const char* weft_run_metadata_to_string(const weft_run_metadata* m);
  * control-flow op, a runtime op such as a queue's dequeue), or one half
  * of a transfer between devices or tasks (Send, Recv, _TaskSend,
  * _TaskRecv). */
-typedef enum weft_trace_event_kind {
+typedef enum weft_trace_event_kind WEFT_ENUM_BASE {
   WEFT_TRACE_EVENT_NODE = 0,
   WEFT_TRACE_EVENT_TRANSFER = 1
 } weft_trace_event_kind;
