@@ -13,6 +13,9 @@
 #include <new>
 
 #include "thread_pool.h"
+#if defined(WEFT_CPU_OPENMP) && defined(_OPENMP)
+#include <omp.h>
+#endif
 #include "weft/plugin.h"
 #include "weft/tensor.h"
 
@@ -163,13 +166,29 @@ weft_status* Guarded(void* /*kernel_arg*/, weft_kernel_context* ctx) noexcept {
 // ---- Intra-op parallelism ------------------------------------------------
 
 // Below this many elements an element-wise kernel runs on the calling thread:
-// waking pool threads costs microseconds, more than the work itself.
-constexpr int64_t kParallelThreshold = 32 * 1024;
+// waking sleeping workers costs more than the work itself.  Workers wait
+// passively (runtime/device/registry.cc), and on these VMs a wake-up takes
+// tens of microseconds: the MLP step's 200K-element weight update took
+// 16.5 us on one thread and 62 us on two (traced, 2-core AMD EPYC), at
+// about 0.1 ns an element.  From half a million elements the second
+// thread pays even so.
+constexpr int64_t kParallelThreshold = 512 * 1024;
 
 // Runs fn(begin, end) over items [0, n), split across the session's
 // intra-op threads when the items hold enough elements in all to pay for the
 // dispatch.  `cycles_per_item` is a rough cost that lets Eigen choose the
 // block size.
+//
+// With oneDNN (built for OpenMP) the items go to OpenMP's threads, in one
+// contiguous range each: the threads oneDNN's GEMMs and convolutions run
+// on.  A second pool of its own (Eigen's) would leave two sets of workers
+// on the same cores, each waking or spinning while the other works: on a
+// 2-core machine the MLP step's weight update took 49 us at 2 threads
+// against 16 at 1 (its workers woke while oneDNN's still spun), and the
+// step ran no faster at 2 threads than at 1.  Without oneDNN (and under
+// ThreadSanitizer, which does not see OpenMP's synchronisation) Eigen's
+// pool serves.  The split never changes a result: every caller computes
+// each item on its own.
 template <typename Fn>
 void ParallelFor(const weft_kernel_context* ctx, int64_t n,
                  int64_t elements_per_item, double cycles_per_item, Fn&& fn) {
@@ -178,6 +197,22 @@ void ParallelFor(const weft_kernel_context* ctx, int64_t n,
     fn(int64_t{0}, n);
     return;
   }
+#if defined(WEFT_CPU_OPENMP) && defined(_OPENMP)
+  (void)cycles_per_item;
+  const int64_t want = g_host->kernel_intra_op_threads(ctx);
+  const int threads = static_cast<int>(want < n ? want : n);
+  if (threads <= 1 || omp_in_parallel()) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t i = omp_get_thread_num(), k = omp_get_num_threads();
+    const int64_t begin = n * i / k, end = n * (i + 1) / k;
+    if (begin < end) fn(begin, end);
+  }
+  return;
+#endif
   Eigen::ThreadPoolDevice* device =
       ThreadPoolFor(g_host->kernel_intra_op_threads(ctx));
   if (device == nullptr) {
