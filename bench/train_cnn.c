@@ -122,7 +122,10 @@ int main(int argc, char** argv) {
   /* WEFT_BENCH_DEVICE: the device to train on (bench/opencl.sh: OPENCL). */
   const char* device = getenv("WEFT_BENCH_DEVICE");
   so.devices = device != NULL ? device : "CPU";
-  so.inter_op_threads = threads;
+  /* What a session left to choose does with `threads` intra-op threads
+   * (runtime/session/session.cc): one inter-op thread, since each would
+   * start an OpenMP team of its own. */
+  so.inter_op_threads = 1;
   so.intra_op_threads = threads;
   weft_session* s = NULL;
   ok(weft_session_create(g, &so, &s), "session");

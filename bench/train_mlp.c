@@ -122,7 +122,10 @@ int main(int argc, char** argv) {
   weft_session_options o;
   weft_session_options_init(&o);
   o.devices = "CPU";
-  o.inter_op_threads = threads;
+  /* What a session left to choose does with `threads` intra-op threads
+   * (runtime/session/session.cc): one inter-op thread, since each would
+   * start an OpenMP team of its own. */
+  o.inter_op_threads = 1;
   o.intra_op_threads = threads;
   weft_session* s;
   if ((st = weft_session_create(g, &o, &s))) bench_die("session", st);

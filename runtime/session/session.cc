@@ -373,12 +373,21 @@ weft_status* weft_session_create(weft_graph* graph,
                    "no device is available: no plugin was found on "
                    "WEFT_PLUGIN_PATH or in the install directory (see `weft "
                    "devices`)");
-    s->inter_op_threads = opts.inter_op_threads
-                              ? opts.inter_op_threads
-                              : weft::DefaultThreads();
     s->intra_op_threads = opts.intra_op_threads
                               ? opts.intra_op_threads
                               : weft::DefaultThreads();
+    // Left to the runtime, inter-op threads are the cores when kernels run
+    // on one thread, and one when kernels may split over several: OpenMP
+    // (oneDNN's, and the CPU plugin's loops) gives each thread that starts
+    // a parallel region a team of its own, so n inter-op threads running
+    // kernels of m threads put n * m threads on the cores, each team
+    // waiting at its joins for workers the others hold.  Measured on a
+    // 2-core AMD EPYC, idle, 2 intra-op threads (bench/train_cnn): the CNN
+    // step at 72-77 steps/s with 2 inter-op threads, 95-96 with 1 (1 thread
+    // in all: 51-53); under load both 42-44.
+    s->inter_op_threads = opts.inter_op_threads ? opts.inter_op_threads
+                          : s->intra_op_threads > 1 ? 1
+                                                    : weft::DefaultThreads();
     s->intra_op_auto = opts.intra_op_threads == 0;
     // The calling thread always works too, so n inter-op threads means
     // n - 1 pool workers.
