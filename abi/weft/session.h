@@ -46,7 +46,10 @@ typedef struct weft_session_options {
    * Borrowed for the duration of weft_session_create(). */
   const char* devices;
   /** Threads running independent nodes at once, the calling thread
-   * included: 0 .. WEFT_SESSION_MAX_THREADS, 0 picks the core count.  The
+   * included: 0 .. WEFT_SESSION_MAX_THREADS.  0 picks the core count when
+   * kernels run on one thread (intra_op_threads 1), and 1 when they may
+   * use several: each inter-op thread would start a team of kernel
+   * threads of its own, more threads than cores.  The
    * session starts inter_op_threads - 1 threads when it is created; when
    * the system cannot start them, weft_session_create() returns
    * RESOURCE_EXHAUSTED (having stopped those it started). */

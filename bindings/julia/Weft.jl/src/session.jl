@@ -19,7 +19,8 @@ const OPTIMIZE_ALL = 0xffffffff
 Opens a session on `graph`.  `devices`: names or patterns such as
 "/device:CPU:0", "CPU" or "/device:OPENCL:*", comma-separated ("" means the
 WEFT_DEVICES environment variable, else every device).  Threads: 0 picks
-the core count.  `placement`: `:soft` or `:strict` for nodes constrained to
+the core count (inter-op threads: 1 when kernels may use several).
+`placement`: `:soft` or `:strict` for nodes constrained to
 a device without a kernel.  `transfer_precision`: `:exact`, `:bfloat16` or
 `:float16` for float32 values crossing devices.  `device_gflops`: compute
 estimates ("OPENCL=500,CPU=50").  `recompute`: `:off` (or the

@@ -68,7 +68,8 @@ public final class SessionOptions {
   }
 
   /**
-   * Threads running independent nodes at once; 0 picks the core count.
+   * Threads running independent nodes at once; 0 picks the core count when
+   * kernels run on one thread, and 1 when they may use several.
    *
    * @param value the thread count
    * @return these options
