@@ -22,6 +22,7 @@
 #include "ops/runtime_op.h"
 #include "summary/summary.h"
 #include "tensor/buffer.h"
+#include "tf_summary.pb.h"
 
 namespace weft {
 namespace {
@@ -41,18 +42,24 @@ weft_status* InputBytes(RuntimeOpContext* ctx, int32_t i,
                       : ctx->ReadToHost(v, out->data(), out->size());
 }
 
-weft_status* SetBytes(RuntimeOpContext* ctx, const std::string& bytes) {
+// Output 0: `s` serialized, as a uint8 vector in host memory.
+weft_status* SetSummary(RuntimeOpContext* ctx, const tf::Summary& s) {
   TensorValue out;
   out.dtype = WEFT_UINT8;
-  const int64_t n = static_cast<int64_t>(bytes.size());
+  const size_t size = s.ByteSizeLong();
+  const int64_t n = static_cast<int64_t>(size);
   out.dims = Dims(&n, 1);
+  if (size > static_cast<size_t>(INT32_MAX))
+    return Errorf(WEFT_RESOURCE_EXHAUSTED, "%s: a summary of %zu bytes; "
+                  "protocol buffers hold at most 2 GiB",
+                  NodeWhere(ctx->node()).c_str(), size);
   if (n > 0) {
-    out.buffer = AllocateHostBuffer(bytes.size(), false);
+    out.buffer = AllocateHostBuffer(size, false);
     if (!out.buffer)
       return Errorf(WEFT_RESOURCE_EXHAUSTED, "%s: out of memory for a "
                     "summary of %zu bytes", NodeWhere(ctx->node()).c_str(),
-                    bytes.size());
-    std::memcpy(out.host_data(), bytes.data(), bytes.size());
+                    size);
+    s.SerializeToArray(out.host_data(), static_cast<int>(size));
   }
   ctx->set_output(0, std::move(out));
   return nullptr;
@@ -68,20 +75,21 @@ weft_status* ScalarSummary(RuntimeOpContext* ctx) {
                   v.dims.ToString().c_str());
   std::vector<char> bytes;
   WEFT_RETURN_IF_ERROR(InputBytes(ctx, 0, &bytes));
-  return SetBytes(ctx, summary::Scalar(
-                           Tag(ctx), summary::ElementAsDouble(
-                                         v.dtype, bytes.data(), 0)));
+  tf::Summary s;
+  summary::Scalar(Tag(ctx), summary::ElementAsDouble(v.dtype, bytes.data(), 0),
+                  &s);
+  return SetSummary(ctx, s);
 }
 
 weft_status* HistogramSummary(RuntimeOpContext* ctx) {
   const TensorValue& v = ctx->input(0);
   std::vector<char> bytes;
   WEFT_RETURN_IF_ERROR(InputBytes(ctx, 0, &bytes));
-  std::string s;
+  tf::Summary s;
   WEFT_RETURN_IF_ERROR(Annotate(
       summary::Histogram(Tag(ctx), v.dtype, bytes.data(), v.elements(), &s),
       NodeWhere(ctx->node())));
-  return SetBytes(ctx, s);
+  return SetSummary(ctx, s);
 }
 
 weft_status* ImageSummary(RuntimeOpContext* ctx) {
@@ -89,32 +97,34 @@ weft_status* ImageSummary(RuntimeOpContext* ctx) {
   const AttrValue* max = FindAttr(ctx->node()->attrs, "max_images");
   std::vector<char> bytes;
   WEFT_RETURN_IF_ERROR(InputBytes(ctx, 0, &bytes));
-  std::string s;
+  tf::Summary s;
   WEFT_RETURN_IF_ERROR(Annotate(
       summary::Images(Tag(ctx), v.dtype, v.dims, bytes.data(),
                       max != nullptr ? max->i : 3, &s),
       NodeWhere(ctx->node())));
-  return SetBytes(ctx, s);
+  return SetSummary(ctx, s);
 }
 
 weft_status* TextSummary(RuntimeOpContext* ctx) {
   std::vector<char> bytes;
   WEFT_RETURN_IF_ERROR(InputBytes(ctx, 0, &bytes));
-  return SetBytes(ctx, summary::Text(Tag(ctx),
-                                     std::string(bytes.begin(), bytes.end())));
+  tf::Summary s;
+  summary::Text(Tag(ctx), std::string(bytes.begin(), bytes.end()), &s);
+  return SetSummary(ctx, s);
 }
 
 weft_status* MergeSummary(RuntimeOpContext* ctx) {
-  std::string merged;
+  tf::Summary merged;
   for (int32_t i = 0; i < ctx->num_inputs(); ++i) {
     std::vector<char> bytes;
     WEFT_RETURN_IF_ERROR(InputBytes(ctx, i, &bytes));
-    WEFT_RETURN_IF_ERROR(summary::CheckSerialized(
+    tf::Summary part;
+    WEFT_RETURN_IF_ERROR(summary::ParseSummary(
         bytes.data(), bytes.size(),
-        NodeWhere(ctx->node()) + " input " + std::to_string(i)));
-    merged.append(bytes.begin(), bytes.end());
+        NodeWhere(ctx->node()) + " input " + std::to_string(i), &part));
+    merged.MergeFrom(part);
   }
-  return SetBytes(ctx, merged);
+  return SetSummary(ctx, merged);
 }
 
 // Output: a uint8 vector of unknown length.

@@ -66,12 +66,6 @@ const std::vector<double>& BucketLimits() {
   return limits;
 }
 
-std::string Serialized(const tf::Summary& s) {
-  std::string out;
-  s.SerializeToString(&out);
-  return out;
-}
-
 }  // namespace
 
 weft_status* CheckTag(const std::string& tag, const std::string& where) {
@@ -130,16 +124,14 @@ double ElementAsDouble(weft_dtype dtype, const void* data, int64_t i) {
   }
 }
 
-std::string Scalar(const std::string& tag, double value) {
-  tf::Summary s;
-  tf::Summary::Value* v = s.add_value();
+void Scalar(const std::string& tag, double value, tf::Summary* out) {
+  tf::Summary::Value* v = out->add_value();
   v->set_tag(tag);
   v->set_simple_value(static_cast<float>(value));
-  return Serialized(s);
 }
 
 weft_status* Histogram(const std::string& tag, weft_dtype dtype,
-                       const void* data, int64_t n, std::string* out) {
+                       const void* data, int64_t n, tf::Summary* out) {
   if (!IsSummarizable(dtype))
     return Errorf(WEFT_INVALID_ARGUMENT, "a histogram of %s values: only "
                   "real numbers and bools can be summarized",
@@ -163,8 +155,7 @@ weft_status* Histogram(const std::string& tag, weft_dtype dtype,
     sum += x;
     sum_squares += x * x;
   }
-  tf::Summary s;
-  tf::Summary::Value* v = s.add_value();
+  tf::Summary::Value* v = out->add_value();
   v->set_tag(tag);
   tf::HistogramProto* h = v->mutable_histo();
   h->set_min(n > 0 ? lo : 0.0);
@@ -182,13 +173,12 @@ weft_status* Histogram(const std::string& tag, weft_dtype dtype,
     h->add_bucket_limit(limit);
     h->add_bucket(count);
   }
-  *out = Serialized(s);
   return nullptr;
 }
 
 weft_status* Images(const std::string& tag, weft_dtype dtype,
                     const Dims& dims, const void* data, int64_t max_images,
-                    std::string* out) {
+                    tf::Summary* out) {
   const int32_t rank = dims.rank();
   if (rank != 3 && rank != 4)
     return Errorf(WEFT_INVALID_ARGUMENT, "images must be [N, H, W, C] or "
@@ -219,6 +209,7 @@ weft_status* Images(const std::string& tag, weft_dtype dtype,
   const size_t pixels = static_cast<size_t>(height * width * channels);
   static const png_uint_32 kFormats[] = {PNG_FORMAT_GRAY, PNG_FORMAT_GA,
                                          PNG_FORMAT_RGB, PNG_FORMAT_RGBA};
+  // Encoded first, added after: a failure leaves *out as it was.
   tf::Summary s;
   std::vector<uint8_t> bytes(pixels);
   for (int64_t i = 0; i < emitted; ++i) {
@@ -263,25 +254,23 @@ weft_status* Images(const std::string& tag, weft_dtype dtype,
     img->set_colorspace(static_cast<int32_t>(channels));
     img->set_encoded_image_string(std::move(png));
   }
-  *out = Serialized(s);
+  out->MergeFrom(s);
   return nullptr;
 }
 
-std::string Text(const std::string& tag, const std::string& text) {
-  tf::Summary s;
-  tf::Summary::Value* v = s.add_value();
+void Text(const std::string& tag, const std::string& text, tf::Summary* out) {
+  tf::Summary::Value* v = out->add_value();
   v->set_tag(tag);
   v->mutable_metadata()->mutable_plugin_data()->set_plugin_name("text");
   tf::TensorProto* t = v->mutable_tensor();
   t->set_dtype(tf::DT_STRING);
   t->mutable_tensor_shape();  // a scalar
   t->add_string_val(text);
-  return Serialized(s);
 }
 
-weft_status* CheckSerialized(const void* bytes, size_t n,
-                             const std::string& where) {
-  tf::Summary s;
+weft_status* ParseSummary(const void* bytes, size_t n,
+                          const std::string& where, tf::Summary* out) {
+  tf::Summary& s = *out;
   if (n > static_cast<size_t>(INT32_MAX) ||
       !s.ParseFromArray(bytes, static_cast<int>(n)))
     return Error(WEFT_INVALID_ARGUMENT,

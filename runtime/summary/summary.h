@@ -1,9 +1,10 @@
-// TensorBoard summaries: the serialized `Summary` protos (tf_summary.proto)
-// that the summary ops output and the summary writer writes, made from
-// values in host memory.  One function per kind, each giving one value
-// (an image summary: one value per image).  Serialized Summary messages
-// concatenate into one holding all their values (protobuf's rule for
-// repeated fields), which is how MergeSummary merges them.
+// TensorBoard summaries: the `Summary` protos (tf_summary.proto) that the
+// summary ops output serialized and the summary writer writes inside its
+// events, made from values in host memory.  One function per kind, each
+// appending one value to a Summary (an image summary: one value per
+// image).  Serialized Summary messages concatenate into one holding all
+// their values (protobuf's rule for repeated fields), which is how
+// MergeSummary merges them.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,10 @@
 #include "weft/status.h"
 
 namespace weft {
+namespace tf {
+class Summary;
+}  // namespace tf
+
 namespace summary {
 
 // A tag TensorBoard can show: non-empty, at most 1024 bytes, valid UTF-8
@@ -27,14 +32,14 @@ bool IsSummarizable(weft_dtype dtype);
 double ElementAsDouble(weft_dtype dtype, const void* data, int64_t i);
 
 // A scalar, shown on TensorBoard's scalar dashboard.
-std::string Scalar(const std::string& tag, double value);
+void Scalar(const std::string& tag, double value, tf::Summary* out);
 
 // The distribution of `n` values of `dtype` as a histogram over
 // exponentially growing buckets (one bucket per 10% from 1e-12 to 1e20,
 // mirrored for negative values, plus zero), runs of empty buckets merged.
 // A NaN or infinite value is INVALID_ARGUMENT (TensorBoard cannot draw it).
 weft_status* Histogram(const std::string& tag, weft_dtype dtype,
-                       const void* data, int64_t n, std::string* out);
+                       const void* data, int64_t n, tf::Summary* out);
 
 // Images of shape [N, H, W, C] or [H, W, C], C 1 (grey), 2 (grey + alpha),
 // 3 (RGB) or 4 (RGBA), uint8 as they are, float32 in [0, 1] (scaled by
@@ -42,17 +47,17 @@ weft_status* Histogram(const std::string& tag, weft_dtype dtype,
 // encoded as PNG.  One image is tagged `tag`, several "tag/0", "tag/1"...
 weft_status* Images(const std::string& tag, weft_dtype dtype,
                     const Dims& dims, const void* data, int64_t max_images,
-                    std::string* out);
+                    tf::Summary* out);
 
 // Text (Markdown), shown on TensorBoard's text dashboard: a string tensor
 // with the text plugin's metadata.
-std::string Text(const std::string& tag, const std::string& text);
+void Text(const std::string& tag, const std::string& text, tf::Summary* out);
 
-// Checks that `bytes` parse as a Summary whose values all have tags
-// (INVALID_ARGUMENT naming `where` otherwise): what the writer accepts from
-// a summary op's output.
-weft_status* CheckSerialized(const void* bytes, size_t n,
-                             const std::string& where);
+// Parses `bytes` into *out, checking that they are a Summary whose values
+// all have valid tags (INVALID_ARGUMENT naming `where` otherwise): what the
+// writer and MergeSummary accept from a summary op's output.
+weft_status* ParseSummary(const void* bytes, size_t n,
+                          const std::string& where, tf::Summary* out);
 
 }  // namespace summary
 }  // namespace weft

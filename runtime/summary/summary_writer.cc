@@ -84,17 +84,20 @@ weft_status* WriteAll(int fd, const std::string& bytes,
   return nullptr;
 }
 
-// Appends `event` (wall time set here) as one record.
+// Appends `event` (wall time set here) as one record, serialized straight
+// after room for the record's header.
 weft_status* Append(weft_summary_writer* w, tf::Event* event) {
   event->set_wall_time(WallTime());
-  std::string data;
-  if (!event->SerializeToString(&data) || data.size() > io::kMaxRecordBytes)
+  constexpr size_t kHeader = 12;
+  std::string record(kHeader, '\0');
+  if (!event->AppendToString(&record) ||
+      record.size() - kHeader > io::kMaxRecordBytes)
     return Error(WEFT_INVALID_ARGUMENT,
                  "summary writer: an event larger than a record may be");
-  unsigned char header[12], footer[4];
-  io::FrameTfRecord(data.data(), data.size(), header, footer);
-  std::string record(reinterpret_cast<char*>(header), sizeof header);
-  record += data;
+  unsigned char header[kHeader], footer[4];
+  io::FrameTfRecord(record.data() + kHeader, record.size() - kHeader, header,
+                    footer);
+  record.replace(0, kHeader, reinterpret_cast<char*>(header), kHeader);
   record.append(reinterpret_cast<char*>(footer), sizeof footer);
   std::lock_guard<std::mutex> lock(w->mu);
   if (w->fd < 0)
@@ -103,12 +106,13 @@ weft_status* Append(weft_summary_writer* w, tf::Event* event) {
   return WriteAll(w->fd, record, w->path);
 }
 
-weft_status* AppendSummary(weft_summary_writer* w, int64_t step,
-                           const std::string& summary) {
+// An event at `step` holding a Summary that `fill` makes (nothing is
+// written when it fails).
+template <typename Fill>
+weft_status* AppendSummary(weft_summary_writer* w, int64_t step, Fill&& fill) {
   tf::Event event;
   event.set_step(step);
-  if (!event.mutable_summary()->ParseFromString(summary))
-    return Error(WEFT_INTERNAL, "summary writer: a summary that does not parse");
+  WEFT_RETURN_IF_ERROR(fill(event.mutable_summary()));
   return Append(w, &event);
 }
 
@@ -230,7 +234,10 @@ weft_status* weft_summary_writer_add_scalar(weft_summary_writer* writer,
                                             double value) {
   WEFT_RETURN_IF_ERROR(
       weft::CheckArgs(writer, tag, "weft_summary_writer_add_scalar"));
-  return weft::AppendSummary(writer, step, weft::summary::Scalar(tag, value));
+  return weft::AppendSummary(writer, step, [&](weft::tf::Summary* s) {
+    weft::summary::Scalar(tag, value, s);
+    return static_cast<weft_status*>(nullptr);
+  });
 }
 
 weft_status* weft_summary_writer_add_histogram(weft_summary_writer* writer,
@@ -240,12 +247,12 @@ weft_status* weft_summary_writer_add_histogram(weft_summary_writer* writer,
   WEFT_RETURN_IF_ERROR(weft::CheckArgs(writer, tag, what));
   const void* data = nullptr;
   WEFT_RETURN_IF_ERROR(weft::HostValue(values, what, &data));
-  std::string s;
-  WEFT_RETURN_IF_ERROR(weft::Annotate(
-      weft::summary::Histogram(tag, values->value.dtype, data,
-                               values->value.elements(), &s),
-      std::string(what) + " '" + tag + "'"));
-  return weft::AppendSummary(writer, step, s);
+  return weft::AppendSummary(writer, step, [&](weft::tf::Summary* s) {
+    return weft::Annotate(
+        weft::summary::Histogram(tag, values->value.dtype, data,
+                                 values->value.elements(), s),
+        std::string(what) + " '" + tag + "'");
+  });
 }
 
 weft_status* weft_summary_writer_add_image(weft_summary_writer* writer,
@@ -256,12 +263,12 @@ weft_status* weft_summary_writer_add_image(weft_summary_writer* writer,
   WEFT_RETURN_IF_ERROR(weft::CheckArgs(writer, tag, what));
   const void* data = nullptr;
   WEFT_RETURN_IF_ERROR(weft::HostValue(images, what, &data));
-  std::string s;
-  WEFT_RETURN_IF_ERROR(weft::Annotate(
-      weft::summary::Images(tag, images->value.dtype, images->value.dims,
-                            data, max_images, &s),
-      std::string(what) + " '" + tag + "'"));
-  return weft::AppendSummary(writer, step, s);
+  return weft::AppendSummary(writer, step, [&](weft::tf::Summary* s) {
+    return weft::Annotate(
+        weft::summary::Images(tag, images->value.dtype, images->value.dims,
+                              data, max_images, s),
+        std::string(what) + " '" + tag + "'");
+  });
 }
 
 weft_status* weft_summary_writer_add_text(weft_summary_writer* writer,
@@ -271,7 +278,10 @@ weft_status* weft_summary_writer_add_text(weft_summary_writer* writer,
   WEFT_RETURN_IF_ERROR(weft::CheckArgs(writer, tag, what));
   if (text == nullptr)
     return Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": text is NULL");
-  return weft::AppendSummary(writer, step, weft::summary::Text(tag, text));
+  return weft::AppendSummary(writer, step, [&](weft::tf::Summary* s) {
+    weft::summary::Text(tag, text, s);
+    return static_cast<weft_status*>(nullptr);
+  });
 }
 
 weft_status* weft_summary_writer_add_summary(weft_summary_writer* writer,
@@ -286,10 +296,10 @@ weft_status* weft_summary_writer_add_summary(weft_summary_writer* writer,
                         "vector (a summary op's output), got %s %s", what,
                         weft_dtype_name(summary->value.dtype),
                         summary->value.dims.ToString().c_str());
-  const size_t n = summary->value.byte_size();
-  WEFT_RETURN_IF_ERROR(weft::summary::CheckSerialized(data, n, what));
-  return weft::AppendSummary(
-      writer, step, std::string(static_cast<const char*>(data), n));
+  return weft::AppendSummary(writer, step, [&](weft::tf::Summary* s) {
+    return weft::summary::ParseSummary(data, summary->value.byte_size(), what,
+                                       s);
+  });
 }
 
 weft_status* weft_summary_writer_add_graph(weft_summary_writer* writer,
