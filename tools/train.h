@@ -93,6 +93,27 @@ void train_run_config(const train_args* a, int64_t config[CONFIG_SIZE]);
  * configuration variable; its input from the pipeline (a->pipeline) or
  * placeholders. */
 int train_build_model(const train_args* a, model* m, const idx_dataset* train);
+/* Checkpoints (train_checkpoint.c).  Each prints what went wrong and
+ * returns 0, or returns 1. */
+/* Restores a->checkpoint into `s` and checks that it belongs to this run
+ * (same model, optimizer, batch, seed and validation split; not at the
+ * end of the `total` steps). */
+int train_resume(const train_args* a, const model* m, weft_session* s,
+                 int64_t total);
+/* Whether a periodic checkpoint is due after `steps` steps at time `now`
+ * (seconds); updates the marks when it is. */
+int train_checkpoint_due(const train_args* a, int64_t steps, double now,
+                         int64_t* last_steps, double* last_time);
+/* Saves after `steps` steps (< 0: unknown), step-stamped with --keep. */
+int train_save_checkpoint(const train_args* a, weft_session* s,
+                          int64_t steps, const char* what);
+/* --resume: the loss log keeps the steps before `step`. */
+int train_truncate_loss_log(const char* path, int64_t step);
+/* --resume: a->resume_step from the checkpoint, before the graph is built. */
+int train_peek_step(train_args* a);
+/* Whether the run can write `path` (a file, or a bundle's directory). */
+int train_check_output_path(const char* flag, const char* path,
+                            int directory);
 /* A batch of (images, labels) read inside the graph (train.c). */
 int train_input_pipeline(const train_args* a, const idx_dataset* train,
                          weft_graph* g, weft_output* batch);
