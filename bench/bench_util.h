@@ -135,6 +135,80 @@ static inline void bench_report_memory(const char* label,
   weft_run_metadata_destroy(m);
 }
 
+/* With WEFT_BENCH_TRACE=N (N > 0) in the environment: runs N more steps
+ * traced (weft_run_options.trace_level) and prints each op type's mean
+ * time per step, the busiest first, and the step's wall time from the
+ * first start to the last end: where the time of a step goes, at the
+ * thread count the benchmark ran with.  WEFT_BENCH_TRACE_NODES=1 lists
+ * nodes instead of op types. */
+static inline void bench_report_trace(const char* label,
+                                      const bench_session_step* s) {
+  const char* env = getenv("WEFT_BENCH_TRACE");
+  const int runs = env ? atoi(env) : 0;
+  if (runs <= 0) return;
+  const char* by_node = getenv("WEFT_BENCH_TRACE_NODES");
+  const int nodes = by_node != NULL && strcmp(by_node, "1") == 0;
+  enum { kMaxOps = 64 };
+  const char* ops[kMaxOps];
+  double total_ns[kMaxOps];
+  int count[kMaxOps], num_ops = 0;
+  double span_ns = 0;
+  weft_run_metadata* m = weft_run_metadata_create();
+  if (m == NULL) return;
+  weft_run_options options;
+  weft_run_options_init(&options);
+  options.trace_level = WEFT_TRACE_FULL;
+  /* Op names are borrowed from the metadata until its next run: keep the
+   * first run's (every run has the same nodes). */
+  weft_run_metadata* names = weft_run_metadata_create();
+  if (names == NULL) {
+    weft_run_metadata_destroy(m);
+    return;
+  }
+  for (int r = 0; r < runs; ++r) {
+    weft_run_metadata* into = r == 0 ? names : m;
+    BENCH_CHECK(weft_session_run_with_options(
+        s->session, &options, s->feeds, s->values, s->num_feeds, NULL, 0,
+        &s->target, 1, NULL, into));
+    int64_t first = INT64_MAX, last = 0;
+    for (int32_t i = 0; i < weft_run_metadata_num_trace_events(into); ++i) {
+      const char *op, *name;
+      int64_t start, end;
+      BENCH_CHECK(weft_run_metadata_trace_event(into, i, NULL, &name, &op,
+                                                NULL, NULL, &start, &end,
+                                                NULL));
+      if (nodes) op = name;
+      if (start < first) first = start;
+      if (end > last) last = end;
+      int k = 0;
+      while (k < num_ops && strcmp(ops[k], op) != 0) ++k;
+      if (k == num_ops) {
+        if (num_ops == kMaxOps || r > 0) continue;
+        ops[num_ops] = op;
+        total_ns[num_ops] = 0;
+        count[num_ops++] = 0;
+      }
+      total_ns[k] += (double)(end - start);
+      ++count[k];
+    }
+    if (last > first) span_ns += (double)(last - first);
+  }
+  printf("%s: traced %d steps, %.1f us per step from first start to last "
+         "end; per %s, us per step (executions per step):\n", label,
+         runs, span_ns / runs / 1e3, nodes ? "node" : "op type");
+  for (int shown = 0; shown < num_ops; ++shown) {
+    int best = -1;
+    for (int k = 0; k < num_ops; ++k)
+      if (count[k] >= 0 && (best < 0 || total_ns[k] > total_ns[best]))
+        best = k;
+    printf("  %-40s %9.2f (%d)\n", ops[best], total_ns[best] / runs / 1e3,
+           count[best] / runs);
+    count[best] = -1;
+  }
+  weft_run_metadata_destroy(names);
+  weft_run_metadata_destroy(m);
+}
+
 /* Parses "--name=value" style integer flags; returns 1 when `arg` was one. */
 static inline int bench_int_flag(const char* arg, const char* name,
                                  int* out) {

@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
   bench_steps("Weft CNN training", threads, steps, 5,
               bench_run_session_step, &step);
   bench_report_memory("Weft CNN training", &step);
+  bench_report_trace("Weft CNN training", &step);
   weft_tensor_destroy(xv);
   weft_tensor_destroy(lv);
   weft_session_destroy(s);

@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
   if (!infer) {
     bench_session_step step = {s, feeds, values, 2, train};
     bench_report_memory("weft mlp training", &step);
+    bench_report_trace("weft mlp training", &step);
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

@@ -250,8 +250,9 @@ Test(ops_nn, conv2d_matches_direct_convolution) {
  * every conv and pool case: they must agree to float32 rounding.  Pool
  * inputs are quarter steps in [-1, 1], so windows hold ties, which both go
  * to the first maximum. */
-static void both_dtypes(const char* op, const operand* in64, int n,
-                        const nn_attrs* a, double tol, const char* what) {
+static void both_dtypes_on(const char* op, const operand* in64, int n,
+                           const nn_attrs* a, double tol, const char* what,
+                           int threads) {
   operand in32[2];
   void* held[2] = {NULL, NULL};
   for (int i = 0; i < n; ++i) {
@@ -261,7 +262,9 @@ static void both_dtypes(const char* op, const operand* in64, int n,
     in32[i].data = held[i];
   }
   weft_tensor* ref = run_nn(op, in64, n, a);
-  weft_tensor* got = run_nn(op, in32, n, a);
+  weft_tensor* got = NULL;
+  wt_check_ok(try_nn(op, "under_test", in32, n, a, &got, 1, threads), op,
+              __FILE__, __LINE__);
   const int64_t count = weft_tensor_element_count(ref);
   cr_assert_eq(weft_tensor_element_count(got), count, "%s", what);
   const double* r = weft_tensor_data(ref);
@@ -275,15 +278,21 @@ static void both_dtypes(const char* op, const operand* in64, int n,
   free(held[0]), free(held[1]);
 }
 
-Test(ops_nn, window_gradients_float32_agree_with_float64) {
-  for (size_t i = 0; i < sizeof kConvCases / sizeof kConvCases[0]; ++i) {
-    const conv_case* k = &kConvCases[i];
+static void both_dtypes(const char* op, const operand* in64, int n,
+                        const nn_attrs* a, double tol, const char* what) {
+  both_dtypes_on(op, in64, n, a, tol, what, 0);
+}
+
+/* Both convolution gradients of case k (number i) in float32, on `threads`
+ * intra-op threads (0: the session's choice), against float64. */
+static void conv_gradients_agree(const conv_case* k, size_t i, int threads) {
+  {
     const int64_t oh = out_size(k->h, k->kh, k->sh, k->dh, k->same);
     const int64_t ow = out_size(k->w, k->kw, k->sw, k->dw, k->same);
     const int64_t nx = k->n * k->h * k->w * k->c;
     const int64_t nf = k->kh * k->kw * k->c * k->co;
     const int64_t ny = k->n * oh * ow * k->co;
-    if (ny == 0) continue;
+    if (ny == 0) return;
     double* x = random_values(300 + i, nx, -1, 1);
     double* f = random_values(400 + i, nf, -1, 1);
     double* dy = random_values(500 + i, ny, -1, 1);
@@ -294,15 +303,36 @@ Test(ops_nn, window_gradients_float32_agree_with_float64) {
     operand data[2] = {{WEFT_FLOAT64, 4, {k->kh, k->kw, k->c, k->co}, f},
                        {WEFT_FLOAT64, 4, {k->n, oh, ow, k->co}, dy}};
     snprintf(what, sizeof what, "Conv2DBackpropInput, conv case %zu", i);
-    both_dtypes("Conv2DBackpropInput", data, 2, &a, 1e-4, what);
+    both_dtypes_on("Conv2DBackpropInput", data, 2, &a, 1e-4, what, threads);
     a.sizes_name = "filter_sizes";
     a.sizes = L4(k->kh, k->kw, k->c, k->co);
     operand filter[2] = {{WEFT_FLOAT64, 4, {k->n, k->h, k->w, k->c}, x},
                          {WEFT_FLOAT64, 4, {k->n, oh, ow, k->co}, dy}};
     snprintf(what, sizeof what, "Conv2DBackpropFilter, conv case %zu", i);
     /* Sums over every output pixel of a batch: a looser bound. */
-    both_dtypes("Conv2DBackpropFilter", filter, 2, &a, 5e-4, what);
+    both_dtypes_on("Conv2DBackpropFilter", filter, 2, &a, 5e-4, what,
+                   threads);
     free(x), free(f), free(dy);
+  }
+}
+
+Test(ops_nn, window_gradients_float32_agree_with_float64) {
+  for (size_t i = 0; i < sizeof kConvCases / sizeof kConvCases[0]; ++i)
+    conv_gradients_agree(&kConvCases[i], i, 0);
+}
+
+/* Convolutions with enough work are split over the session's intra-op
+ * threads in blocks of whole images (the CPU plugin's BatchSplit, from
+ * 2^22 multiply-adds), the last block shorter when the threads do not
+ * divide the batch (5 images: 3 + 2 on 2 threads, 2 + 2 + 1 on 3), and
+ * the filter gradient sums the blocks' gradients.  Each thread count must
+ * agree with the reference. */
+Test(ops_nn, convolutions_split_over_threads) {
+  const conv_case k = {5, 16, 16, 16, 3, 3, 32, 1, 1, 1, 1, 1};
+  for (int threads = 1; threads <= 3; ++threads) {
+    for (int t = 0; t < 2; ++t)
+      check_conv(&k, kFloatTypes[t], 40 + threads, threads);
+    conv_gradients_agree(&k, 100 + (size_t)threads, threads);
   }
 }
 

@@ -13,9 +13,7 @@
 #include <new>
 
 #include "thread_pool.h"
-#if defined(WEFT_CPU_OPENMP) && defined(_OPENMP)
-#include <omp.h>
-#endif
+#include "work_pool.h"
 #include "weft/plugin.h"
 #include "weft/tensor.h"
 
@@ -165,66 +163,49 @@ weft_status* Guarded(void* /*kernel_arg*/, weft_kernel_context* ctx) noexcept {
 
 // ---- Intra-op parallelism ------------------------------------------------
 
-// Below this many elements an element-wise kernel runs on the calling thread:
-// waking sleeping workers costs more than the work itself.  Workers wait
-// passively (runtime/device/registry.cc), and on these VMs a wake-up takes
-// tens of microseconds: the MLP step's 200K-element weight update took
-// 16.5 us on one thread and 62 us on two (traced, 2-core AMD EPYC), at
-// about 0.1 ns an element.  From half a million elements the second
-// thread pays even so.
-constexpr int64_t kParallelThreshold = 512 * 1024;
+// Below this many elements an element-wise kernel runs on the calling
+// thread.  The pool's workers spin between kernels when the machine is
+// idle, so handing them work costs about a microsecond; when they sleep the
+// caller starts on the chunks at once and a late worker only takes what is
+// left (work_pool.h).  From 128K elements (about 13 us of work at 0.1 ns
+// an element) a second thread pays: the MLP step's 200K-element weight
+// update took 13 us on one thread, 21 us on one of two (half of its
+// gradient was in the other core's cache) and 8 us on two.
+constexpr int64_t kParallelThreshold = 128 * 1024;
+// Chunks per thread: the caller and the workers claim them one at a time,
+// so a thread the scheduler holds back leaves its share to the others.
+constexpr int64_t kChunksPerThread = 2;
 
 // Runs fn(begin, end) over items [0, n), split across the session's
-// intra-op threads when the items hold enough elements in all to pay for the
-// dispatch.  `cycles_per_item` is a rough cost that lets Eigen choose the
-// block size.
-//
-// With oneDNN (built for OpenMP) the items go to OpenMP's threads, in one
-// contiguous range each: the threads oneDNN's GEMMs and convolutions run
-// on.  A second pool of its own (Eigen's) would leave two sets of workers
-// on the same cores, each waking or spinning while the other works: on a
-// 2-core machine the MLP step's weight update took 49 us at 2 threads
-// against 16 at 1 (its workers woke while oneDNN's still spun), and the
-// step ran no faster at 2 threads than at 1.  Without oneDNN (and under
-// ThreadSanitizer, which does not see OpenMP's synchronisation) Eigen's
-// pool serves.  The split never changes a result: every caller computes
-// each item on its own.
+// intra-op threads (WorkPool, work_pool.h) when the items hold enough
+// elements in all to pay for it.  `cycles_per_item` is a rough cost, kept
+// for the callers' documentation of their loops.  The split never changes
+// a result: every caller computes each item on its own.
 template <typename Fn>
 void ParallelFor(const weft_kernel_context* ctx, int64_t n,
                  int64_t elements_per_item, double cycles_per_item, Fn&& fn) {
+  (void)cycles_per_item;
   if (n <= 0) return;
   if (n == 1 || n * elements_per_item < kParallelThreshold) {
     fn(int64_t{0}, n);
     return;
   }
-#if defined(WEFT_CPU_OPENMP) && defined(_OPENMP)
-  (void)cycles_per_item;
   const int64_t want = g_host->kernel_intra_op_threads(ctx);
   const int threads = static_cast<int>(want < n ? want : n);
-  if (threads <= 1 || omp_in_parallel()) {
+  WorkPool* pool = WorkPool::For(threads);
+  if (pool == nullptr) {
     fn(int64_t{0}, n);
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t i = omp_get_thread_num(), k = omp_get_num_threads();
-    const int64_t begin = n * i / k, end = n * (i + 1) / k;
-    if (begin < end) fn(begin, end);
-  }
-  return;
-#endif
-  Eigen::ThreadPoolDevice* device =
-      ThreadPoolFor(g_host->kernel_intra_op_threads(ctx));
-  if (device == nullptr) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  device->parallelFor(
-      static_cast<Eigen::Index>(n),
-      Eigen::TensorOpCost(0, 0, cycles_per_item),
-      [&fn](Eigen::Index begin, Eigen::Index end) {
-        fn(static_cast<int64_t>(begin), static_cast<int64_t>(end));
-      });
+  int64_t chunks = threads * kChunksPerThread;
+  if (chunks > n) chunks = n;
+  const int64_t min_items =
+      (kParallelThreshold / kChunksPerThread + elements_per_item - 1) /
+      elements_per_item;
+  if (n / chunks < min_items) chunks = n / min_items > 1 ? n / min_items : 1;
+  pool->Run(chunks, [n, chunks, &fn](int64_t i) {
+    fn(n * i / chunks, n * (i + 1) / chunks);
+  });
 }
 
 // ---- Registration --------------------------------------------------------

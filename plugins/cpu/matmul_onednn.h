@@ -24,6 +24,7 @@
 #include <new>
 
 #include "onednn_engine.h"
+#include "work_pool.h"
 
 namespace weft_cpu {
 
@@ -41,6 +42,10 @@ struct MatMulGeometry {
   int64_t a_batch[kOnednnMaxBatchRank];
   int64_t b_batch[kOnednnMaxBatchRank];
   int64_t m, k, n;
+  // Row strides of a's, b's and c's storage in elements; 0 for dense.  Only
+  // without batch dims: they describe one block of a larger matrix (a
+  // chunk of a split product).
+  int64_t lda, ldb, ldc;
   int32_t batch_rank;
   int32_t transpose_a, transpose_b;
   int32_t data_type;  // dnnl_data_type_t: f32 or bf16
@@ -60,16 +65,17 @@ struct Primitive {
 };
 
 // A [batch..., rows, cols] operand stored [batch..., cols, rows] when
-// `transposed`.
+// `transposed`, with `ld` elements between the starts of stored rows (0:
+// dense).
 inline memory::desc Operand(const int64_t* batch, int32_t batch_rank,
                             int64_t rows, int64_t cols, bool transposed,
-                            memory::data_type type) {
+                            memory::data_type type, int64_t ld) {
   memory::dims dims(batch, batch + batch_rank);
   dims.push_back(rows);
   dims.push_back(cols);
   memory::dims strides(dims.size());
-  strides[batch_rank] = transposed ? 1 : cols;
-  strides[batch_rank + 1] = transposed ? rows : 1;
+  strides[batch_rank] = transposed ? 1 : (ld != 0 ? ld : cols);
+  strides[batch_rank + 1] = transposed ? (ld != 0 ? ld : rows) : 1;
   int64_t stride = rows * cols;
   for (int32_t i = batch_rank - 1; i >= 0; --i) {
     strides[i] = stride;
@@ -85,9 +91,11 @@ inline std::shared_ptr<const Primitive> Make(const MatMulGeometry& g) {
   for (int32_t i = 0; i < g.batch_rank; ++i) {
     out_batch[i] = g.a_batch[i] == 1 ? g.b_batch[i] : g.a_batch[i];
   }
-  p->a = Operand(g.a_batch, g.batch_rank, g.m, g.k, g.transpose_a != 0, type);
-  p->b = Operand(g.b_batch, g.batch_rank, g.k, g.n, g.transpose_b != 0, type);
-  p->c = Operand(out_batch, g.batch_rank, g.m, g.n, false, type);
+  p->a = Operand(g.a_batch, g.batch_rank, g.m, g.k, g.transpose_a != 0, type,
+                 g.lda);
+  p->b = Operand(g.b_batch, g.batch_rank, g.k, g.n, g.transpose_b != 0, type,
+                 g.ldb);
+  p->c = Operand(out_batch, g.batch_rank, g.m, g.n, false, type, g.ldc);
   // A user scratchpad lets several threads execute one cached primitive at
   // once (the library's own would be shared by them).
   dnnl::primitive_attr attr;
@@ -155,34 +163,117 @@ class Scratchpad {
   bool owned_ = false;
 };
 
-}  // namespace matmul_onednn_detail
-
-// Runs the products of `g` (every one of M, K, N positive; g.threads from
-// OnednnThreads) and waits for them.  Returns false, having done nothing,
-// when oneDNN has no fast implementation for the type and this CPU; the
-// caller then computes the product itself.  Thread-safe.
-inline bool OnednnMatMul(const MatMulGeometry& g, const void* a,
-                         const void* b, void* c) {
-  namespace d = matmul_onednn_detail;
-  dnnl::stream& stream = OnednnPrepareThread(g.threads);
-  const std::shared_ptr<const d::Primitive> p =
-      d::Cache().Get(g, [&g] { return d::Make(g); });
-  if (!p->available) return false;
+// Executes `p` on the calling thread's stream (prepared by the caller) and
+// waits for it.
+inline void Execute(const Primitive& p, const void* a, const void* b,
+                    void* c, dnnl::stream& stream) {
   const dnnl::engine& engine = OnednnEngine();
-  d::Scratchpad scratch(p->scratchpad_bytes);
-  d::memory am(p->a, engine, const_cast<void*>(a));
-  d::memory bm(p->b, engine, const_cast<void*>(b));
-  d::memory cm(p->c, engine, c);
-  d::memory sm(p->scratchpad, engine, scratch.data());
+  Scratchpad scratch(p.scratchpad_bytes);
+  memory am(p.a, engine, const_cast<void*>(a));
+  memory bm(p.b, engine, const_cast<void*>(b));
+  memory cm(p.c, engine, c);
+  memory sm(p.scratchpad, engine, scratch.data());
   // The C API takes the arguments as an array: no map built per call.
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am.get()},
                                   {DNNL_ARG_WEIGHTS, bm.get()},
                                   {DNNL_ARG_DST, cm.get()},
                                   {DNNL_ARG_SCRATCHPAD, sm.get()}};
   dnnl::error::wrap_c_api(
-      dnnl_primitive_execute(p->matmul.get(), stream.get(), 4, args),
+      dnnl_primitive_execute(p.matmul.get(), stream.get(), 4, args),
       "could not execute a matmul primitive");
   stream.wait();
+}
+
+// Rows or columns per chunk of a split product: a multiple of 16 (a cache
+// line of floats, an AVX-512 register), and enough work in each (2^18
+// multiply-adds, a few microseconds) to pay for handing it out.
+inline int64_t ChunkSize(int64_t dim, int64_t per_unit, int threads) {
+  const int64_t chunks = threads;
+  int64_t size = (dim + chunks - 1) / chunks;
+  const int64_t min_size = (int64_t{1} << 18) / (per_unit > 0 ? per_unit : 1);
+  if (size < min_size) size = min_size;
+  size = (size + 15) / 16 * 16;
+  return size < dim ? size : dim;
+}
+
+// A 2-D product split into blocks of whole rows (when M > N) or columns of
+// c, each a one-thread product run as a chunk on the plugin's WorkPool.
+// Why not oneDNN's own threads: they are OpenMP's, whose static split waits
+// for every thread at the join and whose waiting policy is set once per
+// process (work_pool.h has the measurements).  Blocks are described to
+// oneDNN in place through row strides.  Returns false, having done
+// nothing, when oneDNN has no fast implementation.
+inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
+                        void* c, WorkPool& pool) {
+  const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
+  const bool by_columns = g.n >= g.m;
+  const int64_t dim = by_columns ? g.n : g.m;
+  const int64_t size =
+      ChunkSize(dim, (by_columns ? g.m : g.n) * g.k, pool.threads());
+  const int64_t chunks = (dim + size - 1) / size;
+  MatMulGeometry block = g;
+  block.threads = 1;
+  if (by_columns) {
+    // b [K, N] keeps its row stride; b stored [N, K] has whole rows.
+    block.ldb = g.transpose_b ? 0 : g.n;
+    block.ldc = g.n;
+  } else {
+    // a stored [K, M] keeps its row stride; a [M, K] has whole rows.
+    block.lda = g.transpose_a ? g.m : 0;
+  }
+  // Full blocks share one primitive, a shorter last block has its own.
+  auto primitive = [&block, by_columns](int64_t extent) {
+    MatMulGeometry key = block;
+    (by_columns ? key.n : key.m) = extent;
+    return Cache().Get(key, [&key] { return Make(key); });
+  };
+  const int64_t last = dim - (chunks - 1) * size;
+  OnednnPrepareThread(1);
+  const std::shared_ptr<const Primitive> full = primitive(size);
+  const std::shared_ptr<const Primitive> tail =
+      last == size ? full : primitive(last);
+  if (!full->available || !tail->available) return false;
+  const char* ab = static_cast<const char*>(a);
+  const char* bb = static_cast<const char*>(b);
+  char* cb = static_cast<char*>(c);
+  pool.Run(chunks, [&](int64_t i) {
+    const int64_t start = i * size;
+    dnnl::stream& stream = OnednnPrepareThread(1);
+    const Primitive& p = i + 1 < chunks ? *full : *tail;
+    if (by_columns) {
+      const int64_t b_offset = g.transpose_b ? start * g.k : start;
+      Execute(p, ab, bb + b_offset * element, cb + start * element, stream);
+    } else {
+      const int64_t a_offset = g.transpose_a ? start : start * g.k;
+      Execute(p, ab + a_offset * element, bb, cb + start * g.n * element,
+              stream);
+    }
+  });
+  return true;
+}
+
+}  // namespace matmul_onednn_detail
+
+// Runs the products of `g` (every one of M, K, N positive; g.threads from
+// OnednnThreads) and waits for them.  Returns false, having done nothing,
+// when oneDNN has no fast implementation for the type and this CPU; the
+// caller then computes the product itself.  Thread-safe.  One product of
+// two dense matrices on several threads runs split on the WorkPool
+// (SplitMatMul); batches run on oneDNN's threads.
+inline bool OnednnMatMul(const MatMulGeometry& g, const void* a,
+                         const void* b, void* c) {
+  namespace d = matmul_onednn_detail;
+  if (g.threads > 1 && g.batch_rank == 0 && g.lda == 0 && g.ldb == 0 &&
+      g.ldc == 0) {
+    if (WorkPool* pool = WorkPool::For(g.threads)) {
+      return d::SplitMatMul(g, a, b, c, *pool);
+    }
+  }
+  dnnl::stream& stream = OnednnPrepareThread(g.threads);
+  const std::shared_ptr<const d::Primitive> p =
+      d::Cache().Get(g, [&g] { return d::Make(g); });
+  if (!p->available) return false;
+  d::Execute(*p, a, b, c, stream);
   return true;
 }
 

@@ -36,6 +36,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "work_pool.h"
+
 namespace weft_cpu {
 
 // One CPU engine for the process: creating it probes the ISA, and
@@ -114,6 +116,9 @@ inline int OnednnThreads(int threads) {
 // thread: streams are not documented as safe to share between threads).
 inline dnnl::stream& OnednnPrepareThread(int threads) {
   threads = OnednnThreads(threads);
+  // OpenMP's workers are about to run: the WorkPool's idle workers stop
+  // spinning on the cores they need.
+  if (threads > 1) WorkPool::Hush();
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
   // Only a change costs a call into OpenMP.
   static thread_local int current = 0;

@@ -18,6 +18,7 @@
 #ifndef WEFT_PLUGINS_CPU_ONEDNN_NN_H_
 #define WEFT_PLUGINS_CPU_ONEDNN_NN_H_
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,7 @@
 
 #include "nn_common.h"
 #include "onednn_engine.h"
+#include "work_pool.h"
 
 namespace weft_cpu {
 namespace onednn_nn_detail {
@@ -278,45 +280,129 @@ inline void* FilterData(const FilterPacking& packing, const float* filter,
   return (*keep)->packed.data;
 }
 
-}  // namespace onednn_nn_detail
+// A convolution over a batch split into blocks of whole images, one per
+// thread, run as chunks on the plugin's WorkPool with one-thread
+// primitives (why not oneDNN's own OpenMP threads: work_pool.h).  `full`
+// is the block geometry, `tail` the last (shorter) block's.  No pool (one
+// block) when there is one thread, one image, or too little work to share
+// (below 2^22 multiply-adds, about 40 us).  The blocks depend only on the
+// geometry and the thread count, never on the load, so neither do the
+// results.
+struct BatchSplit {
+  WorkPool* pool = nullptr;
+  int64_t per = 0, chunks = 1;
+  Window2D full, tail;
+  // Without a pool: the threads the whole batch runs on (oneDNN's; one when
+  // the work is too small to share).
+  int whole_threads = 1;
 
-// output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
-// Cout], all float32 and dense, with the geometry of `w` (from
-// ComputeWindow2D); with `bias` [Cout], relu(that + bias) (FusedConv2D).
-// Every dim must be positive.  Runs on `threads` threads of oneDNN's
-// runtime.  Thread-safe.
-inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
-                         const float* input, const float* filter,
-                         float* output, int threads,
-                         const float* bias = nullptr) {
-  namespace d = onednn_nn_detail;
-  threads = OnednnThreads(threads);
-  dnnl::stream& stream = OnednnPrepareThread(threads);
-  const auto entry = d::Find(w, out_channels, bias ? 3 : 0, threads);
-  const d::Conv& conv = *entry->conv;
+  BatchSplit(const Window2D& w, int64_t out_channels, int requested) {
+    const int threads = OnednnThreads(requested);
+    const double macs = static_cast<double>(w.batch) *
+                        static_cast<double>(w.out_h * w.out_w) *
+                        static_cast<double>(w.k_h * w.k_w) *
+                        static_cast<double>(w.channels * out_channels);
+    if (threads <= 1 || macs < 4194304.0) return;
+    whole_threads = threads;
+    if (w.batch < 2) return;
+    pool = WorkPool::For(threads);
+    if (pool == nullptr) return;
+    per = (w.batch + threads - 1) / threads;
+    chunks = (w.batch + per - 1) / per;
+    full = w;
+    full.batch = per;
+    tail = w;
+    tail.batch = w.batch - (chunks - 1) * per;
+  }
+  // Block i's first image, and which of Entries() it runs (0 or 1).
+  int64_t First(int64_t i) const { return i * per; }
+  int Last(int64_t i) const { return i + 1 == chunks ? 1 : 0; }
+  // find(geometry) for the full blocks and for the last one: the same
+  // entry when every block is full.
+  template <typename Find>
+  auto Entries(Find&& find) const -> std::array<decltype(find(full)), 2> {
+    auto first = find(full);
+    return {first, tail.batch == per ? first : find(tail)};
+  }
+};
+
+// The filter packed for the full blocks' primitive and the last block's,
+// once here rather than by every block; keep[] holds the packed copies
+// while the blocks run.
+inline void PackForBlocks(const FilterPacking& full,
+                          const FilterPacking& tail, const float* filter,
+                          dnnl::stream& stream,
+                          std::shared_ptr<const PackedFilter> keep[2],
+                          void* data[2]) {
+  data[0] = FilterData(full, filter, stream, &keep[0]);
+  data[1] = &tail == &full ? data[0] : FilterData(tail, filter, stream, &keep[1]);
+}
+
+// Runs `conv` on one block (scratchpad: the calling thread's).
+inline void RunConv(const Conv& conv, void* weights_data, const float* input,
+                    float* output, const float* bias, dnnl::stream& stream) {
   const dnnl::engine& engine = OnednnEngine();
-  std::shared_ptr<const d::PackedFilter> packed;
-  void* weights_data = d::FilterData(conv.filter, filter, stream, &packed);
   Scratch scratch(conv.scratchpad_bytes);
-  d::memory src(conv.src, engine, const_cast<float*>(input));
-  d::memory dst(conv.dst, engine, output);
-  d::memory weights(conv.filter.weights, engine, weights_data);
-  d::memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
+  memory src(conv.src, engine, const_cast<float*>(input));
+  memory dst(conv.dst, engine, output);
+  memory weights(conv.filter.weights, engine, weights_data);
+  memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
   if (bias != nullptr) {
-    d::memory b(conv.bias, engine, const_cast<float*>(bias));
+    memory b(conv.bias, engine, const_cast<float*>(bias));
     const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
                                     {DNNL_ARG_WEIGHTS, weights.get()},
                                     {DNNL_ARG_BIAS, b.get()},
                                     {DNNL_ARG_DST, dst.get()},
                                     {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
-    d::Execute(conv.primitive, stream, args, 5);
+    Execute(conv.primitive, stream, args, 5);
     return;
   }
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
                                   {DNNL_ARG_WEIGHTS, weights.get()},
                                   {DNNL_ARG_DST, dst.get()},
                                   {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
-  d::Execute(conv.primitive, stream, args, 4);
+  Execute(conv.primitive, stream, args, 4);
+}
+
+}  // namespace onednn_nn_detail
+
+// output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
+// Cout], all float32 and dense, with the geometry of `w` (from
+// ComputeWindow2D); with `bias` [Cout], relu(that + bias) (FusedConv2D).
+// Every dim must be positive.  Runs on `threads` threads: a batch split
+// into blocks on the WorkPool (BatchSplit).  Thread-safe.
+inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
+                         const float* input, const float* filter,
+                         float* output, int threads,
+                         const float* bias = nullptr) {
+  namespace d = onednn_nn_detail;
+  const int64_t kind = bias ? 3 : 0;
+  const d::BatchSplit split(w, out_channels, threads);
+  if (split.pool == nullptr) {
+    dnnl::stream& stream = OnednnPrepareThread(split.whole_threads);
+    const auto entry = d::Find(w, out_channels, kind, split.whole_threads);
+    std::shared_ptr<const d::PackedFilter> packed;
+    void* weights_data =
+        d::FilterData(entry->conv->filter, filter, stream, &packed);
+    d::RunConv(*entry->conv, weights_data, input, output, bias, stream);
+    return;
+  }
+  dnnl::stream& stream = OnednnPrepareThread(1);
+  const auto blocks = split.Entries([&](const Window2D& block) {
+    return d::Find(block, out_channels, kind, 1);
+  });
+  std::shared_ptr<const d::PackedFilter> keep[2];
+  void* weights[2];
+  d::PackForBlocks(blocks[0]->conv->filter, blocks[1]->conv->filter, filter,
+                   stream, keep, weights);
+  const int64_t in_image = w.in_h * w.in_w * w.channels;
+  const int64_t out_image = w.out_h * w.out_w * out_channels;
+  split.pool->Run(split.chunks, [&](int64_t i) {
+    const int b = split.Last(i);
+    const int64_t first = split.First(i);
+    d::RunConv(*blocks[b]->conv, weights[b], input + first * in_image,
+               output + first * out_image, bias, OnednnPrepareThread(1));
+  });
 }
 
 // output [N, OH, OW, C] = max or mean (over valid elements) of input

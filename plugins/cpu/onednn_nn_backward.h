@@ -139,64 +139,128 @@ struct Regions {
 
 }  // namespace onednn_nn_detail
 
-// din [N, H, W, Cin] = the gradient of Conv2D's input for the output
-// gradient dy [N, OH, OW, Cout] and filter [KH, KW, Cin, Cout].
-inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
-                                      const float* filter, const float* dy,
-                                      float* din, int threads) {
-  namespace d = onednn_nn_detail;
-  threads = OnednnThreads(threads);
-  dnnl::stream& stream = OnednnPrepareThread(threads);
-  const auto entry = d::FindBackward(w, out_channels, d::kConvData, threads);
-  const d::ConvData& conv = *entry->data;
+namespace onednn_nn_detail {
+
+// Backward data on one block.
+inline void RunConvData(const ConvData& conv, void* weights_data,
+                        const float* dy, float* din, dnnl::stream& stream) {
   const dnnl::engine& engine = OnednnEngine();
-  std::shared_ptr<const d::PackedFilter> packed;
-  void* weights_data = d::FilterData(conv.filter, filter, stream, &packed);
   Scratch scratch(conv.scratchpad_bytes);
-  d::memory diff_dst(conv.diff_dst, engine, const_cast<float*>(dy));
-  d::memory diff_src(conv.diff_src, engine, din);
-  d::memory weights(conv.filter.weights, engine, weights_data);
-  d::memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
+  memory diff_dst(conv.diff_dst, engine, const_cast<float*>(dy));
+  memory diff_src(conv.diff_src, engine, din);
+  memory weights(conv.filter.weights, engine, weights_data);
+  memory scratchpad(conv.scratchpad, engine, scratch.as<char>());
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_DIFF_DST, diff_dst.get()},
                                   {DNNL_ARG_WEIGHTS, weights.get()},
                                   {DNNL_ARG_DIFF_SRC, diff_src.get()},
                                   {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
-  d::Execute(conv.primitive, stream, args, 4);
+  Execute(conv.primitive, stream, args, 4);
 }
 
-// dfilter [KH, KW, Cin, Cout] = the gradient of Conv2D's filter for input
-// [N, H, W, Cin] and output gradient dy [N, OH, OW, Cout].
-inline void OnednnConv2DBackpropFilter(const Window2D& w, int64_t out_channels,
-                                       const float* input, const float* dy,
-                                       float* dfilter, int threads) {
-  namespace d = onednn_nn_detail;
-  threads = OnednnThreads(threads);
-  dnnl::stream& stream = OnednnPrepareThread(threads);
-  const auto entry =
-      d::FindBackward(w, out_channels, d::kConvWeights, threads);
-  const d::ConvWeights& conv = *entry->weights;
+// Backward weights on one block, into the HWIO buffer `dfilter`.
+inline void RunConvWeights(const ConvWeights& conv, const float* input,
+                           const float* dy, float* dfilter,
+                           dnnl::stream& stream) {
   const dnnl::engine& engine = OnednnEngine();
-  d::Regions regions;
+  Regions regions;
   const size_t pad_at = regions.Add(conv.scratchpad_bytes);
   const size_t packed_at = regions.Add(conv.packed_bytes);
   Scratch scratch(regions.total);
   char* base = scratch.as<char>();
   void* weights_data = conv.packed_bytes != 0 ? base + packed_at
                                               : static_cast<void*>(dfilter);
-  d::memory src(conv.src, engine, const_cast<float*>(input));
-  d::memory diff_dst(conv.diff_dst, engine, const_cast<float*>(dy));
-  d::memory diff_weights(conv.diff_weights, engine, weights_data);
-  d::memory scratchpad(conv.scratchpad, engine, base + pad_at);
+  memory src(conv.src, engine, const_cast<float*>(input));
+  memory diff_dst(conv.diff_dst, engine, const_cast<float*>(dy));
+  memory diff_weights(conv.diff_weights, engine, weights_data);
+  memory scratchpad(conv.scratchpad, engine, base + pad_at);
   const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
                                   {DNNL_ARG_DIFF_DST, diff_dst.get()},
                                   {DNNL_ARG_DIFF_WEIGHTS, diff_weights.get()},
                                   {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
-  d::Execute(conv.primitive, stream, args, 4);
+  Execute(conv.primitive, stream, args, 4);
   if (conv.packed_bytes == 0) return;
-  d::memory hwio(conv.user_diff_weights, engine, dfilter);
+  memory hwio(conv.user_diff_weights, engine, dfilter);
   const dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, diff_weights.get()},
                                           {DNNL_ARG_TO, hwio.get()}};
-  d::Execute(conv.to_hwio, stream, reorder_args, 2);
+  Execute(conv.to_hwio, stream, reorder_args, 2);
+}
+
+}  // namespace onednn_nn_detail
+
+// din [N, H, W, Cin] = the gradient of Conv2D's input for the output
+// gradient dy [N, OH, OW, Cout] and filter [KH, KW, Cin, Cout].  Threads as
+// OnednnConv2D: blocks of images on the WorkPool.
+inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
+                                      const float* filter, const float* dy,
+                                      float* din, int threads) {
+  namespace d = onednn_nn_detail;
+  const d::BatchSplit split(w, out_channels, threads);
+  if (split.pool == nullptr) {
+    dnnl::stream& stream = OnednnPrepareThread(split.whole_threads);
+    const auto entry =
+        d::FindBackward(w, out_channels, d::kConvData, split.whole_threads);
+    std::shared_ptr<const d::PackedFilter> packed;
+    void* weights_data =
+        d::FilterData(entry->data->filter, filter, stream, &packed);
+    d::RunConvData(*entry->data, weights_data, dy, din, stream);
+    return;
+  }
+  dnnl::stream& stream = OnednnPrepareThread(1);
+  const auto blocks = split.Entries([&](const Window2D& block) {
+    return d::FindBackward(block, out_channels, d::kConvData, 1);
+  });
+  std::shared_ptr<const d::PackedFilter> keep[2];
+  void* weights[2];
+  d::PackForBlocks(blocks[0]->data->filter, blocks[1]->data->filter, filter,
+                   stream, keep, weights);
+  const int64_t in_image = w.in_h * w.in_w * w.channels;
+  const int64_t out_image = w.out_h * w.out_w * out_channels;
+  split.pool->Run(split.chunks, [&](int64_t i) {
+    const int b = split.Last(i);
+    const int64_t first = split.First(i);
+    d::RunConvData(*blocks[b]->data, weights[b], dy + first * out_image,
+                   din + first * in_image, OnednnPrepareThread(1));
+  });
+}
+
+// dfilter [KH, KW, Cin, Cout] = the gradient of Conv2D's filter for input
+// [N, H, W, Cin] and output gradient dy [N, OH, OW, Cout].  Threads as
+// OnednnConv2D: each block of images computes its own filter gradient, and
+// the blocks' gradients are summed in block order (a fixed order: the
+// result does not depend on which thread ran which block).
+inline void OnednnConv2DBackpropFilter(const Window2D& w, int64_t out_channels,
+                                       const float* input, const float* dy,
+                                       float* dfilter, int threads) {
+  namespace d = onednn_nn_detail;
+  const d::BatchSplit split(w, out_channels, threads);
+  if (split.pool == nullptr) {
+    dnnl::stream& stream = OnednnPrepareThread(split.whole_threads);
+    const auto entry =
+        d::FindBackward(w, out_channels, d::kConvWeights, split.whole_threads);
+    d::RunConvWeights(*entry->weights, input, dy, dfilter, stream);
+    return;
+  }
+  OnednnPrepareThread(1);
+  const auto blocks = split.Entries([&](const Window2D& block) {
+    return d::FindBackward(block, out_channels, d::kConvWeights, 1);
+  });
+  const int64_t filter_size = w.k_h * w.k_w * w.channels * out_channels;
+  // Block 0 writes dfilter itself; the others their own gradients here.
+  d::AlignedBlock partial(static_cast<size_t>(split.chunks - 1) *
+                          static_cast<size_t>(filter_size) * sizeof(float));
+  float* partials = static_cast<float*>(partial.data);
+  const int64_t in_image = w.in_h * w.in_w * w.channels;
+  const int64_t out_image = w.out_h * w.out_w * out_channels;
+  split.pool->Run(split.chunks, [&](int64_t i) {
+    const int64_t first = split.First(i);
+    float* out = i == 0 ? dfilter : partials + (i - 1) * filter_size;
+    d::RunConvWeights(*blocks[split.Last(i)]->weights, input + first * in_image,
+                      dy + first * out_image, out, OnednnPrepareThread(1));
+  });
+  for (int64_t i = 1; i < split.chunks; ++i) {
+    const float* add = partials + (i - 1) * filter_size;
+    for (int64_t j = 0; j < filter_size; ++j) dfilter[j] += add[j];
+  }
 }
 
 }  // namespace weft_cpu

@@ -1,0 +1,147 @@
+// The CPU plugin's WorkPool (plugins/cpu/work_pool.h), header-only, tested
+// directly: every chunk runs exactly once whoever claims it, competing and
+// nested callers, exceptions, and workers that really take chunks.  Plain
+// C++ with TAP output (no Criterion), so that it also runs under
+// ThreadSanitizer (`./scripts/tsan.sh`), where Criterion cannot start.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "work_pool.h"
+
+using weft_cpu::WorkPool;
+
+namespace {
+
+int g_case = 0;
+int g_failed = 0;
+
+void Report(bool ok, const char* name, const std::string& why) {
+  ++g_case;
+  if (ok) {
+    std::printf("ok %d - %s\n", g_case, name);
+  } else {
+    ++g_failed;
+    std::printf("not ok %d - %s: %s\n", g_case, name, why.c_str());
+  }
+  std::fflush(stdout);
+}
+
+// Runs `chunks` chunks on `pool`, each adding 1 to its own counter, and
+// says which counter is not 1 afterwards ("" when all are).
+std::string CountOnce(WorkPool& pool, int64_t chunks) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(chunks));
+  for (auto& h : hits) h.store(0);
+  pool.Run(chunks, [&](int64_t i) { hits[static_cast<size_t>(i)]++; });
+  for (int64_t i = 0; i < chunks; ++i) {
+    const int got = hits[static_cast<size_t>(i)].load();
+    if (got != 1) {
+      return "chunk " + std::to_string(i) + " of " + std::to_string(chunks) +
+             " ran " + std::to_string(got) + " times";
+    }
+  }
+  return "";
+}
+
+void EveryChunkRunsOnce() {
+  std::string why;
+  for (int threads = 2; threads <= 4 && why.empty(); ++threads) {
+    WorkPool* pool = WorkPool::For(threads);
+    pool->IgnoreLoad(true);
+    for (int64_t chunks : {1, 2, 3, 4, 5, 7, 31, 32, 33, 64, 1000}) {
+      for (int round = 0; round < 200 && why.empty(); ++round)
+        why = CountOnce(*pool, chunks);
+    }
+  }
+  Report(why.empty(), "every chunk runs exactly once (2-4 threads, 1-1000 "
+                      "chunks, 200 rounds each)", why);
+}
+
+void CompetingCallers() {
+  WorkPool* pool = WorkPool::For(2);
+  pool->IgnoreLoad(true);
+  std::atomic<bool> bad{false};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 500; ++round) {
+        if (!CountOnce(*pool, 1 + (round + c) % 9).empty()) bad = true;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  Report(!bad, "four callers at once on one pool", "a chunk ran twice or never");
+}
+
+void NestedRun() {
+  WorkPool* pool = WorkPool::For(2);
+  pool->IgnoreLoad(true);
+  std::atomic<int> inner{0};
+  pool->Run(4, [&](int64_t) {
+    pool->Run(3, [&](int64_t) { inner++; });
+  });
+  Report(inner.load() == 12, "a chunk that runs the pool again",
+         "inner chunks ran " + std::to_string(inner.load()) + " times, not 12");
+}
+
+void ExceptionReachesCaller() {
+  WorkPool* pool = WorkPool::For(3);
+  pool->IgnoreLoad(true);
+  std::string message;
+  try {
+    pool->Run(16, [](int64_t i) {
+      if (i == 5) throw std::runtime_error("chunk five failed");
+    });
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  const std::string after = CountOnce(*pool, 16);
+  Report(message == "chunk five failed" && after.empty(),
+         "an exception in a chunk reaches the caller; the pool goes on",
+         "caught '" + message + "', then: " + after);
+}
+
+void WorkersTakeChunks() {
+  WorkPool* pool = WorkPool::For(2);
+  pool->IgnoreLoad(true);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  for (int round = 0; round < 50 && elsewhere.load() == 0; ++round) {
+    pool->Run(4, [&](int64_t) {
+      if (std::this_thread::get_id() != caller) elsewhere++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  }
+  Report(elsewhere.load() > 0, "a worker takes chunks the caller has not",
+         "the caller ran every chunk of 50 rounds");
+}
+
+void LoadCheckKeepsResults() {
+  // With the load check on, the caller may run every chunk itself; the
+  // chunks, and so what they compute, stay the same.
+  WorkPool* pool = WorkPool::For(3);
+  pool->IgnoreLoad(false);
+  std::string why;
+  for (int round = 0; round < 100 && why.empty(); ++round)
+    why = CountOnce(*pool, 10);
+  pool->IgnoreLoad(true);
+  Report(why.empty(), "with the machine's load checked", why);
+}
+
+}  // namespace
+
+int main() {
+  std::printf("1..6\n");
+  EveryChunkRunsOnce();
+  CompetingCallers();
+  NestedRun();
+  ExceptionReachesCaller();
+  WorkersTakeChunks();
+  LoadCheckKeepsResults();
+  return g_failed == 0 ? 0 : 1;
+}
