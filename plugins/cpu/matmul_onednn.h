@@ -184,20 +184,26 @@ inline void Execute(const Primitive& p, const void* a, const void* b,
   stream.wait();
 }
 
-// Rows or columns per chunk of a split product: a multiple of 16 (a cache
-// line of floats, an AVX-512 register), and enough work in each (2^18
-// multiply-adds, a few microseconds) to pay for handing it out.
-inline int64_t ChunkSize(int64_t dim, int64_t per_unit, int threads) {
-  const int64_t chunks = threads;
-  int64_t size = (dim + chunks - 1) / chunks;
+// Rows or columns per chunk of a split product: one chunk per thread, with
+// enough work in each (2^18 multiply-adds, a few microseconds) to pay for
+// handing it out; columns in multiples of 16 (a cache line of floats, an
+// AVX-512 register).
+inline int64_t ChunkSize(int64_t dim, int64_t per_unit, int threads,
+                         int64_t multiple) {
+  int64_t size = (dim + threads - 1) / threads;
   const int64_t min_size = (int64_t{1} << 18) / (per_unit > 0 ? per_unit : 1);
   if (size < min_size) size = min_size;
-  size = (size + 15) / 16 * 16;
+  size = (size + multiple - 1) / multiple * multiple;
   return size < dim ? size : dim;
 }
 
-// A 2-D product split into blocks of whole rows (when M > N) or columns of
-// c, each a one-thread product run as a chunk on the plugin's WorkPool.
+// A 2-D product split into blocks of whole rows of c (columns when there
+// are fewer than 16 rows a thread), each a one-thread product run as a chunk
+// on the plugin's WorkPool.  Rows first: a block of rows reads b whole, as
+// the unsplit product does, while a block of columns reads b through a row
+// stride, which made the MLP's forward product (100x784 by 784x256) 7 %
+// slower in two column blocks than in one piece, and no slower in two row
+// blocks.
 // Why not oneDNN's own threads: they are OpenMP's, whose static split waits
 // for every thread at the join and whose waiting policy is set once per
 // process (work_pool.h has the measurements).  Blocks are described to
@@ -206,10 +212,10 @@ inline int64_t ChunkSize(int64_t dim, int64_t per_unit, int threads) {
 inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
                         void* c, WorkPool& pool) {
   const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
-  const bool by_columns = g.n >= g.m;
+  const bool by_columns = g.m < 16 * static_cast<int64_t>(pool.threads());
   const int64_t dim = by_columns ? g.n : g.m;
-  const int64_t size =
-      ChunkSize(dim, (by_columns ? g.m : g.n) * g.k, pool.threads());
+  const int64_t size = ChunkSize(dim, (by_columns ? g.m : g.n) * g.k,
+                                 pool.threads(), by_columns ? 16 : 1);
   const int64_t chunks = (dim + size - 1) / size;
   MatMulGeometry block = g;
   block.threads = 1;
