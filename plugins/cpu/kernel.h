@@ -168,9 +168,12 @@ weft_status* Guarded(void* /*kernel_arg*/, weft_kernel_context* ctx) noexcept {
 // idle, so handing them work costs about a microsecond; when they sleep the
 // caller starts on the chunks at once and a late worker only takes what is
 // left (work_pool.h).  From 128K elements (about 13 us of work at 0.1 ns
-// an element) a second thread pays: the MLP step's 200K-element weight
+// an element) a second thread may pay.  The MLP step's 200K-element weight
 // update took 13 us on one thread, 21 us on one of two (half of its
-// gradient was in the other core's cache) and 8 us on two.
+// gradient in the other core's cache), 62 us on two when each core updated
+// the rows the other had computed, and 14 us on two since each chunk has a
+// home thread (work_pool.h): memory-bound, it gains nothing, but no longer
+// loses.
 constexpr int64_t kParallelThreshold = 128 * 1024;
 // Chunks per thread: the caller and the workers claim them one at a time,
 // so a thread the scheduler holds back leaves its share to the others.
