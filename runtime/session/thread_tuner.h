@@ -7,13 +7,15 @@
 // the thread the scheduler put off the CPU, and a training step of many
 // short parallel regions can then run slower with 2 threads than with 1
 // (measured on the 2-core CI machines: the MLP step 10 % slower, the CNN
-// step 7 %).  The split itself is oneDNN's (OpenMP, static) and Eigen's;
-// Debian's oneDNN is built for OpenMP, so its threadpool interface, which
-// would let the calling thread take over a descheduled worker's share, is
-// not available.  Passive OpenMP waiting (registry.cc) removes the spinning
-// but not the wait.  So the session tries the alternatives on the plan's
-// own runs and keeps the faster, and keeps checking, since the machine's
-// load changes.
+// step 7 %).  That was oneDNN's static OpenMP split.  Since stop 34 the
+// CPU plugin splits its large products, convolutions and loops on a pool
+// of its own (plugins/cpu/work_pool.h) whose caller takes over the chunks
+// no worker has started and which runs them all on the caller when the
+// machine has no CPU to spare, so 2 threads under load cost little (2-4 %
+// on the MLP step); other plugins, and the CPU plugin's remaining OpenMP
+// users (batched products, oneDNN pooling), still split statically.  So
+// the session tries the alternatives on the plan's own runs and keeps the
+// faster, and keeps checking, since the machine's load changes.
 //
 // The tuner alternates, for kProbeRuns runs each, the current count and one
 // alternative (half of it, or twice it up to the session's maximum, in
