@@ -19,19 +19,20 @@
 // machine has a CPU to spare for it: the runnable threads (/proc/loadavg's
 // fourth field) plus the pool's sleeping workers must fit the online CPUs.
 // When they do not, a worker sleeps at once instead of spinning, and the
-// caller runs every chunk itself without waking anyone: a step then runs as
-// on one thread, never slower.  The caller reads the count at most once a
-// millisecond (kCheckSeconds), a worker once per idle period.  The chunks
-// are the same either way, so are the results.
+// caller runs every chunk itself without waking anyone: a step then runs
+// as on one thread, but for what splitting costs in itself (the MLP's row
+// blocks read the weights once each: 3 - 4 %).  The caller reads the count
+// at most once a millisecond (kCheckSeconds), a worker once per idle
+// period.  The chunks are the same either way, so are the results.
 //
 // Measured on a 2-core AMD EPYC, the MLP training step (bench/train_mlp):
 // idle, 2 threads 1.6x one (OpenMP's passive waiting: 1.16x); with a busy
 // process on one core, spinning regardless of the load or waking a worker
 // for each kernel made 2 threads 0.92 - 0.98x one, because a worker that
 // shares its core with the other process finishes its chunk late and the
-// caller waits for it.  An involuntary-context-switch or off-CPU-gap
-// trigger instead of the count fired on the idle machine too (kernel
-// threads) and too rarely under load.
+// caller waits for it; with the caller doing it all, 0.96 - 1.03x.  An
+// involuntary-context-switch or off-CPU-gap trigger instead of the count
+// fired on the idle machine too (kernel threads) and too rarely under load.
 //
 // Results never depend on which thread runs a chunk: every chunk computes its
 // own outputs, so callers that split the same way get the same bits.
