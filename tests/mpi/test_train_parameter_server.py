@@ -115,8 +115,23 @@ def a_killed_worker_ends_serving_naming_it_and_a_resume_finishes():
                 ['--mca', 'orte_enable_recovery', '1'] + command)
         e = env(MODULE)
         e['WEFT_TEST_MARKER'] = marker
-        job, _ = signal_rank_at_checkpoint(args, e, ckpt, 2, signal.SIGKILL)
-        out, err = job.communicate(timeout=120)
+        # Once in three clean-clone CI runs (stop 34, the suite's other
+        # tests running beside it) the job ended with nothing from Weft
+        # but Open MPI's "PMIX ERROR: BAD-PARAM ... pmix_event_notification"
+        # line: mpirun ended every rank despite orte_enable_recovery.  That
+        # is Open MPI's race, not the server's, so a second try is allowed
+        # for that symptom only.
+        for attempt in range(2):
+            if os.path.exists(ckpt):
+                os.remove(ckpt)
+            job, _ = signal_rank_at_checkpoint(args, e, ckpt, 2,
+                                               signal.SIGKILL)
+            out, err = job.communicate(timeout=120)
+            if ('stopped answering liveness checks' in err or attempt == 1
+                    or 'PMIX ERROR' not in err):
+                break
+            print('# retrying: mpirun ended the job itself: ' +
+                  err.strip()[-300:], file=sys.stderr)
         assert ('stopped answering liveness checks without ending its '
                 'session' in err), err[-3000:]
         assert 'task /job:worker/task:1 (rank 2)' in err, err[-3000:]
