@@ -290,29 +290,40 @@ inline void* FilterData(const FilterPacking& packing, const float* filter,
 // results.
 struct BatchSplit {
   WorkPool* pool = nullptr;
+  // Blocks of `per` images, the last one `tail`; one block (the whole batch,
+  // no pool) when the batch is not split.
   int64_t per = 0, chunks = 1;
   Window2D full, tail;
-  // Without a pool: the threads the whole batch runs on (oneDNN's; one when
-  // the work is too small to share).
-  int whole_threads = 1;
+  // The threads each block's primitive runs on: 1 when split; otherwise
+  // oneDNN's (OpenMP), one when the work is too small to share.
+  int threads = 1;
 
-  BatchSplit(const Window2D& w, int64_t out_channels, int requested) {
-    const int threads = OnednnThreads(requested);
+  BatchSplit(const Window2D& w, int64_t out_channels, int requested)
+      : per(w.batch), full(w), tail(w) {
+    const int wanted = OnednnThreads(requested);
     const double macs = static_cast<double>(w.batch) *
                         static_cast<double>(w.out_h * w.out_w) *
                         static_cast<double>(w.k_h * w.k_w) *
                         static_cast<double>(w.channels * out_channels);
-    if (threads <= 1 || macs < 4194304.0) return;
-    whole_threads = threads;
+    if (wanted <= 1 || macs < 4194304.0) return;
+    threads = wanted;
     if (w.batch < 2) return;
-    pool = WorkPool::For(threads);
+    pool = WorkPool::For(wanted);
     if (pool == nullptr) return;
-    per = (w.batch + threads - 1) / threads;
+    threads = 1;
+    per = (w.batch + wanted - 1) / wanted;
     chunks = (w.batch + per - 1) / per;
-    full = w;
     full.batch = per;
-    tail = w;
     tail.batch = w.batch - (chunks - 1) * per;
+  }
+  // Runs fn(i) for every block: on the pool, or on the caller.
+  template <typename Fn>
+  void Run(Fn&& fn) const {
+    if (pool != nullptr) {
+      pool->Run(chunks, fn);
+    } else {
+      fn(int64_t{0});
+    }
   }
   // Block i's first image, and which of Entries() it runs (0 or 1).
   int64_t First(int64_t i) const { return i * per; }
@@ -378,18 +389,9 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
   namespace d = onednn_nn_detail;
   const int64_t kind = bias ? 3 : 0;
   const d::BatchSplit split(w, out_channels, threads);
-  if (split.pool == nullptr) {
-    dnnl::stream& stream = OnednnPrepareThread(split.whole_threads);
-    const auto entry = d::Find(w, out_channels, kind, split.whole_threads);
-    std::shared_ptr<const d::PackedFilter> packed;
-    void* weights_data =
-        d::FilterData(entry->conv->filter, filter, stream, &packed);
-    d::RunConv(*entry->conv, weights_data, input, output, bias, stream);
-    return;
-  }
-  dnnl::stream& stream = OnednnPrepareThread(1);
+  dnnl::stream& stream = OnednnPrepareThread(split.threads);
   const auto blocks = split.Entries([&](const Window2D& block) {
-    return d::Find(block, out_channels, kind, 1);
+    return d::Find(block, out_channels, kind, split.threads);
   });
   std::shared_ptr<const d::PackedFilter> keep[2];
   void* weights[2];
@@ -397,11 +399,12 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
                    stream, keep, weights);
   const int64_t in_image = w.in_h * w.in_w * w.channels;
   const int64_t out_image = w.out_h * w.out_w * out_channels;
-  split.pool->Run(split.chunks, [&](int64_t i) {
+  split.Run([&](int64_t i) {
     const int b = split.Last(i);
     const int64_t first = split.First(i);
     d::RunConv(*blocks[b]->conv, weights[b], input + first * in_image,
-               output + first * out_image, bias, OnednnPrepareThread(1));
+               output + first * out_image, bias,
+               OnednnPrepareThread(split.threads));
   });
 }
 

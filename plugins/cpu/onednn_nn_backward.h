@@ -195,19 +195,9 @@ inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
                                       float* din, int threads) {
   namespace d = onednn_nn_detail;
   const d::BatchSplit split(w, out_channels, threads);
-  if (split.pool == nullptr) {
-    dnnl::stream& stream = OnednnPrepareThread(split.whole_threads);
-    const auto entry =
-        d::FindBackward(w, out_channels, d::kConvData, split.whole_threads);
-    std::shared_ptr<const d::PackedFilter> packed;
-    void* weights_data =
-        d::FilterData(entry->data->filter, filter, stream, &packed);
-    d::RunConvData(*entry->data, weights_data, dy, din, stream);
-    return;
-  }
-  dnnl::stream& stream = OnednnPrepareThread(1);
+  dnnl::stream& stream = OnednnPrepareThread(split.threads);
   const auto blocks = split.Entries([&](const Window2D& block) {
-    return d::FindBackward(block, out_channels, d::kConvData, 1);
+    return d::FindBackward(block, out_channels, d::kConvData, split.threads);
   });
   std::shared_ptr<const d::PackedFilter> keep[2];
   void* weights[2];
@@ -215,11 +205,11 @@ inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
                    stream, keep, weights);
   const int64_t in_image = w.in_h * w.in_w * w.channels;
   const int64_t out_image = w.out_h * w.out_w * out_channels;
-  split.pool->Run(split.chunks, [&](int64_t i) {
+  split.Run([&](int64_t i) {
     const int b = split.Last(i);
     const int64_t first = split.First(i);
     d::RunConvData(*blocks[b]->data, weights[b], dy + first * out_image,
-                   din + first * in_image, OnednnPrepareThread(1));
+                   din + first * in_image, OnednnPrepareThread(split.threads));
   });
 }
 
@@ -233,29 +223,28 @@ inline void OnednnConv2DBackpropFilter(const Window2D& w, int64_t out_channels,
                                        float* dfilter, int threads) {
   namespace d = onednn_nn_detail;
   const d::BatchSplit split(w, out_channels, threads);
-  if (split.pool == nullptr) {
-    dnnl::stream& stream = OnednnPrepareThread(split.whole_threads);
-    const auto entry =
-        d::FindBackward(w, out_channels, d::kConvWeights, split.whole_threads);
-    d::RunConvWeights(*entry->weights, input, dy, dfilter, stream);
-    return;
-  }
-  OnednnPrepareThread(1);
+  OnednnPrepareThread(split.threads);
   const auto blocks = split.Entries([&](const Window2D& block) {
-    return d::FindBackward(block, out_channels, d::kConvWeights, 1);
+    return d::FindBackward(block, out_channels, d::kConvWeights,
+                           split.threads);
   });
   const int64_t filter_size = w.k_h * w.k_w * w.channels * out_channels;
   // Block 0 writes dfilter itself; the others their own gradients here.
-  d::AlignedBlock partial(static_cast<size_t>(split.chunks - 1) *
-                          static_cast<size_t>(filter_size) * sizeof(float));
-  float* partials = static_cast<float*>(partial.data);
+  std::unique_ptr<d::AlignedBlock> partial;
+  if (split.chunks > 1) {
+    partial.reset(new d::AlignedBlock(static_cast<size_t>(split.chunks - 1) *
+                                      static_cast<size_t>(filter_size) *
+                                      sizeof(float)));
+  }
+  float* partials = partial ? static_cast<float*>(partial->data) : nullptr;
   const int64_t in_image = w.in_h * w.in_w * w.channels;
   const int64_t out_image = w.out_h * w.out_w * out_channels;
-  split.pool->Run(split.chunks, [&](int64_t i) {
+  split.Run([&](int64_t i) {
     const int64_t first = split.First(i);
     float* out = i == 0 ? dfilter : partials + (i - 1) * filter_size;
     d::RunConvWeights(*blocks[split.Last(i)]->weights, input + first * in_image,
-                      dy + first * out_image, out, OnednnPrepareThread(1));
+                      dy + first * out_image, out,
+                      OnednnPrepareThread(split.threads));
   });
   for (int64_t i = 1; i < split.chunks; ++i) {
     const float* add = partials + (i - 1) * filter_size;
