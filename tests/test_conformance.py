@@ -73,6 +73,8 @@ def template_passes():
             assert rows[(op, dtype)].startswith('pass'), (op, dtype, rows)
     assert rows[('Add', 'float64')].startswith('not provided'), rows
     assert 'refused when planned' in rows[('Add', 'float64')], rows
+    # An update with its variables on the device: refused too.
+    assert 'refused when planned' in rows[('ApplyAdam', 'float32')], rows
     assert not any(r.startswith('FAIL') for r in rows.values()), rows
     checks = contract(run.stdout)
     for name in ('table: events across streams',
@@ -167,12 +169,14 @@ def opencl_kernels_agree_with_the_cpu():
     missing = {key: r for key, r in rows.items()
                if r.startswith('not provided') and key[0] not in host_only}
     assert not missing, missing
-    # The optimizer updates (variables as inputs) have no recipe; the op
-    # tests check them against the CPU (test_opencl_ops.c: apply_*).
-    uncovered = {key[0] for key, r in rows.items()
+    # Every op has a recipe, the optimizer updates (variables as inputs,
+    # several steps) included.
+    uncovered = {key: r for key, r in rows.items()
                  if r.startswith('not covered')}
-    assert uncovered <= {'ApplyGradientDescent', 'ApplyMomentum',
-                         'ApplyAdam'}, uncovered
+    assert not uncovered, uncovered
+    for op in ('ApplyGradientDescent', 'ApplyMomentum', 'ApplyAdam'):
+        for dtype in ('float32', 'float64'):
+            assert (op, dtype) in passed, (op, dtype, rows.get((op, dtype)))
     checks = contract(run.stdout)
     failing = {name: r for name, r in checks.items() if r.startswith('FAIL')}
     # The kit's first run found the plugin answering an impossible

@@ -7,15 +7,18 @@
  * /device:CPU:0, fed the same seeded random inputs (shapes from a recipe per
  * op family: an ordinary one, empty ones, broadcasts, a large one), run in
  * one session with strict placement and no graph optimizations, and the
- * outputs compared with a tolerance per op and dtype.  Ops the CPU has no
- * kernel for (ops the plugin defines) are checked without a reference:
- * the shape function against the shapes the kernel produced, and the
- * gradient against central differences.  Then the memory, stream and event
- * contract: through sessions (copies both ways, device to device,
- * concurrent runs, errors surfacing when a run synchronizes, refusals),
- * and through the plugin's own table in a child process that plays a
- * minimal host (negotiation, copies at offsets, events across streams,
- * refusals of bad requests), so a crash there is reported, not suffered.
+ * outputs compared with a tolerance per op and dtype.  An optimizer's
+ * update, whose leading inputs are variables, gets variables of its own on
+ * each side and runs several steps, the variables compared after each.
+ * Ops the CPU has no kernel for (ops the plugin defines) are checked
+ * without a reference: the shape function against the shapes the kernel
+ * produced, and the gradient against central differences.  Then the
+ * memory, stream and event contract: through sessions (copies both ways,
+ * device to device, concurrent runs, errors surfacing when a run
+ * synchronizes, refusals), and through the plugin's own table in a child
+ * process that plays a minimal host (negotiation, copies at offsets,
+ * events across streams, refusals of bad requests), so a crash there is
+ * reported, not suffered.
  *
  * Exit status: 0 every check passed; 1 a check failed (or the plugin did
  * not load); 2 usage error; 77 the plugin has no device here, so nothing

@@ -12,7 +12,8 @@
 #include "tools/conformance.h"
 #include "tools/random.h"
 
-enum { MAX_IN = 6, MAX_OUT = 8, MAX_ATTRS = 4, MAX_CASES = 8 };
+/* MAX_IN: ApplyAdam's ten inputs. */
+enum { MAX_IN = 10, MAX_OUT = 8, MAX_ATTRS = 4, MAX_CASES = 8 };
 
 /* ---- Seeded random numbers --------------------------------------------- */
 
@@ -129,10 +130,14 @@ enum { ALL_DTYPES = sizeof kAllDtypes / sizeof kAllDtypes[0] };
  *
  * INPUT is DTYPE[dims] with DTYPE T (the dtype under test), i32, i64, u8
  * or bool, and a suffix: <N indices in [0, N); ! values away from zero
- * (for divisors); p rows of probabilities (labels).  Inputs between { and }
- * form one list input (Concat).  ATTR is K.name=value with K i (int), l
- * (list of ints), b (bool), f (float), s (string) or d (dtype: U, the
- * row's second dtype, or T written out: the row's dtype). */
+ * (for divisors); p rows of probabilities (labels); + values in [0, hi]
+ * (Adam's second moments); =V every element V (a learning rate).  & at the
+ * start of the suffix makes the input a variable, taken by reference (the
+ * optimizers' updates): each node gets its own, on its own device, holding
+ * the input's values.  Inputs between { and } form one list input
+ * (Concat).  ATTR is K.name=value with K i (int), l (list of ints), b
+ * (bool), f (float), s (string) or d (dtype: U, the row's second dtype, or
+ * T written out: the row's dtype). */
 
 typedef enum tolerance_class {
   TOL_EXACT,      /* correctly rounded ops: Add, Mul, Relu, copies */
@@ -183,6 +188,18 @@ typedef struct recipe {
   B64 " " SAME_1
 #define POOL_2 "l.ksize=[1,2,2,1] l.strides=[1,2,2,1]"
 #define POOL_3 "l.ksize=[1,3,3,1] l.strides=[1,2,1,1]"
+
+/* The optimizers' inputs for variables of dims D: var, alpha, delta. */
+#define DESCENT(D) "T" D "& T[]=0.1 T" D
+/* var, accum, lr, grad, momentum. */
+#define MOMENTUM(D) "T" D "& T" D "& T[]=0.05 T" D " T[]=0.9"
+#define NESTEROV "b.use_nesterov=1"
+/* var, m and v (MV), beta1_power and beta2_power (P), lr, beta1, beta2,
+ * epsilon, grad; ADAM: random moments (v not negative), a third step's
+ * beta powers, which differ from the betas. */
+#define ADAM_WITH(D, MV, P) \
+  "T" D "& " MV " " P " T[]=0.01 T[]=0.9 T[]=0.999 T[]=1e-8 T" D
+#define ADAM(D) ADAM_WITH(D, "T" D "& T" D "&+", "T[]=0.729 T[]=0.997003")
 
 static const recipe kRecipes[] = {
     {"Identity Neg Abs Sign Square Relu ZerosLike OnesLike", UNARY_CASES, -3,
@@ -382,6 +399,21 @@ static const recipe kRecipes[] = {
     {"SumGrad MeanGrad", REDUCE_GRAD_CASES, -3, 3, 0, TOL_EXACT},
     /* Whole numbers from -2 to 2: groups with no zero, one and several. */
     {"ProdGrad", REDUCE_GRAD_CASES, -2, 2, 1, TOL_TRANSC},
+    /* The optimizers' updates, with the usual hyperparameters and random
+     * variables and gradients. */
+    {"ApplyGradientDescent", "normal: " DESCENT("[3,5]") " | scalar: "
+     DESCENT("[]") " | empty: " DESCENT("[0,4]") " | large: "
+     DESCENT("[512,512]"), -1, 1, 0, TOL_EXACT},
+    {"ApplyMomentum", "normal: " MOMENTUM("[3,5]") " | nesterov: "
+     MOMENTUM("[3,5]") " " NESTEROV " | scalar: " MOMENTUM("[]") " | scalar "
+     "nesterov: " MOMENTUM("[]") " " NESTEROV " | empty: " MOMENTUM("[0,4]")
+     " | large: " MOMENTUM("[512,512]") " | large nesterov: "
+     MOMENTUM("[512,512]") " " NESTEROV, -1, 1, 0, TOL_EXACT},
+    /* Square roots: the class of Sqrt.  From zero moments: a first step. */
+    {"ApplyAdam", "normal: " ADAM("[3,5]") " | from zero moments: "
+     ADAM_WITH("[3,5]", "T[3,5]&=0 T[3,5]&=0", "T[]=0.9 T[]=0.999") " | "
+     "scalar: " ADAM("[]") " | empty: " ADAM("[0,4]") " | large: "
+     ADAM("[512,512]"), -1, 1, 0, TOL_TRANSC},
 };
 
 /* For ops without a recipe (ops the plugin defines): every input of the
@@ -406,7 +438,14 @@ static const recipe* find_recipe(const char* op) {
   return NULL;
 }
 
-typedef enum generator { GEN_RANGE, GEN_NONZERO, GEN_INDEX, GEN_PROB } generator;
+typedef enum generator {
+  GEN_RANGE,
+  GEN_NONZERO,
+  GEN_INDEX,
+  GEN_PROB,
+  GEN_NONNEGATIVE,
+  GEN_VALUE
+} generator;
 
 typedef struct input_spec {
   weft_dtype dtype;
@@ -414,7 +453,9 @@ typedef struct input_spec {
   int64_t dims[4];
   generator gen;
   int64_t bound; /* GEN_INDEX: [0, bound) */
+  double value;  /* GEN_VALUE */
   int in_list;
+  int variable;  /* taken by reference: a variable holding the values */
 } input_spec;
 
 typedef struct attr_spec {
@@ -476,7 +517,8 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
           s->dims[0] = kStarDims[count % 3][0];
           s->dims[1] = kStarDims[count % 3][1];
         }
-      } else if (strchr(tok, '=') != NULL && tc->num_attrs < MAX_ATTRS) {
+      } else if (tok[0] && tok[1] == '.' && strchr(tok, '=') != NULL &&
+                 tc->num_attrs < MAX_ATTRS) {
         attr_spec* a = &tc->attrs[tc->num_attrs++];
         a->kind = tok[0];
         char* eq = strchr(tok, '=');
@@ -506,6 +548,10 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
         s->rank = parse_ints(bracket + 1, s->dims, 4);
         char* suffix = strchr(bracket + 1, ']') + 1;
         s->in_list = in_list;
+        if (*suffix == '&') {
+          s->variable = 1;
+          ++suffix;
+        }
         if (*suffix == '<') {
           s->gen = GEN_INDEX;
           s->bound = strtoll(suffix + 1, NULL, 10);
@@ -513,6 +559,11 @@ static int parse_cases(const recipe* r, weft_dtype t, weft_dtype u,
           s->gen = GEN_NONZERO;
         } else if (*suffix == 'p') {
           s->gen = GEN_PROB;
+        } else if (*suffix == '+') {
+          s->gen = GEN_NONNEGATIVE;
+        } else if (*suffix == '=') {
+          s->gen = GEN_VALUE;
+          s->value = strtod(suffix + 1, NULL);
         }
       }
     }
@@ -548,6 +599,10 @@ static weft_status* make_input(const input_spec* s, const recipe* r,
       if (!is_unsigned(s->dtype) && (weft_tool_random(rng) & 1)) v = -v;
     } else if (s->gen == GEN_PROB) {
       v = weft_tool_uniform(rng) + 0.01;
+    } else if (s->gen == GEN_VALUE) {
+      v = s->value;
+    } else if (s->gen == GEN_NONNEGATIVE) {
+      v = (hi > 0 ? hi : 0) * weft_tool_uniform(rng);
     } else if (whole) {
       int64_t span = (int64_t)floor(hi) - (int64_t)ceil(lo) + 1;
       v = (double)((int64_t)ceil(lo) + (int64_t)(weft_tool_random(rng) % (uint64_t)span));
@@ -578,7 +633,14 @@ typedef struct built_case {
   weft_tensor* values[MAX_IN];
   int num_feeds;
   weft_node* nodes[2]; /* 0: under test, 1: reference (or NULL) */
+  /* Each node's variables (its variable inputs, in order) and the Assign
+   * nodes that write their initial values, the feeds. */
+  weft_output variables[2][MAX_IN];
+  weft_node* initializers[2][MAX_IN];
+  int num_variables;
 } built_case;
+
+static const char* const kNodeNames[2] = {"under_test", "reference"};
 
 static void release_case(built_case* b) {
   for (int i = 0; i < b->num_feeds; ++i) weft_tensor_destroy(b->values[i]);
@@ -621,6 +683,28 @@ static weft_status* add_op_node(weft_graph* g, const char* op,
   return weft_op_finish(b, out);
 }
 
+/* The inputs of node `side` (on `device`): the feeds, but for each
+ * variable input a variable of that node's on the same device, which
+ * the feed initializes. */
+static weft_status* node_inputs(built_case* b, const test_case* tc, int side,
+                                const char* device, weft_output* xs) {
+  int k = 0;
+  for (int i = 0; i < tc->num_in; ++i) {
+    xs[i] = b->feeds[i];
+    if (!tc->in[i].variable) continue;
+    char name[48];
+    snprintf(name, sizeof name, "%s_input%d", kNodeNames[side], i);
+    weft_graph_set_device(b->graph, device);
+    weft_status* status = weft_graph_variable(
+        b->graph, name, b->feeds[i], &xs[i], &b->initializers[side][k]);
+    weft_graph_set_device(b->graph, NULL);
+    if (status != NULL) return status;
+    b->variables[side][k++] = xs[i];
+  }
+  b->num_variables = k;
+  return NULL;
+}
+
 /* Builds placeholders, random feeds, and the node under test on `device`
  * (and the reference on the CPU unless `reference` is 0). */
 static weft_status* build_case(const char* op, const test_case* tc,
@@ -641,11 +725,14 @@ static weft_status* build_case(const char* op, const test_case* tc,
     if (status != NULL) return status;
     b->num_feeds = i + 1;
   }
-  status = add_op_node(b->graph, op, "under_test", device, tc, b->feeds,
-                       &b->nodes[0]);
-  if (status == NULL && reference)
-    status = add_op_node(b->graph, op, "reference", "/device:CPU:0", tc,
-                         b->feeds, &b->nodes[1]);
+  for (int side = 0; side < (reference ? 2 : 1) && status == NULL; ++side) {
+    const char* where = side ? "/device:CPU:0" : device;
+    weft_output xs[MAX_IN];
+    status = node_inputs(b, tc, side, where, xs);
+    if (status == NULL)
+      status = add_op_node(b->graph, op, kNodeNames[side], where, tc, xs,
+                           &b->nodes[side]);
+  }
   return status;
 }
 
@@ -803,20 +890,79 @@ static void destroy_all(weft_tensor** t, int n) {
   for (int i = 0; i < n; ++i) weft_tensor_destroy(t[i]);
 }
 
+/* The case could not be built, or the CPU refused it: a limit of the
+ * recipe, not of the plugin. */
+static void skip_case(row_state* st, const test_case* tc, weft_status* status) {
+  ++st->cases_skipped;
+  note(st->skipped, sizeof st->skipped, tc->label);
+  weft_status_destroy(status);
+}
+
+/* The node under test failed where the CPU's ran: refused
+ * (UNIMPLEMENTED), or a failure.  `where`: "case 'normal'". */
+static void plugin_failed(row_state* st, const test_case* tc,
+                          const char* where, weft_status* status, row* fail) {
+  if (weft_status_code(status) == WEFT_UNIMPLEMENTED) {
+    ++st->cases_refused;
+    note(st->refused, sizeof st->refused, tc->label);
+    weft_status_destroy(status);
+    return;
+  }
+  char text[600];
+  st->failed = 1;
+  snprintf(fail->detail, sizeof fail->detail,
+           "%.47s: the CPU ran it, the plugin's kernel failed: %.300s", where,
+           status_text(status, text, sizeof text));
+}
+
+/* Whether the node under test ran on `device`; a failure otherwise. */
+static int ran_on_device(const weft_run_metadata* md, const char* device,
+                         const char* where, row_state* st, row* fail) {
+  const char* ran_on = weft_run_metadata_device_of(md, kNodeNames[0]);
+  if (ran_on != NULL && strcmp(ran_on, device) == 0) return 1;
+  st->failed = 1;
+  snprintf(fail->detail, sizeof fail->detail, "%s: the node ran on %s, not %s",
+           where, ran_on ? ran_on : "no device", device);
+  return 0;
+}
+
+/* Compares `got` with the CPU's `want`; a failure, with the largest
+ * error, when they differ.  `what`: "output 0". */
+static void expect_close(const weft_tensor* got, const weft_tensor* want,
+                         tolerance_class cls, double k, const char* where,
+                         const char* what, row_state* st, row* fail) {
+  compare_result c;
+  compare(got, want, cls, k, &c);
+  if (c.ok) return;
+  st->failed = 1;
+  if (c.why[0]) {
+    snprintf(fail->detail, sizeof fail->detail, "%s, %s: %s", where, what,
+             c.why);
+    return;
+  }
+  fail->has_error = 1;
+  fail->max_err = c.max_err;
+  fail->element = c.element;
+  fail->tolerance = c.tolerance;
+  snprintf(fail->detail, sizeof fail->detail,
+           "max abs err %.3g at element %lld, tolerance %.3g; %s, %s: %.9g, "
+           "CPU %.9g",
+           c.max_err, (long long)c.element, c.tolerance, where, what,
+           load(weft_tensor_dtype(got), weft_tensor_data(got), c.element),
+           load(weft_tensor_dtype(want), weft_tensor_data(want), c.element));
+}
+
 /* One case against the CPU.  Updates `st`; a failure fills `fail`. */
 static void run_against_cpu(const target* t, const char* op,
                             const char* device, const test_case* tc,
                             const recipe* r, uint64_t seed, row_state* st,
                             row* fail) {
   built_case b;
-  char text[600];
+  char where[48];
+  snprintf(where, sizeof where, "case '%s'", tc->label);
   weft_status* status = build_case(op, tc, r, seed, device, 1, &b);
   if (status != NULL) {
-    /* The op itself refuses the case (a dtype it does not take for this
-     * shape, say): a limit of the recipe, not of the plugin. */
-    ++st->cases_skipped;
-    note(st->skipped, sizeof st->skipped, tc->label);
-    weft_status_destroy(status);
+    skip_case(st, tc, status);
     release_case(&b);
     return;
   }
@@ -827,62 +973,177 @@ static void run_against_cpu(const target* t, const char* op,
   status = open_session(b.graph, t, &s);
   if (status == NULL) status = run_node(s, &b, b.nodes[1], want, &n_want, NULL);
   if (status != NULL) {
-    /* The CPU refuses these inputs: nothing to compare against. */
-    ++st->cases_skipped;
-    note(st->skipped, sizeof st->skipped, tc->label);
-    weft_status_destroy(status);
+    skip_case(st, tc, status);
     goto done;
   }
   ++st->cases_run;
   status = run_node(s, &b, b.nodes[0], got, &n_got, md);
   if (status != NULL) {
-    if (weft_status_code(status) == WEFT_UNIMPLEMENTED) {
-      ++st->cases_refused;
-      note(st->refused, sizeof st->refused, tc->label);
-      weft_status_destroy(status);
-      goto done;
-    }
-    st->failed = 1;
-    snprintf(fail->detail, sizeof fail->detail,
-             "case '%s': the CPU ran it, the plugin's kernel failed: %.300s",
-             tc->label, status_text(status, text, sizeof text));
+    plugin_failed(st, tc, where, status, fail);
     goto done;
   }
-  const char* ran_on = weft_run_metadata_device_of(md, "under_test");
-  if (ran_on == NULL || strcmp(ran_on, device) != 0) {
-    st->failed = 1;
-    snprintf(fail->detail, sizeof fail->detail,
-             "case '%s': the node ran on %s, not %s", tc->label,
-             ran_on ? ran_on : "no device", device);
-    goto done;
-  }
+  if (!ran_on_device(md, device, where, st, fail)) goto done;
   for (int i = 0; i < n_got && !st->failed; ++i) {
-    compare_result c;
-    compare(got[i], want[i], r->tol, accumulation(op, tc, want[i]), &c);
-    if (c.ok) continue;
-    st->failed = 1;
-    if (c.why[0]) {
-      snprintf(fail->detail, sizeof fail->detail, "case '%s', output %d: %s",
-               tc->label, i, c.why);
-    } else {
-      fail->has_error = 1;
-      fail->max_err = c.max_err;
-      fail->element = c.element;
-      fail->tolerance = c.tolerance;
-      snprintf(fail->detail, sizeof fail->detail,
-               "max abs err %.3g at element %lld, tolerance %.3g; case '%s', "
-               "output %d: %.9g, CPU %.9g",
-               c.max_err, (long long)c.element, c.tolerance, tc->label, i,
-               load(weft_tensor_dtype(got[i]), weft_tensor_data(got[i]),
-                    c.element),
-               load(weft_tensor_dtype(want[i]), weft_tensor_data(want[i]),
-                    c.element));
-    }
+    char what[32];
+    snprintf(what, sizeof what, "output %d", i);
+    expect_close(got[i], want[i], r->tol, accumulation(op, tc, want[i]),
+                 where, what, st, fail);
   }
 done:
   destroy_all(want, n_want);
   destroy_all(got, n_got);
   weft_run_metadata_destroy(md);
+  weft_session_destroy(s);
+  release_case(&b);
+}
+
+/* ---- Updates: an optimizer's variables, step by step ------------------- */
+
+/* Each step starts from the state the last one left, and the steps take
+ * turns running the update as a target (as training does: the kernel may
+ * write over its variables) and fetching it (then compared too), so a
+ * kernel wrong on one of those paths only, or on state it wrote itself (a
+ * stale copy of a variable), shows. */
+enum { UPDATE_STEPS = 3 };
+
+static int has_variables(const test_case* tc) {
+  for (int i = 0; i < tc->num_in; ++i)
+    if (tc->in[i].variable) return 1;
+  return 0;
+}
+
+/* Writes the initial values (the feeds) into node `side`'s variables. */
+static weft_status* initialize_variables(weft_session* s, built_case* b,
+                                         int side) {
+  return weft_session_run(s, b->feeds, b->values, b->num_feeds, NULL, 0,
+                          b->initializers[side], b->num_variables, NULL);
+}
+
+/* Runs update node `side`, fetching its outputs into `out` (MAX_OUT), or,
+ * with `out` NULL, as a target only, the way training runs it (so the
+ * kernel may write over its variables). */
+static weft_status* run_update(weft_session* s, built_case* b, int side,
+                               weft_tensor** out, int* num_out,
+                               weft_run_metadata* md) {
+  *num_out = 0;
+  if (out != NULL) return run_node(s, b, b->nodes[side], out, num_out, md);
+  return weft_session_run_with_metadata(s, b->feeds, b->values, b->num_feeds,
+                                        NULL, 0, &b->nodes[side], 1, NULL, md);
+}
+
+/* New values for the data inputs (the gradient), as each training step
+ * brings; the variables keep the values the updates left. */
+static weft_status* next_data(built_case* b, const test_case* tc,
+                              const recipe* r, uint64_t* rng) {
+  for (int i = 0; i < tc->num_in; ++i) {
+    if (tc->in[i].variable) continue;
+    weft_tensor_destroy(b->values[i]);
+    b->values[i] = NULL;
+    weft_status* status = make_input(&tc->in[i], r, rng, &b->values[i]);
+    if (status != NULL) return status;
+  }
+  return NULL;
+}
+
+/* Step `step` (from 1) of an update case: both updates (the CPU's first,
+ * unless step 1's already ran), their outputs compared on the even steps,
+ * which fetch them, then both nodes' variables read back and compared.
+ * 1 when the step agrees. */
+static int update_step(weft_session* s, built_case* b, const test_case* tc,
+                       const recipe* r, const char* device, int step,
+                       uint64_t* rng, row_state* st, row* fail) {
+  char where[48], what[48], text[600];
+  snprintf(where, sizeof where, "case '%s', step %d", tc->label, step);
+  weft_tensor *want[MAX_OUT] = {0}, *got[MAX_OUT] = {0};
+  weft_tensor* read[2 * MAX_IN] = {0};
+  int n_want = 0, n_got = 0, fetch = step % 2 == 0, agreed = 0;
+  weft_run_metadata* md = weft_run_metadata_create();
+  weft_status* status = NULL;
+  if (step > 1) {
+    status = next_data(b, tc, r, rng);
+    if (status == NULL)
+      status = run_update(s, b, 1, fetch ? want : NULL, &n_want, NULL);
+    if (status != NULL) {
+      st->failed = 1;
+      snprintf(fail->detail, sizeof fail->detail,
+               "%.47s: the CPU's update failed: %.300s", where,
+               status_text(status, text, sizeof text));
+      goto done;
+    }
+  }
+  status = run_update(s, b, 0, fetch ? got : NULL, &n_got, md);
+  if (status != NULL) {
+    plugin_failed(st, tc, where, status, fail);
+    goto done;
+  }
+  if (!ran_on_device(md, device, where, st, fail)) goto done;
+  for (int i = 0; i < n_got && !st->failed; ++i) {
+    snprintf(what, sizeof what, "output %d", i);
+    expect_close(got[i], want[i], r->tol, 1, where, what, st, fail);
+  }
+  const int n = b->num_variables;
+  weft_output variables[2 * MAX_IN];
+  memcpy(variables, b->variables[0], sizeof(weft_output) * (size_t)n);
+  memcpy(variables + n, b->variables[1], sizeof(weft_output) * (size_t)n);
+  if (!st->failed)
+    status = weft_session_run(s, NULL, NULL, 0, variables, 2 * n, NULL, 0,
+                              read);
+  if (status != NULL) {
+    st->failed = 1;
+    snprintf(fail->detail, sizeof fail->detail,
+             "%.47s: reading the variables back failed: %.300s", where,
+             status_text(status, text, sizeof text));
+    goto done;
+  }
+  for (int i = 0, k = 0; i < tc->num_in && !st->failed; ++i) {
+    if (!tc->in[i].variable) continue;
+    snprintf(what, sizeof what, "the variable of input %d", i);
+    expect_close(read[k], read[n + k], r->tol, 1, where, what, st, fail);
+    ++k;
+  }
+  agreed = !st->failed;
+done:
+  destroy_all(want, n_want);
+  destroy_all(got, n_got);
+  destroy_all(read, 2 * b->num_variables);
+  weft_run_metadata_destroy(md);
+  return agreed;
+}
+
+/* One case of an update op against the CPU: each node updates variables
+ * of its own, on its own device, initialized alike, UPDATE_STEPS times
+ * with new data inputs each time.  Step 1's update and initial values
+ * decide, on the CPU, whether the case applies. */
+static void run_update_against_cpu(const target* t, const char* op,
+                                   const char* device, const test_case* tc,
+                                   const recipe* r, uint64_t seed,
+                                   row_state* st, row* fail) {
+  built_case b;
+  weft_status* status = build_case(op, tc, r, seed, device, 1, &b);
+  weft_session* s = NULL;
+  int no_outputs = 0;
+  if (status == NULL) status = open_session(b.graph, t, &s);
+  if (status == NULL) status = initialize_variables(s, &b, 1);
+  if (status == NULL) status = run_update(s, &b, 1, NULL, &no_outputs, NULL);
+  if (status != NULL) {
+    skip_case(st, tc, status);
+    goto done;
+  }
+  ++st->cases_run;
+  status = initialize_variables(s, &b, 0);
+  if (status != NULL) {
+    char text[600];
+    st->failed = 1;
+    snprintf(fail->detail, sizeof fail->detail,
+             "case '%s': writing the initial values into the variables on "
+             "%s failed: %.300s", tc->label, device,
+             status_text(status, text, sizeof text));
+    goto done;
+  }
+  uint64_t rng = seed_of("next steps", seed);
+  for (int step = 1; step <= UPDATE_STEPS; ++step)
+    if (!update_step(s, &b, tc, r, device, step, &rng, st, fail)) break;
+done:
   weft_session_destroy(s);
   release_case(&b);
 }
@@ -1163,8 +1424,9 @@ static void check_row(const target* t, const char* op, const char* device,
   memset(&st, 0, sizeof st);
   for (int c = 0; c < n && !st.failed; ++c) {
     char key[160];
-    snprintf(key, sizeof key, "%s/%s/%s", op, label, cases[c].label);
-    run_against_cpu(t, op, device, &cases[c], r, seed_of(key, 0), &st, out);
+    snprintf(key, sizeof key, "%.80s/%.39s/%.31s", op, label, cases[c].label);
+    (has_variables(&cases[c]) ? run_update_against_cpu : run_against_cpu)(
+        t, op, device, &cases[c], r, seed_of(key, 0), &st, out);
   }
   if (st.failed) {
     out->status = R_FAIL;
