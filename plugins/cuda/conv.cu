@@ -13,8 +13,11 @@
 // shape is chosen once per device and remembered.
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -279,6 +282,119 @@ weft_status* RankedAlgorithms(const KernelCall& call, const DnnApi& api,
   return nullptr;
 }
 
+// The buffers a timed search runs the algorithms on: the call's own
+// transposed tensors (their contents are irrelevant: every algorithm
+// overwrites the output, and the call's kernels queued after the search
+// write them all again) and a workspace of `workspace_bytes`.
+struct Probe {
+  void* x = nullptr;  // padded NCHW input (the data gradient's output)
+  void* y = nullptr;  // NCHW output (or its gradient)
+  void* w = nullptr;  // KCRS filter (the filter gradient's output)
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// cuDNN's algorithms for `op`, each run once on `probe` (on the handle's
+// stream, which cuDNN waits for), fastest first.
+weft_status* TimedAlgorithms(const KernelCall& call, const DnnApi& api,
+                             cudnnHandle_t handle, ConvOp op,
+                             const Descriptors& d, const Probe& probe,
+                             AlgoCandidate* out, float* ms, int* count) {
+  cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+  int returned = 0;
+  auto take = [&](const auto* perf) {
+    for (int i = 0; i < returned; ++i) {
+      out[i] = CandidateOf(perf[i]);
+      ms[i] = perf[i].time;
+    }
+  };
+  switch (op) {
+    case ConvOp::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      s = api.find_forward(handle, d.x, probe.x, d.w, probe.w, d.conv, d.y,
+                           probe.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                           &returned, perf, probe.workspace,
+                           probe.workspace_bytes);
+      take(perf);
+      break;
+    }
+    case ConvOp::kBackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t
+          perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      s = api.find_data(handle, d.w, probe.w, d.y, probe.y, d.conv, d.x,
+                        probe.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                        &returned, perf, probe.workspace,
+                        probe.workspace_bytes);
+      take(perf);
+      break;
+    }
+    default: {
+      cudnnConvolutionBwdFilterAlgoPerf_t
+          perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      s = api.find_filter(handle, d.x, probe.x, d.y, probe.y, d.conv, d.w,
+                          probe.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                          &returned, perf, probe.workspace,
+                          probe.workspace_bytes);
+      take(perf);
+      break;
+    }
+  }
+  if (s != CUDNN_STATUS_SUCCESS) {
+    return DnnError(call, api, s, "cuDNN's timed algorithm search");
+  }
+  *count = returned;
+  return nullptr;
+}
+
+// WEFT_CUDA_CONV_SEARCH (conv_plan.h's ConvSearch), read once; false
+// when it names no mode.
+bool SearchMode(ConvSearch* mode) {
+  static ConvSearch parsed = ConvSearch::kTimed;
+  static const bool ok =
+      ParseConvSearch(std::getenv("WEFT_CUDA_CONV_SEARCH"), &parsed);
+  *mode = parsed;
+  return ok;
+}
+
+// Says at WEFT_LOG=info which algorithm a shape got, and how.
+void LogChoice(const KernelCall& call, ConvOp op, const ConvPlan& p,
+               const AlgoCandidate* ranked, const float* ms, int count,
+               int pick, bool timed) {
+  std::string text = "weft-cuda: ";
+  text += OpName(op);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                " %lldx%lldx%lldx%lld (NCHW, padded) filter %lldx%lldx%lldx%lld"
+                ": algorithm %d (%s",
+                static_cast<long long>(p.chunk),
+                static_cast<long long>(p.in_c),
+                static_cast<long long>(p.padded_h),
+                static_cast<long long>(p.padded_w),
+                static_cast<long long>(p.out_c),
+                static_cast<long long>(p.in_c),
+                static_cast<long long>(p.k_h), static_cast<long long>(p.k_w),
+                ranked[pick].algo, timed ? "timed" : "cuDNN's heuristics");
+  text += buf;
+  text += "); candidates:";
+  for (int i = 0; i < count; ++i) {
+    const AlgoCandidate& c = ranked[i];
+    std::snprintf(buf, sizeof buf, " %d%s%s%s%s", c.algo,
+                  c.supported ? "" : "(unsupported)",
+                  c.deterministic ? "" : "(nondeterministic)",
+                  c.transform ? "(transform)" : "",
+                  c.math == kDnnFmaMath || c.math == kDnnDefaultMath
+                      ? ""
+                      : "(tensor ops)");
+    text += buf;
+    if (ms != nullptr && c.supported) {
+      std::snprintf(buf, sizeof buf, "=%.3fms", ms[i]);
+      text += buf;
+    }
+  }
+  g_host->log(WEFT_LOG_INFO, text.c_str());
+  (void)call;
+}
+
 weft_status* WorkspaceFor(const KernelCall& call, const DnnApi& api,
                           cudnnHandle_t handle, ConvOp op,
                           const Descriptors& d, int algo, size_t* bytes) {
@@ -305,11 +421,15 @@ weft_status* WorkspaceFor(const KernelCall& call, const DnnApi& api,
              : DnnError(call, api, s, "cuDNN's workspace size");
 }
 
-// The algorithm and workspace for `plan`, from the cache or chosen now.
-// Leaves the descriptors set for a full chunk.
+// The algorithm and workspace for `plan`, from the cache or chosen now
+// (timed on `probe`'s buffers, whose workspace the search allocates from
+// `scratch` and leaves in *workspace for the call; NULL when the choice was
+// cached).  Leaves the descriptors set for a full chunk.
 weft_status* Choose(const KernelCall& call, const DnnApi& api,
                     cudnnHandle_t handle, ConvOp op, const ConvPlan& p,
-                    cudnnDataType_t type, Descriptors* d, Choice* choice) {
+                    cudnnDataType_t type, Descriptors* d, Probe probe,
+                    Scratch* scratch, Choice* choice, void** workspace) {
+  *workspace = nullptr;
   const ChoiceKey key = KeyOf(call.device()->ordinal, op, type, p);
   {
     std::lock_guard<std::mutex> lock(g_choice_mutex);
@@ -321,13 +441,56 @@ weft_status* Choose(const KernelCall& call, const DnnApi& api,
   }
   if (weft_status* s = d->Set(call, p, type, p.chunk)) return s;
   AlgoCandidate ranked[16];
+  float ms[16] = {};
   int count = 0;
   if (weft_status* s =
           RankedAlgorithms(call, api, handle, op, *d, ranked, &count)) {
     return s;
   }
+  ConvSearch mode = ConvSearch::kTimed;
+  if (!SearchMode(&mode)) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "WEFT_CUDA_CONV_SEARCH is '%s': not timed, heuristic "
+                      "or timed-nondeterministic",
+                      std::getenv("WEFT_CUDA_CONV_SEARCH"));
+  }
   const uint64_t cap = ConvWorkspaceCap(call.device()->memory->limit());
-  const int pick = ChooseAlgorithm(ranked, count, cap);
+  bool timed = mode != ConvSearch::kHeuristic;
+  if (timed) {
+    // The search's workspace: the most any allowed algorithm asks for.
+    uint64_t bytes = 0;
+    for (int i = 0; i < count; ++i) {
+      const AlgoCandidate& c = ranked[i];
+      if (c.supported && c.workspace <= cap && c.workspace > bytes &&
+          (c.math == kDnnFmaMath || c.math == kDnnDefaultMath)) {
+        bytes = c.workspace;
+      }
+    }
+    probe.workspace_bytes = bytes;
+    AlgoCandidate found[16];
+    int found_count = 0;
+    weft_status* failed = scratch->Get(bytes, &probe.workspace);
+    if (failed == nullptr) {
+      failed = TimedAlgorithms(call, api, handle, op, *d, probe, found, ms,
+                               &found_count);
+    }
+    if (failed == nullptr) {
+      std::copy(found, found + found_count, ranked);
+      count = found_count;
+      *workspace = probe.workspace;
+    } else {
+      // No memory for the search's workspace, or cuDNN's search failed:
+      // the heuristics' order serves.
+      g_host->status_destroy(failed);
+      g_host->log(WEFT_LOG_WARNING,
+                  "weft-cuda: the timed convolution algorithm search "
+                  "failed; cuDNN's heuristics choose instead");
+      timed = false;
+    }
+  }
+  const int pick =
+      ChooseAlgorithm(ranked, count, timed ? probe.workspace_bytes : cap,
+                      mode == ConvSearch::kTimedNondeterministic);
   if (pick < 0) {
     return call.Error(WEFT_UNIMPLEMENTED,
                       "cuDNN offers no algorithm for this %s in FMA math "
@@ -335,6 +498,7 @@ weft_status* Choose(const KernelCall& call, const DnnApi& api,
                       OpName(op), static_cast<unsigned long long>(cap),
                       count);
   }
+  LogChoice(call, op, p, ranked, timed ? ms : nullptr, count, pick, timed);
   Choice chosen;
   chosen.algo = ranked[pick].algo;
   chosen.workspace = ranked[pick].workspace;
@@ -349,6 +513,10 @@ weft_status* Choose(const KernelCall& call, const DnnApi& api,
       return s;
     }
     if (bytes > chosen.workspace) chosen.workspace = bytes;
+  }
+  // The search's workspace serves this call only if it is large enough.
+  if (*workspace != nullptr && chosen.workspace > probe.workspace_bytes) {
+    *workspace = nullptr;
   }
   {
     std::lock_guard<std::mutex> lock(g_choice_mutex);
@@ -381,20 +549,27 @@ weft_status* RunConv(const KernelCall& call, ConvOp op, const ConvPlan& p,
   cudnnHandle_t handle = nullptr;
   if (weft_status* s = StreamDnnHandle(call, *api, &handle)) return s;
   const cudnnDataType_t type = DnnType<T>();
-  Descriptors d(*api);
-  Choice choice;
-  if (weft_status* s = Choose(call, *api, handle, op, p, type, &d, &choice)) {
-    return s;
-  }
   // Scratch goes back to the device's cache once the stream has passed
   // the work below (it is destroyed after the last launch).
   Scratch scratch(call);
   T *xt = nullptr, *yt = nullptr, *wt = nullptr;
-  void* workspace = nullptr;
   if (weft_status* s = scratch.Get(p.chunk * p.padded_image, &xt)) return s;
   if (weft_status* s = scratch.Get(p.chunk * p.out_image, &yt)) return s;
   if (weft_status* s = scratch.Get(p.filter_elements, &wt)) return s;
-  if (weft_status* s = scratch.Get(choice.workspace, &workspace)) return s;
+  Descriptors d(*api);
+  Choice choice;
+  Probe probe;
+  probe.x = xt;
+  probe.y = yt;
+  probe.w = wt;
+  void* workspace = nullptr;
+  if (weft_status* s = Choose(call, *api, handle, op, p, type, &d, probe,
+                              &scratch, &choice, &workspace)) {
+    return s;
+  }
+  if (workspace == nullptr) {
+    if (weft_status* s = scratch.Get(choice.workspace, &workspace)) return s;
+  }
   const cudaStream_t stream = call.stream();
   if (op != ConvOp::kBackwardFilter) {
     FilterToKcrsKernel<T><<<BlocksFor(p.filter_elements), kBlockThreads, 0,

@@ -28,6 +28,7 @@
 #define WEFT_PLUGINS_CUDA_CONV_PLAN_H_
 
 #include <cstdint>
+#include <string>
 
 #include "window2d.h"
 
@@ -202,15 +203,47 @@ inline uint64_t ConvWorkspaceCap(uint64_t memory_limit) {
   return kMaxConvWorkspace;
 }
 
-// The candidate to run, in the list's (cuDNN's expected speed) order: the
-// first supported one in FMA or default math within the cap that is
+// How a convolution's algorithm is chosen (WEFT_CUDA_CONV_SEARCH):
+//   kTimed (default, "timed"): every candidate runs once per shape and the
+//     fastest allowed one is kept; deterministic algorithms first.  Two
+//     algorithms that time alike may be picked differently by two
+//     processes, and their results can differ in the last bits.
+//   kHeuristic ("heuristic"): cuDNN's first allowed guess, the same in
+//     every process on the same GPU and cuDNN.
+//   kTimedNondeterministic ("timed-nondeterministic"): timed, and
+//     algorithms that add with atomics (a result can differ in the last
+//     bits from one run to the next) compete on equal terms.  On an H200
+//     the CNN's filter gradients ran 2-5x faster so (tests/gpu/README.md).
+enum class ConvSearch { kTimed, kHeuristic, kTimedNondeterministic };
+
+// The mode `text` names (NULL or empty: the default); false for anything
+// else.
+inline bool ParseConvSearch(const char* text, ConvSearch* out) {
+  const std::string t = text != nullptr ? text : "";
+  if (t.empty() || t == "timed") {
+    *out = ConvSearch::kTimed;
+  } else if (t == "heuristic") {
+    *out = ConvSearch::kHeuristic;
+  } else if (t == "timed-nondeterministic") {
+    *out = ConvSearch::kTimedNondeterministic;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The candidate to run, in the list's (expected or measured speed) order:
+// the first supported one in FMA or default math within the cap that is
 // direct and deterministic; else direct; else deterministic; else any;
-// -1 if none.  Tensor-op math (TF32, half-precision conversion) is never
-// taken.
+// -1 if none.  With `any_determinism` a direct algorithm is taken first
+// whether deterministic or not.  Tensor-op math (TF32, half-precision
+// conversion) is never taken.
 inline int ChooseAlgorithm(const AlgoCandidate* candidates, int count,
-                           uint64_t workspace_cap) {
+                           uint64_t workspace_cap,
+                           bool any_determinism = false) {
   for (int pass = 0; pass < 4; ++pass) {
-    const bool direct = pass < 2, deterministic = pass % 2 == 0;
+    const bool direct = pass < 2,
+               deterministic = pass % 2 == 0 && !any_determinism;
     for (int i = 0; i < count; ++i) {
       const AlgoCandidate& c = candidates[i];
       if (!c.supported || c.workspace > workspace_cap) continue;

@@ -87,7 +87,13 @@ Loaded Load() {
               &a.filter_algorithms, w) &&
          Bind(lib, "cudnnGetConvolutionBackwardFilterWorkspaceSize",
               &a.filter_workspace, w) &&
-         Bind(lib, "cudnnConvolutionBackwardFilter", &a.backward_filter, w);
+         Bind(lib, "cudnnConvolutionBackwardFilter", &a.backward_filter, w) &&
+         Bind(lib, "cudnnFindConvolutionForwardAlgorithmEx", &a.find_forward,
+              w) &&
+         Bind(lib, "cudnnFindConvolutionBackwardDataAlgorithmEx",
+              &a.find_data, w) &&
+         Bind(lib, "cudnnFindConvolutionBackwardFilterAlgorithmEx",
+              &a.find_filter, w);
   if (!l.ok) return l;  // stays open: see cublas_loader.cc
   const size_t version = a.get_version();
   if (version / 10000 != CUDNN_MAJOR) {

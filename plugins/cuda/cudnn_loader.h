@@ -49,6 +49,11 @@ struct DnnApi {
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize)
       filter_workspace;
   decltype(&cudnnConvolutionBackwardFilter) backward_filter;
+  // Timed search (WEFT_CUDA_CONV_SEARCH=timed, conv.cu): each algorithm run
+  // once on the call's buffers.
+  decltype(&cudnnFindConvolutionForwardAlgorithmEx) find_forward;
+  decltype(&cudnnFindConvolutionBackwardDataAlgorithmEx) find_data;
+  decltype(&cudnnFindConvolutionBackwardFilterAlgorithmEx) find_filter;
 };
 
 // The table, loading libcudnn.so.<CUDNN_MAJOR> (through the plugin's run

@@ -423,6 +423,10 @@ void TestAlgorithms() {
   Report(ChooseAlgorithm(list, 2, 1 << 20) == -1 &&
              ChooseAlgorithm(list, 0, 1 << 20) == -1,
          "none: -1 (unsupported and tensor-op math never chosen)");
+  Report(ChooseAlgorithm(list, 6, 1 << 20, true) == 3 &&
+             ChooseAlgorithm(list, 3, 1000, true) == 2,
+         "with any determinism: the first direct one, deterministic or "
+         "not; still a transform only when nothing direct qualifies");
   list[5].math = kDnnTensorOpMathAllowConversion;
   Report(ChooseAlgorithm(list + 5, 1, 1000) == -1,
          "half-precision conversion never chosen");
@@ -430,6 +434,21 @@ void TestAlgorithms() {
              ConvWorkspaceCap(uint64_t{1} << 40) == kMaxConvWorkspace &&
              ConvWorkspaceCap(uint64_t{1} << 30) == uint64_t{1} << 28,
          "workspace cap: 1 GiB, or a quarter of WEFT_CUDA_MEMORY_LIMIT");
+}
+
+void TestConvSearch() {
+  ConvSearch m = ConvSearch::kHeuristic;
+  bool ok = ParseConvSearch(nullptr, &m) && m == ConvSearch::kTimed;
+  ok = ok && ParseConvSearch("", &m) && m == ConvSearch::kTimed;
+  ok = ok && ParseConvSearch("timed", &m) && m == ConvSearch::kTimed;
+  ok = ok && ParseConvSearch("heuristic", &m) && m == ConvSearch::kHeuristic;
+  ok = ok && ParseConvSearch("timed-nondeterministic", &m) &&
+       m == ConvSearch::kTimedNondeterministic;
+  for (const char* bad : {"Timed", "fast", "timed ", "1"}) {
+    ok = ok && !ParseConvSearch(bad, &m);
+  }
+  Report(ok, "WEFT_CUDA_CONV_SEARCH: timed (default), heuristic, "
+             "timed-nondeterministic; anything else refused");
 }
 
 void TestLayoutBijections() {
@@ -742,13 +761,14 @@ void TestPoolKernels() {
 }  // namespace
 
 int main() {
-  std::printf("1..41\n");
+  std::printf("1..43\n");
   TestConvCases();
   TestConvLimits();
   TestAlgorithms();
+  TestConvSearch();
   TestLayoutBijections();
   TestPoolWindows();
   TestPoolKernels();
-  if (g_case != 41) std::printf("# planned 41, ran %d\n", g_case);
-  return g_failed == 0 && g_case == 41 ? 0 : 1;
+  if (g_case != 43) std::printf("# planned 43, ran %d\n", g_case);
+  return g_failed == 0 && g_case == 43 ? 0 : 1;
 }
