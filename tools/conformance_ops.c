@@ -400,7 +400,11 @@ static const recipe kRecipes[] = {
     /* Whole numbers from -2 to 2: groups with no zero, one and several. */
     {"ProdGrad", REDUCE_GRAD_CASES, -2, 2, 1, TOL_TRANSC},
     /* The optimizers' updates, with the usual hyperparameters and random
-     * variables and gradients. */
+     * variables and gradients.  Momentum's accumulator is a product plus
+     * a sum, which a device may fuse into one rounding (FMA) and the CPU
+     * may not: the error scales with the terms, not with a result near
+     * zero, and piles up over the three steps (a CUDA H200 run: 2.4e-7 on
+     * terms near 1), so it gets the class of Sqrt, like Adam. */
     {"ApplyGradientDescent", "normal: " DESCENT("[3,5]") " | scalar: "
      DESCENT("[]") " | empty: " DESCENT("[0,4]") " | large: "
      DESCENT("[512,512]"), -1, 1, 0, TOL_EXACT},
@@ -408,7 +412,7 @@ static const recipe kRecipes[] = {
      MOMENTUM("[3,5]") " " NESTEROV " | scalar: " MOMENTUM("[]") " | scalar "
      "nesterov: " MOMENTUM("[]") " " NESTEROV " | empty: " MOMENTUM("[0,4]")
      " | large: " MOMENTUM("[512,512]") " | large nesterov: "
-     MOMENTUM("[512,512]") " " NESTEROV, -1, 1, 0, TOL_EXACT},
+     MOMENTUM("[512,512]") " " NESTEROV, -1, 1, 0, TOL_TRANSC},
     /* Square roots: the class of Sqrt.  From zero moments: a first step. */
     {"ApplyAdam", "normal: " ADAM("[3,5]") " | from zero moments: "
      ADAM_WITH("[3,5]", "T[3,5]&=0 T[3,5]&=0", "T[]=0.9 T[]=0.999") " | "
@@ -816,6 +820,7 @@ static void compare(const weft_tensor* got, const weft_tensor* want,
   const void* b = weft_tensor_data(want);
   int64_t n = weft_tensor_element_count(want);
   double worst_excess = -1;
+  int64_t worst = -1;
   for (int64_t i = 0; i < n; ++i) {
     double x = load(t, a, i), y = load(t, b, i);
     if (isnan(x) && isnan(y)) continue;
@@ -829,12 +834,17 @@ static void compare(const weft_tensor* got, const weft_tensor* want,
     }
     if (err > tol && err - tol > worst_excess) {
       worst_excess = err - tol;
+      worst = i;
       r->ok = 0;
     }
   }
-  if (!r->ok && r->element >= 0) {
-    /* Report the largest error; its tolerance is the one it broke. */
-    r->tolerance = atol + rtol * fabs(load(t, b, r->element));
+  if (!r->ok) {
+    /* Report the element that broke its tolerance by the most (the
+     * largest error may be within a larger tolerance). */
+    r->element = worst;
+    r->max_err = fabs(load(t, a, worst) - load(t, b, worst));
+    if (isnan(r->max_err)) r->max_err = INFINITY;
+    r->tolerance = atol + rtol * fabs(load(t, b, worst));
   }
 }
 
