@@ -14,7 +14,7 @@
  * prints "Weft <what>, T thread(s): S steps/s (CPU C ms/step), ..." (see
  * bench_steps), then, when training, the peak run memory of one step
  * (WEFT_RECOMPUTE=cheap turns recomputation on), the peak RSS and the final
- * loss.  THREADS 0: the session's defaults (the runtime chooses). */
+ * loss (WEFT_BENCH_DEVICE=CUDA or OPENCL runs on that device).  THREADS 0: the session's defaults (the runtime chooses). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <sys/resource.h>
@@ -121,7 +121,9 @@ int main(int argc, char** argv) {
 
   weft_session_options o;
   weft_session_options_init(&o);
-  o.devices = "CPU";
+  /* WEFT_BENCH_DEVICE: the device to run on (CPU unless set: CUDA, OPENCL). */
+  const char* device = getenv("WEFT_BENCH_DEVICE");
+  o.devices = device != NULL ? device : "CPU";
   /* What a session left to choose does with `threads` intra-op threads
    * (runtime/session/session.cc): one inter-op thread, since each would
    * start an OpenMP team of its own. */
