@@ -213,7 +213,7 @@ inline uint64_t ConvWorkspaceCap(uint64_t memory_limit) {
 //   kTimedNondeterministic ("timed-nondeterministic"): timed, and
 //     algorithms that add with atomics (a result can differ in the last
 //     bits from one run to the next) compete on equal terms.  On an H200
-//     the CNN's filter gradients ran 2-5x faster so (tests/gpu/README.md).
+//     the CNN's filter gradients ran 2-5x faster so (plugins/cuda/README.md).
 enum class ConvSearch { kTimed, kHeuristic, kTimedNondeterministic };
 
 // The mode `text` names (NULL or empty: the default); false for anything
