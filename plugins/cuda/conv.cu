@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 
+#include "blas_call.h"
 #include "conv_plan.h"
 #include "cudnn_loader.h"
 #include "device_memory.h"
@@ -651,6 +652,92 @@ weft_status* RunConv(const KernelCall& call, ConvOp op, const ConvPlan& p,
   return nullptr;
 }
 
+// ---- The filter gradient as one GEMM (conv_plan.h) ----
+
+// The column matrix of a chunk of images: element i from the NHWC input x
+// (conv_plan.h's Im2ColSource), zeros for padding.
+template <typename T, typename I>
+__global__ void Im2ColKernel(const T* x, T* col, I count, I taps, I k_w,
+                             I channels, I out_w, I rows_per_image, I in_h,
+                             I in_w, I stride_h, I stride_w, I dilation_h,
+                             I dilation_w, I pad_top, I pad_left) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    const I at = Im2ColSource<I>(static_cast<I>(i), taps, k_w, channels,
+                                 out_w, rows_per_image, in_h, in_w, stride_h,
+                                 stride_w, dilation_h, dilation_w, pad_top,
+                                 pad_left);
+    col[i] = at < 0 ? T(0) : x[at];
+  }
+}
+
+template <typename T, typename I>
+void LaunchIm2Col(const Window2D& w, const GemmFilterPlan& g, const T* x,
+                  T* col, int64_t count, cudaStream_t stream) {
+  Im2ColKernel<T, I><<<BlocksFor(count), kBlockThreads, 0, stream>>>(
+      x, col, static_cast<I>(count), static_cast<I>(g.taps),
+      static_cast<I>(w.k_w), static_cast<I>(w.channels),
+      static_cast<I>(w.out_w), static_cast<I>(g.rows_per_image),
+      static_cast<I>(w.in_h), static_cast<I>(w.in_w),
+      static_cast<I>(w.stride_h), static_cast<I>(w.stride_w),
+      static_cast<I>(w.dilation_h), static_cast<I>(w.dilation_w),
+      static_cast<I>(w.pad_top), static_cast<I>(w.pad_left));
+}
+
+// Whether 32-bit arithmetic holds every value Im2ColSource computes for a
+// chunk: the column matrix, the chunk's input and the window coordinates.
+bool Fits32(const Window2D& w, const GemmFilterPlan& g) {
+  const int64_t limit = 2147483647;
+  const int64_t span_h = (w.out_h - 1) * w.stride_h + (w.k_h - 1) * w.dilation_h;
+  const int64_t span_w = (w.out_w - 1) * w.stride_w + (w.k_w - 1) * w.dilation_w;
+  return g.chunk * g.rows_per_image <= limit / g.taps &&
+         g.chunk * w.in_h * w.in_w <= limit / w.channels &&
+         span_h + w.in_h <= limit && span_w + w.in_w <= limit;
+}
+
+// df (HWIO) = col^T dy over chunks of images: in column-major terms
+// df^T [out_c x taps] = dy^T [out_c x rows] * col [rows x taps], the first
+// chunk with beta 0 and the rest adding, so the sums run in one fixed order.
+template <typename T>
+weft_status* FilterGradientByGemm(const KernelCall& call, const Window2D& w,
+                                  const GemmFilterPlan& g, int64_t out_c,
+                                  const T* x, const T* dy, T* out) {
+  Scratch scratch(call);
+  T* col = nullptr;
+  if (weft_status* s = scratch.Get(g.chunk * g.rows_per_image * g.taps,
+                                   &col)) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
+  cublasHandle_t handle = nullptr;
+  const BlasApi* blas = nullptr;
+  if (weft_status* s = StreamBlasHandle(call, &blas, &handle)) return s;
+  const cudaStream_t stream = call.stream();
+  const bool narrow = Fits32(w, g);
+  const int64_t x_image = w.in_h * w.in_w * w.channels;
+  for (int64_t i = 0; i < g.calls; ++i) {
+    const int64_t n0 = i * g.chunk, n = g.ChunkImages(w.batch, i);
+    const int64_t rows = n * g.rows_per_image;
+    if (narrow) {
+      LaunchIm2Col<T, int32_t>(w, g, x + n0 * x_image, col, rows * g.taps,
+                               stream);
+    } else {
+      LaunchIm2Col<T, int64_t>(w, g, x + n0 * x_image, col, rows * g.taps,
+                               stream);
+    }
+    if (weft_status* s = call.CheckLaunch("the input's column matrix")) {
+      return s;
+    }
+    const cublasStatus_t status =
+        Gemm(*blas, handle, CUBLAS_OP_N, CUBLAS_OP_T, out_c, g.taps, rows,
+             dy + n0 * g.rows_per_image * out_c, out_c, col, g.taps, out,
+             out_c, i == 0 ? T(0) : T(1));
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      return BlasError(call, *blas, status, "the filter gradient's gemm");
+    }
+  }
+  return nullptr;
+}
+
 // ---- The kernels: checks as in plugins/opencl/conv.cc ----
 
 weft_status* Plan(const KernelCall& call, const Window2D& w,
@@ -789,6 +876,24 @@ weft_status* ConvBackpropFilterKernel(void*, weft_kernel_context* ctx) {
     if (out.element_count == 0) return nullptr;
     if (in.element_count == 0 || dy.element_count == 0) {
       return call.Zeros(out);
+    }
+    // Deterministic searches: one gemm where the column matrix fits
+    // (conv_plan.h says why); timed-nondeterministic keeps cuDNN's atomic
+    // algorithms in the race.
+    ConvSearch mode = ConvSearch::kTimed;
+    GemmFilterPlan gemm;
+    if (SearchMode(&mode) && mode != ConvSearch::kTimedNondeterministic &&
+        PlanGemmFilter(w, kGemmFilterColumnElements, &gemm) == nullptr) {
+      if (out.dtype == WEFT_FLOAT64) {
+        return FilterGradientByGemm<double>(
+            call, w, gemm, sizes[3], static_cast<const double*>(TensorData(in)),
+            static_cast<const double*>(TensorData(dy)),
+            static_cast<double*>(TensorData(out)));
+      }
+      return FilterGradientByGemm<float>(
+          call, w, gemm, sizes[3], static_cast<const float*>(TensorData(in)),
+          static_cast<const float*>(TensorData(dy)),
+          static_cast<float*>(TensorData(out)));
     }
     ConvPlan plan;
     if (weft_status* s = Plan(call, w, sizes[3], &plan)) return s;

@@ -256,6 +256,76 @@ inline int ChooseAlgorithm(const AlgoCandidate* candidates, int count,
   return -1;
 }
 
+// ---- The filter gradient as one GEMM (conv.cu's FilterGradientByGemm) ----
+//
+// With NHWC input and HWIO filter, the filter gradient is a matrix
+// product: df[(r, s, c), o] = sum over (n, oy, ox) of
+// col[(n, oy, ox), (r, s, c)] * dy[(n, oy, ox), o], where col holds, for
+// each output position, the input values its window reads (zeros for
+// padding).  df is then already in HWIO and dy already in NHWC: one cuBLAS
+// gemm per chunk of images, after an im2col kernel, and the sums run in
+// cuBLAS's fixed order (deterministic) where cuDNN's only deterministic
+// direct algorithm for this gradient ran 5x slower on an H200.
+
+// Elements of the column matrix per call: 2^26 (256 MiB of float32).
+constexpr int64_t kGemmFilterColumnElements = int64_t{1} << 26;
+
+struct GemmFilterPlan {
+  int64_t rows_per_image = 0;  // out_h * out_w
+  int64_t taps = 0;            // k_h * k_w * channels: df's rows
+  int64_t chunk = 0;           // images per gemm
+  int64_t calls = 0;
+
+  int64_t ChunkImages(int64_t batch, int64_t i) const {
+    const int64_t left = batch - i * chunk;
+    return left < chunk ? left : chunk;
+  }
+};
+
+// Plans the filter gradient of window `w` (non-empty) as gemms over
+// chunks of images whose column matrices hold at most `column_elements`;
+// nullptr, or why it cannot (one image's columns alone are larger).
+inline const char* PlanGemmFilter(const weft_window::Window2D& w,
+                                  int64_t column_elements,
+                                  GemmFilterPlan* plan) {
+  *plan = GemmFilterPlan();
+  int64_t rows = 0, taps = 0, per_image = 0;
+  if (__builtin_mul_overflow(w.out_h, w.out_w, &rows) ||
+      !conv_detail::Product(w.k_h, w.k_w, w.channels, &taps) ||
+      __builtin_mul_overflow(rows, taps, &per_image) || per_image <= 0 ||
+      per_image > column_elements) {
+    return "one image's column matrix is too large";
+  }
+  plan->rows_per_image = rows;
+  plan->taps = taps;
+  plan->chunk = column_elements / per_image;
+  if (plan->chunk > w.batch) plan->chunk = w.batch;
+  plan->calls = (w.batch + plan->chunk - 1) / plan->chunk;
+  return nullptr;
+}
+
+// Element i of the column matrix (row (n, oy, ox) of `rows_per_image` per
+// image, column (r, s, c) of `taps`): its offset in the NHWC input from
+// the chunk's first image, or -1 where the window reads padding.  `I` is
+// int64_t, or int32_t where the column matrix, the chunk's input and
+// every coordinate fit (the GPU divides 32-bit integers several times
+// faster).
+template <typename I = int64_t>
+WEFT_CONV_HD I Im2ColSource(I i, I taps, I k_w, I channels, I out_w,
+                            I rows_per_image, I in_h, I in_w, I stride_h,
+                            I stride_w, I dilation_h, I dilation_w,
+                            I pad_top, I pad_left) {
+  const I row = i / taps, tap = i % taps;
+  const I c = tap % channels, rs = tap / channels;
+  const I s = rs % k_w, r = rs / k_w;
+  const I n = row / rows_per_image, pixel = row % rows_per_image;
+  const I oy = pixel / out_w, ox = pixel % out_w;
+  const I y = oy * stride_h - pad_top + r * dilation_h;
+  const I x = ox * stride_w - pad_left + s * dilation_w;
+  if (y < 0 || y >= in_h || x < 0 || x >= in_w) return -1;
+  return ((n * in_h + y) * in_w + x) * channels + c;
+}
+
 // ---- Layout index math (the transposes of conv.cu) ----
 
 // Element i of the NCHW tensor [n, c, ph, pw] that holds the NHWC tensor

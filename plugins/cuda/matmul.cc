@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "blas_call.h"
 #include "cublas_loader.h"
 #include "kernel_call.h"
 #include "matmul_plain.h"
@@ -25,8 +26,6 @@ void DestroyBlasHandle(weft_plugin_stream* stream) {
     stream->blas = nullptr;
   }
 }
-
-namespace {
 
 weft_status* BlasError(const KernelCall& call, const BlasApi& blas,
                        cublasStatus_t status, const char* what) {
@@ -43,8 +42,7 @@ weft_status* StreamBlasHandle(const KernelCall& call, const BlasApi** blas,
   std::string why;
   const BlasApi* api = Blas(&why);
   if (api == nullptr) {
-    return call.Error(WEFT_UNAVAILABLE, "MatMul needs cuBLAS: %s",
-                      why.c_str());
+    return call.Error(WEFT_UNAVAILABLE, "needs cuBLAS: %s", why.c_str());
   }
   *blas = api;
   weft_plugin_stream* stream = call.plugin_stream();
@@ -69,22 +67,24 @@ cublasStatus_t Gemm(const BlasApi& blas, cublasHandle_t handle,
                     cublasOperation_t op_first, cublasOperation_t op_second,
                     int64_t m, int64_t n, int64_t k, const float* first,
                     int64_t ld_first, const float* second, int64_t ld_second,
-                    float* out, int64_t ld_out) {
-  const float one = 1.0f, zero = 0.0f;
+                    float* out, int64_t ld_out, float beta) {
+  const float one = 1.0f;
   // The 64-bit API: row counts past 2^31 are legal tensors.
   return blas.sgemm(handle, op_first, op_second, m, n, k, &one, first,
-                    ld_first, second, ld_second, &zero, out, ld_out);
+                    ld_first, second, ld_second, &beta, out, ld_out);
 }
 
 cublasStatus_t Gemm(const BlasApi& blas, cublasHandle_t handle,
                     cublasOperation_t op_first, cublasOperation_t op_second,
                     int64_t m, int64_t n, int64_t k, const double* first,
                     int64_t ld_first, const double* second, int64_t ld_second,
-                    double* out, int64_t ld_out) {
-  const double one = 1.0, zero = 0.0;
+                    double* out, int64_t ld_out, double beta) {
+  const double one = 1.0;
   return blas.dgemm(handle, op_first, op_second, m, n, k, &one, first,
-                    ld_first, second, ld_second, &zero, out, ld_out);
+                    ld_first, second, ld_second, &beta, out, ld_out);
 }
+
+namespace {
 
 cublasStatus_t GemmBatched(const BlasApi& blas, cublasHandle_t handle,
                            cublasOperation_t op_first,

@@ -218,6 +218,42 @@ PathResult PluginPath(const ConvPlan& p, const std::vector<double>& x,
   return r;
 }
 
+// conv.cu's filter gradient by gemm: per chunk of images the column
+// matrix (Im2ColSource), then df += col^T dy, in df's HWIO layout.  Empty
+// when PlanGemmFilter refuses the window.
+std::vector<double> GemmFilterPath(const Window2D& w, int64_t k,
+                                   const std::vector<double>& x,
+                                   const std::vector<double>& dy,
+                                   int64_t column_elements) {
+  GemmFilterPlan g;
+  if (PlanGemmFilter(w, column_elements, &g) != nullptr) return {};
+  std::vector<double> df(g.taps * k, 0.0);
+  const int64_t x_image = w.in_h * w.in_w * w.channels;
+  for (int64_t call = 0; call < g.calls; ++call) {
+    const int64_t n0 = call * g.chunk, n = g.ChunkImages(w.batch, call);
+    std::vector<double> col(n * g.rows_per_image * g.taps);
+    for (int64_t i = 0; i < static_cast<int64_t>(col.size()); ++i) {
+      const int64_t at = Im2ColSource(
+          i, g.taps, w.k_w, w.channels, w.out_w, g.rows_per_image, w.in_h,
+          w.in_w, w.stride_h, w.stride_w, w.dilation_h, w.dilation_w,
+          w.pad_top, w.pad_left);
+      // The kernel's 32-bit arithmetic, where the sizes here fit it.
+      const int32_t at32 = Im2ColSource<int32_t>(
+          static_cast<int32_t>(i), g.taps, w.k_w, w.channels, w.out_w,
+          g.rows_per_image, w.in_h, w.in_w, w.stride_h, w.stride_w,
+          w.dilation_h, w.dilation_w, w.pad_top, w.pad_left);
+      if (at32 != at) return {};
+      col[i] = at < 0 ? 0.0 : x[n0 * x_image + at];
+    }
+    for (int64_t m = 0; m < n * g.rows_per_image; ++m)
+      for (int64_t t = 0; t < g.taps; ++t)
+        for (int64_t o = 0; o < k; ++o)
+          df[t * k + o] += col[m * g.taps + t] *
+                           dy[(n0 * g.rows_per_image + m) * k + o];
+  }
+  return df;
+}
+
 std::vector<double> Integers(std::mt19937& rng, int64_t count) {
   std::vector<double> v(count);
   for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 7) - 3);
@@ -262,6 +298,15 @@ std::string CheckConv(ConvCase cc, int64_t chunk_elements, std::mt19937& rng,
   if (got.y != RefForward(w, cc.out_c, x, f)) return name + ": forward";
   if (got.dx != dx) return name + ": input gradient";
   if (got.df != df) return name + ": filter gradient";
+  // The gemm path, in chunks of images as small as the window allows.
+  GemmFilterPlan g;
+  if (PlanGemmFilter(w, chunk_elements, &g) == nullptr &&
+      GemmFilterPath(w, cc.out_c, x, dy, chunk_elements) != df) {
+    return name + ": filter gradient by gemm";
+  }
+  if (GemmFilterPath(w, cc.out_c, x, dy, kGemmFilterColumnElements) != df) {
+    return name + ": filter gradient by gemm (one chunk)";
+  }
   return "";
 }
 
@@ -396,6 +441,21 @@ void TestConvLimits() {
          "a large batch goes in chunks of 2^28 elements (" +
              std::to_string(p.chunk) + " images, " + std::to_string(p.calls) +
              " calls)");
+  // The filter gradient's gemm: the CNN's second layer (64 images of
+  // 14x14 outputs, 5x5x32 taps) in one chunk; a cap of two images' columns
+  // makes 32 chunks; an image past the cap is refused (cuDNN then runs).
+  ConvCase cnn = Case(64, 14, 14, 32, 64, 5, 5, 1, 1, 1, 1, true);
+  weft_window::ComputeWindow2D(true, &cnn.w);
+  GemmFilterPlan g;
+  const bool one = PlanGemmFilter(cnn.w, kGemmFilterColumnElements, &g) ==
+                       nullptr &&
+                   g.taps == 800 && g.rows_per_image == 196 &&
+                   g.chunk == 64 && g.calls == 1;
+  const bool two = PlanGemmFilter(cnn.w, 2 * 196 * 800 + 5, &g) == nullptr &&
+                   g.chunk == 2 && g.calls == 32 && g.ChunkImages(64, 31) == 2;
+  Report(one && two && PlanGemmFilter(cnn.w, 196 * 800 - 1, &g) != nullptr,
+         "the filter gradient's gemm: chunks of whole images under the "
+         "column cap; an image past it is refused");
   ConvCase wide = Case(1, 8, 8, 65536, 65536, 1, 1, 1, 1, 1, 1, true);
   weft_window::ComputeWindow2D(true, &wide.w);
   Report(PlanConv(wide.w, 65536, kConvChunkElements, &p) != nullptr,
@@ -761,7 +821,7 @@ void TestPoolKernels() {
 }  // namespace
 
 int main() {
-  std::printf("1..43\n");
+  std::printf("1..44\n");
   TestConvCases();
   TestConvLimits();
   TestAlgorithms();
@@ -769,6 +829,6 @@ int main() {
   TestLayoutBijections();
   TestPoolWindows();
   TestPoolKernels();
-  if (g_case != 43) std::printf("# planned 43, ran %d\n", g_case);
-  return g_failed == 0 && g_case == 43 ? 0 : 1;
+  if (g_case != 44) std::printf("# planned 44, ran %d\n", g_case);
+  return g_failed == 0 && g_case == 44 ? 0 : 1;
 }
