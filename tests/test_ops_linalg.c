@@ -315,10 +315,15 @@ Test(ops_linalg, matmul_hand_worked) {
 }
 
 /* Sizes on both sides of the oneDNN and threading thresholds, odd sizes
- * for the edges of blocked kernels, and vectors. */
+ * for the edges of blocked kernels, and vectors.  The last two are split
+ * on the CPU plugin's 3 threads (matmul_onednn.h: blocks of at least 2^21
+ * multiply-adds): 300 rows in blocks of 155 and 145, and, with 40 rows (too
+ * few for row blocks), 300 columns in blocks of 144, 144 and 12. */
 Test(ops_linalg, matmul_every_dtype_and_transpose) {
-  static const int64_t sizes[][3] = {{2, 3, 4},   {33, 70, 17}, {64, 64, 64},
-                                     {1, 129, 1}, {65, 1, 63},  {100, 150, 90}};
+  static const int64_t sizes[][3] = {{2, 3, 4},     {33, 70, 17},
+                                     {64, 64, 64},  {1, 129, 1},
+                                     {65, 1, 63},   {100, 150, 90},
+                                     {300, 150, 90}, {40, 400, 300}};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s)
     check_product("MatMul", WT_DIMS(sizes[s][0], sizes[s][1]), 2,
                   WT_DIMS(sizes[s][1], sizes[s][2]), 2, 100 + s);
