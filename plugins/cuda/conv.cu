@@ -738,6 +738,80 @@ weft_status* FilterGradientByGemm(const KernelCall& call, const Window2D& w,
   return nullptr;
 }
 
+// The input gradient of a chunk of images from its column matrix's
+// gradient (conv_plan.h's Col2ImGather).
+template <typename T, typename I>
+__global__ void Col2ImKernel(const T* dcol, T* dx, I count, I taps, I k_h,
+                             I k_w, I channels, I out_h, I out_w,
+                             I rows_per_image, I in_h, I in_w, I stride_h,
+                             I stride_w, I dilation_h, I dilation_w,
+                             I pad_top, I pad_left) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    dx[i] = Col2ImGather<I, T>(static_cast<I>(i), dcol, taps, k_h, k_w,
+                               channels, out_h, out_w, rows_per_image, in_h,
+                               in_w, stride_h, stride_w, dilation_h,
+                               dilation_w, pad_top, pad_left);
+  }
+}
+
+template <typename T, typename I>
+void LaunchCol2Im(const Window2D& w, const GemmFilterPlan& g, const T* dcol,
+                  T* dx, int64_t count, cudaStream_t stream) {
+  Col2ImKernel<T, I><<<BlocksFor(count), kBlockThreads, 0, stream>>>(
+      dcol, dx, static_cast<I>(count), static_cast<I>(g.taps),
+      static_cast<I>(w.k_h), static_cast<I>(w.k_w),
+      static_cast<I>(w.channels), static_cast<I>(w.out_h),
+      static_cast<I>(w.out_w), static_cast<I>(g.rows_per_image),
+      static_cast<I>(w.in_h), static_cast<I>(w.in_w),
+      static_cast<I>(w.stride_h), static_cast<I>(w.stride_w),
+      static_cast<I>(w.dilation_h), static_cast<I>(w.dilation_w),
+      static_cast<I>(w.pad_top), static_cast<I>(w.pad_left));
+}
+
+// dx (NHWC) per chunk of images: dcol = dy w^T, in column-major terms
+// dcol^T [taps x rows] = (w as [out_c x taps])^T [taps x out_c] *
+// dy^T [out_c x rows]; then every input element gathers its entries.
+template <typename T>
+weft_status* DataGradientByGemm(const KernelCall& call, const Window2D& w,
+                                const GemmFilterPlan& g, int64_t out_c,
+                                const T* filter, const T* dy, T* out) {
+  Scratch scratch(call);
+  T* dcol = nullptr;
+  if (weft_status* s = scratch.Get(g.chunk * g.rows_per_image * g.taps,
+                                   &dcol)) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
+  cublasHandle_t handle = nullptr;
+  const BlasApi* blas = nullptr;
+  if (weft_status* s = StreamBlasHandle(call, &blas, &handle)) return s;
+  const cudaStream_t stream = call.stream();
+  const bool narrow = Fits32(w, g);
+  const int64_t x_image = w.in_h * w.in_w * w.channels;
+  for (int64_t i = 0; i < g.calls; ++i) {
+    const int64_t n0 = i * g.chunk, n = g.ChunkImages(w.batch, i);
+    const int64_t rows = n * g.rows_per_image;
+    const cublasStatus_t status =
+        Gemm(*blas, handle, CUBLAS_OP_T, CUBLAS_OP_N, g.taps, rows, out_c,
+             filter, out_c, dy + n0 * g.rows_per_image * out_c, out_c, dcol,
+             g.taps);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      return BlasError(call, *blas, status, "the input gradient's gemm");
+    }
+    if (narrow) {
+      LaunchCol2Im<T, int32_t>(w, g, dcol, out + n0 * x_image, n * x_image,
+                               stream);
+    } else {
+      LaunchCol2Im<T, int64_t>(w, g, dcol, out + n0 * x_image, n * x_image,
+                               stream);
+    }
+    if (weft_status* s = call.CheckLaunch("the input gradient's gather")) {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
 // ---- The kernels: checks as in plugins/opencl/conv.cc ----
 
 weft_status* Plan(const KernelCall& call, const Window2D& w,
@@ -847,6 +921,25 @@ weft_status* ConvBackpropInputKernel(void*, weft_kernel_context* ctx) {
     if (out.element_count == 0) return nullptr;
     if (filter.element_count == 0 || dy.element_count == 0) {
       return call.Zeros(out);
+    }
+    // Deterministic searches: a gemm and a gather where the column
+    // matrix fits (conv_plan.h); timed-nondeterministic keeps cuDNN's.
+    ConvSearch mode = ConvSearch::kTimed;
+    GemmFilterPlan gemm;
+    if (SearchMode(&mode) && mode != ConvSearch::kTimedNondeterministic &&
+        PlanGemmFilter(w, kGemmFilterColumnElements, &gemm) == nullptr) {
+      if (out.dtype == WEFT_FLOAT64) {
+        return DataGradientByGemm<double>(
+            call, w, gemm, out_channels,
+            static_cast<const double*>(TensorData(filter)),
+            static_cast<const double*>(TensorData(dy)),
+            static_cast<double*>(TensorData(out)));
+      }
+      return DataGradientByGemm<float>(
+          call, w, gemm, out_channels,
+          static_cast<const float*>(TensorData(filter)),
+          static_cast<const float*>(TensorData(dy)),
+          static_cast<float*>(TensorData(out)));
     }
     ConvPlan plan;
     if (weft_status* s = Plan(call, w, out_channels, &plan)) return s;

@@ -326,6 +326,45 @@ WEFT_CONV_HD I Im2ColSource(I i, I taps, I k_w, I channels, I out_w,
   return ((n * in_h + y) * in_w + x) * channels + c;
 }
 
+// The input gradient the same way (conv.cu's DataGradientByGemm): the
+// column matrix's gradient dcol = dy w^T ([rows, taps], one gemm per chunk
+// of images, GemmFilterPlan's chunks), then each input element gathers the
+// entries of dcol that the forward's column matrix copied from it, in (r, s)
+// order: no atomics, one fixed order.
+//
+// Element i of the input gradient (NHWC, from the chunk's first image).
+template <typename I, typename T>
+WEFT_CONV_HD T Col2ImGather(I i, const T* dcol, I taps, I k_h, I k_w,
+                            I channels, I out_h, I out_w, I rows_per_image,
+                            I in_h, I in_w, I stride_h, I stride_w,
+                            I dilation_h, I dilation_w, I pad_top,
+                            I pad_left) {
+  const I c = i % channels;
+  I rest = i / channels;
+  const I x = rest % in_w;
+  rest /= in_w;
+  const I y = rest % in_h;
+  const I n = rest / in_h;
+  T sum = T(0);
+  for (I r = 0; r < k_h; ++r) {
+    const I ty = y + pad_top - r * dilation_h;
+    if (ty < 0) break;  // smaller still for the rows after
+    if (ty % stride_h != 0) continue;
+    const I oy = ty / stride_h;
+    if (oy >= out_h) continue;
+    for (I s = 0; s < k_w; ++s) {
+      const I tx = x + pad_left - s * dilation_w;
+      if (tx < 0) break;
+      if (tx % stride_w != 0) continue;
+      const I ox = tx / stride_w;
+      if (ox >= out_w) continue;
+      sum += dcol[(n * rows_per_image + oy * out_w + ox) * taps +
+                  (r * k_w + s) * channels + c];
+    }
+  }
+  return sum;
+}
+
 // ---- Layout index math (the transposes of conv.cu) ----
 
 // Element i of the NCHW tensor [n, c, ph, pw] that holds the NHWC tensor

@@ -254,6 +254,43 @@ std::vector<double> GemmFilterPath(const Window2D& w, int64_t k,
   return df;
 }
 
+// conv.cu's input gradient by gemm: per chunk of images dcol = dy w^T,
+// then every input element gathers its entries (Col2ImGather, in 64- and
+// 32-bit arithmetic).  Empty when PlanGemmFilter refuses the window or the
+// two widths disagree.
+std::vector<double> GemmDataPath(const Window2D& w, int64_t k,
+                                 const std::vector<double>& f,
+                                 const std::vector<double>& dy,
+                                 int64_t column_elements) {
+  GemmFilterPlan g;
+  if (PlanGemmFilter(w, column_elements, &g) != nullptr) return {};
+  const int64_t x_image = w.in_h * w.in_w * w.channels;
+  std::vector<double> dx(w.batch * x_image);
+  for (int64_t call = 0; call < g.calls; ++call) {
+    const int64_t n0 = call * g.chunk, n = g.ChunkImages(w.batch, call);
+    std::vector<double> dcol(n * g.rows_per_image * g.taps, 0.0);
+    for (int64_t m = 0; m < n * g.rows_per_image; ++m)
+      for (int64_t t = 0; t < g.taps; ++t)
+        for (int64_t o = 0; o < k; ++o)
+          dcol[m * g.taps + t] +=
+              dy[(n0 * g.rows_per_image + m) * k + o] * f[t * k + o];
+    for (int64_t i = 0; i < n * x_image; ++i) {
+      const double wide = Col2ImGather<int64_t, double>(
+          i, dcol.data(), g.taps, w.k_h, w.k_w, w.channels, w.out_h, w.out_w,
+          g.rows_per_image, w.in_h, w.in_w, w.stride_h, w.stride_w,
+          w.dilation_h, w.dilation_w, w.pad_top, w.pad_left);
+      const double narrow = Col2ImGather<int32_t, double>(
+          static_cast<int32_t>(i), dcol.data(), g.taps, w.k_h, w.k_w,
+          w.channels, w.out_h, w.out_w, g.rows_per_image, w.in_h, w.in_w,
+          w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, w.pad_top,
+          w.pad_left);
+      if (wide != narrow) return {};
+      dx[n0 * x_image + i] = wide;
+    }
+  }
+  return dx;
+}
+
 std::vector<double> Integers(std::mt19937& rng, int64_t count) {
   std::vector<double> v(count);
   for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 7) - 3);
@@ -306,6 +343,13 @@ std::string CheckConv(ConvCase cc, int64_t chunk_elements, std::mt19937& rng,
   }
   if (GemmFilterPath(w, cc.out_c, x, dy, kGemmFilterColumnElements) != df) {
     return name + ": filter gradient by gemm (one chunk)";
+  }
+  if (PlanGemmFilter(w, chunk_elements, &g) == nullptr &&
+      GemmDataPath(w, cc.out_c, f, dy, chunk_elements) != dx) {
+    return name + ": input gradient by gemm";
+  }
+  if (GemmDataPath(w, cc.out_c, f, dy, kGemmFilterColumnElements) != dx) {
+    return name + ": input gradient by gemm (one chunk)";
   }
   return "";
 }
