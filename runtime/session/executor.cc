@@ -289,48 +289,59 @@ void Run::Process(const int32_t* ids, size_t n) {
   while (!ready.empty()) {
     const int32_t id = ready.pop();
     const PlanNode& p = plan_.nodes[id];
-    // A deadline is checked between nodes (one clock read each, only when
-    // the run has one): a kernel that has started finishes first.
-    if (control_.has_deadline && !failed_.load(std::memory_order_relaxed) &&
-        std::chrono::steady_clock::now() >= control_.deadline)
-      Expire();
-    if (!failed_.load(std::memory_order_acquire)) {
-      TensorValue* out = slots_.data() + p.output_base;
-      if (p.kind == ExecKind::kRuntime) {
-        // A runtime op (a queue's dequeue, an iterator's get_next) may
-        // park: its Done completes the node later, on another thread,
-        // perhaps before the op returns.  This thread holds a count of
-        // remaining_ meanwhile, so that completion cannot end the run (and
-        // let the caller destroy it) while this thread still reads it.
-        remaining_.fetch_add(1, std::memory_order_relaxed);
-        bool dead = false, parked = false;
-        CfItem item;
-        item.node = id;
-        if (control_.trace != nullptr) item.trace_start = control_.trace->Now();
-        weft_status* st = RunRuntimeOp(p, item, &dead, &parked);
-        if (control_.trace != nullptr && !parked)
-          TraceAdd(p, nullptr, item.trace_start, false, false,
-                   st == nullptr ? TraceBytes(p, slots_.data(), out) : 0);
-        if (st != nullptr) Fail(st);
-        if (parked) {
-          // A failure or cancellation that came before the op registered
-          // its wait finds it here.
-          if (failed_.load(std::memory_order_acquire)) CancelParked();
-          if (CountOut()) return;
-          continue;
-        }
-        remaining_.fetch_sub(1, std::memory_order_relaxed);
-      } else if (control_.trace != nullptr) {
-        if (weft_status* st = TracedExecute(p, slots_.data(), out, nullptr))
+    if (plain_ && p.kind == ExecKind::kKernel) {
+      // The common case, with one check: a kernel in a run with no
+      // deadline, trace or accounting.
+      if (!failed_.load(std::memory_order_acquire)) {
+        if (weft_status* st =
+                ExecuteKernel(p, slots_.data(), slots_.data() + p.output_base))
           Fail(st);
-        else if (accounting_)
+      }
+    } else {
+      // A deadline is checked between nodes (one clock read each, only when
+      // the run has one): a kernel that has started finishes first.
+      if (control_.has_deadline && !failed_.load(std::memory_order_relaxed) &&
+          std::chrono::steady_clock::now() >= control_.deadline)
+        Expire();
+      if (!failed_.load(std::memory_order_acquire)) {
+        TensorValue* out = slots_.data() + p.output_base;
+        if (p.kind == ExecKind::kRuntime) {
+          // A runtime op (a queue's dequeue, an iterator's get_next) may
+          // park: its Done completes the node later, on another thread,
+          // perhaps before the op returns.  This thread holds a count of
+          // remaining_ meanwhile, so that completion cannot end the run (and
+          // let the caller destroy it) while this thread still reads it.
+          remaining_.fetch_add(1, std::memory_order_relaxed);
+          bool dead = false, parked = false;
+          CfItem item;
+          item.node = id;
+          if (control_.trace != nullptr)
+            item.trace_start = control_.trace->Now();
+          weft_status* st = RunRuntimeOp(p, item, &dead, &parked);
+          if (control_.trace != nullptr && !parked)
+            TraceAdd(p, nullptr, item.trace_start, false, false,
+                     st == nullptr ? TraceBytes(p, slots_.data(), out) : 0);
+          if (st != nullptr) Fail(st);
+          if (parked) {
+            // A failure or cancellation that came before the op registered
+            // its wait finds it here.
+            if (failed_.load(std::memory_order_acquire)) CancelParked();
+            if (CountOut()) return;
+            continue;
+          }
+          remaining_.fetch_sub(1, std::memory_order_relaxed);
+        } else if (control_.trace != nullptr) {
+          if (weft_status* st = TracedExecute(p, slots_.data(), out, nullptr))
+            Fail(st);
+          else if (accounting_)
+            Account(p);
+        } else if (weft_status* st = p.kind == ExecKind::kKernel
+                                         ? ExecuteKernel(p, slots_.data(), out)
+                                         : ExecuteNode(p, slots_.data(), out)) {
+          Fail(st);
+        } else if (accounting_) {
           Account(p);
-      } else if (weft_status* st = p.kind == ExecKind::kKernel
-                                       ? ExecuteKernel(p, slots_.data(), out)
-                                       : ExecuteNode(p, slots_.data(), out)) {
-        Fail(st);
-      } else if (accounting_) {
-        Account(p);
+        }
       }
     }
     for (int32_t s : p.input_slots)
@@ -856,6 +867,7 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
                           std::vector<TensorValue>* fetched,
                           RunStats* stats) {
   accounting_ = stats != nullptr;
+  plain_ = !accounting_ && !control_.has_deadline && control_.trace == nullptr;
   for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
     streams_[i].device = plan_.async_devices[i];
     weft_status* st = session_->StreamsFor(streams_[i].device)

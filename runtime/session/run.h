@@ -304,6 +304,9 @@ class Run {
   // Per-node memory accounting (live and peak bytes per device) is kept
   // only when the caller asked for run metadata.
   bool accounting_ = false;
+  // No deadline, no trace and no accounting: Process runs a kernel node
+  // with no other check (set by Execute).
+  bool plain_ = false;
   // With accounting: the updates written in place (RunStats::in_place).
   std::vector<std::pair<const weft_node*, const weft_node*>> in_place_;
   std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
