@@ -5,7 +5,9 @@
 # built in parallel and grown while running, a variable read while
 # AssignAdd runs from several threads and sessions, a branching graph on
 # 4 inter-op threads, a while loop with a cond and a TensorArray inside
-# and overlapping iterations run from 4 threads).  Any TSan report fails it (TSAN_OPTIONS in
+# and overlapping iterations run from 4 threads) and tests/test_work_pool.cc
+# (the CPU plugin's work pool: competing and nested callers, exceptions, the
+# load check).  Any TSan report fails it (TSAN_OPTIONS in
 # tests/meson.build).  The Criterion programs are not run: Criterion
 # aborts at start under TSan (Snaipe/Criterion#274).  Opt-in, not part of
 # test.sh.  Ends with the `N passed, M failed` line of tally.py.
@@ -34,7 +36,7 @@ fi
 weft_log "building and running the suite 'tsan' under ThreadSanitizer"
 # Only what the suite needs, not every (Criterion) test program.
 ninja -C "$dir" ${WEFT_JOBS:+-j "$WEFT_JOBS"} tests/threads_stress \
-  plugins/cpu/weft-cpu.so
+  tests/test_work_pool plugins/cpu/weft-cpu.so
 meson test -C "$dir" --no-rebuild --suite tsan --print-errorlogs \
   --num-processes 2 || true
 exec python3 tests/tally.py "$dir"
