@@ -652,39 +652,56 @@ weft_status* RunConv(const KernelCall& call, ConvOp op, const ConvPlan& p,
   return nullptr;
 }
 
-// ---- The filter gradient as one GEMM (conv_plan.h) ----
+// ---- The gradients as GEMMs (conv_plan.h) ----
+
+// The window and plan in the width the kernels compute in.
+template <typename I>
+struct ColumnGeometry {
+  I taps, k_h, k_w, channels, out_h, out_w, rows_per_image, in_h, in_w,
+      stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+};
+
+template <typename I>
+ColumnGeometry<I> GeometryOf(const Window2D& w, const GemmFilterPlan& g) {
+  auto c = [](int64_t v) { return static_cast<I>(v); };
+  return {c(g.taps),     c(w.k_h),        c(w.k_w),        c(w.channels),
+          c(w.out_h),    c(w.out_w),      c(g.rows_per_image),
+          c(w.in_h),     c(w.in_w),       c(w.stride_h),   c(w.stride_w),
+          c(w.dilation_h), c(w.dilation_w), c(w.pad_top),  c(w.pad_left)};
+}
 
 // The column matrix of a chunk of images: element i from the NHWC input x
 // (conv_plan.h's Im2ColSource), zeros for padding.
 template <typename T, typename I>
-__global__ void Im2ColKernel(const T* x, T* col, I count, I taps, I k_w,
-                             I channels, I out_w, I rows_per_image, I in_h,
-                             I in_w, I stride_h, I stride_w, I dilation_h,
-                             I dilation_w, I pad_top, I pad_left) {
+__global__ void Im2ColKernel(const T* x, T* col, I count,
+                             ColumnGeometry<I> c) {
   for (int64_t i = GridStart(); i < count; i += GridStride()) {
-    const I at = Im2ColSource<I>(static_cast<I>(i), taps, k_w, channels,
-                                 out_w, rows_per_image, in_h, in_w, stride_h,
-                                 stride_w, dilation_h, dilation_w, pad_top,
-                                 pad_left);
+    const I at = Im2ColSource<I>(static_cast<I>(i), c.taps, c.k_w,
+                                 c.channels, c.out_w, c.rows_per_image,
+                                 c.in_h, c.in_w, c.stride_h, c.stride_w,
+                                 c.dilation_h, c.dilation_w, c.pad_top,
+                                 c.pad_left);
     col[i] = at < 0 ? T(0) : x[at];
   }
 }
 
+// The input gradient of a chunk of images from its column matrix's
+// gradient (conv_plan.h's Col2ImGather).
 template <typename T, typename I>
-void LaunchIm2Col(const Window2D& w, const GemmFilterPlan& g, const T* x,
-                  T* col, int64_t count, cudaStream_t stream) {
-  Im2ColKernel<T, I><<<BlocksFor(count), kBlockThreads, 0, stream>>>(
-      x, col, static_cast<I>(count), static_cast<I>(g.taps),
-      static_cast<I>(w.k_w), static_cast<I>(w.channels),
-      static_cast<I>(w.out_w), static_cast<I>(g.rows_per_image),
-      static_cast<I>(w.in_h), static_cast<I>(w.in_w),
-      static_cast<I>(w.stride_h), static_cast<I>(w.stride_w),
-      static_cast<I>(w.dilation_h), static_cast<I>(w.dilation_w),
-      static_cast<I>(w.pad_top), static_cast<I>(w.pad_left));
+__global__ void Col2ImKernel(const T* dcol, T* dx, I count,
+                             ColumnGeometry<I> c) {
+  for (int64_t i = GridStart(); i < count; i += GridStride()) {
+    dx[i] = Col2ImGather<I, T>(static_cast<I>(i), dcol, c.taps, c.k_h, c.k_w,
+                               c.channels, c.out_h, c.out_w,
+                               c.rows_per_image, c.in_h, c.in_w, c.stride_h,
+                               c.stride_w, c.dilation_h, c.dilation_w,
+                               c.pad_top, c.pad_left);
+  }
 }
 
-// Whether 32-bit arithmetic holds every value Im2ColSource computes for a
-// chunk: the column matrix, the chunk's input and the window coordinates.
+// Whether 32-bit arithmetic holds every value Im2ColSource and
+// Col2ImGather compute for a chunk: the column matrix, the chunk's input
+// and the window coordinates.
 bool Fits32(const Window2D& w, const GemmFilterPlan& g) {
   const int64_t limit = 2147483647;
   const int64_t span_h = (w.out_h - 1) * w.stride_h + (w.k_h - 1) * w.dilation_h;
@@ -694,6 +711,43 @@ bool Fits32(const Window2D& w, const GemmFilterPlan& g) {
          span_h + w.in_h <= limit && span_w + w.in_w <= limit;
 }
 
+// Calls launch(geometry) with the window in 32-bit index arithmetic where
+// Fits32 allows, else in 64-bit.
+template <typename Launch>
+void InIndexWidth(const Window2D& w, const GemmFilterPlan& g,
+                  Launch&& launch) {
+  if (Fits32(w, g)) {
+    launch(GeometryOf<int32_t>(w, g));
+  } else {
+    launch(GeometryOf<int64_t>(w, g));
+  }
+}
+
+// Runs chunk(blas, handle, columns, index, first image, images) for each
+// of the plan's chunks of images, with a scratch column matrix for one
+// chunk and the stream's cuBLAS handle held.
+template <typename T, typename Chunk>
+weft_status* OverGemmChunks(const KernelCall& call, const Window2D& w,
+                            const GemmFilterPlan& g, Chunk&& chunk) {
+  Scratch scratch(call);
+  T* columns = nullptr;
+  if (weft_status* s = scratch.Get(g.chunk * g.rows_per_image * g.taps,
+                                   &columns)) {
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
+  cublasHandle_t handle = nullptr;
+  const BlasApi* blas = nullptr;
+  if (weft_status* s = StreamBlasHandle(call, &blas, &handle)) return s;
+  for (int64_t i = 0; i < g.calls; ++i) {
+    if (weft_status* s = chunk(*blas, handle, columns, i, i * g.chunk,
+                               g.ChunkImages(w.batch, i))) {
+      return s;
+    }
+  }
+  return nullptr;
+}
+
 // df (HWIO) = col^T dy over chunks of images: in column-major terms
 // df^T [out_c x taps] = dy^T [out_c x rows] * col [rows x taps], the first
 // chunk with beta 0 and the rest adding, so the sums run in one fixed order.
@@ -701,71 +755,31 @@ template <typename T>
 weft_status* FilterGradientByGemm(const KernelCall& call, const Window2D& w,
                                   const GemmFilterPlan& g, int64_t out_c,
                                   const T* x, const T* dy, T* out) {
-  Scratch scratch(call);
-  T* col = nullptr;
-  if (weft_status* s = scratch.Get(g.chunk * g.rows_per_image * g.taps,
-                                   &col)) {
-    return s;
-  }
-  std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
-  cublasHandle_t handle = nullptr;
-  const BlasApi* blas = nullptr;
-  if (weft_status* s = StreamBlasHandle(call, &blas, &handle)) return s;
-  const cudaStream_t stream = call.stream();
-  const bool narrow = Fits32(w, g);
   const int64_t x_image = w.in_h * w.in_w * w.channels;
-  for (int64_t i = 0; i < g.calls; ++i) {
-    const int64_t n0 = i * g.chunk, n = g.ChunkImages(w.batch, i);
-    const int64_t rows = n * g.rows_per_image;
-    if (narrow) {
-      LaunchIm2Col<T, int32_t>(w, g, x + n0 * x_image, col, rows * g.taps,
-                               stream);
-    } else {
-      LaunchIm2Col<T, int64_t>(w, g, x + n0 * x_image, col, rows * g.taps,
-                               stream);
-    }
-    if (weft_status* s = call.CheckLaunch("the input's column matrix")) {
-      return s;
-    }
-    const cublasStatus_t status =
-        Gemm(*blas, handle, CUBLAS_OP_N, CUBLAS_OP_T, out_c, g.taps, rows,
-             dy + n0 * g.rows_per_image * out_c, out_c, col, g.taps, out,
-             out_c, i == 0 ? T(0) : T(1));
-    if (status != CUBLAS_STATUS_SUCCESS) {
-      return BlasError(call, *blas, status, "the filter gradient's gemm");
-    }
-  }
-  return nullptr;
-}
-
-// The input gradient of a chunk of images from its column matrix's
-// gradient (conv_plan.h's Col2ImGather).
-template <typename T, typename I>
-__global__ void Col2ImKernel(const T* dcol, T* dx, I count, I taps, I k_h,
-                             I k_w, I channels, I out_h, I out_w,
-                             I rows_per_image, I in_h, I in_w, I stride_h,
-                             I stride_w, I dilation_h, I dilation_w,
-                             I pad_top, I pad_left) {
-  for (int64_t i = GridStart(); i < count; i += GridStride()) {
-    dx[i] = Col2ImGather<I, T>(static_cast<I>(i), dcol, taps, k_h, k_w,
-                               channels, out_h, out_w, rows_per_image, in_h,
-                               in_w, stride_h, stride_w, dilation_h,
-                               dilation_w, pad_top, pad_left);
-  }
-}
-
-template <typename T, typename I>
-void LaunchCol2Im(const Window2D& w, const GemmFilterPlan& g, const T* dcol,
-                  T* dx, int64_t count, cudaStream_t stream) {
-  Col2ImKernel<T, I><<<BlocksFor(count), kBlockThreads, 0, stream>>>(
-      dcol, dx, static_cast<I>(count), static_cast<I>(g.taps),
-      static_cast<I>(w.k_h), static_cast<I>(w.k_w),
-      static_cast<I>(w.channels), static_cast<I>(w.out_h),
-      static_cast<I>(w.out_w), static_cast<I>(g.rows_per_image),
-      static_cast<I>(w.in_h), static_cast<I>(w.in_w),
-      static_cast<I>(w.stride_h), static_cast<I>(w.stride_w),
-      static_cast<I>(w.dilation_h), static_cast<I>(w.dilation_w),
-      static_cast<I>(w.pad_top), static_cast<I>(w.pad_left));
+  return OverGemmChunks<T>(
+      call, w, g,
+      [&](const BlasApi& blas, cublasHandle_t handle, T* col, int64_t i,
+          int64_t n0, int64_t n) -> weft_status* {
+        const int64_t rows = n * g.rows_per_image;
+        const int64_t count = rows * g.taps;
+        InIndexWidth(w, g, [&](auto c) {
+          using I = decltype(c.taps);
+          Im2ColKernel<T, I><<<BlocksFor(count), kBlockThreads, 0,
+                               call.stream()>>>(x + n0 * x_image, col,
+                                                static_cast<I>(count), c);
+        });
+        if (weft_status* s = call.CheckLaunch("the input's column matrix")) {
+          return s;
+        }
+        const cublasStatus_t status =
+            Gemm(blas, handle, CUBLAS_OP_N, CUBLAS_OP_T, out_c, g.taps, rows,
+                 dy + n0 * g.rows_per_image * out_c, out_c, col, g.taps, out,
+                 out_c, i == 0 ? T(0) : T(1));
+        return status == CUBLAS_STATUS_SUCCESS
+                   ? nullptr
+                   : BlasError(call, blas, status,
+                               "the filter gradient's gemm");
+      });
 }
 
 // dx (NHWC) per chunk of images: dcol = dy w^T, in column-major terms
@@ -775,41 +789,36 @@ template <typename T>
 weft_status* DataGradientByGemm(const KernelCall& call, const Window2D& w,
                                 const GemmFilterPlan& g, int64_t out_c,
                                 const T* filter, const T* dy, T* out) {
-  Scratch scratch(call);
-  T* dcol = nullptr;
-  if (weft_status* s = scratch.Get(g.chunk * g.rows_per_image * g.taps,
-                                   &dcol)) {
-    return s;
-  }
-  std::lock_guard<std::mutex> lock(call.plugin_stream()->blas_mutex);
-  cublasHandle_t handle = nullptr;
-  const BlasApi* blas = nullptr;
-  if (weft_status* s = StreamBlasHandle(call, &blas, &handle)) return s;
-  const cudaStream_t stream = call.stream();
-  const bool narrow = Fits32(w, g);
   const int64_t x_image = w.in_h * w.in_w * w.channels;
-  for (int64_t i = 0; i < g.calls; ++i) {
-    const int64_t n0 = i * g.chunk, n = g.ChunkImages(w.batch, i);
-    const int64_t rows = n * g.rows_per_image;
-    const cublasStatus_t status =
-        Gemm(*blas, handle, CUBLAS_OP_T, CUBLAS_OP_N, g.taps, rows, out_c,
-             filter, out_c, dy + n0 * g.rows_per_image * out_c, out_c, dcol,
-             g.taps);
-    if (status != CUBLAS_STATUS_SUCCESS) {
-      return BlasError(call, *blas, status, "the input gradient's gemm");
-    }
-    if (narrow) {
-      LaunchCol2Im<T, int32_t>(w, g, dcol, out + n0 * x_image, n * x_image,
-                               stream);
-    } else {
-      LaunchCol2Im<T, int64_t>(w, g, dcol, out + n0 * x_image, n * x_image,
-                               stream);
-    }
-    if (weft_status* s = call.CheckLaunch("the input gradient's gather")) {
-      return s;
-    }
-  }
-  return nullptr;
+  return OverGemmChunks<T>(
+      call, w, g,
+      [&](const BlasApi& blas, cublasHandle_t handle, T* dcol, int64_t,
+          int64_t n0, int64_t n) -> weft_status* {
+        const cublasStatus_t status =
+            Gemm(blas, handle, CUBLAS_OP_T, CUBLAS_OP_N, g.taps,
+                 n * g.rows_per_image, out_c, filter, out_c,
+                 dy + n0 * g.rows_per_image * out_c, out_c, dcol, g.taps);
+        if (status != CUBLAS_STATUS_SUCCESS) {
+          return BlasError(call, blas, status, "the input gradient's gemm");
+        }
+        const int64_t count = n * x_image;
+        InIndexWidth(w, g, [&](auto c) {
+          using I = decltype(c.taps);
+          Col2ImKernel<T, I><<<BlocksFor(count), kBlockThreads, 0,
+                               call.stream()>>>(dcol, out + n0 * x_image,
+                                                static_cast<I>(count), c);
+        });
+        return call.CheckLaunch("the input gradient's gather");
+      });
+}
+
+// Under the deterministic searches (timed-nondeterministic keeps cuDNN's
+// atomic algorithms in the race), a gradient runs as GEMMs where the
+// column matrix fits: whether it does, with the plan in *g.
+bool GemmGradient(const Window2D& w, GemmFilterPlan* g) {
+  ConvSearch mode = ConvSearch::kTimed;
+  return SearchMode(&mode) && mode != ConvSearch::kTimedNondeterministic &&
+         PlanGemmFilter(w, kGemmFilterColumnElements, g) == nullptr;
 }
 
 // ---- The kernels: checks as in plugins/opencl/conv.cc ----
@@ -922,24 +931,17 @@ weft_status* ConvBackpropInputKernel(void*, weft_kernel_context* ctx) {
     if (filter.element_count == 0 || dy.element_count == 0) {
       return call.Zeros(out);
     }
-    // Deterministic searches: a gemm and a gather where the column
-    // matrix fits (conv_plan.h); timed-nondeterministic keeps cuDNN's.
-    ConvSearch mode = ConvSearch::kTimed;
     GemmFilterPlan gemm;
-    if (SearchMode(&mode) && mode != ConvSearch::kTimedNondeterministic &&
-        PlanGemmFilter(w, kGemmFilterColumnElements, &gemm) == nullptr) {
-      if (out.dtype == WEFT_FLOAT64) {
-        return DataGradientByGemm<double>(
+    if (GemmGradient(w, &gemm)) {
+      auto run = [&](auto zero) {
+        using T = decltype(zero);
+        return DataGradientByGemm<T>(
             call, w, gemm, out_channels,
-            static_cast<const double*>(TensorData(filter)),
-            static_cast<const double*>(TensorData(dy)),
-            static_cast<double*>(TensorData(out)));
-      }
-      return DataGradientByGemm<float>(
-          call, w, gemm, out_channels,
-          static_cast<const float*>(TensorData(filter)),
-          static_cast<const float*>(TensorData(dy)),
-          static_cast<float*>(TensorData(out)));
+            static_cast<const T*>(TensorData(filter)),
+            static_cast<const T*>(TensorData(dy)),
+            static_cast<T*>(TensorData(out)));
+      };
+      return out.dtype == WEFT_FLOAT64 ? run(0.0) : run(0.0f);
     }
     ConvPlan plan;
     if (weft_status* s = Plan(call, w, out_channels, &plan)) return s;
@@ -970,23 +972,16 @@ weft_status* ConvBackpropFilterKernel(void*, weft_kernel_context* ctx) {
     if (in.element_count == 0 || dy.element_count == 0) {
       return call.Zeros(out);
     }
-    // Deterministic searches: one gemm where the column matrix fits
-    // (conv_plan.h says why); timed-nondeterministic keeps cuDNN's atomic
-    // algorithms in the race.
-    ConvSearch mode = ConvSearch::kTimed;
     GemmFilterPlan gemm;
-    if (SearchMode(&mode) && mode != ConvSearch::kTimedNondeterministic &&
-        PlanGemmFilter(w, kGemmFilterColumnElements, &gemm) == nullptr) {
-      if (out.dtype == WEFT_FLOAT64) {
-        return FilterGradientByGemm<double>(
-            call, w, gemm, sizes[3], static_cast<const double*>(TensorData(in)),
-            static_cast<const double*>(TensorData(dy)),
-            static_cast<double*>(TensorData(out)));
-      }
-      return FilterGradientByGemm<float>(
-          call, w, gemm, sizes[3], static_cast<const float*>(TensorData(in)),
-          static_cast<const float*>(TensorData(dy)),
-          static_cast<float*>(TensorData(out)));
+    if (GemmGradient(w, &gemm)) {
+      auto run = [&](auto zero) {
+        using T = decltype(zero);
+        return FilterGradientByGemm<T>(
+            call, w, gemm, sizes[3], static_cast<const T*>(TensorData(in)),
+            static_cast<const T*>(TensorData(dy)),
+            static_cast<T*>(TensorData(out)));
+      };
+      return out.dtype == WEFT_FLOAT64 ? run(0.0) : run(0.0f);
     }
     ConvPlan plan;
     if (weft_status* s = Plan(call, w, sizes[3], &plan)) return s;
