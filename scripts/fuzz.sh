@@ -50,15 +50,18 @@ build_runtime_archive() {
   newest_header=$(find runtime abi -name '*.h' -printf '%T@ %p\n' |
                   sort -n | tail -1 | cut -d' ' -f2)
   mkdir -p "$out/obj"
-  # Not the MPI module (runtime/distributed/mpi_module.cc): a separate
-  # shared object that links MPI, never part of libweft.
-  for src in $(find runtime -name '*.cc' ! -name mpi_module.cc | sort); do
+  # Not the modules' boundaries (runtime/distributed/mpi_module.cc, a
+  # separate shared object that links MPI; runtime/model/onnx_module.cc,
+  # whose stand-ins for libweft's internals the archive has for real): the
+  # ONNX sources are linked in and called directly (WEFT_ONNX_LINKED).
+  for src in $(find runtime -name '*.cc' ! -name mpi_module.cc \
+               ! -name onnx_module.cc | sort); do
     obj=$out/obj/$(echo "$src" | tr / _).o
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
        [ "$newest_header" -nt "$obj" ]; then
       "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
         -fno-sanitize-recover=all -DONNX_NAMESPACE=onnx -DONNX_ML=1 \
-        -Iruntime -Iabi -c "$src" -o "$obj"
+        -DWEFT_ONNX_LINKED=1 -Iruntime -Iabi -c "$src" -o "$obj"
       stale=1
     fi
     objs+=("$obj")
@@ -124,6 +127,14 @@ build_graphdef_loader() {
     "$out/libweft_fuzz.a" -lprotobuf -ldl -pthread -o "$out/graphdef_loader"
 }
 
+# What a target reaching weft_model_load links: the runtime archive, the
+# model files' protobuf classes (runtime/model/*.proto), and the libraries
+# the loaders and the summaries a loaded graph may hold use (ONNX through
+# the archive's own ONNX sources, WEFT_ONNX_LINKED).
+model_files=("$out/proto/weft_graph.pb.cc" "$out/proto/tf_graph.pb.cc"
+             "$out/proto/tf_summary.pb.cc" "$out/libweft_fuzz.a" -lonnx
+             -lonnx_proto -lprotobuf -lpng -lz)
+
 # The ONNX importer on arbitrary bytes, against Debian's libonnx (the
 # checker) and libprotobuf, uninstrumented; constants it computes while
 # importing run on the CPU plugin of the normal build.
@@ -137,18 +148,16 @@ build_onnx_loader() {
   cxx=$PWD/$out/cxx-onnx build_runtime_archive
   [ -f build/plugins/cpu/weft-cpu.so ] || ninja -C build plugins/cpu/weft-cpu.so
   "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi -I"$out/proto" \
-    tests/fuzz/onnx_loader.cc "$out/proto/tf_graph.pb.cc" \
-    "$out/proto/weft_graph.pb.cc" "$out/libweft_fuzz.a" -lonnx -lonnx_proto \
-    -lprotobuf -ldl -pthread -o "$out/onnx_loader"
+    tests/fuzz/onnx_loader.cc "${model_files[@]}" -ldl -pthread \
+    -o "$out/onnx_loader"
 }
 
 # The Weft graph file loader (model bundles' graph.weft).
 build_graph_file() {
   build_runtime_archive
   "$cxx" -std=c++17 "${flags[@]}" -Iruntime -Iabi -I"$out/proto" \
-    tests/fuzz/graph_file.cc "$out/proto/weft_graph.pb.cc" \
-    "$out/proto/tf_graph.pb.cc" "$out/libweft_fuzz.a" -lonnx -lonnx_proto \
-    -lprotobuf -ldl -pthread -o "$out/graph_file"
+    tests/fuzz/graph_file.cc "${model_files[@]}" -ldl -pthread \
+    -o "$out/graph_file"
 }
 # The record readers of input pipelines (runtime/io/record_io.cc).
 build_record_reader() {

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -756,6 +757,93 @@ Test(model, paths_that_are_not_models) {
   free(missing);
   free(fifo);
   free(text);
+  remove_tree(dir);
+  free(dir);
+}
+
+/* Whether the process maps a file whose path contains `name`. */
+static bool maps_file(const char* name) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  cr_assert(f != NULL);
+  char line[4096];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f) != NULL)
+    found = strstr(line, name) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* libonnx and the full libprotobuf (weft-onnx.so's) are loaded by the first
+ * ONNX file, not before: training, saving and loading a bundle use
+ * protobuf-lite alone (runtime/model/onnx_module.h). */
+Test(model, onnx_libraries_load_with_the_first_onnx_file) {
+  classifier c;
+  build_classifier(&c);
+  char* dir = temp_dir();
+  char* bundle = path_in(dir, "classifier");
+  WT_OK(weft_model_save(c.model, bundle));
+  weft_model* loaded = load(bundle);
+  cr_assert(maps_file("libprotobuf-lite.so"));
+  cr_assert(!maps_file("libprotobuf.so"), "the full libprotobuf is loaded");
+  cr_assert(!maps_file("libonnx"), "libonnx is loaded");
+  cr_assert(!maps_file("weft-onnx.so"), "the ONNX module is loaded");
+  char* onnx = path_in(dir, "classifier.onnx");
+  WT_OK(weft_model_export_onnx(c.model, NULL, onnx));
+  cr_assert(maps_file("weft-onnx.so"));
+  cr_assert(maps_file("libonnx"));
+  weft_model* from_onnx = load(onnx);
+  weft_tensor* x = batch_x(11);
+  weft_tensor* want = predict(c.model, x);
+  weft_tensor* got = predict(from_onnx, x);
+  cr_assert_eq(weft_tensor_element_count(got), kBatch * kOut);
+  const float* w = weft_tensor_data(want);
+  const float* g = weft_tensor_data(got);
+  for (int i = 0; i < kBatch * kOut; ++i)
+    cr_assert_float_eq(g[i], w[i], 1e-6, "probability %d: %g, not %g", i,
+                       g[i], w[i]);
+  weft_tensor_destroy(x);
+  weft_tensor_destroy(want);
+  weft_tensor_destroy(got);
+  weft_model_destroy(from_onnx);
+  weft_model_destroy(loaded);
+  free_classifier(&c);
+  remove_tree(dir);
+  free(onnx);
+  free(bundle);
+  free(dir);
+}
+
+/* ONNX files go through the module weft-onnx.so (runtime/model/
+ * onnx_module.h): without it, or with something else in its place, loading
+ * one is UNAVAILABLE and says which module and why.  One case per process
+ * (the module is looked for once). */
+static void expect_onnx_unavailable(const char* module, const char* why) {
+  char* dir = temp_dir();
+  char* onnx = path_in(dir, "model.onnx");
+  write_file(onnx, "\x08\x07", 2);
+  cr_assert_eq(setenv("WEFT_ONNX_MODULE", module, 1), 0);
+  weft_model* m = NULL;
+  WT_EXPECT_ERROR(weft_model_load(onnx, NULL, &m), WEFT_UNAVAILABLE,
+                  "model.onnx", "weft-onnx.so", why);
+  cr_assert_null(m);
+  /* The second time says the same (the failure is kept). */
+  WT_EXPECT_ERROR(weft_model_load(onnx, NULL, &m), WEFT_UNAVAILABLE,
+                  "weft-onnx.so", why);
+  free(onnx);
+  remove_tree(dir);
+  free(dir);
+}
+
+Test(model, onnx_without_its_module_is_unavailable) {
+  expect_onnx_unavailable("/nonexistent/weft-onnx.so", "looked for");
+}
+
+Test(model, onnx_with_a_broken_module_is_unavailable) {
+  char* dir = temp_dir();
+  char* fake = path_in(dir, "weft-onnx.so");
+  write_file(fake, "not a shared object", 19);
+  expect_onnx_unavailable(fake, "does not load");
+  free(fake);
   remove_tree(dir);
   free(dir);
 }

@@ -1,7 +1,5 @@
 #include "base/status.h"
 
-#include <cstdarg>
-#include <cstdio>
 #include <new>
 
 namespace {
@@ -21,22 +19,6 @@ weft_status* Error(weft_code code, std::string message) {
   } catch (...) {
     return &g_out_of_memory;
   }
-}
-
-weft_status* Errorf(weft_code code, const char* format, ...) {
-  char stack[512];
-  va_list args;
-  va_start(args, format);
-  int n = std::vsnprintf(stack, sizeof stack, format, args);
-  va_end(args);
-  if (n < 0) return Error(code, format);
-  if (static_cast<size_t>(n) < sizeof stack) return Error(code, stack);
-  std::string big(static_cast<size_t>(n) + 1, '\0');
-  va_start(args, format);
-  std::vsnprintf(big.data(), big.size(), format, args);
-  va_end(args);
-  big.resize(static_cast<size_t>(n));
-  return Error(code, std::move(big));
 }
 
 weft_status* Annotate(weft_status* status, const std::string& context) {

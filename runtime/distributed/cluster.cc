@@ -1,7 +1,6 @@
 #include "distributed/cluster.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,13 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/modules.h"
 #include "base/status.h"
-
-// The installation's directory of the module (Meson passes it; builds
-// without it, the fuzzers', look beside libweft only).
-#ifndef WEFT_MPI_MODULE_DIR
-#define WEFT_MPI_MODULE_DIR ""
-#endif
 
 namespace weft {
 namespace distributed {
@@ -30,58 +24,20 @@ bool Launched() {
   return false;
 }
 
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// Where weft-mpi.so may be: WEFT_MPI_MODULE; beside this libweft (the
-// build tree); in weft/ beside it (an installation, moved or not); the
-// configured installation directory.
-std::vector<std::string> Candidates() {
-  std::vector<std::string> out;
-  if (const char* env = std::getenv("WEFT_MPI_MODULE")) {
-    out.push_back(env);
-    return out;
-  }
-  Dl_info self;
-  if (dladdr(reinterpret_cast<void*>(&Candidates), &self) != 0 &&
-      self.dli_fname != nullptr) {
-    std::string lib = self.dli_fname;
-    size_t slash = lib.rfind('/');
-    if (slash != std::string::npos) {
-      std::string dir = lib.substr(0, slash + 1);
-      out.push_back(dir + "weft-mpi.so");
-      out.push_back(dir + "weft/weft-mpi.so");
-    }
-  }
-  if (*WEFT_MPI_MODULE_DIR)
-    out.push_back(std::string(WEFT_MPI_MODULE_DIR) + "/weft-mpi.so");
-  return out;
-}
-
 weft_status* Setup(World* world) {
   world->transport = "none (one process)";
   if (!Launched()) return nullptr;
-  std::string tried;
   void* handle = nullptr;
   std::string path;
-  for (const std::string& c : Candidates()) {
-    tried += (tried.empty() ? "" : ", ") + c;
-    if (!IsFile(c)) continue;
-    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr)
-      return Errorf(WEFT_UNAVAILABLE,
-                    "started by an MPI launcher, but the MPI module %s does "
-                    "not load: %s", c.c_str(), dlerror());
-    path = c;
-    break;
+  if (weft_status* st = OpenModule("WEFT_MPI_MODULE", "weft-mpi.so", &handle,
+                                   &path)) {
+    // Not found: built without Open MPI, or a partial installation.
+    const bool missing = weft_status_code(st) == WEFT_NOT_FOUND;
+    std::string why = weft_status_message(st);
+    weft_status_destroy(st);
+    return Errorf(WEFT_UNAVAILABLE, "started by an MPI launcher, but %s%s",
+                  missing ? "this Weft has no MPI module: " : "", why.c_str());
   }
-  if (handle == nullptr)
-    return Errorf(WEFT_UNAVAILABLE,
-                  "started by an MPI launcher, but this Weft has no MPI "
-                  "module (looked for %s; built without Open MPI?)",
-                  tried.c_str());
   auto fn = reinterpret_cast<weft_mpi_module_table_fn>(
       dlsym(handle, "weft_mpi_module_table"));
   const weft_mpi_table* table = fn != nullptr ? fn() : nullptr;

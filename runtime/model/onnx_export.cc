@@ -18,6 +18,7 @@
 #include "graph/graph.h"
 #include "model/model.h"
 #include "model/onnx_importer.h"
+#include "model/onnx_module.h"
 #include "weft/version.h"
 
 namespace weft {
@@ -418,13 +419,10 @@ class Exporter {
 
 }  // namespace
 
-weft_status* ExportOnnx(weft_graph* graph, weft_session* session,
-                        const Signature& signature, const std::string& path) {
+weft_status* ExportOnnxModel(weft_graph* graph, weft_session* session,
+                             const Signature& signature, std::string* bytes) {
   Exporter exporter(graph, session, signature);
-  std::string bytes;
-  WEFT_RETURN_IF_ERROR(exporter.Run(&bytes));
-  return Annotate(WriteFileAtomically(path, bytes),
-                  "writing ONNX model '" + path + "'");
+  return exporter.Run(bytes);
 }
 
 }  // namespace weft

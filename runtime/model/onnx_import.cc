@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "model/model.h"
 #include "model/onnx_importer.h"
+#include "model/onnx_module.h"
 
 #include <onnx/checker.h>
 
@@ -217,8 +218,8 @@ void Import(const std::string& bytes, weft_graph* graph, LoadedGraph* out) {
 
 }  // namespace
 
-weft_status* ImportOnnx(const std::string& bytes, const std::string& path,
-                        weft_graph* graph, LoadedGraph* out) {
+weft_status* ImportOnnxModel(const std::string& bytes, const std::string& path,
+                             weft_graph* graph, LoadedGraph* out) {
   weft_status* st = Guard([&]() -> weft_status* {
     try {
       Import(bytes, graph, out);

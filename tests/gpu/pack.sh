@@ -26,6 +26,7 @@ mkdir -p "$b/tools" "$b/runtime" "$b/plugins/cpu/weft-cpu-isa" \
 cp "$build/tools/weft" "$b/tools/"
 cp -L "$build/runtime/libweft.so.1" "$b/runtime/"
 cp "$build/runtime/weft-mpi.so" "$b/runtime/" 2>/dev/null || true
+cp "$build/runtime/weft-onnx.so" "$b/runtime/"
 cp "$build/plugins/cpu/weft-cpu.so" "$b/plugins/cpu/"
 cp "$build"/plugins/cpu/weft-cpu-isa/*.so "$b/plugins/cpu/weft-cpu-isa/"
 cp "$build/plugins/cuda/weft-cuda.so" "$build"/plugins/cuda/cuda-*-test \

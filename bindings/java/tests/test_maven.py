@@ -48,11 +48,16 @@ package demo;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.Arrays;
+import java.util.Map;
+import org.weft.DataType;
 import org.weft.Graph;
+import org.weft.Model;
 import org.weft.Output;
 import org.weft.PluginInfo;
 import org.weft.Session;
 import org.weft.SessionOptions;
+import org.weft.Shape;
+import org.weft.Signature;
 import org.weft.Tensor;
 import org.weft.Weft;
 
@@ -74,6 +79,26 @@ public class Add {
         System.out.println("a x b = " + Arrays.toString(r.get(1).toFloatArray()));
       }
     }
+    // An ONNX round trip: the jar's ONNX module (weft/weft-onnx.so beside
+    // libweft) writes the model and reads it back.
+    java.nio.file.Path dir = Files.createTempDirectory("weft-demo");
+    String onnx = dir.resolve("relu.onnx").toString();
+    try (Graph g = new Graph()) {
+      Output x = g.placeholder("x", DataType.FLOAT32, Shape.of(3));
+      Output y = g.apply("Relu", "y", x);
+      try (Session s = new Session(g, new SessionOptions().devices("CPU"));
+           Model m = Model.create(g, s, new Signature(Signature.DEFAULT).input("x", x)
+               .output("y", y))) {
+        m.exportOnnx(Signature.DEFAULT, onnx);
+      }
+    }
+    try (Model m = Model.load(onnx);
+         Tensor x = Tensor.of(new float[] {-1, 0, 2}, 3);
+         Model.Result r = m.run(Map.of("x", x))) {
+      System.out.println("onnx relu = " + Arrays.toString(r.get("y").toFloatArray()));
+    }
+    Files.delete(dir.resolve("relu.onnx"));
+    Files.delete(dir);
     System.out.println("weft " + Weft.version());
     for (PluginInfo p : Weft.plugins()) {
       System.out.println("plugin " + p.name() + " " + p.path());
@@ -194,6 +219,7 @@ def the_jar_carries_its_pom_and_this_platforms_libraries():
               if line.startswith('load ')]
     assert loaded == ['libweft.so.1', 'libweft_jni.so'], index
     assert platform_dir + '/weft/plugins/weft-cpu.so' in names, sorted(names)
+    assert platform_dir + '/weft/weft-onnx.so' in names, sorted(names)
     with zipfile.ZipFile(SOURCES_JAR) as sources:
         assert 'org/weft/Graph.java' in sources.namelist()
     if JAVADOC_JAR:
@@ -273,10 +299,12 @@ def a_maven_project_outside_the_tree_runs_a_graph_on_the_cpu():
     print('# ' + out.strip().replace('\n', '\n# '), flush=True)
     assert '2 + 3 = 5.0' in out, out
     assert 'a x b = [19.0, 22.0, 43.0, 50.0]' in out, out
+    assert 'onnx relu = [0.0, 0.0, 2.0]' in out, out
     # Everything of Weft's that the JVM mapped came from the private cache.
     mapped = re.findall(r'^mapped (.*)$', out, re.M)
     assert any(path.endswith('/libweft_jni.so') for path in mapped), out
     assert any(path.endswith('/weft/plugins/weft-cpu.so') for path in mapped), out
+    assert any(path.endswith('/weft/weft-onnx.so') for path in mapped), out
     assert mapped and all(path.startswith(cache + '/') for path in mapped), out
     plugins = re.findall(r'^plugin (\S+) (.*)$', out, re.M)
     assert any(path.startswith(cache + '/') and path.endswith('/weft-cpu.so')
