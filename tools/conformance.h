@@ -1,6 +1,7 @@
 /* weft conformance: what its three files share (tools/conformance.c: the
  * command, results and report; conformance_ops.c: each op x dtype against
- * the CPU; conformance_contract.c: the memory, stream and event contract).
+ * the CPU, in the cases of conformance_recipes.c, which has a header of its
+ * own; conformance_contract.c: the memory, stream and event contract).
  * Internal to the tool. */
 #ifndef WEFT_TOOLS_CONFORMANCE_H_
 #define WEFT_TOOLS_CONFORMANCE_H_
