@@ -85,6 +85,77 @@ static inline void bench_steps(const char* label, int threads, int steps,
          bench_median(cpu, 10) * 1e3, block);
 }
 
+/* A session for a training benchmark: on WEFT_BENCH_DEVICE (CPU unless
+ * set: CUDA, OPENCL) with `threads` intra-op threads and one inter-op
+ * thread (what a session left to choose does with `threads` intra-op
+ * threads, runtime/session/session.cc), its variables initialized by
+ * running `init`. */
+static inline weft_session* bench_open_session(weft_graph* g, int threads,
+                                               weft_node* init) {
+  weft_session_options o;
+  weft_session_options_init(&o);
+  const char* device = getenv("WEFT_BENCH_DEVICE");
+  o.devices = device != NULL ? device : "CPU";
+  o.inter_op_threads = 1;
+  o.intra_op_threads = threads;
+  weft_session* s = NULL;
+  BENCH_CHECK(weft_session_create(g, &o, &s));
+  BENCH_CHECK(weft_session_run(s, NULL, NULL, 0, NULL, 0, &init, 1, NULL));
+  return s;
+}
+
+/* With WEFT_BENCH_PAIRED=N (N > 0) in the environment: N pairs of timed
+ * blocks of `block` steps, one on `one` (a session of 1 intra-op thread)
+ * and one on `many` (`threads` threads), in alternating order (ABBA...),
+ * after `warmup` steps of each; prints each side's median steps/s and the
+ * median and quartiles of the per-pair ratio many/one, and how many pairs
+ * had `many` slower.  Both sides live in one process and alternate every
+ * few tens of milliseconds, so a change in the machine's load (another
+ * process, a noisy neighbour of the VM) falls on both: issue 12's "never
+ * slower than one thread under load" is measured this way
+ * (README, "Performance").  Returns 1 when it ran, 0 otherwise. */
+static inline int bench_paired(const char* label, int threads, int block,
+                               int warmup, void (*step)(void*), void* one,
+                               void* many) {
+  const char* env = getenv("WEFT_BENCH_PAIRED");
+  const int pairs = env ? atoi(env) : 0;
+  if (pairs <= 0) return 0;
+  double* rate_one = (double*)malloc(3 * (size_t)pairs * sizeof(double));
+  if (rate_one == NULL) return 0;
+  double* rate_many = rate_one + pairs;
+  double* ratio = rate_many + pairs;
+  for (int i = 0; i < warmup; ++i) {
+    step(one);
+    step(many);
+  }
+  int slower = 0;
+  for (int p = 0; p < pairs; ++p) {
+    for (int side = 0; side < 2; ++side) {
+      /* Even pairs run `one` first, odd ones `many` first. */
+      const int is_many = (side == 0) == (p % 2 == 1);
+      double t0 = bench_now_seconds();
+      for (int i = 0; i < block; ++i) step(is_many ? many : one);
+      double rate = block / (bench_now_seconds() - t0);
+      if (is_many) rate_many[p] = rate;
+      else rate_one[p] = rate;
+    }
+    ratio[p] = rate_many[p] / rate_one[p];
+    slower += ratio[p] < 1;
+  }
+  double q1, q3;
+  qsort(ratio, (size_t)pairs, sizeof ratio[0], bench_compare_doubles);
+  q1 = ratio[pairs / 4];
+  q3 = ratio[(3 * pairs) / 4 < pairs ? (3 * pairs) / 4 : pairs - 1];
+  printf("%s, %d vs 1 thread(s), paired: ratio %.3f (quartiles %.3f - "
+         "%.3f), %d of %d pairs slower; %.1f vs %.1f steps/s; medians of "
+         "%d pairs of blocks of %d steps\n", label, threads,
+         bench_median(ratio, pairs), q1, q3, slower, pairs,
+         bench_median(rate_many, pairs), bench_median(rate_one, pairs),
+         pairs, block);
+  free(rate_one);
+  return 1;
+}
+
 /* The line for a call that does `per_call` units of work (nodes of a
  * chain, ops), given the median wall-clock and CPU seconds per call over
  * 10 blocks of `block` calls: "<label>, N thread(s): X us/<unit> (CPU Y

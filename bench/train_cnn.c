@@ -5,8 +5,9 @@
  * TensorFlow and LibTorch.  Prints the median steps/s of timed blocks and
  * the CPU time per step, then the peak run memory of one step
  * (WEFT_RECOMPUTE=cheap turns recomputation on; WEFT_BENCH_DEVICE=OPENCL
- * trains on OpenCL).  Usage: train_cnn
- * [threads] [steps] */
+ * trains on OpenCL; WEFT_BENCH_PAIRED=N with threads > 1: N pairs of
+ * blocks against a 1-thread session instead, see bench_paired).  Usage:
+ * train_cnn [threads] [steps] */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -117,19 +118,7 @@ int main(int argc, char** argv) {
   ok(weft_minimize(g, loss, &opt, "train", &train), "minimize");
   ok(weft_graph_initialize_all(g, "init", &init_all), "init");
 
-  weft_session_options so;
-  weft_session_options_init(&so);
-  /* WEFT_BENCH_DEVICE: the device to train on (bench/opencl.sh: OPENCL). */
-  const char* device = getenv("WEFT_BENCH_DEVICE");
-  so.devices = device != NULL ? device : "CPU";
-  /* What a session left to choose does with `threads` intra-op threads
-   * (runtime/session/session.cc): one inter-op thread, since each would
-   * start an OpenMP team of its own. */
-  so.inter_op_threads = 1;
-  so.intra_op_threads = threads;
-  weft_session* s = NULL;
-  ok(weft_session_create(g, &so, &s), "session");
-  ok(weft_session_run(s, NULL, NULL, 0, NULL, 0, &init_all, 1, NULL), "init");
+  weft_session* s = bench_open_session(g, threads, init_all);
   weft_tensor *xv = NULL, *lv = NULL;
   ok(weft_tensor_create(WEFT_FLOAT32, xd, 4, &xv), "x");
   ok(weft_tensor_create(WEFT_INT32, ld, 1, &lv), "labels");
@@ -140,8 +129,16 @@ int main(int argc, char** argv) {
   weft_output feeds[2] = {x, labels};
   weft_tensor* values[2] = {xv, lv};
   bench_session_step step = {s, feeds, values, 2, train};
-  bench_steps("Weft CNN training", threads, steps, 5,
-              bench_run_session_step, &step);
+  /* WEFT_BENCH_PAIRED: against a 1-thread session, block by block. */
+  weft_session* s1 = threads > 1 && getenv("WEFT_BENCH_PAIRED") != NULL
+                         ? bench_open_session(g, 1, init_all)
+                         : NULL;
+  bench_session_step step1 = {s1, feeds, values, 2, train};
+  if (s1 == NULL || !bench_paired("Weft CNN training", threads, steps / 10, 5,
+                                  bench_run_session_step, &step1, &step))
+    bench_steps("Weft CNN training", threads, steps, 5,
+                bench_run_session_step, &step);
+  if (s1 != NULL) weft_session_destroy(s1);
   bench_report_memory("Weft CNN training", &step);
   bench_report_trace("Weft CNN training", &step);
   weft_tensor_destroy(xv);

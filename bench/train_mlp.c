@@ -14,7 +14,9 @@
  * prints "Weft <what>, T thread(s): S steps/s (CPU C ms/step), ..." (see
  * bench_steps), then, when training, the peak run memory of one step
  * (WEFT_RECOMPUTE=cheap turns recomputation on), the peak RSS and the final
- * loss (WEFT_BENCH_DEVICE=CUDA or OPENCL runs on that device).  THREADS 0: the session's defaults (the runtime chooses). */
+ * loss (WEFT_BENCH_DEVICE=CUDA or OPENCL runs on that device).  THREADS 0: the session's defaults (the runtime chooses).
+ * WEFT_BENCH_PAIRED=N with THREADS > 1: N pairs of blocks against a
+ * 1-thread session instead (bench_paired). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <sys/resource.h>
@@ -119,20 +121,7 @@ int main(int argc, char** argv) {
   if ((st = weft_graph_initialize_all(g, "init", &init)))
     bench_die("initialize", st);
 
-  weft_session_options o;
-  weft_session_options_init(&o);
-  /* WEFT_BENCH_DEVICE: the device to run on (CPU unless set: CUDA, OPENCL). */
-  const char* device = getenv("WEFT_BENCH_DEVICE");
-  o.devices = device != NULL ? device : "CPU";
-  /* What a session left to choose does with `threads` intra-op threads
-   * (runtime/session/session.cc): one inter-op thread, since each would
-   * start an OpenMP team of its own. */
-  o.inter_op_threads = 1;
-  o.intra_op_threads = threads;
-  weft_session* s;
-  if ((st = weft_session_create(g, &o, &s))) bench_die("session", st);
-  if ((st = weft_session_run(s, NULL, NULL, 0, NULL, 0, &init, 1, NULL)))
-    bench_die("init", st);
+  weft_session* s = bench_open_session(g, threads, init);
 
   weft_tensor *xt, *yt;
   if ((st = weft_tensor_create(WEFT_FLOAT32, xd, 2, &xt)) ||
@@ -154,7 +143,16 @@ int main(int argc, char** argv) {
     snprintf(label, sizeof label, "Weft MLP %s training",
              adam ? "Adam" : "SGD");
     bench_session_step step = {s, feeds, values, 2, train};
-    bench_steps(label, threads, steps, WARMUP, bench_run_session_step, &step);
+    /* WEFT_BENCH_PAIRED: against a 1-thread session, block by block. */
+    weft_session* s1 = threads > 1 && getenv("WEFT_BENCH_PAIRED") != NULL
+                           ? bench_open_session(g, 1, init)
+                           : NULL;
+    bench_session_step step1 = {s1, feeds, values, 2, train};
+    if (s1 == NULL || !bench_paired(label, threads, steps / 10, WARMUP,
+                                    bench_run_session_step, &step1, &step))
+      bench_steps(label, threads, steps, WARMUP, bench_run_session_step,
+                  &step);
+    if (s1 != NULL) weft_session_destroy(s1);
   }
   if (!infer) {
     bench_session_step step = {s, feeds, values, 2, train};
