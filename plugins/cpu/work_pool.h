@@ -30,7 +30,10 @@
 // process on one core, spinning regardless of the load or waking a worker
 // for each kernel made 2 threads 0.92 - 0.98x one, because a worker that
 // shares its core with the other process finishes its chunk late and the
-// caller waits for it; with the caller doing it all, 0.96 - 1.03x.  An
+// caller waits for it; with the caller doing it all, 0.96 - 1.03x in
+// separate runs, and 0.985 - 0.992x measured paired (WEFT_BENCH_PAIRED,
+// quartiles within 1 %; idle 1.65 - 1.67x): the 1 % is the blocks' own
+// cost, which keeps the results independent of the load.  An
 // involuntary-context-switch or off-CPU-gap trigger instead of the count
 // fired on the idle machine too (kernel threads) and too rarely under load.
 //
