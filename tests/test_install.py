@@ -238,6 +238,16 @@ def moved_weft_trains_and_saves_a_model():
     run = run_clean(MOVED_WEFT, 'inspect', os.path.join(work, 'softmax-model'))
     assert run.returncode == 0, run.stdout + run.stderr
     assert 'serving_default' in run.stdout, run.stdout
+    # ONNX goes through the installed module, <libdir>/weft/weft-onnx.so,
+    # found beside the moved libweft.
+    onnx = os.path.join(work, 'softmax.onnx')
+    run = run_clean(MOVED_WEFT, 'export', os.path.join(work, 'softmax-model'),
+                    onnx)
+    assert run.returncode == 0, run.stdout + run.stderr
+    run = run_clean(MOVED_WEFT, 'inspect', onnx)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert 'serving_default' in run.stdout, run.stdout
+    assert os.path.isfile(moved(os.path.join(libdir, 'weft', 'weft-onnx.so')))
 
 
 def readme_quick_start(language):
