@@ -4,9 +4,10 @@
 // libprotobuf).  Both sides are built from one tree.
 #pragma once
 
+#include <mutex>
 #include <string>
 
-#include "weft/status.h"
+#include "base/status.h"
 
 // The installation's directory of the modules (Meson passes it; builds
 // without it, the fuzzers', look beside libweft only).
@@ -25,5 +26,28 @@ namespace weft {
 // does not load.
 weft_status* OpenModule(const char* env, const std::string& file,
                         void** handle, std::string* path);
+
+// A module's one-time set-up with its outcome kept: the first Run calls
+// `load` (concurrent callers wait for it), and every Run returns a copy of
+// the error it returned, or NULL when it succeeded.
+class LoadOnce {
+ public:
+  template <typename Load>
+  weft_status* Run(Load&& load) {
+    std::call_once(once_, [&] {
+      if (weft_status* st = load()) {
+        code_ = weft_status_code(st);
+        error_ = weft_status_message(st);
+        weft_status_destroy(st);
+      }
+    });
+    return code_ == WEFT_OK ? nullptr : Error(code_, error_);
+  }
+
+ private:
+  std::once_flag once_;
+  weft_code code_ = WEFT_OK;
+  std::string error_;
+};
 
 }  // namespace weft

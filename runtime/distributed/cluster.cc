@@ -58,17 +58,8 @@ weft_status* Setup(World* world) {
 
 weft_status* GetWorld(const World** out) {
   static World world;
-  static std::string error;
-  static weft_code code = WEFT_OK;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (weft_status* st = Setup(&world)) {
-      code = weft_status_code(st);
-      error = weft_status_message(st);
-      weft_status_destroy(st);
-    }
-  });
-  if (code != WEFT_OK) return Error(code, error);
+  static LoadOnce setup;
+  WEFT_RETURN_IF_ERROR(setup.Run([] { return Setup(&world); }));
   *out = &world;
   return nullptr;
 }

@@ -3,8 +3,6 @@
 // use and kept for the life of the process.
 #include <dlfcn.h>
 
-#include <mutex>
-
 #include "base/modules.h"
 #include "base/status.h"
 #include "model/model.h"
@@ -53,20 +51,11 @@ weft_status* Load(const OnnxModule** out) {
   return nullptr;
 }
 
-// Loads once; a failure is remembered and reported to every later call.
+// Loads once; a failure is kept and reported to every later call.
 weft_status* Module(const OnnxModule** out) {
   static const OnnxModule* table = nullptr;
-  static weft_code code = WEFT_OK;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (weft_status* st = Load(&table)) {
-      code = weft_status_code(st);
-      error = weft_status_message(st);
-      weft_status_destroy(st);
-    }
-  });
-  if (code != WEFT_OK) return Error(code, error);
+  static LoadOnce load;
+  WEFT_RETURN_IF_ERROR(load.Run([] { return Load(&table); }));
   *out = table;
   return nullptr;
 }
