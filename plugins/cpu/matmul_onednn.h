@@ -201,64 +201,133 @@ inline int64_t ChunkSize(int64_t dim, int64_t per_unit, int threads,
   return size < dim ? size : dim;
 }
 
-// A 2-D product split into blocks of whole rows of c (columns when there
-// are fewer than 16 rows a thread), each a one-thread product run as a chunk
-// on the plugin's WorkPool.  Rows first: a block of rows reads b whole, as
-// the unsplit product does, while a block of columns reads b through a row
-// stride, which made the MLP's forward product (100x784 by 784x256) 7 %
-// slower in two column blocks than in one piece, and no slower in two row
-// blocks.
+// A 2-D product as blocks of whole rows of c (columns when there are fewer
+// than 16 rows a thread), each a one-thread product.  Rows first: a block of
+// rows reads b whole, as the unsplit product does, while a block of columns
+// reads b through a row stride, which made the MLP's forward product
+// (100x784 by 784x256) 7 % slower in two column blocks than in one piece,
+// and no slower in two row blocks.  Blocks are described to oneDNN in place
+// through row strides.
+class Blocks {
+ public:
+  Blocks(const MatMulGeometry& g, int threads)
+      : g_(g),
+        element_(g.data_type == dnnl_f32 ? 4 : 2),
+        by_columns_(g.m < 16 * static_cast<int64_t>(threads)) {
+    const int64_t dim = by_columns_ ? g.n : g.m;
+    size_ = ChunkSize(dim, (by_columns_ ? g.m : g.n) * g.k, threads,
+                      by_columns_ ? 16 : 1);
+    chunks_ = (dim + size_ - 1) / size_;
+    MatMulGeometry block = g;
+    block.threads = 1;
+    if (by_columns_) {
+      // b [K, N] keeps its row stride; b stored [N, K] has whole rows.
+      block.ldb = g.transpose_b ? 0 : g.n;
+      block.ldc = g.n;
+    } else {
+      // a stored [K, M] keeps its row stride; a [M, K] has whole rows.
+      block.lda = g.transpose_a ? g.m : 0;
+    }
+    // Full blocks share one primitive, a shorter last block has its own.
+    auto primitive = [&block, this](int64_t extent) {
+      MatMulGeometry key = block;
+      (by_columns_ ? key.n : key.m) = extent;
+      return Cache().Get(key, [&key] { return Make(key); });
+    };
+    const int64_t last = dim - (chunks_ - 1) * size_;
+    full_ = primitive(size_);
+    tail_ = last == size_ ? full_ : primitive(last);
+  }
+
+  // False when oneDNN has no fast implementation for a block.
+  bool available() const { return full_->available && tail_->available; }
+  int64_t chunks() const { return chunks_; }
+
+  // Computes block i of c = a · b on the calling thread.
+  void Run(int64_t i, const void* a, const void* b, void* c) const {
+    const int64_t start = i * size_;
+    dnnl::stream& stream = OnednnPrepareThread(1);
+    const Primitive& p = i + 1 < chunks_ ? *full_ : *tail_;
+    const char* ab = static_cast<const char*>(a);
+    const char* bb = static_cast<const char*>(b);
+    char* cb = static_cast<char*>(c);
+    if (by_columns_) {
+      const int64_t b_offset = g_.transpose_b ? start * g_.k : start;
+      Execute(p, ab, bb + b_offset * element_, cb + start * element_, stream);
+    } else {
+      const int64_t a_offset = g_.transpose_a ? start : start * g_.k;
+      Execute(p, ab + a_offset * element_, bb, cb + start * g_.n * element_,
+              stream);
+    }
+  }
+
+ private:
+  MatMulGeometry g_;
+  size_t element_;
+  bool by_columns_;
+  int64_t size_ = 0, chunks_ = 0;
+  std::shared_ptr<const Primitive> full_, tail_;
+};
+
+
+// The whole product as one one-thread primitive, for a pool that would run
+// every block on this thread anyway, where it gives the blocks' bits
+// (onednn_engine.h, "One piece instead of blocks"); null otherwise, or when
+// the product is too large to probe (its split then costs it little).
+// Measured paired on a 2-core AMD EPYC, the pool forced to run alone: the
+// MLP step at 2 threads 0.989 - 0.995x one thread in blocks (its forward
+// product's two row blocks pack and read the weights once each), 1.002 -
+// 1.005x in one piece.
+inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
+                                                       const Blocks& blocks) {
+  MatMulGeometry one = g;
+  one.threads = 1;
+  const std::shared_ptr<const Primitive> whole =
+      Cache().Get(one, [&one] { return Make(one); });
+  if (!whole->available || static_cast<double>(g.m) *
+                                   static_cast<double>(g.k) *
+                                   static_cast<double>(g.n) >
+                               kMaxProbedMacs) {
+    return nullptr;
+  }
+  const bool same = ProbedOnce(g, [&] {
+    const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
+    const size_t a_count = static_cast<size_t>(g.m * g.k);
+    const size_t b_count = static_cast<size_t>(g.k * g.n);
+    const size_t c_bytes = static_cast<size_t>(g.m * g.n) * element;
+    std::unique_ptr<char[]> a(new char[a_count * element]),
+        b(new char[b_count * element]), split(new char[c_bytes]),
+        single(new char[c_bytes]);
+    uint64_t state = 1;
+    FillProbe(a.get(), a_count, element, &state);
+    FillProbe(b.get(), b_count, element, &state);
+    for (int64_t i = 0; i < blocks.chunks(); ++i)
+      blocks.Run(i, a.get(), b.get(), split.get());
+    Execute(*whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1));
+    return std::memcmp(split.get(), single.get(), c_bytes) == 0;
+  });
+  return same ? whole : nullptr;
+}
+
+// The product split into Blocks run as chunks on the plugin's WorkPool, or
+// whole where WholeForBlocks allows and the pool would run alone.
 // Why not oneDNN's own threads: they are OpenMP's, whose static split waits
 // for every thread at the join and whose waiting policy is set once per
-// process (work_pool.h has the measurements).  Blocks are described to
-// oneDNN in place through row strides.  Returns false, having done
+// process (work_pool.h has the measurements).  Returns false, having done
 // nothing, when oneDNN has no fast implementation.
 inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
                         void* c, WorkPool& pool) {
-  const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
-  const bool by_columns = g.m < 16 * static_cast<int64_t>(pool.threads());
-  const int64_t dim = by_columns ? g.n : g.m;
-  const int64_t size = ChunkSize(dim, (by_columns ? g.m : g.n) * g.k,
-                                 pool.threads(), by_columns ? 16 : 1);
-  const int64_t chunks = (dim + size - 1) / size;
-  MatMulGeometry block = g;
-  block.threads = 1;
-  if (by_columns) {
-    // b [K, N] keeps its row stride; b stored [N, K] has whole rows.
-    block.ldb = g.transpose_b ? 0 : g.n;
-    block.ldc = g.n;
-  } else {
-    // a stored [K, M] keeps its row stride; a [M, K] has whole rows.
-    block.lda = g.transpose_a ? g.m : 0;
-  }
-  // Full blocks share one primitive, a shorter last block has its own.
-  auto primitive = [&block, by_columns](int64_t extent) {
-    MatMulGeometry key = block;
-    (by_columns ? key.n : key.m) = extent;
-    return Cache().Get(key, [&key] { return Make(key); });
-  };
-  const int64_t last = dim - (chunks - 1) * size;
   OnednnPrepareThread(1);
-  const std::shared_ptr<const Primitive> full = primitive(size);
-  const std::shared_ptr<const Primitive> tail =
-      last == size ? full : primitive(last);
-  if (!full->available || !tail->available) return false;
-  const char* ab = static_cast<const char*>(a);
-  const char* bb = static_cast<const char*>(b);
-  char* cb = static_cast<char*>(c);
-  pool.Run(chunks, [&](int64_t i) {
-    const int64_t start = i * size;
-    dnnl::stream& stream = OnednnPrepareThread(1);
-    const Primitive& p = i + 1 < chunks ? *full : *tail;
-    if (by_columns) {
-      const int64_t b_offset = g.transpose_b ? start * g.k : start;
-      Execute(p, ab, bb + b_offset * element, cb + start * element, stream);
-    } else {
-      const int64_t a_offset = g.transpose_a ? start : start * g.k;
-      Execute(p, ab + a_offset * element, bb, cb + start * g.n * element,
-              stream);
+  const Blocks blocks(g, pool.threads());
+  if (!blocks.available()) return false;
+  if (blocks.chunks() > 1 && pool.RunsAlone()) {
+    if (const std::shared_ptr<const Primitive> whole =
+            WholeForBlocks(g, blocks)) {
+      Execute(*whole, a, b, c, OnednnPrepareThread(1));
+      return true;
     }
-  });
+  }
+  pool.Run(blocks.chunks(), [&](int64_t i) { blocks.Run(i, a, b, c); });
   return true;
 }
 

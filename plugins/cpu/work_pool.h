@@ -21,9 +21,12 @@
 // When they do not, a worker sleeps at once instead of spinning, and the
 // caller runs every chunk itself without waking anyone: a step then runs
 // as on one thread, but for what splitting costs in itself (the MLP's row
-// blocks read the weights once each: 3 - 4 %).  The caller reads the count
-// at most once a millisecond (kCheckSeconds), a worker once per idle
-// period.  The chunks are the same either way, so are the results.
+// blocks read the weights once each), which the product and convolution
+// kernels spare by running one whole primitive where it gives the chunks'
+// very bits (RunsAlone; onednn_engine.h, "One piece instead of blocks").
+// The caller reads the count at most once a millisecond (kCheckSeconds), a
+// worker once per idle period.  The chunks are the same either way, so are
+// the results.
 //
 // Measured on a 2-core AMD EPYC, the MLP training step (bench/train_mlp):
 // idle, 2 threads 1.6x one (OpenMP's passive waiting: 1.16x); with a busy
@@ -32,8 +35,8 @@
 // shares its core with the other process finishes its chunk late and the
 // caller waits for it; with the caller doing it all, 0.96 - 1.03x in
 // separate runs, and 0.985 - 0.992x measured paired (WEFT_BENCH_PAIRED,
-// quartiles within 1 %; idle 1.65 - 1.67x): the 1 % is the blocks' own
-// cost, which keeps the results independent of the load.  An
+// quartiles within 1 %; idle 1.65 - 1.67x): the 1 % was the blocks' own
+// cost, which the kernels' one-piece primitives (same bits) now spare.  An
 // involuntary-context-switch or off-CPU-gap trigger instead of the count
 // fired on the idle machine too (kernel threads) and too rarely under load.
 //
@@ -151,10 +154,21 @@ class WorkPool {
 
   int threads() const { return threads_; }
 
+  // Whether a Run now would run every chunk on the caller because the
+  // caller is one of a pool's workers or the machine has no CPU to spare
+  // (the reading Run itself uses).  A caller that can compute the chunks'
+  // very bits in one piece may do so instead (SplitMatMul).
+  bool RunsAlone() { return InWorker() || Contended(); }
+
   // For tests and benchmarks: behave as on an idle machine (wake and spin
   // whatever the load), or check the load again.
   void IgnoreLoad(bool ignore) {
     ignore_load_.store(ignore, std::memory_order_relaxed);
+  }
+  // For tests: behave as on a machine with no CPU to spare (every chunk on
+  // the caller; overrides IgnoreLoad), or not.
+  void AssumeBusy(bool busy) {
+    assume_busy_.store(busy, std::memory_order_relaxed);
   }
 
   WorkPool(const WorkPool&) = delete;
@@ -345,6 +359,7 @@ class WorkPool {
   // The caller's view: the last reading, refreshed when it is older than
   // kCheckSeconds (by one caller at a time).
   bool Contended() {
+    if (assume_busy_.load(std::memory_order_relaxed)) return true;
     if (ignore_load_.load(std::memory_order_relaxed)) return false;
     const double now = Now();
     double checked = checked_.load(std::memory_order_relaxed);
@@ -401,6 +416,7 @@ class WorkPool {
   alignas(64) std::atomic<bool> busy_{false};
   std::atomic<bool> contended_{false};
   std::atomic<bool> ignore_load_{false};
+  std::atomic<bool> assume_busy_{false};
   std::atomic<double> checked_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;

@@ -1,0 +1,260 @@
+// A 2-thread kernel's results do not depend on the machine's load: the CPU
+// plugin splits a product or a batch of convolutions into blocks for its
+// WorkPool, and where the pool would run every block on the caller (no CPU
+// to spare) it runs one whole primitive instead, but only where a probe
+// showed that gives the blocks' bits (onednn_engine.h, "One piece instead
+// of blocks").  Each case computes the same operands with the pool sharing
+// (IgnoreLoad) and running alone (AssumeBusy) and compares the bytes; the
+// matmul cases also check the probe's verdict against a comparison of
+// their own, on other operands.  Plain C++ with TAP output, header-only
+// kernels (no plugin), so it runs in the ASan+UBSan suite too.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "matmul_onednn.h"
+#include "onednn_nn_backward.h"
+
+using weft_cpu::WorkPool;
+
+namespace {
+
+int g_case = 0;
+int g_failed = 0;
+
+void Report(bool ok, const std::string& name, const std::string& why) {
+  ++g_case;
+  if (ok) {
+    std::printf("ok %d - %s\n", g_case, name.c_str());
+  } else {
+    ++g_failed;
+    std::printf("not ok %d - %s: %s\n", g_case, name.c_str(), why.c_str());
+  }
+  std::fflush(stdout);
+}
+
+void Skip(const std::string& name, const std::string& why) {
+  ++g_case;
+  std::printf("ok %d - %s # SKIP %s\n", g_case, name.c_str(), why.c_str());
+  std::fflush(stdout);
+}
+
+std::vector<float> Random(size_t count, uint64_t seed) {
+  std::vector<float> v(count);
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 7;
+  for (float& x : v) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    // Spread over a few binades, so that sums round often.
+    const double u = static_cast<double>(state >> 40) / 16777216.0;
+    x = static_cast<float>((u - 0.5) * (1 + (state >> 20 & 7)));
+  }
+  return v;
+}
+
+std::string FirstDifference(const std::vector<float>& a,
+                            const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      char text[128];
+      std::snprintf(text, sizeof text, "element %zu: %.9g against %.9g", i,
+                    static_cast<double>(a[i]), static_cast<double>(b[i]));
+      return text;
+    }
+  }
+  return "";
+}
+
+// Runs `compute` with the 2-thread pool sharing its blocks, then with it
+// running alone, and reports whether the outputs have the same bytes.
+template <typename Compute>
+void SameUnderLoad(const std::string& name, size_t outputs, Compute&& compute) {
+  WorkPool* pool = WorkPool::For(2);
+  std::vector<float> shared(outputs, -1.0f), alone(outputs, -2.0f);
+  pool->IgnoreLoad(true);
+  compute(shared.data());
+  pool->AssumeBusy(true);
+  compute(alone.data());
+  // Twice: the first call alone probes, the second uses the verdict.
+  std::vector<float> again(outputs, -3.0f);
+  compute(again.data());
+  pool->AssumeBusy(false);
+  std::string why = FirstDifference(shared, alone);
+  if (why.empty()) why = FirstDifference(shared, again);
+  Report(why.empty(), name + ": the same bits alone as shared", why);
+}
+
+struct Product {
+  int64_t m, k, n;
+  bool transpose_a;
+};
+
+void MatMulCases() {
+  // The MLP's forward product and weight gradient (transposed a), products
+  // split by columns (m < 32), one with K long enough that oneDNN's blocks
+  // and whole product may add in different orders, a tail block.
+  const Product products[] = {{100, 784, 256, false},  {784, 100, 256, true},
+                              {20, 600, 400, false},   {128, 4096, 64, true},
+                              {200, 1000, 300, false}, {33, 517, 770, false},
+                              {1000, 64, 128, true}};
+  for (const Product& p : products) {
+    char label[96];
+    std::snprintf(label, sizeof label, "matmul %lldx%lld%s by %lldx%lld",
+                  static_cast<long long>(p.m), static_cast<long long>(p.k),
+                  p.transpose_a ? " (transposed)" : "",
+                  static_cast<long long>(p.k), static_cast<long long>(p.n));
+    const std::vector<float> a = Random(static_cast<size_t>(p.m * p.k), 1);
+    const std::vector<float> b = Random(static_cast<size_t>(p.k * p.n), 2);
+    const size_t outputs = static_cast<size_t>(p.m * p.n);
+    auto product = [&](float* c, int threads) {
+      return weft_cpu::MatMulOnednn(a.data(), b.data(), c, p.m, p.k, p.n,
+                                    p.transpose_a, false, threads);
+    };
+    std::vector<float> probe(outputs);
+    if (!product(probe.data(), 1)) {
+      Skip(label, "oneDNN has no fast float32 product on this CPU");
+      continue;
+    }
+    SameUnderLoad(label, outputs, [&](float* c) { product(c, 2); });
+
+    // The probe's verdict against this case's own comparison of the whole
+    // one-thread product with the blocks (other operands than the probe's).
+    weft_cpu::MatMulGeometry g{};
+    g.m = p.m;
+    g.k = p.k;
+    g.n = p.n;
+    g.transpose_a = p.transpose_a;
+    g.data_type = dnnl_f32;
+    g.threads = 2;
+    WorkPool* pool = WorkPool::For(2);
+    const weft_cpu::matmul_onednn_detail::Blocks blocks(g, pool->threads());
+    std::vector<float> split(outputs);
+    for (int64_t i = 0; i < blocks.chunks(); ++i)
+      blocks.Run(i, a.data(), b.data(), split.data());
+    const bool same = FirstDifference(probe, split).empty();
+    const bool allowed =
+        weft_cpu::matmul_onednn_detail::WholeForBlocks(g, blocks) != nullptr;
+    Report(blocks.chunks() > 1 && same == allowed,
+           std::string(label) + ": the probe allows one piece exactly when " +
+               "it gives the blocks' bits",
+           std::to_string(blocks.chunks()) + " blocks; one piece " +
+               (same ? "gives" : "does not give") + " their bits here, " +
+               "the probe " + (allowed ? "allows" : "refuses") + " it");
+  }
+}
+
+weft_cpu::Window2D Window(int64_t batch, int64_t size, int64_t channels,
+                          int64_t kernel) {
+  weft_cpu::Window2D w;
+  w.batch = batch;
+  w.in_h = w.in_w = size;
+  w.channels = channels;
+  w.k_h = w.k_w = kernel;
+  weft_cpu::ComputeWindow2D(true, &w);
+  return w;
+}
+
+void ConvCases() {
+  struct Conv {
+    int64_t batch, size, channels, kernel, out_channels;
+  };
+  // The CNN's two layers (batch 64), an odd batch (a shorter last block),
+  // blocks of one image.  oneDNN's convolutions gave their blocks' bits in
+  // one piece for every shape tried here (these and four more), so the
+  // probe's refusal is checked on its own (ProbeRefusesOtherBits).
+  const Conv convs[] = {{64, 28, 1, 5, 32},
+                        {64, 14, 32, 5, 64},
+                        {37, 12, 8, 3, 24},
+                        {2, 16, 128, 3, 64}};
+  for (const Conv& c : convs) {
+    const weft_cpu::Window2D w = Window(c.batch, c.size, c.channels, c.kernel);
+    char label[96];
+    std::snprintf(
+        label, sizeof label, "conv %lldx%lldx%lldx%lld, %lldx%lld to %lld",
+        static_cast<long long>(c.batch), static_cast<long long>(c.size),
+        static_cast<long long>(c.size), static_cast<long long>(c.channels),
+        static_cast<long long>(c.kernel), static_cast<long long>(c.kernel),
+        static_cast<long long>(c.out_channels));
+    const size_t in =
+        static_cast<size_t>(w.batch * w.in_h * w.in_w * w.channels);
+    const size_t out =
+        static_cast<size_t>(w.batch * w.out_h * w.out_w * c.out_channels);
+    const std::vector<float> input = Random(in, 3);
+    const std::vector<float> filter = Random(
+        static_cast<size_t>(w.k_h * w.k_w * w.channels * c.out_channels), 4);
+    const std::vector<float> bias =
+        Random(static_cast<size_t>(c.out_channels), 5);
+    const std::vector<float> dy = Random(out, 6);
+    SameUnderLoad(std::string(label) + ", forward", out, [&](float* y) {
+      weft_cpu::OnednnConv2D(w, c.out_channels, input.data(), filter.data(), y,
+                             2);
+    });
+    SameUnderLoad(std::string(label) + ", fused with bias and relu", out,
+                  [&](float* y) {
+                    weft_cpu::OnednnConv2D(w, c.out_channels, input.data(),
+                                           filter.data(), y, 2, bias.data());
+                  });
+    SameUnderLoad(std::string(label) + ", input gradient", in, [&](float* din) {
+      weft_cpu::OnednnConv2DBackpropInput(w, c.out_channels, filter.data(),
+                                          dy.data(), din, 2);
+    });
+    SameUnderLoad(std::string(label) + ", filter gradient", filter.size(),
+                  [&](float* df) {
+                    weft_cpu::OnednnConv2DBackpropFilter(
+                        w, c.out_channels, input.data(), dy.data(), df, 2);
+                  });
+  }
+}
+
+// The batch probe itself: a one-piece computation that differs from the
+// blocks in one element of the last block is refused, an identical one
+// allowed.
+void ProbeRefusesOtherBits() {
+  WorkPool* pool = WorkPool::For(2);
+  pool->AssumeBusy(true);
+  const weft_cpu::Window2D w = Window(64, 14, 32, 5);
+  const weft_cpu::onednn_nn_detail::BatchSplit split(w, 64, 2);
+  const int64_t size = 1000;
+  // "Blocks" and "one piece" both sum x and y element by element; the
+  // planted one piece adds 2^-20 to its last element.
+  auto blocks = [&](const float* x, const float* y, const float*, float* out,
+                    bool) {
+    for (int64_t i = 0; i < size; ++i) out[i] = x[i] + y[i];
+  };
+  auto same = [&](const float* x, const float* y, const float*, float* out) {
+    for (int64_t i = 0; i < size; ++i) out[i] = x[i] + y[i];
+  };
+  auto planted = [&](const float* x, const float* y, const float*, float* out) {
+    same(x, y, nullptr, out);
+    out[size - 1] += 0x1p-20f;
+  };
+  const bool runs_alone = split.RunsAlone();
+  const bool allowed =
+      split.OnePieceSame(w, 64, 100, {size, size, 0, size}, blocks, same);
+  const bool refused =
+      !split.OnePieceSame(w, 64, 101, {size, size, 0, size}, blocks, planted);
+  pool->AssumeBusy(false);
+  Report(runs_alone && allowed && refused,
+         "the batch probe allows the same bits and refuses others",
+         std::string("split runs alone: ") + (runs_alone ? "yes" : "no") +
+             ", same bits " + (allowed ? "allowed" : "refused") +
+             ", one element off " + (refused ? "refused" : "allowed"));
+}
+
+}  // namespace
+
+int main() {
+  if (weft_cpu::OnednnThreads(2) < 2) {
+    std::printf(
+        "1..1\nok 1 - load-independent results # SKIP OpenMP allows "
+        "oneDNN one thread here (OMP_THREAD_LIMIT), so no kernel "
+        "splits\n");
+    return 0;
+  }
+  MatMulCases();
+  ConvCases();
+  ProbeRefusesOtherBits();
+  std::printf("1..%d\n", g_case);
+  return g_failed == 0 ? 0 : 1;
+}
