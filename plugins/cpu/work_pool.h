@@ -24,9 +24,9 @@
 // blocks read the weights once each), which the product and convolution
 // kernels spare by running one whole primitive where it gives the chunks'
 // very bits (RunsAlone; onednn_engine.h, "One piece instead of blocks").
-// The caller reads the count at most once a millisecond (kCheckSeconds), a
-// worker once per idle period.  The chunks are the same either way, so are
-// the results.
+// The caller reads the count at most every 4 ms (kCheckSeconds), a worker
+// once per idle period.  The chunks are the same either way, so are the
+// results.
 //
 // Measured on a 2-core AMD EPYC, the MLP training step (bench/train_mlp):
 // idle, 2 threads 1.6x one (OpenMP's passive waiting: 1.16x); with a busy
@@ -74,8 +74,10 @@ class WorkPool {
   // microseconds), short enough that a worker with nothing to do gives its
   // CPU back within a fraction of a millisecond.
   static constexpr double kSpinSeconds = 150e-6;
-  // How often the caller looks at the machine's load.
-  static constexpr double kCheckSeconds = 1e-3;
+  // How often the caller looks at the machine's load: a read of
+  // /proc/loadavg takes ~2 us (0.2 % of a step's time once a millisecond),
+  // and a load that comes or goes is seen within a few steps of the MLP.
+  static constexpr double kCheckSeconds = 4e-3;
   // The most chunks one Run hands out (state_'s 16-bit fields).
   static constexpr int64_t kMaxChunks = 0xffff;
   // Chunks offered first to one thread each (home_'s low 32 bits).
