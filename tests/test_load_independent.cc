@@ -133,8 +133,8 @@ void MatMulCases() {
     for (int64_t i = 0; i < blocks.chunks(); ++i)
       blocks.Run(i, a.data(), b.data(), split.data());
     const bool same = FirstDifference(probe, split).empty();
-    const bool allowed =
-        weft_cpu::matmul_onednn_detail::WholeForBlocks(g, blocks) != nullptr;
+    const bool allowed = weft_cpu::matmul_onednn_detail::WholeForBlocks(
+                             g, pool->threads()) != nullptr;
     Report(blocks.chunks() > 1 && same == allowed,
            std::string(label) + ": the probe allows one piece exactly when " +
                "it gives the blocks' bits",

@@ -270,27 +270,33 @@ class Blocks {
 };
 
 
-// The whole product as one one-thread primitive, for a pool that would run
-// every block on this thread anyway, where it gives the blocks' bits
-// (onednn_engine.h, "One piece instead of blocks"); null otherwise, or when
-// the product is too large to probe (its split then costs it little).
-// Measured paired on a 2-core AMD EPYC, the pool forced to run alone: the
-// MLP step at 2 threads 0.989 - 0.995x one thread in blocks (its forward
-// product's two row blocks pack and read the weights once each), 1.002 -
-// 1.005x in one piece.
+// The whole product as one one-thread primitive, for a pool of `threads`
+// that would run every block of Blocks(g, threads) on this thread anyway,
+// where it gives the blocks' bits (onednn_engine.h, "One piece instead of
+// blocks"); null otherwise, or when the product is too large to probe (its
+// split then costs it little).  One cache lookup once probed: a step's
+// products should cost what one thread's do.  Measured paired on a 2-core
+// AMD EPYC, the pool forced to run alone: the MLP step at 2 threads 0.989 -
+// 0.995x one thread in blocks (its forward product's two row blocks pack
+// and read the weights once each), 1.002 - 1.005x in one piece.
 inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
-                                                       const Blocks& blocks) {
-  MatMulGeometry one = g;
-  one.threads = 1;
-  const std::shared_ptr<const Primitive> whole =
-      Cache().Get(one, [&one] { return Make(one); });
-  if (!whole->available || static_cast<double>(g.m) *
-                                   static_cast<double>(g.k) *
-                                   static_cast<double>(g.n) >
-                               kMaxProbedMacs) {
-    return nullptr;
-  }
-  const bool same = ProbedOnce(g, [&] {
+                                                       int threads) {
+  struct OnePiece {
+    std::shared_ptr<const Primitive> whole;  // null: run the blocks
+  };
+  static OnednnCache<MatMulGeometry, OnePiece> verdicts;
+  return verdicts.Get(g, [&] {
+    auto verdict = std::make_shared<OnePiece>();
+    const Blocks blocks(g, threads);
+    MatMulGeometry one = g;
+    one.threads = 1;
+    const std::shared_ptr<const Primitive> whole =
+        Cache().Get(one, [&one] { return Make(one); });
+    if (!blocks.available() || blocks.chunks() < 2 || !whole->available ||
+        static_cast<double>(g.m) * static_cast<double>(g.k) *
+                static_cast<double>(g.n) > kMaxProbedMacs) {
+      return std::shared_ptr<const OnePiece>(std::move(verdict));
+    }
     const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
     const size_t a_count = static_cast<size_t>(g.m * g.k);
     const size_t b_count = static_cast<size_t>(g.k * g.n);
@@ -304,9 +310,11 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
     for (int64_t i = 0; i < blocks.chunks(); ++i)
       blocks.Run(i, a.get(), b.get(), split.get());
     Execute(*whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1));
-    return std::memcmp(split.get(), single.get(), c_bytes) == 0;
-  });
-  return same ? whole : nullptr;
+    if (std::memcmp(split.get(), single.get(), c_bytes) == 0) {
+      verdict->whole = whole;
+    }
+    return std::shared_ptr<const OnePiece>(std::move(verdict));
+  })->whole;
 }
 
 // The product split into Blocks run as chunks on the plugin's WorkPool, or
@@ -317,16 +325,16 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
 // nothing, when oneDNN has no fast implementation.
 inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
                         void* c, WorkPool& pool) {
-  OnednnPrepareThread(1);
-  const Blocks blocks(g, pool.threads());
-  if (!blocks.available()) return false;
-  if (blocks.chunks() > 1 && pool.RunsAlone()) {
+  dnnl::stream& stream = OnednnPrepareThread(1);
+  if (pool.RunsAlone()) {
     if (const std::shared_ptr<const Primitive> whole =
-            WholeForBlocks(g, blocks)) {
-      Execute(*whole, a, b, c, OnednnPrepareThread(1));
+            WholeForBlocks(g, pool.threads())) {
+      Execute(*whole, a, b, c, stream);
       return true;
     }
   }
+  const Blocks blocks(g, pool.threads());
+  if (!blocks.available()) return false;
   pool.Run(blocks.chunks(), [&](int64_t i) { blocks.Run(i, a, b, c); });
   return true;
 }
