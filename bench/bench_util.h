@@ -113,7 +113,9 @@ static inline weft_session* bench_open_session(weft_graph* g, int threads,
  * few tens of milliseconds, so a change in the machine's load (another
  * process, a noisy neighbour of the VM) falls on both: issue 12's "never
  * slower than one thread under load" is measured this way
- * (README, "Performance").  Returns 1 when it ran, 0 otherwise. */
+ * (README, "Performance").  With `threads` 1 both sides are alike: the
+ * ratio then shows the method's own bias (an A/A control).  Returns 1 when
+ * it ran, 0 otherwise. */
 static inline int bench_paired(const char* label, int threads, int block,
                                int warmup, void (*step)(void*), void* one,
                                void* many) {

@@ -5,8 +5,9 @@
  * TensorFlow and LibTorch.  Prints the median steps/s of timed blocks and
  * the CPU time per step, then the peak run memory of one step
  * (WEFT_RECOMPUTE=cheap turns recomputation on; WEFT_BENCH_DEVICE=OPENCL
- * trains on OpenCL; WEFT_BENCH_PAIRED=N with threads > 1: N pairs of
- * blocks against a 1-thread session instead, see bench_paired).  Usage:
+ * trains on OpenCL; WEFT_BENCH_PAIRED=N with threads >= 1: N pairs of
+ * blocks against a 1-thread session instead, see bench_paired; threads
+ * 1 is the method's A/A control).  Usage:
  * train_cnn [threads] [steps] */
 #define _POSIX_C_SOURCE 200809L
 
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
   weft_tensor* values[2] = {xv, lv};
   bench_session_step step = {s, feeds, values, 2, train};
   /* WEFT_BENCH_PAIRED: against a 1-thread session, block by block. */
-  weft_session* s1 = threads > 1 && getenv("WEFT_BENCH_PAIRED") != NULL
+  weft_session* s1 = threads >= 1 && getenv("WEFT_BENCH_PAIRED") != NULL
                          ? bench_open_session(g, 1, init_all)
                          : NULL;
   bench_session_step step1 = {s1, feeds, values, 2, train};

@@ -15,8 +15,9 @@
  * bench_steps), then, when training, the peak run memory of one step
  * (WEFT_RECOMPUTE=cheap turns recomputation on), the peak RSS and the final
  * loss (WEFT_BENCH_DEVICE=CUDA or OPENCL runs on that device).  THREADS 0: the session's defaults (the runtime chooses).
- * WEFT_BENCH_PAIRED=N with THREADS > 1: N pairs of blocks against a
- * 1-thread session instead (bench_paired). */
+ * WEFT_BENCH_PAIRED=N with THREADS >= 1: N pairs of blocks against a
+ * 1-thread session instead (bench_paired; THREADS 1 is the method's A/A
+ * control). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <sys/resource.h>
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
              adam ? "Adam" : "SGD");
     bench_session_step step = {s, feeds, values, 2, train};
     /* WEFT_BENCH_PAIRED: against a 1-thread session, block by block. */
-    weft_session* s1 = threads > 1 && getenv("WEFT_BENCH_PAIRED") != NULL
+    weft_session* s1 = threads >= 1 && getenv("WEFT_BENCH_PAIRED") != NULL
                            ? bench_open_session(g, 1, init)
                            : NULL;
     bench_session_step step1 = {s1, feeds, values, 2, train};

@@ -10,10 +10,12 @@
 # against tf.data (PNG and JPEG records), in WEFT_BENCH_ROUNDS interleaved
 # rounds at 1 and 2 threads, with the oneDNN floor of each workload; one
 # markdown table of medians (wall-clock and CPU time), ratios and fractions
-# of the floor.  Then Weft's own micro-benchmarks (run() of one scalar Add
-# from C and from Java, a session's MatMul against Eigen, Conv2D and
-# MatMul against oneDNN and LibTorch); WEFT_BENCH_PEERS_ONLY=1 leaves them
-# out.
+# of the floor.  Then 2 threads against 1 on the MLP and CNN steps, paired
+# in one process, idle and with a busy loop on one core.  Then Weft's own
+# micro-benchmarks (run() of one scalar Add from C and from Java, a
+# session's MatMul against Eigen, Conv2D and MatMul against oneDNN and
+# LibTorch); WEFT_BENCH_PEERS_ONLY=1 leaves them out (the peers and the
+# paired threads only).
 #
 # Environment:
 #   WEFT_BENCH_ROUNDS     rounds of interleaved runs (3)
@@ -77,6 +79,35 @@ weft_install_packages
 bench_wait_for_quiet
 scripts/bench_peers.sh train_mlp train_mlp_adam train_cnn infer_mlp_1 \
   infer_mlp_256 executor pipeline_png pipeline_jpeg
+
+# Two intra-op threads against one, paired in one process (bench_paired
+# in bench/bench_util.h), idle and with another process busy on one core:
+# issue 12's "never slower than one thread, under load or idle".  Threads
+# 1 against 1 is the method's A/A control: its spread is the resolution.
+echo
+echo "--- 2 intra-op threads against 1, paired (1 against 1: the control)"
+busy_pid=
+trap '[ -z "$busy_pid" ] || kill "$busy_pid" 2>/dev/null || true' EXIT
+for load in idle busy; do
+  if [ "$load" = busy ]; then
+    (while :; do :; done) &
+    busy_pid=$!
+  else
+    bench_wait_for_quiet
+  fi
+  for threads in 2 1; do
+    for run in "train_mlp $threads 700:100" "train_cnn $threads 100:60"; do
+      line=$(WEFT_BENCH_PAIRED=${run#*:} weft_in_build_env \
+        bench/${run%%:*} | grep paired)
+      echo "$load (load average $(bench_load)): $line"
+    done
+  done
+  if [ -n "$busy_pid" ]; then
+    kill "$busy_pid"
+    wait "$busy_pid" 2>/dev/null || true
+    busy_pid=
+  fi
+done
 [ "${WEFT_BENCH_PEERS_ONLY:-0}" = 1 ] && exit 0
 
 echo
