@@ -51,6 +51,11 @@ void Run::ReturnArena() {
 }
 
 Run::~Run() {
+  // A cancellation that came after the run's last look at its error
+  // (CancelRuns between the end of Execute and the run leaving the
+  // session's list): the run finished, so its result stands and the
+  // reason goes.  Nothing reaches the run by now (Execute below).
+  weft_status_destroy(error_);
   ReturnArena();
   for (auto& list : cf_free_)
     for (Iteration* it : list) delete it;
