@@ -273,8 +273,8 @@ class Blocks {
 // The whole product as one one-thread primitive, for a pool of `threads`
 // that would run every block of Blocks(g, threads) on this thread anyway,
 // where it gives the blocks' bits (onednn_engine.h, "One piece instead of
-// blocks"); null otherwise, or when the product is too large to probe (its
-// split then costs it little).  One cache lookup once probed: a step's
+// blocks"); null otherwise, or when the product is too large to probe
+// (kMaxProbeBytes).  One cache lookup once probed: a step's
 // products should cost what one thread's do.  Measured paired on a 2-core
 // AMD EPYC, the pool forced to run alone: the MLP step at 2 threads 0.989 -
 // 0.995x one thread in blocks (its forward product's two row blocks pack
@@ -292,15 +292,14 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
     one.threads = 1;
     const std::shared_ptr<const Primitive> whole =
         Cache().Get(one, [&one] { return Make(one); });
-    if (!blocks.available() || blocks.chunks() < 2 || !whole->available ||
-        static_cast<double>(g.m) * static_cast<double>(g.k) *
-                static_cast<double>(g.n) > kMaxProbedMacs) {
-      return std::shared_ptr<const OnePiece>(std::move(verdict));
-    }
     const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
     const size_t a_count = static_cast<size_t>(g.m * g.k);
     const size_t b_count = static_cast<size_t>(g.k * g.n);
     const size_t c_bytes = static_cast<size_t>(g.m * g.n) * element;
+    if (!blocks.available() || blocks.chunks() < 2 || !whole->available ||
+        (a_count + b_count) * element + 2 * c_bytes > kMaxProbeBytes) {
+      return std::shared_ptr<const OnePiece>(std::move(verdict));
+    }
     std::unique_ptr<char[]> a(new char[a_count * element]),
         b(new char[b_count * element]), split(new char[c_bytes]),
         single(new char[c_bytes]);

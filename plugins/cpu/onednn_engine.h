@@ -209,24 +209,27 @@ class OnednnCache {
 
 // ---- One piece instead of blocks, where it gives the same bits ----------
 //
-// A kernel split into blocks for the WorkPool runs every block on the
+// A product split into row blocks for the WorkPool runs every block on the
 // caller when the pool runs alone (WorkPool::RunsAlone: the machine has no
-// CPU to spare).  One primitive over the whole problem then spares what the
-// split costs in itself (a product's weights packed and read once per
-// block, a convolution called once per block of images), but a session's
-// results must not depend on the load, and oneDNN does not promise that a
-// one-piece primitive adds in its blocks' order (a 128x4096 by 4096x64
-// product with a transposed a does not: its blocks run gemm:jit, the whole
-// brgemm).  So the one piece runs only where a probe, once per geometry,
-// showed it gives the blocks' bits on random operands: oneDNN's float
-// kernels have no data-dependent branches (the same operations whatever the
-// values), and two that add in different orders disagree on random
-// operands in some element with overwhelming probability.
+// CPU to spare).  One primitive over the whole product then spares what the
+// split costs in itself (the weights packed and read once per block), but
+// a session's results must not depend on the load, and oneDNN does not
+// promise that a one-piece primitive adds in its blocks' order (a 128x4096
+// by 4096x64 product with a transposed a does not: its blocks run
+// gemm:jit, the whole brgemm).  So the one piece runs only where a probe,
+// once per geometry, showed it gives the blocks' bits on random operands:
+// oneDNN's float kernels have no data-dependent branches (the same
+// operations whatever the values), and two that add in different orders
+// disagree on random operands in some element with overwhelming
+// probability (matmul_onednn.h, WholeForBlocks).
 
-// The most multiply-adds a probe runs (twice, on one thread: some 0.1 s at
-// this size, once per geometry); larger problems keep their blocks, whose
-// own cost is then a small part of theirs.
-constexpr double kMaxProbedMacs = 2147483648.0;
+// The most bytes a probe's operands and two outputs may take: the probe's
+// pages count in the process's peak memory.  Larger products keep their
+// blocks, whose own cost is a smaller part of theirs (a block's second read
+// of the weights against its rows' share of the work).  Convolutions keep
+// theirs too: the CNN's (6 - 13 MiB a probe) raised its 2-thread peak from
+// 37 to 49 MiB, for no gain measurable under load.
+constexpr size_t kMaxProbeBytes = size_t{4} << 20;
 
 // Fills `count` elements of `element` bytes (4: float32; 2: bfloat16, a
 // float32's high half) with values uniform in [-1, 1) from *state.
@@ -246,16 +249,6 @@ inline void FillProbe(void* data, size_t count, size_t element,
       std::memcpy(out + i * 2, &high, 2);
     }
   }
-}
-
-// Whether the one piece gives the blocks' bits for `key`: probe() (which
-// runs both on FillProbe operands and compares) the first time, the
-// answer remembered after.  One cache per call site (per Probe type).
-template <typename Key, typename Probe>
-bool ProbedOnce(const Key& key, Probe&& probe) {
-  static OnednnCache<Key, bool> verdicts;
-  return *verdicts.Get(key,
-                       [&] { return std::make_shared<const bool>(probe()); });
 }
 
 }  // namespace weft_cpu

@@ -24,7 +24,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "nn_common.h"
 #include "onednn_engine.h"
@@ -288,9 +287,7 @@ inline void* FilterData(const FilterPacking& packing, const float* filter,
 // block) when there is one thread, one image, or too little work to share
 // (below 2^22 multiply-adds, about 40 us).  The blocks depend only on the
 // geometry and the thread count, never on the load, so neither do the
-// results: where the pool would run them all on the caller, the kernels
-// run one whole-batch primitive instead only where it gives their bits
-// (OnePieceSame).
+// results.
 struct BatchSplit {
   WorkPool* pool = nullptr;
   // Blocks of `per` images, the last one `tail`; one block (the whole batch,
@@ -304,7 +301,7 @@ struct BatchSplit {
   BatchSplit(const Window2D& w, int64_t out_channels, int requested)
       : per(w.batch), full(w), tail(w) {
     const int wanted = OnednnThreads(requested);
-    macs = static_cast<double>(w.batch) *
+    const double macs = static_cast<double>(w.batch) *
                         static_cast<double>(w.out_h * w.out_w) *
                         static_cast<double>(w.k_h * w.k_w) *
                         static_cast<double>(w.channels * out_channels);
@@ -319,20 +316,14 @@ struct BatchSplit {
     full.batch = per;
     tail.batch = w.batch - (chunks - 1) * per;
   }
-  // Runs fn(i) for every block: on the pool when there is one and
-  // `pooled`, else on the caller in block order.
+  // Runs fn(i) for every block: on the pool, or on the caller.
   template <typename Fn>
-  void Run(Fn&& fn, bool pooled = true) const {
-    if (pool != nullptr && pooled) {
+  void Run(Fn&& fn) const {
+    if (pool != nullptr) {
       pool->Run(chunks, fn);
     } else {
-      for (int64_t i = 0; i < chunks; ++i) fn(i);
+      fn(int64_t{0});
     }
-  }
-  // Whether the pool would now run every block on the caller
-  // (WorkPool::RunsAlone).
-  bool RunsAlone() const {
-    return pool != nullptr && chunks > 1 && pool->RunsAlone();
   }
   // Block i's first image, and which of Entries() it runs (0 or 1).
   int64_t First(int64_t i) const { return i * per; }
@@ -344,40 +335,6 @@ struct BatchSplit {
     auto first = find(full);
     return {first, tail.batch == per ? first : find(tail)};
   }
-  // Whether one(x, y, z, out) gives blocks(x, y, z, out, false)'s bits for
-  // the whole batch of `w` (onednn_engine.h, "One piece instead of
-  // blocks"): probed once per `kind` and geometry on FillProbe operands of
-  // sizes[0..2] floats (size 0: a null operand) and an output of sizes[3].
-  template <typename Blocks, typename One>
-  bool OnePieceSame(const Window2D& w, int64_t out_channels, int64_t kind,
-                    const std::array<int64_t, 4>& sizes, Blocks&& blocks,
-                    One&& one) const {
-    if (macs > kMaxProbedMacs) return false;
-    Key key{};
-    key.window = w;
-    key.out_channels = out_channels;
-    key.kind = kind;
-    key.threads = pool->threads();
-    return ProbedOnce(key, [&] {
-      std::vector<float> operand[3], split(static_cast<size_t>(sizes[3])),
-          single(split.size());
-      uint64_t state = 1;
-      for (int i = 0; i < 3; ++i) {
-        operand[i].resize(static_cast<size_t>(sizes[i]));
-        FillProbe(operand[i].data(), operand[i].size(), 4, &state);
-      }
-      auto at = [&operand](int i) {
-        return operand[i].empty() ? nullptr : operand[i].data();
-      };
-      blocks(at(0), at(1), at(2), split.data(), false);
-      one(at(0), at(1), at(2), single.data());
-      return std::memcmp(split.data(), single.data(),
-                         split.size() * sizeof(float)) == 0;
-    });
-  }
-
- private:
-  double macs = 0;
 };
 
 // The filter packed for the full blocks' primitive and the last block's,
@@ -432,48 +389,23 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
   namespace d = onednn_nn_detail;
   const int64_t kind = bias ? 3 : 0;
   const d::BatchSplit split(w, out_channels, threads);
+  dnnl::stream& stream = OnednnPrepareThread(split.threads);
+  const auto blocks = split.Entries([&](const Window2D& block) {
+    return d::Find(block, out_channels, kind, split.threads);
+  });
+  std::shared_ptr<const d::PackedFilter> keep[2];
+  void* weights[2];
+  d::PackForBlocks(blocks[0]->conv->filter, blocks[1]->conv->filter, filter,
+                   stream, keep, weights);
   const int64_t in_image = w.in_h * w.in_w * w.channels;
   const int64_t out_image = w.out_h * w.out_w * out_channels;
-  auto blocks = [&](const float* in, const float* f, const float* b,
-                    float* out, bool pooled) {
-    dnnl::stream& stream = OnednnPrepareThread(split.threads);
-    const auto entries = split.Entries([&](const Window2D& block) {
-      return d::Find(block, out_channels, kind, split.threads);
-    });
-    std::shared_ptr<const d::PackedFilter> keep[2];
-    void* weights[2];
-    d::PackForBlocks(entries[0]->conv->filter, entries[1]->conv->filter, f,
-                     stream, keep, weights);
-    split.Run(
-        [&](int64_t i) {
-          const int l = split.Last(i);
-          const int64_t first = split.First(i);
-          d::RunConv(*entries[l]->conv, weights[l], in + first * in_image,
-                     out + first * out_image, b,
-                     OnednnPrepareThread(split.threads));
-        },
-        pooled);
-  };
-  if (split.RunsAlone()) {
-    const auto whole = d::Find(w, out_channels, kind, 1);
-    auto one = [&](const float* in, const float* f, const float* b,
-                   float* out) {
-      dnnl::stream& stream = OnednnPrepareThread(1);
-      std::shared_ptr<const d::PackedFilter> keep;
-      d::RunConv(*whole->conv,
-                 d::FilterData(whole->conv->filter, f, stream, &keep), in, out,
-                 b, stream);
-    };
-    if (split.OnePieceSame(
-            w, out_channels, kind,
-            {w.batch * in_image, w.k_h * w.k_w * w.channels * out_channels,
-             bias ? out_channels : 0, w.batch * out_image},
-            blocks, one)) {
-      one(input, filter, bias, output);
-      return;
-    }
-  }
-  blocks(input, filter, bias, output, true);
+  split.Run([&](int64_t i) {
+    const int b = split.Last(i);
+    const int64_t first = split.First(i);
+    d::RunConv(*blocks[b]->conv, weights[b], input + first * in_image,
+               output + first * out_image, bias,
+               OnednnPrepareThread(split.threads));
+  });
 }
 
 // output [N, OH, OW, C] = max or mean (over valid elements) of input

@@ -195,47 +195,22 @@ inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
                                       float* din, int threads) {
   namespace d = onednn_nn_detail;
   const d::BatchSplit split(w, out_channels, threads);
+  dnnl::stream& stream = OnednnPrepareThread(split.threads);
+  const auto blocks = split.Entries([&](const Window2D& block) {
+    return d::FindBackward(block, out_channels, d::kConvData, split.threads);
+  });
+  std::shared_ptr<const d::PackedFilter> keep[2];
+  void* weights[2];
+  d::PackForBlocks(blocks[0]->data->filter, blocks[1]->data->filter, filter,
+                   stream, keep, weights);
   const int64_t in_image = w.in_h * w.in_w * w.channels;
   const int64_t out_image = w.out_h * w.out_w * out_channels;
-  auto blocks = [&](const float* f, const float* g, const float*, float* out,
-                    bool pooled) {
-    dnnl::stream& stream = OnednnPrepareThread(split.threads);
-    const auto entries = split.Entries([&](const Window2D& block) {
-      return d::FindBackward(block, out_channels, d::kConvData,
-                             split.threads);
-    });
-    std::shared_ptr<const d::PackedFilter> keep[2];
-    void* weights[2];
-    d::PackForBlocks(entries[0]->data->filter, entries[1]->data->filter, f,
-                     stream, keep, weights);
-    split.Run(
-        [&](int64_t i) {
-          const int l = split.Last(i);
-          const int64_t first = split.First(i);
-          d::RunConvData(*entries[l]->data, weights[l], g + first * out_image,
-                         out + first * in_image,
-                         OnednnPrepareThread(split.threads));
-        },
-        pooled);
-  };
-  if (split.RunsAlone()) {
-    const auto whole = d::FindBackward(w, out_channels, d::kConvData, 1);
-    auto one = [&](const float* f, const float* g, const float*, float* out) {
-      dnnl::stream& stream = OnednnPrepareThread(1);
-      std::shared_ptr<const d::PackedFilter> keep;
-      d::RunConvData(*whole->data,
-                     d::FilterData(whole->data->filter, f, stream, &keep), g,
-                     out, stream);
-    };
-    if (split.OnePieceSame(w, out_channels, d::kConvData,
-                           {w.k_h * w.k_w * w.channels * out_channels,
-                            w.batch * out_image, 0, w.batch * in_image},
-                           blocks, one)) {
-      one(filter, dy, nullptr, din);
-      return;
-    }
-  }
-  blocks(filter, dy, nullptr, din, true);
+  split.Run([&](int64_t i) {
+    const int b = split.Last(i);
+    const int64_t first = split.First(i);
+    d::RunConvData(*blocks[b]->data, weights[b], dy + first * out_image,
+                   din + first * in_image, OnednnPrepareThread(split.threads));
+  });
 }
 
 // dfilter [KH, KW, Cin, Cout] = the gradient of Conv2D's filter for input

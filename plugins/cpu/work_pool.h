@@ -21,9 +21,9 @@
 // When they do not, a worker sleeps at once instead of spinning, and the
 // caller runs every chunk itself without waking anyone: a step then runs
 // as on one thread, but for what splitting costs in itself (the MLP's row
-// blocks read the weights once each), which the product and convolution
-// kernels spare by running one whole primitive where it gives the chunks'
-// very bits (RunsAlone; onednn_engine.h, "One piece instead of blocks").
+// blocks read the weights once each), which the product kernel spares by
+// running one whole primitive where it gives the chunks' very bits
+// (RunsAlone; onednn_engine.h, "One piece instead of blocks").
 // The caller reads the count at most every 4 ms (kCheckSeconds), a worker
 // once per idle period.  The chunks are the same either way, so are the
 // results.
@@ -36,7 +36,7 @@
 // caller waits for it; with the caller doing it all, 0.96 - 1.03x in
 // separate runs, and 0.985 - 0.992x measured paired (WEFT_BENCH_PAIRED,
 // quartiles within 1 %; idle 1.65 - 1.67x): the 1 % was the blocks' own
-// cost, which the kernels' one-piece primitives (same bits) now spare.  An
+// cost, which the products' one-piece primitives (same bits) now spare.  An
 // involuntary-context-switch or off-CPU-gap trigger instead of the count
 // fired on the idle machine too (kernel threads) and too rarely under load.
 //
