@@ -2,7 +2,7 @@
 // plugin splits a product or a batch of convolutions into blocks for its
 // WorkPool, and where the pool would run every block on the caller (no CPU
 // to spare) it runs a product as one whole primitive instead, but only
-// where a probe showed that gives the blocks' bits (onednn_engine.h, "One
+// where a probe showed that gives the blocks' bits (matmul_onednn.h, "One
 // piece instead of blocks").  Each case computes the same operands with the
 // pool sharing (IgnoreLoad) and running alone (AssumeBusy) and compares the
 // bytes; the matmul cases also check the probe's verdict against a
@@ -164,7 +164,7 @@ void ConvCases() {
     int64_t batch, size, channels, kernel, out_channels;
   };
   // The CNN's two layers (batch 64), an odd batch (a shorter last block),
-  // blocks of one image: convolutions keep their blocks (onednn_engine.h
+  // blocks of one image: convolutions keep their blocks (matmul_onednn.h
   // says why), and these check it.
   const Conv convs[] = {{64, 28, 1, 5, 32},
                         {64, 14, 32, 5, 64},

@@ -207,50 +207,6 @@ class OnednnCache {
       index_;
 };
 
-// ---- One piece instead of blocks, where it gives the same bits ----------
-//
-// A product split into row blocks for the WorkPool runs every block on the
-// caller when the pool runs alone (WorkPool::RunsAlone: the machine has no
-// CPU to spare).  One primitive over the whole product then spares what the
-// split costs in itself (the weights packed and read once per block), but
-// a session's results must not depend on the load, and oneDNN does not
-// promise that a one-piece primitive adds in its blocks' order (a 128x4096
-// by 4096x64 product with a transposed a does not: its blocks run
-// gemm:jit, the whole brgemm).  So the one piece runs only where a probe,
-// once per geometry, showed it gives the blocks' bits on random operands:
-// oneDNN's float kernels have no data-dependent branches (the same
-// operations whatever the values), and two that add in different orders
-// disagree on random operands in some element with overwhelming
-// probability (matmul_onednn.h, WholeForBlocks).
-
-// The most bytes a probe's operands and two outputs may take: the probe's
-// pages count in the process's peak memory.  Larger products keep their
-// blocks, whose own cost is a smaller part of theirs (a block's second read
-// of the weights against its rows' share of the work).  Convolutions keep
-// theirs too: the CNN's (6 - 13 MiB a probe) raised its 2-thread peak from
-// 37 to 49 MiB, for no gain measurable under load.
-constexpr size_t kMaxProbeBytes = size_t{4} << 20;
-
-// Fills `count` elements of `element` bytes (4: float32; 2: bfloat16, a
-// float32's high half) with values uniform in [-1, 1) from *state.
-inline void FillProbe(void* data, size_t count, size_t element,
-                      uint64_t* state) {
-  char* out = static_cast<char*>(data);
-  for (size_t i = 0; i < count; ++i) {
-    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-    const float x = static_cast<float>(static_cast<double>(*state >> 40) *
-                                       (1.0 / 8388608.0)) - 1.0f;
-    uint32_t bits;
-    std::memcpy(&bits, &x, 4);
-    if (element == 4) {
-      std::memcpy(out + i * 4, &bits, 4);
-    } else {
-      const uint16_t high = static_cast<uint16_t>(bits >> 16);
-      std::memcpy(out + i * 2, &high, 2);
-    }
-  }
-}
-
 }  // namespace weft_cpu
 
 #endif  // WEFT_PLUGINS_CPU_ONEDNN_ENGINE_H_

@@ -23,7 +23,7 @@
 // as on one thread, but for what splitting costs in itself (the MLP's row
 // blocks read the weights once each), which the product kernel spares by
 // running one whole primitive where it gives the chunks' very bits
-// (RunsAlone; onednn_engine.h, "One piece instead of blocks").
+// (RunsAlone; matmul_onednn.h, "One piece instead of blocks").
 // The caller reads the count at most every 4 ms (kCheckSeconds), a worker
 // once per idle period.  The chunks are the same either way, so are the
 // results.
