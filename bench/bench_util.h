@@ -208,78 +208,111 @@ static inline void bench_report_memory(const char* label,
   weft_run_metadata_destroy(m);
 }
 
+/* Per op type (or node) totals of traced steps, for bench_report_trace. */
+enum { kBenchTraceMaxOps = 64 };
+typedef struct {
+  int num_ops;
+  const char* ops[kBenchTraceMaxOps];
+  double total_ns[2][kBenchTraceMaxOps];
+  int count[kBenchTraceMaxOps];
+  double span_ns[2];
+} bench_trace_totals;
+
+/* Runs one traced step of `s` into `into` and adds its events to side
+ * `side` of `t`; names are taken from `into` when `keep_names` (the first
+ * run: op names are borrowed from the metadata until its next run, and
+ * every run has the same nodes). */
+static inline void bench_trace_one(const bench_session_step* s,
+                                   weft_run_metadata* into, int keep_names,
+                                   int by_node, int side,
+                                   bench_trace_totals* t) {
+  weft_run_options options;
+  weft_run_options_init(&options);
+  options.trace_level = WEFT_TRACE_FULL;
+  BENCH_CHECK(weft_session_run_with_options(
+      s->session, &options, s->feeds, s->values, s->num_feeds, NULL, 0,
+      &s->target, 1, NULL, into));
+  int64_t first = INT64_MAX, last = 0;
+  for (int32_t i = 0; i < weft_run_metadata_num_trace_events(into); ++i) {
+    const char *op, *name;
+    int64_t start, end;
+    BENCH_CHECK(weft_run_metadata_trace_event(into, i, NULL, &name, &op, NULL,
+                                              NULL, &start, &end, NULL));
+    if (by_node) op = name;
+    if (start < first) first = start;
+    if (end > last) last = end;
+    int k = 0;
+    while (k < t->num_ops && strcmp(t->ops[k], op) != 0) ++k;
+    if (k == t->num_ops) {
+      if (k == kBenchTraceMaxOps || !keep_names) continue;
+      t->ops[k] = op;
+      t->total_ns[0][k] = t->total_ns[1][k] = 0;
+      t->count[k] = 0;
+      ++t->num_ops;
+    }
+    t->total_ns[side][k] += (double)(end - start);
+    if (side == 0) ++t->count[k];
+  }
+  if (last > first) t->span_ns[side] += (double)(last - first);
+}
+
 /* With WEFT_BENCH_TRACE=N (N > 0) in the environment: runs N more steps
  * traced (weft_run_options.trace_level) and prints each op type's mean
  * time per step, the busiest first, and the step's wall time from the
  * first start to the last end: where the time of a step goes, at the
  * thread count the benchmark ran with.  WEFT_BENCH_TRACE_NODES=1 lists
- * nodes instead of op types. */
+ * nodes instead of op types.  With `one` (a 1-thread session of the same
+ * graph, as bench_paired takes it) the N steps alternate between the two
+ * (ABBA...), and each line gives both sides' times and their ratio: where
+ * a paired difference between thread counts comes from. */
 static inline void bench_report_trace(const char* label,
-                                      const bench_session_step* s) {
+                                      const bench_session_step* s,
+                                      const bench_session_step* one) {
   const char* env = getenv("WEFT_BENCH_TRACE");
   const int runs = env ? atoi(env) : 0;
   if (runs <= 0) return;
-  const char* by_node = getenv("WEFT_BENCH_TRACE_NODES");
-  const int nodes = by_node != NULL && strcmp(by_node, "1") == 0;
-  enum { kMaxOps = 64 };
-  const char* ops[kMaxOps];
-  double total_ns[kMaxOps];
-  int count[kMaxOps], num_ops = 0;
-  double span_ns = 0;
+  const char* by_node_env = getenv("WEFT_BENCH_TRACE_NODES");
+  const int by_node = by_node_env != NULL && strcmp(by_node_env, "1") == 0;
+  bench_trace_totals* t = (bench_trace_totals*)calloc(1, sizeof *t);
   weft_run_metadata* m = weft_run_metadata_create();
-  if (m == NULL) return;
-  weft_run_options options;
-  weft_run_options_init(&options);
-  options.trace_level = WEFT_TRACE_FULL;
-  /* Op names are borrowed from the metadata until its next run: keep the
-   * first run's (every run has the same nodes). */
   weft_run_metadata* names = weft_run_metadata_create();
-  if (names == NULL) {
-    weft_run_metadata_destroy(m);
+  if (t == NULL || m == NULL || names == NULL) {
+    free(t);
+    if (m != NULL) weft_run_metadata_destroy(m);
+    if (names != NULL) weft_run_metadata_destroy(names);
     return;
   }
   for (int r = 0; r < runs; ++r) {
-    weft_run_metadata* into = r == 0 ? names : m;
-    BENCH_CHECK(weft_session_run_with_options(
-        s->session, &options, s->feeds, s->values, s->num_feeds, NULL, 0,
-        &s->target, 1, NULL, into));
-    int64_t first = INT64_MAX, last = 0;
-    for (int32_t i = 0; i < weft_run_metadata_num_trace_events(into); ++i) {
-      const char *op, *name;
-      int64_t start, end;
-      BENCH_CHECK(weft_run_metadata_trace_event(into, i, NULL, &name, &op,
-                                                NULL, NULL, &start, &end,
-                                                NULL));
-      if (nodes) op = name;
-      if (start < first) first = start;
-      if (end > last) last = end;
-      int k = 0;
-      while (k < num_ops && strcmp(ops[k], op) != 0) ++k;
-      if (k == num_ops) {
-        if (num_ops == kMaxOps || r > 0) continue;
-        ops[num_ops] = op;
-        total_ns[num_ops] = 0;
-        count[num_ops++] = 0;
-      }
-      total_ns[k] += (double)(end - start);
-      ++count[k];
-    }
-    if (last > first) span_ns += (double)(last - first);
+    /* ABBA...: odd steps run the 1-thread session first. */
+    if (one != NULL && r % 2 == 1) bench_trace_one(one, m, 0, by_node, 1, t);
+    bench_trace_one(s, r == 0 ? names : m, r == 0, by_node, 0, t);
+    if (one != NULL && r % 2 == 0) bench_trace_one(one, m, 0, by_node, 1, t);
   }
-  printf("%s: traced %d steps, %.1f us per step from first start to last "
-         "end; per %s, us per step (executions per step):\n", label,
-         runs, span_ns / runs / 1e3, nodes ? "node" : "op type");
-  for (int shown = 0; shown < num_ops; ++shown) {
+  printf("%s: traced %d steps%s, %.1f us per step from first start to last "
+         "end", label, runs, one ? " a side, alternating with 1 thread" : "",
+         t->span_ns[0] / runs / 1e3);
+  if (one != NULL)
+    printf(" (1 thread %.1f, ratio %.4f)", t->span_ns[1] / runs / 1e3,
+           t->span_ns[0] / t->span_ns[1]);
+  printf("; per %s, us per step (executions per step)%s:\n",
+         by_node ? "node" : "op type", one ? ", 1 thread's, ratio" : "");
+  for (int shown = 0; shown < t->num_ops; ++shown) {
     int best = -1;
-    for (int k = 0; k < num_ops; ++k)
-      if (count[k] >= 0 && (best < 0 || total_ns[k] > total_ns[best]))
+    for (int k = 0; k < t->num_ops; ++k)
+      if (t->count[k] >= 0 &&
+          (best < 0 || t->total_ns[0][k] > t->total_ns[0][best]))
         best = k;
-    printf("  %-40s %9.2f (%d)\n", ops[best], total_ns[best] / runs / 1e3,
-           count[best] / runs);
-    count[best] = -1;
+    printf("  %-40s %9.2f (%d)", t->ops[best],
+           t->total_ns[0][best] / runs / 1e3, t->count[best] / runs);
+    if (one != NULL)
+      printf(" %9.2f %7.4f", t->total_ns[1][best] / runs / 1e3,
+             t->total_ns[0][best] / t->total_ns[1][best]);
+    printf("\n");
+    t->count[best] = -1;
   }
   weft_run_metadata_destroy(names);
   weft_run_metadata_destroy(m);
+  free(t);
 }
 
 /* Parses "--name=value" style integer flags; returns 1 when `arg` was one. */

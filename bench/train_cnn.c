@@ -139,9 +139,9 @@ int main(int argc, char** argv) {
                                   bench_run_session_step, &step1, &step))
     bench_steps("Weft CNN training", threads, steps, 5,
                 bench_run_session_step, &step);
-  if (s1 != NULL) weft_session_destroy(s1);
   bench_report_memory("Weft CNN training", &step);
-  bench_report_trace("Weft CNN training", &step);
+  bench_report_trace("Weft CNN training", &step, s1 != NULL ? &step1 : NULL);
+  if (s1 != NULL) weft_session_destroy(s1);
   weft_tensor_destroy(xv);
   weft_tensor_destroy(lv);
   weft_session_destroy(s);

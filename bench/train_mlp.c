@@ -153,12 +153,9 @@ int main(int argc, char** argv) {
                                     bench_run_session_step, &step1, &step))
       bench_steps(label, threads, steps, WARMUP, bench_run_session_step,
                   &step);
-    if (s1 != NULL) weft_session_destroy(s1);
-  }
-  if (!infer) {
-    bench_session_step step = {s, feeds, values, 2, train};
     bench_report_memory("weft mlp training", &step);
-    bench_report_trace("weft mlp training", &step);
+    bench_report_trace("weft mlp training", &step, s1 != NULL ? &step1 : NULL);
+    if (s1 != NULL) weft_session_destroy(s1);
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
