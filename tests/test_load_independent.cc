@@ -3,11 +3,13 @@
 // WorkPool, and where the pool would run every block on the caller (no CPU
 // to spare) it runs a product as one whole primitive instead, but only
 // where a probe showed that gives the blocks' bits (matmul_onednn.h, "One
-// piece instead of blocks").  Each case computes the same operands with the
-// pool sharing (IgnoreLoad) and running alone (AssumeBusy) and compares the
-// bytes; the matmul cases also check the probe's verdict against a
-// comparison of their own, on other operands.  Plain C++ with TAP output,
-// header-only kernels (no plugin), so it runs in the ASan+UBSan suite too.
+// piece instead of blocks"), and a filter gradient adds its blocks in their
+// reorders instead of in a pass of its own.  Each case computes the same
+// operands with the pool sharing (IgnoreLoad) and running alone
+// (AssumeBusy) and compares the bytes; the matmul cases also check the
+// probe's verdict against a comparison of their own, on other operands.
+// Plain C++ with TAP output, header-only kernels (no plugin), so it runs in
+// the ASan+UBSan suite too.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>

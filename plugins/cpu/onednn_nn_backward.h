@@ -19,6 +19,7 @@
 #define WEFT_PLUGINS_CPU_ONEDNN_NN_BACKWARD_H_
 
 #include <memory>
+#include <mutex>
 
 #include "onednn_nn.h"
 
@@ -41,6 +42,10 @@ struct ConvWeights {
   dnnl::convolution_backward_weights primitive;
   memory::desc src, diff_dst, diff_weights, user_diff_weights, scratchpad;
   dnnl::reorder to_hwio;  // empty when the primitive writes HWIO itself
+  // to_hwio adding to what the HWIO buffer holds (a sum post-op), made at
+  // its first use (AddingToHwio): only split gradients need it.
+  mutable std::once_flag adding_once;
+  mutable dnnl::reorder add_to_hwio;
   size_t scratchpad_bytes = 0;
   size_t packed_bytes = 0;  // diff_weights in the chosen layout, if not HWIO
 };
@@ -157,10 +162,26 @@ inline void RunConvData(const ConvData& conv, void* weights_data,
   Execute(conv.primitive, stream, args, 4);
 }
 
-// Backward weights on one block, into the HWIO buffer `dfilter`.
+// conv.to_hwio adding to its destination: one rounding per element, as
+// `dfilter[j] += x` (conv.packed_bytes != 0).
+inline const dnnl::reorder& AddingToHwio(const ConvWeights& conv) {
+  std::call_once(conv.adding_once, [&conv] {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    dnnl::primitive_attr adding;
+    adding.set_post_ops(sum);
+    const dnnl::engine& engine = OnednnEngine();
+    conv.add_to_hwio = dnnl::reorder(dnnl::reorder::primitive_desc(
+        engine, conv.diff_weights, engine, conv.user_diff_weights, adding));
+  });
+  return conv.add_to_hwio;
+}
+
+// Backward weights on one block, into the HWIO buffer `dfilter`, or added
+// to what it holds when `add` (only where conv.packed_bytes != 0).
 inline void RunConvWeights(const ConvWeights& conv, const float* input,
                            const float* dy, float* dfilter,
-                           dnnl::stream& stream) {
+                           dnnl::stream& stream, bool add = false) {
   const dnnl::engine& engine = OnednnEngine();
   Regions regions;
   const size_t pad_at = regions.Add(conv.scratchpad_bytes);
@@ -182,7 +203,7 @@ inline void RunConvWeights(const ConvWeights& conv, const float* input,
   memory hwio(conv.user_diff_weights, engine, dfilter);
   const dnnl_exec_arg_t reorder_args[] = {{DNNL_ARG_FROM, diff_weights.get()},
                                           {DNNL_ARG_TO, hwio.get()}};
-  Execute(conv.to_hwio, stream, reorder_args, 2);
+  Execute(add ? AddingToHwio(conv) : conv.to_hwio, stream, reorder_args, 2);
 }
 
 }  // namespace onednn_nn_detail
@@ -217,7 +238,8 @@ inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
 // [N, H, W, Cin] and output gradient dy [N, OH, OW, Cout].  Threads as
 // OnednnConv2D: each block of images computes its own filter gradient, and
 // the blocks' gradients are summed in block order (a fixed order: the
-// result does not depend on which thread ran which block).
+// result does not depend on which thread ran which block, nor on whether
+// the pool runs alone).
 inline void OnednnConv2DBackpropFilter(const Window2D& w, int64_t out_channels,
                                        const float* input, const float* dy,
                                        float* dfilter, int threads) {
@@ -229,6 +251,25 @@ inline void OnednnConv2DBackpropFilter(const Window2D& w, int64_t out_channels,
                            split.threads);
   });
   const int64_t filter_size = w.k_h * w.k_w * w.channels * out_channels;
+  const int64_t in_image = w.in_h * w.in_w * w.channels;
+  const int64_t out_image = w.out_h * w.out_w * out_channels;
+  // Where the pool would run every block on this thread anyway (WorkPool::
+  // RunsAlone) and the gradient comes out of oneDNN's own layout, each
+  // block after the first adds its gradient to dfilter in its reorder into
+  // HWIO: the same sums in the same order as the loop below (block 0, then
+  // + block 1, ...), hence the same bits, without the partial gradients'
+  // buffer and their pass.
+  if (split.pool != nullptr && split.chunks > 1 &&
+      blocks[0]->weights->packed_bytes != 0 &&
+      blocks[1]->weights->packed_bytes != 0 && split.pool->RunsAlone()) {
+    for (int64_t i = 0; i < split.chunks; ++i) {
+      const int64_t first = split.First(i);
+      d::RunConvWeights(*blocks[split.Last(i)]->weights,
+                        input + first * in_image, dy + first * out_image,
+                        dfilter, OnednnPrepareThread(1), i > 0);
+    }
+    return;
+  }
   // Block 0 writes dfilter itself; the others their own gradients here.
   std::unique_ptr<d::AlignedBlock> partial;
   if (split.chunks > 1) {
@@ -237,8 +278,6 @@ inline void OnednnConv2DBackpropFilter(const Window2D& w, int64_t out_channels,
                                       sizeof(float)));
   }
   float* partials = partial ? static_cast<float*>(partial->data) : nullptr;
-  const int64_t in_image = w.in_h * w.in_w * w.channels;
-  const int64_t out_image = w.out_h * w.out_w * out_channels;
   split.Run([&](int64_t i) {
     const int64_t first = split.First(i);
     float* out = i == 0 ? dfilter : partials + (i - 1) * filter_size;
