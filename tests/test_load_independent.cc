@@ -166,8 +166,9 @@ void ConvCases() {
     int64_t batch, size, channels, kernel, out_channels;
   };
   // The CNN's two layers (batch 64), an odd batch (a shorter last block),
-  // blocks of one image: convolutions keep their blocks (matmul_onednn.h
-  // says why), and these check it.
+  // blocks of one image.  Forward and input-gradient convolutions keep
+  // their blocks whatever the load (matmul_onednn.h says why); the filter
+  // gradient adds them differently when the pool runs alone.
   const Conv convs[] = {{64, 28, 1, 5, 32},
                         {64, 14, 32, 5, 64},
                         {37, 12, 8, 3, 24},

@@ -73,8 +73,10 @@ struct MatMulGeometry {
 // pages count in the process's peak memory.  Larger products keep their
 // blocks, whose own cost is a smaller part of theirs (a block's second read
 // of the weights against its rows' share of the work).  Convolutions keep
-// theirs too: the CNN's (6 - 13 MiB a probe) raised its 2-thread peak from
-// 37 to 49 MiB, for no gain measurable under load.
+// theirs too: probes like these (6 - 13 MiB for the CNN) raised its
+// 2-thread peak from 37 to 49 MiB, and even a probe with no copy of the
+// activations (stop 38, branch stop38-conv-one-piece) cost 2 MB of peak
+// memory for 0.2 % of the step under load (README, "Stop 38").
 constexpr size_t kMaxProbeBytes = size_t{4} << 20;
 
 // Fills `count` elements of `element` bytes (4: float32; 2: bfloat16, a
