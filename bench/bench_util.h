@@ -90,18 +90,51 @@ static inline void bench_steps(const char* label, int threads, int steps,
  * thread (what a session left to choose does with `threads` intra-op
  * threads, runtime/session/session.cc), its variables initialized by
  * running `init`. */
-static inline weft_session* bench_open_session(weft_graph* g, int threads,
-                                               weft_node* init) {
+static inline weft_session* bench_open_session_with(weft_graph* g,
+                                                    int threads,
+                                                    uint32_t optimizations,
+                                                    weft_node* init) {
   weft_session_options o;
   weft_session_options_init(&o);
   const char* device = getenv("WEFT_BENCH_DEVICE");
   o.devices = device != NULL ? device : "CPU";
   o.inter_op_threads = 1;
   o.intra_op_threads = threads;
+  o.optimizations = optimizations;
   weft_session* s = NULL;
   BENCH_CHECK(weft_session_create(g, &o, &s));
   BENCH_CHECK(weft_session_run(s, NULL, NULL, 0, NULL, 0, &init, 1, NULL));
   return s;
+}
+
+static inline weft_session* bench_open_session(weft_graph* g, int threads,
+                                               weft_node* init) {
+  return bench_open_session_with(g, threads, WEFT_OPTIMIZE_ALL, init);
+}
+
+/* The optimizations of WEFT_BENCH_PAIRED's control session when
+ * WEFT_BENCH_PAIRED_OPTIMIZATIONS (a mask of WEFT_OPTIMIZE_* bits, e.g.
+ * 0xfffffffb: all but fusion) is set: *mask, and 1.  The control then has
+ * the measured session's thread count, so the paired ratio is what those
+ * optimizations' absence costs (an A/B of a graph optimization). */
+static inline int bench_paired_optimizations(uint32_t* mask) {
+  const char* env = getenv("WEFT_BENCH_PAIRED_OPTIMIZATIONS");
+  if (env == NULL || *env == 0) return 0;
+  *mask = (uint32_t)strtoul(env, NULL, 0);
+  return 1;
+}
+
+/* WEFT_BENCH_PAIRED's control session: 1 intra-op thread, or `threads`
+ * and WEFT_BENCH_PAIRED_OPTIMIZATIONS where that is set.  NULL when
+ * WEFT_BENCH_PAIRED is unset or `threads` < 1. */
+static inline weft_session* bench_open_control_session(weft_graph* g,
+                                                       int threads,
+                                                       weft_node* init) {
+  if (threads < 1 || getenv("WEFT_BENCH_PAIRED") == NULL) return NULL;
+  uint32_t mask;
+  if (bench_paired_optimizations(&mask))
+    return bench_open_session_with(g, threads, mask, init);
+  return bench_open_session(g, 1, init);
 }
 
 /* With WEFT_BENCH_PAIRED=N (N > 0) in the environment: N pairs of timed
@@ -114,7 +147,9 @@ static inline weft_session* bench_open_session(weft_graph* g, int threads,
  * process, a noisy neighbour of the VM) falls on both: issue 12's "never
  * slower than one thread under load" is measured this way
  * (README, "Performance").  With `threads` 1 both sides are alike: the
- * ratio then shows the method's own bias (an A/A control).  Returns 1 when
+ * ratio then shows the method's own bias (an A/A control).  With
+ * WEFT_BENCH_PAIRED_OPTIMIZATIONS `one` is instead a session of `threads`
+ * threads without some optimizations (bench_open_control_session).  Returns 1 when
  * it ran, 0 otherwise. */
 static inline int bench_paired(const char* label, int threads, int block,
                                int warmup, void (*step)(void*), void* one,
@@ -148,9 +183,16 @@ static inline int bench_paired(const char* label, int threads, int block,
   qsort(ratio, (size_t)pairs, sizeof ratio[0], bench_compare_doubles);
   q1 = ratio[pairs / 4];
   q3 = ratio[(3 * pairs) / 4 < pairs ? (3 * pairs) / 4 : pairs - 1];
-  printf("%s, %d vs 1 thread(s), paired: ratio %.3f (quartiles %.3f - "
+  uint32_t mask;
+  char against[64];
+  if (bench_paired_optimizations(&mask))
+    snprintf(against, sizeof against, "%d thread(s) with optimizations 0x%x",
+             threads, (unsigned)mask);
+  else
+    snprintf(against, sizeof against, "1 thread(s)");
+  printf("%s, %d vs %s, paired: ratio %.3f (quartiles %.3f - "
          "%.3f), %d of %d pairs slower; %.1f vs %.1f steps/s; medians of "
-         "%d pairs of blocks of %d steps\n", label, threads,
+         "%d pairs of blocks of %d steps\n", label, threads, against,
          bench_median(ratio, pairs), q1, q3, slower, pairs,
          bench_median(rate_many, pairs), bench_median(rate_one, pairs),
          pairs, block);

@@ -7,7 +7,8 @@
  * (WEFT_RECOMPUTE=cheap turns recomputation on; WEFT_BENCH_DEVICE=OPENCL
  * trains on OpenCL; WEFT_BENCH_PAIRED=N with threads >= 1: N pairs of
  * blocks against a 1-thread session instead, see bench_paired; threads
- * 1 is the method's A/A control).  Usage:
+ * 1 is the method's A/A control; WEFT_BENCH_PAIRED_OPTIMIZATIONS=MASK: against
+ * a session of as many threads without some optimizations).  Usage:
  * train_cnn [threads] [steps] */
 #define _POSIX_C_SOURCE 200809L
 
@@ -130,10 +131,9 @@ int main(int argc, char** argv) {
   weft_output feeds[2] = {x, labels};
   weft_tensor* values[2] = {xv, lv};
   bench_session_step step = {s, feeds, values, 2, train};
-  /* WEFT_BENCH_PAIRED: against a 1-thread session, block by block. */
-  weft_session* s1 = threads >= 1 && getenv("WEFT_BENCH_PAIRED") != NULL
-                         ? bench_open_session(g, 1, init_all)
-                         : NULL;
+  /* WEFT_BENCH_PAIRED: against a 1-thread session (or one without
+   * WEFT_BENCH_PAIRED_OPTIMIZATIONS), block by block. */
+  weft_session* s1 = bench_open_control_session(g, threads, init_all);
   bench_session_step step1 = {s1, feeds, values, 2, train};
   if (s1 == NULL || !bench_paired("Weft CNN training", threads, steps / 10, 5,
                                   bench_run_session_step, &step1, &step))

@@ -17,7 +17,8 @@
  * loss (WEFT_BENCH_DEVICE=CUDA or OPENCL runs on that device).  THREADS 0: the session's defaults (the runtime chooses).
  * WEFT_BENCH_PAIRED=N with THREADS >= 1: N pairs of blocks against a
  * 1-thread session instead (bench_paired; THREADS 1 is the method's A/A
- * control). */
+ * control), or against a session of THREADS without some optimizations
+ * with WEFT_BENCH_PAIRED_OPTIMIZATIONS=MASK (0xfffffffb: all but fusion). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <sys/resource.h>
@@ -144,10 +145,9 @@ int main(int argc, char** argv) {
     snprintf(label, sizeof label, "Weft MLP %s training",
              adam ? "Adam" : "SGD");
     bench_session_step step = {s, feeds, values, 2, train};
-    /* WEFT_BENCH_PAIRED: against a 1-thread session, block by block. */
-    weft_session* s1 = threads >= 1 && getenv("WEFT_BENCH_PAIRED") != NULL
-                           ? bench_open_session(g, 1, init)
-                           : NULL;
+    /* WEFT_BENCH_PAIRED: against a 1-thread session (or one without
+     * WEFT_BENCH_PAIRED_OPTIMIZATIONS), block by block. */
+    weft_session* s1 = bench_open_control_session(g, threads, init);
     bench_session_step step1 = {s1, feeds, values, 2, train};
     if (s1 == NULL || !bench_paired(label, threads, steps / 10, WARMUP,
                                     bench_run_session_step, &step1, &step))
