@@ -261,6 +261,14 @@ static const recipe kRecipes[] = {
     {"ApplyGradientDescent", "normal: " DESCENT("[3,5]") " | scalar: "
      DESCENT("[]") " | empty: " DESCENT("[0,4]") " | large: "
      DESCENT("[512,512]"), -1, 1, 0, TOL_EXACT},
+    /* The update by a product (the planner's fusion of MatMul into
+     * ApplyGradientDescent): the product's sums, then one rounding. */
+    {"MatMulApplyGradientDescent", "normal: T[3,5]& T[]=0.1 T[3,4] T[4,5] "
+     "| transpose a: T[3,5]& T[]=0.1 T[4,3] T[4,5] b.transpose_a=1 | "
+     "transpose b: T[3,5]& T[]=0.1 T[3,4] T[5,4] b.transpose_b=1 | empty: "
+     "T[0,5]& T[]=0.1 T[0,4] T[4,5] | zero inner: T[3,5]& T[]=0.1 T[3,0] "
+     "T[0,5] | large: T[256,256]& T[]=0.1 T[256,256] T[256,256]", -1, 1, 0,
+     TOL_ACCUMULATE},
     {"ApplyMomentum", "normal: " MOMENTUM("[3,5]") " | nesterov: "
      MOMENTUM("[3,5]") " " NESTEROV " | scalar: " MOMENTUM("[]") " | scalar "
      "nesterov: " MOMENTUM("[]") " " NESTEROV " | empty: " MOMENTUM("[0,4]")

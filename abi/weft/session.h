@@ -173,8 +173,10 @@ typedef enum weft_recompute_policy WEFT_ENUM_BASE {
 /** Order work so that values live briefly: nodes run as late as their
  * consumers allow. */
 #define WEFT_OPTIMIZE_MEMORY_SCHEDULE 2u
-/** Fuse Conv2D -> BiasAdd -> Relu into one FusedConv2D where nothing else
- * reads the first two (run metadata lists each fusion). */
+/** Fuse chains of ops into one where nothing else reads the values fused
+ * away: Conv2D -> BiasAdd -> Relu into FusedConv2D, a max-pool gradient
+ * and its ReluGrad, a MatMul and the ApplyGradientDescent that alone reads
+ * it (run metadata lists each fusion). */
 #define WEFT_OPTIMIZE_FUSION 4u
 /** Every optimization, those of later versions included. */
 #define WEFT_OPTIMIZE_ALL 0xffffffffu

@@ -130,14 +130,9 @@ weft_status* HalfMatMul(const weft_kernel_context* ctx, const Tensor& a,
                         bool transpose_b, int threads) {
 #if WEFT_CPU_HAVE_ONEDNN
   if (MatMulPrefersOnednn(m, k, n)) {
-    MatMulGeometry g{};
-    g.m = m;
-    g.k = k;
-    g.n = n;
-    g.transpose_a = transpose_a;
-    g.transpose_b = transpose_b;
-    g.data_type = a.dtype == WEFT_FLOAT16 ? dnnl_f16 : dnnl_bf16;
-    g.threads = OnednnThreads(threads);
+    const MatMulGeometry g =
+        MatMul2D(m, k, n, transpose_a, transpose_b,
+                 a.dtype == WEFT_FLOAT16 ? dnnl_f16 : dnnl_bf16, threads);
     if (OnednnMatMul(g, a.base, b.base, c.base)) return nullptr;
   }
 #endif
@@ -155,10 +150,12 @@ weft_status* HalfMatMul(const weft_kernel_context* ctx, const Tensor& a,
   return nullptr;
 }
 
-weft_status* MatMulKernel(weft_kernel_context* ctx) {
-  Tensor a, b;
-  if (weft_status* s = ReadInput(ctx, 0, &a)) return s;
-  if (weft_status* s = ReadInput(ctx, 1, &b)) return s;
+}  // namespace
+
+weft_status* ReadMatMulOperands(weft_kernel_context* ctx, int32_t first,
+                                Tensor* a, Tensor* b, MatMulShape* shape) {
+  if (weft_status* s = ReadInput(ctx, first, a)) return s;
+  if (weft_status* s = ReadInput(ctx, first + 1, b)) return s;
   bool transpose_a = false, transpose_b = false;
   if (weft_status* s =
           OptionalBoolAttr(ctx, "transpose_a", false, &transpose_a)) {
@@ -168,25 +165,39 @@ weft_status* MatMulKernel(weft_kernel_context* ctx) {
           OptionalBoolAttr(ctx, "transpose_b", false, &transpose_b)) {
     return s;
   }
-  if (a.dtype != b.dtype) return DtypeMismatch(ctx, "input b", b.dtype, a.dtype);
-  if (a.rank != 2 || b.rank != 2) {
+  if (a->dtype != b->dtype)
+    return DtypeMismatch(ctx, "input b", b->dtype, a->dtype);
+  if (a->rank != 2 || b->rank != 2) {
     return NodeError(ctx, WEFT_INVALID_ARGUMENT,
                      "inputs must be matrices (rank 2), got ranks %d and %d",
-                     a.rank, b.rank);
+                     a->rank, b->rank);
   }
-  const int64_t m = transpose_a ? a.dims[1] : a.dims[0];
-  const int64_t k = transpose_a ? a.dims[0] : a.dims[1];
-  const int64_t k_b = transpose_b ? b.dims[1] : b.dims[0];
-  const int64_t n = transpose_b ? b.dims[0] : b.dims[1];
-  if (k != k_b) {
+  shape->transpose_a = transpose_a;
+  shape->transpose_b = transpose_b;
+  shape->m = transpose_a ? a->dims[1] : a->dims[0];
+  shape->k = transpose_a ? a->dims[0] : a->dims[1];
+  const int64_t k_b = transpose_b ? b->dims[1] : b->dims[0];
+  shape->n = transpose_b ? b->dims[0] : b->dims[1];
+  if (shape->k != k_b) {
     char as[64], bs[64];
     return NodeError(
         ctx, WEFT_INVALID_ARGUMENT,
         "inner dimensions differ: a%s%s and b%s%s give K = %lld vs %lld",
-        FormatShape(a.dims, 2, as, sizeof as), transpose_a ? "^T" : "",
-        FormatShape(b.dims, 2, bs, sizeof bs), transpose_b ? "^T" : "",
-        static_cast<long long>(k), static_cast<long long>(k_b));
+        FormatShape(a->dims, 2, as, sizeof as), transpose_a ? "^T" : "",
+        FormatShape(b->dims, 2, bs, sizeof bs), transpose_b ? "^T" : "",
+        static_cast<long long>(shape->k), static_cast<long long>(k_b));
   }
+  return nullptr;
+}
+
+namespace {
+
+weft_status* MatMulKernel(weft_kernel_context* ctx) {
+  Tensor a, b;
+  MatMulShape shape;
+  if (weft_status* s = ReadMatMulOperands(ctx, 0, &a, &b, &shape)) return s;
+  const int64_t m = shape.m, k = shape.k, n = shape.n;
+  const bool transpose_a = shape.transpose_a, transpose_b = shape.transpose_b;
   switch (a.dtype) {
     case WEFT_FLOAT16: case WEFT_BFLOAT16: case WEFT_FLOAT32:
     case WEFT_FLOAT64: case WEFT_INT32: case WEFT_INT64:

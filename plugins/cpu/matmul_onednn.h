@@ -50,7 +50,11 @@ struct MatMulGeometry {
   int32_t transpose_a, transpose_b;
   int32_t data_type;  // dnnl_data_type_t: f32 or bf16
   int32_t threads;    // as OnednnThreads() returns it
-  int32_t reserved;   // makes the padding explicit, hence zeroed by {}
+  // 1: c = c + scale * product, with c read and scale a float32 scalar
+  // given at each call (post-ops: no pass of their own, the product never
+  // stored apart).  2-D float32 products only.  Also makes the struct's
+  // padding explicit, hence zeroed by {}.
+  int32_t accumulate;
 };
 
 // ---- One piece instead of blocks, where it gives the same bits ----------
@@ -107,6 +111,7 @@ struct Primitive {
   bool available = false;  // false: oneDNN has no fast implementation
   dnnl::matmul matmul;
   memory::desc a, b, c, scratchpad;
+  memory::desc scale;  // accumulate's scalar, a [1, 1] float32
   size_t scratchpad_bytes = 0;
 };
 
@@ -147,6 +152,18 @@ inline std::shared_ptr<const Primitive> Make(const MatMulGeometry& g) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   try {
+    if (g.accumulate) {
+      // A binary multiply by a [1, 1] tensor, not output scales: oneDNN
+      // 2.6 runs runtime output scales only in gemm:jit, post-ops in the
+      // same brgemm kernels as the plain product.  The sum adds c's old
+      // value with scale 1, i.e. one rounded addition.
+      p->scale = memory::desc({1, 1}, memory::data_type::f32,
+                              memory::format_tag::ab);
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_mul, p->scale);
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a, p->b, p->c),
                                     attr, OnednnEngine());
     if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return p;
@@ -210,9 +227,10 @@ class Scratchpad {
 };
 
 // Executes `p` on the calling thread's stream (prepared by the caller) and
-// waits for it.
+// waits for it.  `scale`: accumulate's scalar (ignored otherwise).
 inline void Execute(const Primitive& p, const void* a, const void* b,
-                    void* c, dnnl::stream& stream) {
+                    void* c, dnnl::stream& stream,
+                    const float* scale = nullptr) {
   const dnnl::engine& engine = OnednnEngine();
   Scratchpad scratch(p.scratchpad_bytes);
   memory am(p.a, engine, const_cast<void*>(a));
@@ -220,12 +238,20 @@ inline void Execute(const Primitive& p, const void* a, const void* b,
   memory cm(p.c, engine, c);
   memory sm(p.scratchpad, engine, scratch.data());
   // The C API takes the arguments as an array: no map built per call.
-  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am.get()},
-                                  {DNNL_ARG_WEIGHTS, bm.get()},
-                                  {DNNL_ARG_DST, cm.get()},
-                                  {DNNL_ARG_SCRATCHPAD, sm.get()}};
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am.get()},
+                            {DNNL_ARG_WEIGHTS, bm.get()},
+                            {DNNL_ARG_DST, cm.get()},
+                            {DNNL_ARG_SCRATCHPAD, sm.get()},
+                            {0, nullptr}};
+  int count = 4;
+  memory scale_memory;
+  if (p.scale.get_size() != 0) {
+    scale_memory = memory(p.scale, engine, const_cast<float*>(scale));
+    args[count++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                     scale_memory.get()};
+  }
   dnnl::error::wrap_c_api(
-      dnnl_primitive_execute(p.matmul.get(), stream.get(), 4, args),
+      dnnl_primitive_execute(p.matmul.get(), stream.get(), count, args),
       "could not execute a matmul primitive");
   stream.wait();
 }
@@ -289,8 +315,10 @@ class Blocks {
   bool available() const { return full_->available && tail_->available; }
   int64_t chunks() const { return chunks_; }
 
-  // Computes block i of c = a · b on the calling thread.
-  void Run(int64_t i, const void* a, const void* b, void* c) const {
+  // Computes block i of c = a · b (c += scale * a · b when accumulating) on
+  // the calling thread.
+  void Run(int64_t i, const void* a, const void* b, void* c,
+           const float* scale = nullptr) const {
     const int64_t start = i * size_;
     dnnl::stream& stream = OnednnPrepareThread(1);
     const Primitive& p = i + 1 < chunks_ ? *full_ : *tail_;
@@ -299,11 +327,12 @@ class Blocks {
     char* cb = static_cast<char*>(c);
     if (by_columns_) {
       const int64_t b_offset = g_.transpose_b ? start * g_.k : start;
-      Execute(p, ab, bb + b_offset * element_, cb + start * element_, stream);
+      Execute(p, ab, bb + b_offset * element_, cb + start * element_, stream,
+              scale);
     } else {
       const int64_t a_offset = g_.transpose_a ? start : start * g_.k;
       Execute(p, ab + a_offset * element_, bb, cb + start * g_.n * element_,
-              stream);
+              stream, scale);
     }
   }
 
@@ -351,9 +380,16 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
     uint64_t state = 1;
     FillProbe(a.get(), a_count, element, &state);
     FillProbe(b.get(), b_count, element, &state);
+    // Accumulating: both start from the same c, and a scale that rounds.
+    const float scale = -0.3f;
+    if (g.accumulate) {
+      FillProbe(split.get(), c_bytes / element, element, &state);
+      std::memcpy(single.get(), split.get(), c_bytes);
+    }
     for (int64_t i = 0; i < blocks.chunks(); ++i)
-      blocks.Run(i, a.get(), b.get(), split.get());
-    Execute(*whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1));
+      blocks.Run(i, a.get(), b.get(), split.get(), &scale);
+    Execute(*whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1),
+            &scale);
     if (std::memcmp(split.get(), single.get(), c_bytes) == 0) {
       verdict->whole = whole;
     }
@@ -368,18 +404,19 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
 // process (work_pool.h has the measurements).  Returns false, having done
 // nothing, when oneDNN has no fast implementation.
 inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
-                        void* c, WorkPool& pool) {
+                        void* c, WorkPool& pool, const float* scale) {
   dnnl::stream& stream = OnednnPrepareThread(1);
   if (pool.RunsAlone()) {
     if (const std::shared_ptr<const Primitive> whole =
             WholeForBlocks(g, pool.threads())) {
-      Execute(*whole, a, b, c, stream);
+      Execute(*whole, a, b, c, stream, scale);
       return true;
     }
   }
   const Blocks blocks(g, pool.threads());
   if (!blocks.available()) return false;
-  pool.Run(blocks.chunks(), [&](int64_t i) { blocks.Run(i, a, b, c); });
+  pool.Run(blocks.chunks(),
+           [&](int64_t i) { blocks.Run(i, a, b, c, scale); });
   return true;
 }
 
@@ -390,22 +427,40 @@ inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
 // when oneDNN has no fast implementation for the type and this CPU; the
 // caller then computes the product itself.  Thread-safe.  One product of
 // two dense matrices on several threads runs split on the WorkPool
-// (SplitMatMul); batches run on oneDNN's threads.
+// (SplitMatMul); batches run on oneDNN's threads.  `scale`: g.accumulate's
+// scalar.
 inline bool OnednnMatMul(const MatMulGeometry& g, const void* a,
-                         const void* b, void* c) {
+                         const void* b, void* c,
+                         const float* scale = nullptr) {
   namespace d = matmul_onednn_detail;
   if (g.threads > 1 && g.batch_rank == 0 && g.lda == 0 && g.ldb == 0 &&
       g.ldc == 0) {
     if (WorkPool* pool = WorkPool::For(g.threads)) {
-      return d::SplitMatMul(g, a, b, c, *pool);
+      return d::SplitMatMul(g, a, b, c, *pool, scale);
     }
   }
   dnnl::stream& stream = OnednnPrepareThread(g.threads);
   const std::shared_ptr<const d::Primitive> p =
       d::Cache().Get(g, [&g] { return d::Make(g); });
   if (!p->available) return false;
-  d::Execute(*p, a, b, c, stream);
+  d::Execute(*p, a, b, c, stream, scale);
   return true;
+}
+
+// The geometry of one dense 2-D product of `data_type` on `threads`
+// threads (before OnednnThreads).
+inline MatMulGeometry MatMul2D(int64_t m, int64_t k, int64_t n,
+                               bool transpose_a, bool transpose_b,
+                               dnnl_data_type_t data_type, int threads) {
+  MatMulGeometry g{};
+  g.m = m;
+  g.k = k;
+  g.n = n;
+  g.transpose_a = transpose_a;
+  g.transpose_b = transpose_b;
+  g.data_type = data_type;
+  g.threads = OnednnThreads(threads);
+  return g;
 }
 
 // One float32 product, with MatMulEigen's signature (matmul_eigen.h), M, K
@@ -413,15 +468,27 @@ inline bool OnednnMatMul(const MatMulGeometry& g, const void* a,
 inline bool MatMulOnednn(const float* a, const float* b, float* c, int64_t m,
                          int64_t k, int64_t n, bool transpose_a,
                          bool transpose_b, int threads) {
-  MatMulGeometry g{};
-  g.m = m;
-  g.k = k;
-  g.n = n;
-  g.transpose_a = transpose_a;
-  g.transpose_b = transpose_b;
-  g.data_type = dnnl_f32;
-  g.threads = OnednnThreads(threads);
-  return OnednnMatMul(g, a, b, c);
+  return OnednnMatMul(
+      MatMul2D(m, k, n, transpose_a, transpose_b, dnnl_f32, threads), a, b,
+      c);
+}
+
+// c[M,N] -= alpha * op(a) · op(b) in one primitive (the product's scaling
+// and the subtraction as post-ops), with MatMulOnednn's other arguments; c
+// must not overlap a or b.  Gives the bits of c - alpha * (the product
+// MatMulOnednn computes) where oneDNN accumulates both the same way:
+// (-alpha) * p rounds to -(alpha * p), and c + (-x) is c - x.  Returns
+// false, having done nothing, when oneDNN cannot run it.
+inline bool MatMulSubtractScaledOnednn(const float* a, const float* b,
+                                       float* c, int64_t m, int64_t k,
+                                       int64_t n, bool transpose_a,
+                                       bool transpose_b, float alpha,
+                                       int threads) {
+  MatMulGeometry g =
+      MatMul2D(m, k, n, transpose_a, transpose_b, dnnl_f32, threads);
+  g.accumulate = 1;
+  const float scale = -alpha;
+  return OnednnMatMul(g, a, b, c, &scale);
 }
 
 }  // namespace weft_cpu

@@ -22,6 +22,18 @@ void MatMulTyped(int32_t dtype, const void* a, const void* b, void* c,
                  int64_t m, int64_t k, int64_t n, bool transpose_a,
                  bool transpose_b, int threads);
 
+// A product's operands and dims: M, K and N of op(a)[M,K] · op(b)[K,N].
+struct MatMulShape {
+  int64_t m = 0, k = 0, n = 0;
+  bool transpose_a = false, transpose_b = false;
+};
+
+// Reads inputs `first` and `first` + 1 as MatMul's a and b, with its
+// transpose_a and transpose_b attributes; fails unless both are matrices
+// of one dtype whose inner dimensions agree.
+weft_status* ReadMatMulOperands(weft_kernel_context* ctx, int32_t first,
+                                Tensor* a, Tensor* b, MatMulShape* shape);
+
 // Widens float16 or bfloat16 elements to float32, and rounds back (to
 // nearest, ties to even; NaN stays NaN), split over the kernel's threads.
 void HalfToFloat(const weft_kernel_context* ctx, int32_t dtype,

@@ -1,4 +1,6 @@
-// Optimizer kernels: ApplyGradientDescent, ApplyMomentum, ApplyAdam.
+// Optimizer kernels: ApplyGradientDescent, ApplyMomentum, ApplyAdam, and
+// MatMulApplyGradientDescent (the planner's fusion of a MatMul into the
+// ApplyGradientDescent that alone reads it, runtime/session/fuse.cc).
 // The host hands them the variables' current values as their leading inputs
 // and publishes their outputs as the new values.  Where the host allows it
 // (a variable whose buffer nothing else holds) a new value is written over
@@ -8,11 +10,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include <Eigen/Core>
 
 #include "elementwise_types.h"
 #include "kernel.h"
+#include "matmul_eigen.h"
+#include "matmul_product.h"
+#if WEFT_CPU_HAVE_ONEDNN
+#include "matmul_onednn.h"
+#endif
 
 namespace weft_cpu {
 namespace {
@@ -105,14 +113,105 @@ weft_status* ForElements(weft_kernel_context* ctx, const Update& u,
   });
 }
 
+// out = var - alpha * delta over elements [b, e) (out may be var).
+template <typename T>
+void Descend(const Tensor& out, const Tensor& var, T alpha,
+             const Tensor& delta, int64_t b, int64_t e) {
+  MutableSlice<T>(out, b, e) =
+      Slice<T>(var, b, e) - alpha * Slice<T>(delta, b, e);
+}
+
 // var - alpha * delta.
 weft_status* GradientDescentKernel(weft_kernel_context* ctx) {
   Update u;
   if (weft_status* s = Prepare(ctx, 3, 1, 1u << 1, &u)) return s;
   return ForElements(ctx, u, 2, [&](auto tag, int64_t b, int64_t e) {
     using T = decltype(tag);
-    MutableSlice<T>(u.out[0], b, e) =
-        Slice<T>(u.in[0], b, e) - Scalar<T>(u.in[1]) * Slice<T>(u.in[2], b, e);
+    Descend<T>(u.out[0], u.in[0], Scalar<T>(u.in[1]), u.in[2], b, e);
+  });
+}
+
+bool Overlap(const Tensor& x, const Tensor& y) {
+  const char* xb = static_cast<const char*>(x.base);
+  const char* yb = static_cast<const char*>(y.base);
+  const size_t element = weft_dtype_size_of(x.dtype);
+  return xb < yb + static_cast<size_t>(y.count) * element &&
+         yb < xb + static_cast<size_t>(x.count) * element;
+}
+
+// Inputs var, alpha, a, b (attrs transpose_a, transpose_b as MatMul's):
+// var - alpha * op(a) · op(b), ApplyGradientDescent's output for MatMul's
+// delta.  A float32 product oneDNN runs goes as one primitive writing over
+// the new value (MatMulSubtractScaledOnednn): the gradient is never stored
+// and the update has no pass of its own (the MLP's 784x256 weights: ~12 of
+// a 370 us step).  Otherwise the two kernels' own arithmetic in turn.
+weft_status* MatMulDescentKernel(weft_kernel_context* ctx) {
+  Tensor var, alpha, a, b;
+  MatMulShape shape;
+  if (weft_status* s = ReadInput(ctx, 0, &var)) return s;
+  if (weft_status* s = ReadInput(ctx, 1, &alpha)) return s;
+  if (weft_status* s = ReadMatMulOperands(ctx, 2, &a, &b, &shape)) return s;
+  if (alpha.dtype != var.dtype)
+    return DtypeMismatch(ctx, "input alpha", alpha.dtype, var.dtype);
+  if (a.dtype != var.dtype)
+    return DtypeMismatch(ctx, "input a", a.dtype, var.dtype);
+  if (alpha.count != 1) {
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "input 1 must be a scalar, has %lld elements",
+                     static_cast<long long>(alpha.count));
+  }
+  if (var.rank != 2 || var.dims[0] != shape.m || var.dims[1] != shape.n) {
+    char v[96];
+    return NodeError(ctx, WEFT_INVALID_ARGUMENT,
+                     "the product is [%lld,%lld]; the variable has shape %s",
+                     static_cast<long long>(shape.m),
+                     static_cast<long long>(shape.n),
+                     FormatShape(var.dims, var.rank, v, sizeof v));
+  }
+  Tensor out;
+  if (weft_status* s = AllocateOutputOver(ctx, 0, 0, var.dtype, var.dims,
+                                          var.rank, &out)) {
+    return s;
+  }
+  if (out.count == 0) return nullptr;
+  const int threads = MatMulWorthThreads(shape.m, shape.k, shape.n)
+                          ? g_host->kernel_intra_op_threads(ctx)
+                          : 1;
+#if WEFT_CPU_HAVE_ONEDNN
+  if (var.dtype == WEFT_FLOAT32 && shape.k > 0 &&
+      MatMulPrefersOnednn(shape.m, shape.k, shape.n) && !Overlap(out, a) &&
+      !Overlap(out, b)) {
+    if (out.base != var.base) {
+      std::memcpy(out.base, var.base,
+                  static_cast<size_t>(var.count) * sizeof(float));
+    }
+    if (MatMulSubtractScaledOnednn(a.data<float>(), b.data<float>(),
+                                   out.data<float>(), shape.m, shape.k,
+                                   shape.n, shape.transpose_a,
+                                   shape.transpose_b, alpha.data<float>()[0],
+                                   threads)) {
+      return nullptr;
+    }
+  }
+#endif
+  // Uninitialised: the product writes every element (zeros when K is 0).
+  Tensor delta = var;
+  const size_t bytes =
+      static_cast<size_t>(var.count) * weft_dtype_size_of(var.dtype);
+  std::unique_ptr<char[]> delta_data(new char[bytes]);
+  delta.base = delta_data.get();
+  if (shape.k == 0) {
+    std::memset(delta.base, 0, bytes);
+  } else {
+    MatMulTyped(var.dtype, a.base, b.base, delta.base, shape.m, shape.k,
+                shape.n, shape.transpose_a, shape.transpose_b, threads);
+  }
+  return DispatchDtype<kFloatDtypes>(ctx, var.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    ParallelFor(ctx, var.count, 1, 2, [&](int64_t b, int64_t e) {
+      Descend<T>(out, var, Scalar<T>(alpha), delta, b, e);
+    });
+    return static_cast<weft_status*>(nullptr);
   });
 }
 
@@ -180,7 +279,9 @@ weft_status* RegisterTrainKernels(const Registrar& registrar) {
       (s = RegisterForDtypes(registrar, "ApplyMomentum", kFloatDtypes,
                              Guarded<MomentumKernel>)) ||
       (s = RegisterForDtypes(registrar, "ApplyAdam", kFloatDtypes,
-                             Guarded<AdamKernel>))) {
+                             Guarded<AdamKernel>)) ||
+      (s = RegisterForDtypes(registrar, "MatMulApplyGradientDescent",
+                             kFloatDtypes, Guarded<MatMulDescentKernel>))) {
     return s;
   }
   return nullptr;

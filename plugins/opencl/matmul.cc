@@ -1,6 +1,7 @@
 // MatMul(a, b) with transpose_a and transpose_b: a tiled kernel for GPUs and
 // a row-vector kernel for CPU devices (sources_matmul.cc), both reading
-// either layout through strides.
+// either layout through strides; and MatMulApplyGradientDescent, the
+// product followed by the update's kernel.
 #include <atomic>
 #include <cstdint>
 
@@ -66,88 +67,165 @@ int ClBlastGemm(KernelCall& call, const weft_kernel_tensor& a,
 constexpr int64_t kTile = 64;
 constexpr size_t kItems = 16;
 
+// op(a) [m, k] and op(b) [k, n], as MatMul's attributes say.
+struct ProductDims {
+  int64_t m = 0, n = 0, k = 0;
+  bool transpose_a = false, transpose_b = false;
+};
+
+// Reads inputs `first` and `first` + 1 as MatMul's a and b, with its
+// attributes, and checks they multiply.
+weft_status* ReadProduct(KernelCall& call, int32_t first,
+                         weft_kernel_tensor* a, weft_kernel_tensor* b,
+                         ProductDims* d) {
+  if (weft_status* s = call.Input(first, a)) return s;
+  if (weft_status* s = call.Input(first + 1, b)) return s;
+  if (weft_status* s =
+          call.AttrBool("transpose_a", false, &d->transpose_a)) {
+    return s;
+  }
+  if (weft_status* s =
+          call.AttrBool("transpose_b", false, &d->transpose_b)) {
+    return s;
+  }
+  if (a->dtype != b->dtype) {
+    return call.Error(WEFT_INVALID_ARGUMENT, "a is %s but b is %s",
+                      weft_dtype_name_of(a->dtype),
+                      weft_dtype_name_of(b->dtype));
+  }
+  if (a->dtype != WEFT_FLOAT32 && !(g_fp64 && a->dtype == WEFT_FLOAT64)) {
+    return call.UnsupportedDtype(a->dtype);
+  }
+  if (a->rank != 2 || b->rank != 2) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "a and b must be matrices (rank %d and %d)", a->rank,
+                      b->rank);
+  }
+  d->m = d->transpose_a ? a->dims[1] : a->dims[0];
+  d->k = d->transpose_a ? a->dims[0] : a->dims[1];
+  const int64_t kb = d->transpose_b ? b->dims[1] : b->dims[0];
+  d->n = d->transpose_b ? b->dims[0] : b->dims[1];
+  if (d->k != kb) {
+    return call.Error(WEFT_INVALID_ARGUMENT,
+                      "inner dimensions differ: a gives %lld, b %lld",
+                      static_cast<long long>(d->k),
+                      static_cast<long long>(kb));
+  }
+  return nullptr;
+}
+
+// Enqueues c [m, n] (not empty) = op(a) op(b).
+weft_status* EnqueueProduct(KernelCall& call, const weft_kernel_tensor& a,
+                            const weft_kernel_tensor& b,
+                            const weft_kernel_tensor& c,
+                            const ProductDims& d) {
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const bool transpose_a = d.transpose_a, transpose_b = d.transpose_b;
+  if (k == 0) {  // empty sums
+    const unsigned char zeros[8] = {};
+    return call.Fill(c, zeros, weft_dtype_size_of(c.dtype));
+  }
+  // Element (row, col) of a stored [rows, cols] matrix is at
+  // row * cols + col; a transposed operand swaps the roles.
+  if (UseClBlast(call, a.dtype)) {
+    const int status =
+        ClBlastGemm(call, a, b, c, m, n, k, transpose_a, transpose_b);
+    if (status == 0) return nullptr;
+    // Asked for by name, a failure is an error; chosen by the plugin,
+    // the product falls back to its own kernel (and so do later ones).
+    if (GemmChoiceFromEnvironment() == GemmChoice::kClBlast) {
+      return call.Error(WEFT_INTERNAL,
+                        "CLBlast's GEMM failed (status %d) with "
+                        "WEFT_OPENCL_GEMM=clblast",
+                        status);
+    }
+  }
+  const cl_long a_rs = transpose_a ? 1 : k, a_cs = transpose_a ? m : 1;
+  const cl_long b_rs = transpose_b ? 1 : n, b_cs = transpose_b ? k : 1;
+  WorkSize work;
+  work.dims = 2;
+  const bool rows = call.device()->is_cpu;
+  if (rows) {  // 16 columns by 8 rows per item; the device picks groups
+    work.global[0] = static_cast<size_t>((n + 15) / 16);
+    work.global[1] = static_cast<size_t>((m + 7) / 8);
+  } else {
+    work.global[0] = static_cast<size_t>((n + kTile - 1) / kTile) * kItems;
+    work.global[1] = static_cast<size_t>((m + kTile - 1) / kTile) * kItems;
+    work.local[0] = work.local[1] = kItems;
+  }
+  char name[32];
+  return call.Launch(Program::kMatMul,
+                     KernelName(name, sizeof name,
+                                rows ? "matmul_rows" : "matmul", a.dtype),
+                     work,
+                     Buffer(a), Buffer(b), Buffer(c), static_cast<cl_long>(m),
+                     static_cast<cl_long>(n), static_cast<cl_long>(k), a_rs,
+                     a_cs, b_rs, b_cs);
+}
+
 weft_status* MatMulKernel(void*, weft_kernel_context* ctx) {
   return Guarded([&]() -> weft_status* {
     KernelCall call(ctx);
     if (weft_status* s = call.Begin()) return s;
     weft_kernel_tensor a, b, c;
-    if (weft_status* s = call.Input(0, &a)) return s;
-    if (weft_status* s = call.Input(1, &b)) return s;
-    bool transpose_a = false, transpose_b = false;
-    if (weft_status* s = call.AttrBool("transpose_a", false, &transpose_a)) {
-      return s;
-    }
-    if (weft_status* s = call.AttrBool("transpose_b", false, &transpose_b)) {
-      return s;
-    }
-    if (a.dtype != b.dtype) {
-      return call.Error(WEFT_INVALID_ARGUMENT, "a is %s but b is %s",
-                        weft_dtype_name_of(a.dtype),
-                        weft_dtype_name_of(b.dtype));
-    }
-    if (a.dtype != WEFT_FLOAT32 && !(g_fp64 && a.dtype == WEFT_FLOAT64)) {
-      return call.UnsupportedDtype(a.dtype);
-    }
-    if (a.rank != 2 || b.rank != 2) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "a and b must be matrices (rank %d and %d)", a.rank,
-                        b.rank);
-    }
-    const int64_t m = transpose_a ? a.dims[1] : a.dims[0];
-    const int64_t k = transpose_a ? a.dims[0] : a.dims[1];
-    const int64_t kb = transpose_b ? b.dims[1] : b.dims[0];
-    const int64_t n = transpose_b ? b.dims[0] : b.dims[1];
-    if (k != kb) {
-      return call.Error(WEFT_INVALID_ARGUMENT,
-                        "inner dimensions differ: a gives %lld, b %lld",
-                        static_cast<long long>(k),
-                        static_cast<long long>(kb));
-    }
-    const int64_t dims[2] = {m, n};
+    ProductDims d;
+    if (weft_status* s = ReadProduct(call, 0, &a, &b, &d)) return s;
+    const int64_t dims[2] = {d.m, d.n};
     if (weft_status* s = call.AllocateOutput(0, a.dtype, dims, 2, &c)) {
       return s;
     }
     if (c.element_count == 0) return nullptr;
-    if (k == 0) {  // empty sums
-      const unsigned char zeros[8] = {};
-      return call.Fill(c, zeros, weft_dtype_size_of(c.dtype));
+    return EnqueueProduct(call, a, b, c, d);
+  });
+}
+
+// MatMulApplyGradientDescent(var, alpha, a, b): the product into scratch,
+// then ApplyGradientDescent's own kernel (sources_train.cc), so the result
+// is the two ops' (the planner fuses them on the CPU, where it saves a
+// pass; here it saves the executor a node).
+weft_status* MatMulDescentKernel(void*, weft_kernel_context* ctx) {
+  return Guarded([&]() -> weft_status* {
+    KernelCall call(ctx);
+    if (weft_status* s = call.Begin()) return s;
+    weft_kernel_tensor var, alpha, a, b, out;
+    ProductDims d;
+    if (weft_status* s = call.Input(0, &var)) return s;
+    if (weft_status* s = call.Input(1, &alpha)) return s;
+    if (weft_status* s = ReadProduct(call, 2, &a, &b, &d)) return s;
+    if (var.dtype != a.dtype || alpha.dtype != a.dtype) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "var is %s, alpha %s and the product %s",
+                        weft_dtype_name_of(var.dtype),
+                        weft_dtype_name_of(alpha.dtype),
+                        weft_dtype_name_of(a.dtype));
     }
-    // Element (row, col) of a stored [rows, cols] matrix is at
-    // row * cols + col; a transposed operand swaps the roles.
-    if (UseClBlast(call, a.dtype)) {
-      const int status =
-          ClBlastGemm(call, a, b, c, m, n, k, transpose_a, transpose_b);
-      if (status == 0) return nullptr;
-      // Asked for by name, a failure is an error; chosen by the plugin,
-      // the product falls back to its own kernel (and so do later ones).
-      if (GemmChoiceFromEnvironment() == GemmChoice::kClBlast) {
-        return call.Error(WEFT_INTERNAL,
-                          "CLBlast's GEMM failed (status %d) with "
-                          "WEFT_OPENCL_GEMM=clblast",
-                          status);
-      }
+    if (alpha.element_count != 1) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "input 1 must be a scalar, has %lld elements",
+                        static_cast<long long>(alpha.element_count));
     }
-    const cl_long a_rs = transpose_a ? 1 : k, a_cs = transpose_a ? m : 1;
-    const cl_long b_rs = transpose_b ? 1 : n, b_cs = transpose_b ? k : 1;
-    WorkSize work;
-    work.dims = 2;
-    const bool rows = call.device()->is_cpu;
-    if (rows) {  // 16 columns by 8 rows per item; the device picks groups
-      work.global[0] = static_cast<size_t>((n + 15) / 16);
-      work.global[1] = static_cast<size_t>((m + 7) / 8);
-    } else {
-      work.global[0] = static_cast<size_t>((n + kTile - 1) / kTile) * kItems;
-      work.global[1] = static_cast<size_t>((m + kTile - 1) / kTile) * kItems;
-      work.local[0] = work.local[1] = kItems;
+    if (var.rank != 2 || var.dims[0] != d.m || var.dims[1] != d.n) {
+      return call.Error(WEFT_INVALID_ARGUMENT,
+                        "the product is [%lld,%lld]; the variable has rank "
+                        "%d", static_cast<long long>(d.m),
+                        static_cast<long long>(d.n), var.rank);
     }
-    char name[32];
-    return call.Launch(Program::kMatMul,
-                       KernelName(name, sizeof name,
-                                  rows ? "matmul_rows" : "matmul", a.dtype),
-                       work,
-                       Buffer(a), Buffer(b), Buffer(c), static_cast<cl_long>(m),
-                       static_cast<cl_long>(n), static_cast<cl_long>(k), a_rs,
-                       a_cs, b_rs, b_cs);
+    if (weft_status* s =
+            call.AllocateOutput(0, var.dtype, var.dims, var.rank, &out)) {
+      return s;
+    }
+    if (out.element_count == 0) return nullptr;
+    TempBuffer scratch;
+    if (weft_status* s = scratch.Create(call, out.byte_size)) return s;
+    weft_kernel_tensor delta = out;
+    delta.data = scratch.arg().buffer;
+    delta.offset = 0;
+    if (weft_status* s = EnqueueProduct(call, a, b, delta, d)) return s;
+    char name[64];
+    KernelName(name, sizeof name, "apply_gradient_descent", var.dtype);
+    return call.Launch(Program::kTrain, name, Linear(out.element_count),
+                       Buffer(var), Buffer(alpha), scratch.arg(), Buffer(out),
+                       static_cast<cl_long>(out.element_count));
   });
 }
 
@@ -157,8 +235,12 @@ weft_status* RegisterMatMulKernels(weft_kernel_registrar* registrar,
                                    bool fp64) {
   g_fp64 = fp64;
   const int32_t types[] = {WEFT_FLOAT32, WEFT_FLOAT64};
-  return RegisterKernel(registrar, "MatMul", "T", types, fp64 ? 2 : 1,
-                        MatMulKernel, nullptr);
+  if (weft_status* s = RegisterKernel(registrar, "MatMul", "T", types,
+                                      fp64 ? 2 : 1, MatMulKernel, nullptr)) {
+    return s;
+  }
+  return RegisterKernel(registrar, "MatMulApplyGradientDescent", "T", types,
+                        fp64 ? 2 : 1, MatMulDescentKernel, nullptr);
 }
 
 }  // namespace weft_opencl

@@ -1,5 +1,7 @@
 // Optimizer ops: ApplyGradientDescent, ApplyMomentum, ApplyAdam, with
-// TensorFlow's input orders and formulas.  Each takes its variables by
+// TensorFlow's input orders and formulas, and MatMulApplyGradientDescent,
+// a MatMul and the ApplyGradientDescent that alone reads it in one node
+// (the planner's fusion, session/fuse.cc).  Each takes its variables by
 // reference (its leading num_refs inputs) and outputs their new values,
 // which the executor publishes as the variables' values (ExecKind::kUpdate),
 // so kernels are pure functions of [current values..., data inputs...].
@@ -20,6 +22,8 @@ bool Compatible(const ShapeInfo& a, const ShapeInfo& b) {
 
 // Inputs, in TensorFlow's order.
 const std::vector<std::string> kDescentInputs = {"var", "alpha", "delta"};
+const std::vector<std::string> kMatMulDescentInputs = {"var", "alpha", "a",
+                                                       "b"};
 const std::vector<std::string> kMomentumInputs = {"var", "accum", "lr",
                                                   "grad", "momentum"};
 const std::vector<std::string> kAdamInputs = {
@@ -53,6 +57,33 @@ weft_status* InferUpdate(InferenceContext& c,
   return nullptr;
 }
 
+// The product's [M, N] (-1 where unknown) from a and b as MatMul reads
+// them, or an error where they cannot multiply.
+weft_status* InferProduct(InferenceContext& c, const ShapeInfo& a,
+                          const ShapeInfo& b, int64_t* m, int64_t* n) {
+  if ((a.known_rank() && a.rank != 2) || (b.known_rank() && b.rank != 2))
+    return c.Fail("a and b must be matrices, got %s and %s",
+                  a.ToString().c_str(), b.ToString().c_str());
+  const bool ta = c.attr("transpose_a")->i != 0;
+  const bool tb = c.attr("transpose_b")->i != 0;
+  int64_t ka = -1, kb = -1;
+  *m = *n = -1;
+  if (a.known_rank()) {
+    *m = a.dims[ta ? 1 : 0];
+    ka = a.dims[ta ? 0 : 1];
+  }
+  if (b.known_rank()) {
+    kb = b.dims[tb ? 1 : 0];
+    *n = b.dims[tb ? 0 : 1];
+  }
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    return c.Fail("inner dimensions differ: a%s is %s, b%s is %s (K = %lld "
+                  "vs %lld)", ta ? " transposed" : "", a.ToString().c_str(),
+                  tb ? " transposed" : "", b.ToString().c_str(),
+                  static_cast<long long>(ka), static_cast<long long>(kb));
+  return nullptr;
+}
+
 OpDef UpdateOp(const char* name, const std::vector<std::string>& inputs,
                int num_refs, const char* summary) {
   OpDef d;
@@ -77,6 +108,38 @@ void RegisterTrainOps(OpRegistry* r) {
     return InferUpdate(c, kDescentInputs, 1, {1});
   };
   r->Add(std::move(descent));
+
+  OpDef fused = UpdateOp("MatMulApplyGradientDescent", kMatMulDescentInputs,
+                          1,
+                          "var -= alpha * op(a) . op(b): MatMul (transpose_a, "
+                          "transpose_b as its) and ApplyGradientDescent in "
+                          "one, the gradient never stored.");
+  AttrValue untransposed;
+  untransposed.type = AttrType::kBool;
+  fused.attrs = {AttrDef{"transpose_a", AttrType::kBool, false, untransposed},
+                 AttrDef{"transpose_b", AttrType::kBool, false, untransposed}};
+  fused.infer = [](InferenceContext& c) -> weft_status* {
+    if (c.input_ops[0] != "Variable")
+      return c.Fail("input 0 (var) must be a Variable's output, not a %s",
+                    c.input_ops[0].c_str());
+    WEFT_RETURN_IF_ERROR(UnifyInputTypes(c));
+    const ShapeInfo& alpha = c.input_shapes[1];
+    if (alpha.known_rank() && alpha.rank != 0)
+      return c.Fail("input 1 (alpha) has shape %s; it must be a scalar",
+                    alpha.ToString().c_str());
+    int64_t m = -1, n = -1;
+    WEFT_RETURN_IF_ERROR(
+        InferProduct(c, c.input_shapes[2], c.input_shapes[3], &m, &n));
+    const ShapeInfo& var = c.input_shapes[0];
+    if (!Compatible(var, ShapeInfo::Of({m, n})))
+      return c.Fail("the product is [%lld,%lld]; the variable has shape %s",
+                    static_cast<long long>(m), static_cast<long long>(n),
+                    var.ToString().c_str());
+    c.output_dtypes = {c.input_dtypes[0]};
+    c.output_shapes = {var};
+    return nullptr;
+  };
+  r->Add(std::move(fused));
 
   OpDef momentum = UpdateOp(
       "ApplyMomentum", kMomentumInputs, 2,

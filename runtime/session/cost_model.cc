@@ -66,6 +66,13 @@ double Flops(const weft_node* n) {
     return 2.0 * static_cast<double>(StaticElements(out)) *
            static_cast<double>(k);
   }
+  // The product's multiply-adds, and var - alpha * delta.
+  if (op == "MatMulApplyGradientDescent" && n->inputs.size() == 4) {
+    const ShapeInfo& a = InputShape(n, 2);
+    const int64_t k = BoolAttr(n, "transpose_a") ? Dim(a, -2) : Dim(a, -1);
+    return (2.0 * static_cast<double>(k) + 2.0) *
+           static_cast<double>(StaticElements(n->output_shapes[0]));
+  }
   if ((op == "Conv2D" && n->inputs.size() == 2) ||
       (op == "FusedConv2D" && n->inputs.size() == 3)) {
     const ShapeInfo& f = InputShape(n, 1);  // [kh, kw, in, out]

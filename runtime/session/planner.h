@@ -5,8 +5,9 @@
 //                 per-frame numbering of the executor's state
 //   place.cc      devices for variables, kernels and the rest
 //   partition.cc  Send/Recv between memories, value slots, dependency edges
-//   fuse.cc       Conv2D -> BiasAdd -> Relu into FusedConv2D, and
-//                 ReluGrad(MaxPoolGrad) into MaxPoolReluGrad
+//   fuse.cc       Conv2D -> BiasAdd -> Relu into FusedConv2D,
+//                 ReluGrad(MaxPoolGrad) into MaxPoolReluGrad, and
+//                 ApplyGradientDescent(MatMul) into MatMulApplyGradientDescent
 //   recompute.cc  values the gradient reads, computed again when it does
 //   schedule.cc   delays that keep large values from living long
 // Internal to runtime/session: BuildPlan (plan.h) is the interface.
