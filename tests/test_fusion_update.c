@@ -3,7 +3,8 @@
  * with it gives the variables the bits training without it does (the
  * product's scaling and subtraction round as the two kernels' do), at one
  * and two intra-op threads; run metadata lists the fusion; a product read
- * elsewhere stays unfused; the op used directly agrees with a float64
+ * elsewhere, or whose variable lives on another device than the one the
+ * product belongs on, stays unfused; the op used directly agrees with a float64
  * reference, also where the variable is an operand of its own product, and
  * refuses operands that cannot multiply into the variable. */
 #include <math.h>
@@ -76,16 +77,21 @@ static weft_tensor* random_f32(const int64_t* dims, int32_t rank,
   return t;
 }
 
-static weft_session* session(weft_graph* g, int fused, int32_t intra) {
+static weft_session* session_on(weft_graph* g, const char* devices,
+                                int fused, int32_t intra) {
   weft_session_options o;
   weft_session_options_init(&o);
-  o.devices = "CPU";
+  o.devices = devices;
   o.intra_op_threads = intra;
   o.optimizations =
       fused ? WEFT_OPTIMIZE_ALL : WEFT_OPTIMIZE_ALL & ~WEFT_OPTIMIZE_FUSION;
   weft_session* s = NULL;
   WT_OK(weft_session_create(g, &o, &s));
   return s;
+}
+
+static weft_session* session(weft_graph* g, int fused, int32_t intra) {
+  return session_on(g, "CPU", fused, intra);
 }
 
 /* Three steps on the same batches; the variables' values after them in
@@ -199,6 +205,74 @@ Test(fusion_update, a_product_read_elsewhere_stays_unfused) {
     weft_session_destroy(s);
   }
   weft_graph_destroy(g);
+}
+
+/* The update runs beside its variable, so the fused node takes the product
+ * there: with several devices allowed, only where the cost model finds the
+ * product cheapest on the variable's device.  With the CPU and OpenCL
+ * allowed and the variable put on each in turn, the product (its operands
+ * constants, which cost nothing to move) belongs on one of them whatever
+ * the variable: exactly one of the two fuses, and where it does not, the
+ * product runs on the other device.  (In a cluster nothing fuses:
+ * tests/mpi/async_ps.c trains with the variables on a parameter server and
+ * the products on the workers.)  Returns whether it fused. */
+static int several_devices_case(const char* variable_device) {
+  weft_graph* g = wt_graph_new();
+  weft_node* init = NULL;
+  weft_graph_set_device(g, variable_device);
+  weft_output w = variable(g, "w", WT_DIMS(400, 300), 2, 5, &init);
+  weft_graph_set_device(g, NULL);
+  weft_op_builder* p = weft_op_begin(g, "MatMul", "delta");
+  weft_op_add_input(p, wt_const(g, "a", random_f32(WT_DIMS(500, 400), 2, 6)));
+  weft_op_add_input(p, wt_const(g, "b", random_f32(WT_DIMS(500, 300), 2, 7)));
+  weft_op_set_attr_bool(p, "transpose_a", 1);
+  weft_node* delta = NULL;
+  WT_OK(weft_op_finish(p, &delta));
+  weft_op_builder* u = weft_op_begin(g, "ApplyGradientDescent", "update");
+  weft_op_add_input(u, w);
+  weft_op_add_input(u, wt_const(g, "lr", wt_scalar_f32(0.25f)));
+  weft_op_add_input(u, (weft_output){delta, 0});
+  weft_node* update = NULL;
+  WT_OK(weft_op_finish(u, &update));
+  weft_session* s = session_on(g, "CPU,OPENCL", 1, 1);
+  wt_run_targets(s, &init, 1);
+  weft_run_metadata* md = weft_run_metadata_create();
+  WT_OK(weft_session_run_with_metadata(s, NULL, NULL, 0, NULL, 0, &update,
+                                       1, NULL, md));
+  const int fused = weft_run_metadata_num_fused(md);
+  const char* update_device = NULL;
+  const char* product_device = NULL;
+  for (int32_t i = 0; i < weft_run_metadata_num_nodes(md); ++i) {
+    const char* name = weft_run_metadata_node_name(md, i);
+    if (strcmp(name, "update") == 0)
+      update_device = weft_run_metadata_node_device(md, i);
+    if (strcmp(name, "delta") == 0)
+      product_device = weft_run_metadata_node_device(md, i);
+  }
+  cr_assert(update_device != NULL);
+  cr_expect_str_eq(update_device, variable_device,
+                   "the update runs beside its variable");
+  if (fused) {
+    cr_expect(product_device == NULL, "a fused product has no node");
+  } else {
+    cr_assert(product_device != NULL);
+    cr_expect_str_neq(product_device, variable_device,
+                      "unfused, the product belongs elsewhere");
+  }
+  weft_run_metadata_destroy(md);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+  return fused;
+}
+
+Test(fusion_update, with_several_devices_only_where_the_product_belongs) {
+  const char* why = wt_no_opencl();
+  if (why) WT_SKIP(why);
+  const int on_cpu = several_devices_case("/device:CPU:0");
+  const int on_opencl = several_devices_case("/device:OPENCL:0");
+  cr_expect_eq(on_cpu + on_opencl, 1,
+               "fused with the variable on the CPU: %d, on OpenCL: %d",
+               on_cpu, on_opencl);
 }
 
 /* A Const of `dtype` holding the [rows, cols] matrix v (row-major), stored

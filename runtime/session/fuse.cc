@@ -21,6 +21,8 @@
 // never stored and the update has no pass of its own; the MLP's step
 // loses ~12 of ~370 us).  The update's input order, so the executor's
 // variable handling (ExecKind::kUpdate, the ref in input 0) is unchanged.
+// Only in one process, where the product belongs on the variable's device
+// (see Fuse).
 //
 // Only where every device that could run the first node also has a kernel
 // for the fused op with its attributes, so placement never meets a fused
@@ -141,6 +143,31 @@ void Planner::Fuse() {
               "MaxPoolGrad '" + pool->name + "' + ReluGrad '" + grad->name +
                   "'");
   }
+  // The update runs where its variable lives (PlaceUpdate), so the fused
+  // node takes the product there too: only where the product belongs
+  // there anyway.  In one process, that is where the cost model finds it
+  // cheapest among the allowed devices with a kernel for it (the placer's
+  // measure, less transfers).  Not in a cluster: tasks are split later, and
+  // a product whose operands a worker feeds must stay on that worker while
+  // the variable lives on a parameter server (tests/mpi/async_ps.c).
+  auto belongs_with = [this](const weft_node* product, const weft_node* var) {
+    if (req_.cluster != nullptr) return false;
+    if (allowed_.size() == 1) return true;
+    Device* home = nullptr;
+    if (weft_status* st = VariableDevice(var, req_.variables->Get(var),
+                                         allowed_, opts_.placement,
+                                         req_.costs, &home, nullptr)) {
+      weft_status_destroy(st);  // PlaceUpdate reports it
+      return false;
+    }
+    const double here = req_.costs->ComputeUs(product, home);
+    for (Device* d : allowed_)
+      if (d != home &&
+          Registry::Get().FindKernel(product->op_type, d, product->attrs) &&
+          req_.costs->ComputeUs(product, d) < here)
+        return false;
+    return true;
+  };
   for (const weft_node* apply : order_) {
     if (!Is(apply, "ApplyGradientDescent") || !apply->control_inputs.empty())
       continue;
@@ -152,7 +179,8 @@ void Planner::Fuse() {
       continue;
     AttrMap attrs = product->attrs;  // transpose_a, transpose_b, T
     if (!Runnable(allowed_, "ApplyGradientDescent",
-                  "MatMulApplyGradientDescent", attrs))
+                  "MatMulApplyGradientDescent", attrs) ||
+        !belongs_with(product, apply->inputs[0].node))
       continue;
     auto fused = Replacement(apply, "MatMulApplyGradientDescent");
     fused->inputs = {apply->inputs[0], apply->inputs[1], product->inputs[0],
