@@ -4,7 +4,8 @@
 // to spare) it runs a product as one whole primitive instead, but only
 // where a probe showed that gives the blocks' bits (matmul_onednn.h, "One
 // piece instead of blocks"), and a filter gradient adds its blocks in their
-// reorders instead of in a pass of its own.  Each case computes the same
+// reorders instead of in a pass of its own; the fused weight update
+// (a product accumulated into the variable) likewise.  Each case computes the same
 // operands with the pool sharing (IgnoreLoad) and running alone
 // (AssumeBusy) and compares the bytes; the matmul cases also check the
 // probe's verdict against a comparison of their own, on other operands.
@@ -150,6 +151,49 @@ void MatMulCases() {
   }
 }
 
+// The fused weight update (MatMulApplyGradientDescent's kernel,
+// plugins/cpu/train.cc): var - alpha * op(a) op(b) in one accumulating
+// primitive, or, where oneDNN cannot run its blocks with the post-ops (a
+// transposed a split by rows), the plain product's blocks into scratch and
+// then the update; alone, one piece only where it gives those bits.
+void AccumulatingCases() {
+  const Product products[] = {{784, 100, 256, true},  {256, 100, 10, true},
+                              {100, 784, 256, false}, {1000, 64, 128, true},
+                              {300, 1200, 900, false}};
+  const float alpha = 0.1f;
+  for (const Product& p : products) {
+    char label[112];
+    std::snprintf(label, sizeof label,
+                  "fused update by %lldx%lld%s by %lldx%lld",
+                  static_cast<long long>(p.m), static_cast<long long>(p.k),
+                  p.transpose_a ? " (transposed)" : "",
+                  static_cast<long long>(p.k), static_cast<long long>(p.n));
+    const std::vector<float> a = Random(static_cast<size_t>(p.m * p.k), 3);
+    const std::vector<float> b = Random(static_cast<size_t>(p.k * p.n), 4);
+    const size_t outputs = static_cast<size_t>(p.m * p.n);
+    const std::vector<float> var = Random(outputs, 5);
+    std::vector<float> delta(outputs);
+    bool ran = true;
+    auto update = [&](float* c) {
+      std::memcpy(c, var.data(), outputs * sizeof(float));
+      if (weft_cpu::MatMulSubtractScaledOnednn(a.data(), b.data(), c, p.m,
+                                               p.k, p.n, p.transpose_a,
+                                               false, alpha, 2))
+        return;
+      ran = weft_cpu::MatMulOnednn(a.data(), b.data(), delta.data(), p.m,
+                                   p.k, p.n, p.transpose_a, false, 2);
+      for (size_t i = 0; i < outputs; ++i) c[i] = c[i] - alpha * delta[i];
+    };
+    std::vector<float> probe(outputs);
+    update(probe.data());
+    if (!ran) {
+      Skip(label, "oneDNN has no fast float32 product on this CPU");
+      continue;
+    }
+    SameUnderLoad(label, outputs, update);
+  }
+}
+
 weft_cpu::Window2D Window(int64_t batch, int64_t size, int64_t channels,
                           int64_t kernel) {
   weft_cpu::Window2D w;
@@ -224,6 +268,7 @@ int main() {
     return 0;
   }
   MatMulCases();
+  AccumulatingCases();
   ConvCases();
   std::printf("1..%d\n", g_case);
   return g_failed == 0 ? 0 : 1;

@@ -344,6 +344,13 @@ class Blocks {
 
   // False when oneDNN has no fast implementation for a block.
   bool available() const { return full_->available && tail_->available; }
+  bool by_columns() const { return by_columns_; }
+  // Block i's first row (column when by_columns) and how many it has.
+  int64_t Start(int64_t i) const { return i * size_; }
+  int64_t Extent(int64_t i) const {
+    const int64_t dim = by_columns_ ? g_.n : g_.m;
+    return (i + 1 < chunks_ ? size_ : dim - i * size_);
+  }
   int64_t chunks() const { return chunks_; }
 
   // Computes block i of c = a · b (c += scale * a · b when accumulating) on
@@ -384,6 +391,15 @@ class Blocks {
 // AMD EPYC, the pool forced to run alone: the MLP step at 2 threads 0.989 -
 // 0.995x one thread in blocks (its forward product's two row blocks pack
 // and read the weights once each), 1.002 - 1.005x in one piece.
+//
+// An accumulating product whose blocks oneDNN cannot run with the post-ops
+// (a block of rows of a transposed a, or of columns, is strided, and 2.6
+// then offers only its reference kernel for the sum) is computed as the
+// plain product's blocks into scratch, each then subtracted from its part
+// of c (MatMulSubtractScaledOnednn); the one piece is checked against
+// exactly that.  Without it, under load a 2-thread session ran the
+// MLP's fused weight update unfused while a 1-thread session ran it fused:
+// 0.966 - 0.974x one thread, paired, against parity unfused.
 inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
                                                        int threads) {
   struct OnePiece {
@@ -393,6 +409,12 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
   return verdicts.Get(g, [&] {
     auto verdict = std::make_shared<OnePiece>();
     const Blocks blocks(g, threads);
+    MatMulGeometry plain = g;
+    plain.accumulate = 0;
+    // Accumulating by parts: the plain blocks, then the sum (above).
+    const bool by_parts = g.accumulate != 0 && !blocks.available();
+    const Blocks plain_blocks(plain, threads);
+    const Blocks& parts = by_parts ? plain_blocks : blocks;
     MatMulGeometry one = g;
     one.threads = 1;
     const std::shared_ptr<const Primitive> whole =
@@ -401,8 +423,10 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
     const size_t a_count = static_cast<size_t>(g.m * g.k);
     const size_t b_count = static_cast<size_t>(g.k * g.n);
     const size_t c_bytes = static_cast<size_t>(g.m * g.n) * element;
-    if (!blocks.available() || blocks.chunks() < 2 || !whole->available ||
-        (a_count + b_count) * element + 2 * c_bytes > kMaxProbeBytes) {
+    if (!parts.available() || parts.chunks() < 2 || !whole->available ||
+        (by_parts && element != 4) ||
+        (a_count + b_count) * element + (by_parts ? 3 : 2) * c_bytes >
+            kMaxProbeBytes) {
       return std::shared_ptr<const OnePiece>(std::move(verdict));
     }
     std::unique_ptr<char[]> a(new char[a_count * element]),
@@ -417,8 +441,18 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
       FillProbe(split.get(), c_bytes / element, element, &state);
       std::memcpy(single.get(), split.get(), c_bytes);
     }
-    for (int64_t i = 0; i < blocks.chunks(); ++i)
-      blocks.Run(i, a.get(), b.get(), split.get(), &scale);
+    if (by_parts) {
+      std::unique_ptr<float[]> product(new float[c_bytes / 4]);
+      for (int64_t i = 0; i < parts.chunks(); ++i)
+        parts.Run(i, a.get(), b.get(), product.get());
+      // As the caller's update computes it: c - alpha * p, alpha = -scale.
+      float* c = reinterpret_cast<float*>(split.get());
+      const float alpha = -scale;
+      for (size_t i = 0; i < c_bytes / 4; ++i) c[i] = c[i] - alpha * product[i];
+    } else {
+      for (int64_t i = 0; i < parts.chunks(); ++i)
+        parts.Run(i, a.get(), b.get(), split.get(), &scale);
+    }
     Execute(*whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1),
             &scale);
     if (std::memcmp(split.get(), single.get(), c_bytes) == 0) {
@@ -509,17 +543,45 @@ inline bool MatMulOnednn(const float* a, const float* b, float* c, int64_t m,
 // must not overlap a or b.  Gives the bits of c - alpha * (the product
 // MatMulOnednn computes) where oneDNN accumulates both the same way:
 // (-alpha) * p rounds to -(alpha * p), and c + (-x) is c - x.  Returns
-// false, having done nothing, when oneDNN cannot run it.
+// false, having done nothing, when oneDNN cannot run it.  May throw
+// std::bad_alloc.
 inline bool MatMulSubtractScaledOnednn(const float* a, const float* b,
                                        float* c, int64_t m, int64_t k,
                                        int64_t n, bool transpose_a,
                                        bool transpose_b, float alpha,
                                        int threads) {
+  namespace d = matmul_onednn_detail;
   MatMulGeometry g =
       MatMul2D(m, k, n, transpose_a, transpose_b, dnnl_f32, threads);
   g.accumulate = 1;
   const float scale = -alpha;
-  return OnednnMatMul(g, a, b, c, &scale);
+  if (OnednnMatMul(g, a, b, c, &scale)) return true;
+  // Blocks oneDNN cannot accumulate (WholeForBlocks): each chunk computes
+  // its block of the plain product into scratch and subtracts it from its
+  // rows of c at once, while they are in its cache (the same bits as the
+  // product and then the update, which a separate pass over the whole
+  // matrix cost ~5 us more in the MLP's 2-thread step).
+  WorkPool* pool = g.threads > 1 ? WorkPool::For(g.threads) : nullptr;
+  if (pool == nullptr) return false;
+  MatMulGeometry plain = g;
+  plain.accumulate = 0;
+  const d::Blocks blocks(plain, pool->threads());
+  if (!blocks.available()) return false;
+  std::unique_ptr<float[]> product(new float[static_cast<size_t>(m * n)]);
+  pool->Run(blocks.chunks(), [&](int64_t i) {
+    blocks.Run(i, a, b, product.get());
+    const int64_t start = blocks.Start(i), extent = blocks.Extent(i);
+    const int64_t rows = blocks.by_columns() ? m : extent;
+    const int64_t cols = blocks.by_columns() ? extent : n;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t first =
+          blocks.by_columns() ? r * n + start : (start + r) * n;
+      float* out = c + first;
+      const float* p = product.get() + first;
+      for (int64_t j = 0; j < cols; ++j) out[j] = out[j] - alpha * p[j];
+    }
+  });
+  return true;
 }
 
 }  // namespace weft_cpu
