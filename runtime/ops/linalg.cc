@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "ops/registry.h"
+#include "ops/shape_checks.h"
 
 namespace weft {
 namespace {
@@ -21,29 +22,6 @@ AttrDef FalseBool(const char* name) {
   AttrValue no;
   no.type = AttrType::kBool;
   return AttrDef{name, AttrType::kBool, false, no};
-}
-
-// The [rows, cols] of the matrix that a shape of rank >= 2 ends with,
-// swapped when `transposed`; -1 where unknown.
-void MatrixDims(const ShapeInfo& s, bool transposed, int64_t* rows,
-                int64_t* cols) {
-  *rows = *cols = -1;
-  if (!s.known_rank()) return;
-  *rows = s.dims[s.rank - 2];
-  *cols = s.dims[s.rank - 1];
-  if (transposed) std::swap(*rows, *cols);
-}
-
-// `a` and `b` name the inputs and how they are used ("a", "b transposed").
-weft_status* CheckInnerDims(const InferenceContext& c, const std::string& a,
-                            const ShapeInfo& as, int64_t ka,
-                            const std::string& b, const ShapeInfo& bs,
-                            int64_t kb) {
-  if (ka < 0 || kb < 0 || ka == kb) return nullptr;
-  return c.Fail("inner dimensions differ: %s is %s, %s is %s (K = %lld vs "
-                "%lld)", a.c_str(), as.ToString().c_str(), b.c_str(),
-                bs.ToString().c_str(), static_cast<long long>(ka),
-                static_cast<long long>(kb));
 }
 
 weft_status* InferMatMul(InferenceContext& c) {

@@ -3,6 +3,7 @@
 #include "ops/shape_checks.h"
 
 #include <string>
+#include <utility>
 
 #include "base/status.h"
 #include "tensor/dims.h"
@@ -115,6 +116,26 @@ weft_status* CheckWindowIndexFits(const InferenceContext& c) {
   return c.Fail("a window of %lld x %lld elements has positions a uint8 "
                 "cannot hold (at most 256 elements)",
                 static_cast<long long>(kh), static_cast<long long>(kw));
+}
+
+void MatrixDims(const ShapeInfo& s, bool transposed, int64_t* rows,
+                int64_t* cols) {
+  *rows = *cols = -1;
+  if (!s.known_rank()) return;
+  *rows = s.dims[s.rank - 2];
+  *cols = s.dims[s.rank - 1];
+  if (transposed) std::swap(*rows, *cols);
+}
+
+weft_status* CheckInnerDims(const InferenceContext& c, const std::string& a,
+                            const ShapeInfo& as, int64_t ka,
+                            const std::string& b, const ShapeInfo& bs,
+                            int64_t kb) {
+  if (ka < 0 || kb < 0 || ka == kb) return nullptr;
+  return c.Fail("inner dimensions differ: %s is %s, %s is %s (K = %lld vs "
+                "%lld)", a.c_str(), as.ToString().c_str(), b.c_str(),
+                bs.ToString().c_str(), static_cast<long long>(ka),
+                static_cast<long long>(kb));
 }
 
 }  // namespace weft

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/registry.h"
@@ -63,5 +64,16 @@ weft_status* WindowedSize(const InferenceContext& c, const char* axis,
                           const char* dilation_attr, int64_t in,
                           int64_t window, int64_t dilation, int64_t stride,
                           bool same, int64_t* out);
+
+// Matrix products (MatMul, BatchMatMul, MatMulApplyGradientDescent): the
+// [rows, cols] of the matrix a shape of rank >= 2 ends with, swapped when
+// `transposed`, -1 where unknown; and the check that the inner dimensions
+// agree, `a` and `b` naming the operands as used ("a", "b transposed").
+void MatrixDims(const ShapeInfo& s, bool transposed, int64_t* rows,
+                int64_t* cols);
+weft_status* CheckInnerDims(const InferenceContext& c, const std::string& a,
+                            const ShapeInfo& as, int64_t ka,
+                            const std::string& b, const ShapeInfo& bs,
+                            int64_t kb);
 
 }  // namespace weft

@@ -7,6 +7,7 @@
 // so kernels are pure functions of [current values..., data inputs...].
 #include "base/status.h"
 #include "ops/registry.h"
+#include "ops/shape_checks.h"
 
 namespace weft {
 namespace {
@@ -66,22 +67,11 @@ weft_status* InferProduct(InferenceContext& c, const ShapeInfo& a,
                   a.ToString().c_str(), b.ToString().c_str());
   const bool ta = c.attr("transpose_a")->i != 0;
   const bool tb = c.attr("transpose_b")->i != 0;
-  int64_t ka = -1, kb = -1;
-  *m = *n = -1;
-  if (a.known_rank()) {
-    *m = a.dims[ta ? 1 : 0];
-    ka = a.dims[ta ? 0 : 1];
-  }
-  if (b.known_rank()) {
-    kb = b.dims[tb ? 1 : 0];
-    *n = b.dims[tb ? 0 : 1];
-  }
-  if (ka >= 0 && kb >= 0 && ka != kb)
-    return c.Fail("inner dimensions differ: a%s is %s, b%s is %s (K = %lld "
-                  "vs %lld)", ta ? " transposed" : "", a.ToString().c_str(),
-                  tb ? " transposed" : "", b.ToString().c_str(),
-                  static_cast<long long>(ka), static_cast<long long>(kb));
-  return nullptr;
+  int64_t ka, kb;
+  MatrixDims(a, ta, m, &ka);
+  MatrixDims(b, tb, &kb, n);
+  return CheckInnerDims(c, ta ? "a transposed" : "a", a, ka,
+                        tb ? "b transposed" : "b", b, kb);
 }
 
 OpDef UpdateOp(const char* name, const std::vector<std::string>& inputs,
