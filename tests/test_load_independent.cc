@@ -93,6 +93,16 @@ struct Product {
   bool transpose_a;
 };
 
+// "<what> MxK[ (transposed)] by KxN": a product case's name.
+std::string Label(const char* what, const Product& p) {
+  char label[112];
+  std::snprintf(label, sizeof label, "%s %lldx%lld%s by %lldx%lld", what,
+                static_cast<long long>(p.m), static_cast<long long>(p.k),
+                p.transpose_a ? " (transposed)" : "",
+                static_cast<long long>(p.k), static_cast<long long>(p.n));
+  return label;
+}
+
 void MatMulCases() {
   // The MLP's forward product and weight gradient (transposed a), products
   // split by columns (m < 32), one with K long enough that oneDNN's blocks
@@ -103,11 +113,7 @@ void MatMulCases() {
                               {200, 1000, 300, false}, {33, 517, 770, false},
                               {1000, 64, 128, true},   {300, 1200, 900, false}};
   for (const Product& p : products) {
-    char label[96];
-    std::snprintf(label, sizeof label, "matmul %lldx%lld%s by %lldx%lld",
-                  static_cast<long long>(p.m), static_cast<long long>(p.k),
-                  p.transpose_a ? " (transposed)" : "",
-                  static_cast<long long>(p.k), static_cast<long long>(p.n));
+    const std::string label = Label("matmul", p);
     const std::vector<float> a = Random(static_cast<size_t>(p.m * p.k), 1);
     const std::vector<float> b = Random(static_cast<size_t>(p.k * p.n), 2);
     const size_t outputs = static_cast<size_t>(p.m * p.n);
@@ -142,7 +148,7 @@ void MatMulCases() {
     const bool allowed = weft_cpu::matmul_onednn_detail::WholeForBlocks(
                              g, pool->threads()) != nullptr;
     Report(blocks.chunks() > 1 && allowed == (same && fits),
-           std::string(label) + ": the probe allows one piece exactly when " +
+           label + ": the probe allows one piece exactly when " +
                "it gives the blocks' bits" + (fits ? "" : " (too large)"),
            std::to_string(blocks.chunks()) + " blocks; one piece " +
                (same ? "gives" : "does not give") + " their bits here, " +
@@ -162,12 +168,7 @@ void AccumulatingCases() {
                               {300, 1200, 900, false}};
   const float alpha = 0.1f;
   for (const Product& p : products) {
-    char label[112];
-    std::snprintf(label, sizeof label,
-                  "fused update by %lldx%lld%s by %lldx%lld",
-                  static_cast<long long>(p.m), static_cast<long long>(p.k),
-                  p.transpose_a ? " (transposed)" : "",
-                  static_cast<long long>(p.k), static_cast<long long>(p.n));
+    const std::string label = Label("fused update by", p);
     const std::vector<float> a = Random(static_cast<size_t>(p.m * p.k), 3);
     const std::vector<float> b = Random(static_cast<size_t>(p.k * p.n), 4);
     const size_t outputs = static_cast<size_t>(p.m * p.n);

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "onednn_engine.h"
 #include "work_pool.h"
@@ -382,6 +383,14 @@ class Blocks {
   std::shared_ptr<const Primitive> full_, tail_;
 };
 
+// c[i] - alpha * p[i] into c[i]: an accumulating product computed by parts
+// (below), in the arithmetic of the update it replaces, and the probe that
+// checks a one-piece primitive against it.
+inline void SubtractScaled(float* c, const float* p, int64_t count,
+                           float alpha) {
+  for (int64_t i = 0; i < count; ++i) c[i] = c[i] - alpha * p[i];
+}
+
 // The whole product as one one-thread primitive, for a pool of `threads`
 // that would run every block of Blocks(g, threads) on this thread anyway,
 // where it gives the blocks' bits ("One piece instead of blocks" above);
@@ -409,12 +418,15 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
   return verdicts.Get(g, [&] {
     auto verdict = std::make_shared<OnePiece>();
     const Blocks blocks(g, threads);
-    MatMulGeometry plain = g;
-    plain.accumulate = 0;
     // Accumulating by parts: the plain blocks, then the sum (above).
     const bool by_parts = g.accumulate != 0 && !blocks.available();
-    const Blocks plain_blocks(plain, threads);
-    const Blocks& parts = by_parts ? plain_blocks : blocks;
+    std::optional<Blocks> plain_blocks;
+    if (by_parts) {
+      MatMulGeometry plain = g;
+      plain.accumulate = 0;
+      plain_blocks.emplace(plain, threads);
+    }
+    const Blocks& parts = by_parts ? *plain_blocks : blocks;
     MatMulGeometry one = g;
     one.threads = 1;
     const std::shared_ptr<const Primitive> whole =
@@ -445,10 +457,8 @@ inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
       std::unique_ptr<float[]> product(new float[c_bytes / 4]);
       for (int64_t i = 0; i < parts.chunks(); ++i)
         parts.Run(i, a.get(), b.get(), product.get());
-      // As the caller's update computes it: c - alpha * p, alpha = -scale.
-      float* c = reinterpret_cast<float*>(split.get());
-      const float alpha = -scale;
-      for (size_t i = 0; i < c_bytes / 4; ++i) c[i] = c[i] - alpha * product[i];
+      SubtractScaled(reinterpret_cast<float*>(split.get()), product.get(),
+                     static_cast<int64_t>(c_bytes / 4), -scale);
     } else {
       for (int64_t i = 0; i < parts.chunks(); ++i)
         parts.Run(i, a.get(), b.get(), split.get(), &scale);
@@ -576,9 +586,7 @@ inline bool MatMulSubtractScaledOnednn(const float* a, const float* b,
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t first =
           blocks.by_columns() ? r * n + start : (start + r) * n;
-      float* out = c + first;
-      const float* p = product.get() + first;
-      for (int64_t j = 0; j < cols; ++j) out[j] = out[j] - alpha * p[j];
+      d::SubtractScaled(c + first, product.get() + first, cols, alpha);
     }
   });
   return true;
