@@ -159,13 +159,16 @@ void MatMulCases() {
 
 // The fused weight update (MatMulApplyGradientDescent's kernel,
 // plugins/cpu/train.cc): var - alpha * op(a) op(b) in one accumulating
-// primitive, or, where oneDNN cannot run its blocks with the post-ops (a
-// transposed a split by rows), the plain product's blocks into scratch and
-// then the update; alone, one piece only where it gives those bits.
+// primitive, its blocks of a transposed a compacted first, or, where oneDNN
+// cannot run the blocks with the post-ops (split by columns; a transposed
+// a's row blocks left strided because N < 16 or because they exceed
+// kMaxCompactBytes), the plain product's blocks into scratch and then the
+// update; alone, one piece only where it gives those bits.
 void AccumulatingCases() {
-  const Product products[] = {{784, 100, 256, true},  {256, 100, 10, true},
-                              {100, 784, 256, false}, {1000, 64, 128, true},
-                              {300, 1200, 900, false}};
+  const Product products[] = {
+      {784, 100, 256, true},  {256, 100, 10, true},    {100, 784, 256, false},
+      {1000, 64, 128, true},  {300, 1200, 900, false}, {20, 600, 400, false},
+      {1200, 400, 8, true},   {2048, 1100, 64, true}};
   const float alpha = 0.1f;
   for (const Product& p : products) {
     const std::string label = Label("fused update by", p);

@@ -197,14 +197,17 @@ inline OnednnCache<MatMulGeometry, Primitive>& Cache() {
   return cache;
 }
 
-// The primitive's scratchpad: a buffer kept per thread up to kKeepBytes,
-// so that steady-state products allocate nothing, and a fresh one beyond,
-// so that one huge product does not pin its memory in every thread.
+// A primitive's scratchpad (or another per-call buffer): one kept per
+// thread and `slot` up to kKeepBytes, so that steady-state products
+// allocate nothing, and a fresh one beyond, so that one huge product does
+// not pin its memory in every thread.  Buffers alive at once on a thread
+// take different slots.
 class Scratchpad {
  public:
   static constexpr size_t kKeepBytes = size_t{32} << 20;
+  enum Slot { kPrimitive, kCompactOperand, kSlots };
 
-  explicit Scratchpad(size_t bytes) {
+  explicit Scratchpad(size_t bytes, Slot slot = kPrimitive) {
     if (bytes == 0) return;
     bytes = (bytes + 63) / 64 * 64;
     if (bytes > kKeepBytes) {
@@ -213,7 +216,8 @@ class Scratchpad {
       owned_ = true;
       return;
     }
-    static thread_local Kept kept;
+    static thread_local Kept kept_slots[kSlots];
+    Kept& kept = kept_slots[slot];
     if (kept.size < bytes) {
       void* grown = std::aligned_alloc(64, bytes);
       if (grown == nullptr) throw std::bad_alloc();
@@ -305,13 +309,27 @@ inline int64_t ChunkSize(int64_t dim, int64_t per_unit, int threads,
   return size < dim ? size : dim;
 }
 
+// The most bytes of a transposed a's row block copied into a dense buffer
+// per call (Blocks): 4 MiB, a block of 1,024 columns by 1,024 rows.
+constexpr size_t kMaxCompactBytes = size_t{4} << 20;
+
 // A 2-D product as blocks of whole rows of c (columns when there are fewer
 // than 16 rows a thread), each a one-thread product.  Rows first: a block of
 // rows reads b whole, as the unsplit product does, while a block of columns
 // reads b through a row stride, which made the MLP's forward product
 // (100x784 by 784x256) 7 % slower in two column blocks than in one piece,
 // and no slower in two row blocks.  Blocks are described to oneDNN in place
-// through row strides.
+// through row strides, except a row block of a transposed a (a stored
+// [K, M]: the block is `extent` columns of every stored row), which each
+// call first copies into a dense [K, extent] buffer: oneDNN 2.6 runs the
+// strided block only in gemm:jit (and with an accumulating post-op only
+// in its reference kernel), the dense one in brgemm like the whole
+// product.  The copy is 1/N of the block's multiply-adds, hence only for
+// N >= 16 (below, the strided block runs).  Measured on the MLP's weight
+// update (W1 -= lr * x^T · dh, 784x100 by 100x256) at 2 threads, header
+// microbenchmark on a 2-core AMD EPYC: 128 us strided (plain blocks into
+// scratch, then the subtraction) against 95 us compacted (the subtraction
+// as post-ops), 173 us at 1 thread.
 class Blocks {
  public:
   Blocks(const MatMulGeometry& g, int threads)
@@ -328,9 +346,12 @@ class Blocks {
       // b [K, N] keeps its row stride; b stored [N, K] has whole rows.
       block.ldb = g.transpose_b ? 0 : g.n;
       block.ldc = g.n;
-    } else {
-      // a stored [K, M] keeps its row stride; a [M, K] has whole rows.
-      block.lda = g.transpose_a ? g.m : 0;
+    } else if (g.transpose_a) {
+      // a stored [K, M]: compacted, or kept in place with its row stride.
+      compact_a_ = chunks_ > 1 && g.n >= 16 &&
+                   static_cast<size_t>(g.k * size_) * element_ <=
+                       kMaxCompactBytes;
+      block.lda = compact_a_ ? 0 : g.m;
     }
     // Full blocks share one primitive, a shorter last block has its own.
     auto primitive = [&block, this](int64_t extent) {
@@ -368,6 +389,16 @@ class Blocks {
       const int64_t b_offset = g_.transpose_b ? start * g_.k : start;
       Execute(p, ab, bb + b_offset * element_, cb + start * element_, stream,
               scale);
+    } else if (compact_a_) {
+      const int64_t extent = Extent(i);
+      const size_t row = static_cast<size_t>(extent) * element_;
+      Scratchpad dense(static_cast<size_t>(g_.k) * row,
+                       Scratchpad::kCompactOperand);
+      char* out = static_cast<char*>(dense.data());
+      for (int64_t r = 0; r < g_.k; ++r) {
+        std::memcpy(out + r * row, ab + (r * g_.m + start) * element_, row);
+      }
+      Execute(p, out, bb, cb + start * g_.n * element_, stream, scale);
     } else {
       const int64_t a_offset = g_.transpose_a ? start : start * g_.k;
       Execute(p, ab + a_offset * element_, bb, cb + start * g_.n * element_,
@@ -379,6 +410,7 @@ class Blocks {
   MatMulGeometry g_;
   size_t element_;
   bool by_columns_;
+  bool compact_a_ = false;
   int64_t size_ = 0, chunks_ = 0;
   std::shared_ptr<const Primitive> full_, tail_;
 };
@@ -402,11 +434,11 @@ inline void SubtractScaled(float* c, const float* p, int64_t count,
 // and read the weights once each), 1.002 - 1.005x in one piece.
 //
 // An accumulating product whose blocks oneDNN cannot run with the post-ops
-// (a block of rows of a transposed a, or of columns, is strided, and 2.6
-// then offers only its reference kernel for the sum) is computed as the
-// plain product's blocks into scratch, each then subtracted from its part
-// of c (MatMulSubtractScaledOnednn); the one piece is checked against
-// exactly that.  Without it, under load a 2-thread session ran the
+// (a block of columns, or of rows of a transposed a too large to compact,
+// is strided, and 2.6 then offers only its reference kernel for the sum)
+// is computed as the plain product's blocks into scratch, each then
+// subtracted from its part of c (MatMulSubtractScaledOnednn); the one
+// piece is checked against exactly that.  Without it, under load a 2-thread session ran the
 // MLP's fused weight update unfused while a 1-thread session ran it fused:
 // 0.966 - 0.974x one thread, paired, against parity unfused.
 inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
