@@ -582,6 +582,47 @@ Test(placement, large_matmul_goes_where_compute_is_faster) {
   weft_graph_destroy(g);
 }
 
+/* Without estimates given, on a machine whose OpenCL device is PoCL (it
+ * runs on the same cores as the CPU plugin, whose oneDNN product is the
+ * faster there: README, "OpenCL against the CPU plugin"), the MLP's
+ * 64x784 by 784x256 product stays on the CPU.  With the CPU plugin's old
+ * estimate (16 flops per cycle per core) the cost model put it on PoCL,
+ * 319 against 416 us. */
+Test(placement, products_stay_on_the_cpu_beside_pocl) {
+  need_opencl();
+  int pocl = 0;
+  for (int32_t i = 0; i < weft_device_count(); ++i) {
+    weft_device_description d = {.struct_size = sizeof d};
+    WT_OK(weft_device_describe(i, &d));
+    if (strcmp(d.name, OPENCL) == 0 && d.description != NULL &&
+        strncmp(d.description, "pthread", 7) == 0)
+      pocl = 1;
+  }
+  if (!pocl)
+    WT_SKIP("the OpenCL device is not PoCL's CPU device: which of two "
+            "different processors is faster is the estimates' call");
+  if (getenv("WEFT_DEVICE_GFLOPS") != NULL)
+    WT_SKIP("WEFT_DEVICE_GFLOPS is set: the estimates are not the plugins'");
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_SHAPE(64, 784));
+  weft_output w = wt_placeholder(g, "w", WEFT_FLOAT32, WT_SHAPE(784, 256));
+  weft_output mm = wt_apply2(g, "MatMul", "mm", x, w);
+  weft_tensor* vals[2] = {random_matrix(64, 784, 5),
+                          random_matrix(784, 256, 6)};
+  weft_output feeds[2] = {x, w};
+  weft_run_metadata* md = weft_run_metadata_create();
+  weft_session* s = session_with(g, "CPU,OPENCL", 0, 0, WEFT_OPTIMIZE_ALL,
+                                 NULL);
+  weft_tensor* r = run_md(s, feeds, vals, 2, mm, md);
+  expect_device(md, "mm", CPU);
+  weft_tensor_destroy(r);
+  weft_tensor_destroy(vals[0]);
+  weft_tensor_destroy(vals[1]);
+  weft_run_metadata_destroy(md);
+  weft_session_destroy(s);
+  weft_graph_destroy(g);
+}
+
 /* CPU -> OpenCL -> CPU with values sent as bfloat16 (or float16): the wire
  * dtype says so, the result differs from the exact one (it really was
  * narrowed) but by no more than two roundings of 2^-9 relative each. */

@@ -102,13 +102,28 @@ void ProbeMachine(MachineInfo* info) {
         static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
   }
 
-  // A peak estimate for the placer, not a measurement: each core retiring
-  // 16 fp32 flops per cycle (two 4-wide FMAs, or one 8-wide — AVX2-class
-  // hardware).  Only ratios between devices matter to the cost model.
+  // A peak estimate for the placer, not a measurement: fp32 flops per
+  // cycle per core for the products the plugin runs.  With oneDNN on a CPU
+  // with FMA and AVX2 (or AVX-512), 32: two 8-wide FMAs, or one 16-wide
+  // (the floor of that class: Intel parts with one AVX-512 FMA unit, AMD's
+  // Zen 4 splitting 512-bit operations in two; Zen 5 retires 64, and
+  // oneDNN reaches ~260 GFLOP/s on one of its cores at 4 GHz).  Otherwise
+  // Eigen's baseline SSE2 code, 8: a 4-wide multiply and a 4-wide add.
+  // The cost model compares this with other devices' estimates and with
+  // rates it measures (PoCL's OpenCL device, which runs on these same
+  // cores): 16 for every CPU put the MLP's products on PoCL, 319 against
+  // 416 us estimated for 64x784 by 784x256, which oneDNN computes in ~100.
   double ghz = ReadMaxClockGhz();
   if (ghz <= 0) ghz = cpuinfo_mhz / 1000.0;
   if (ghz <= 0) ghz = 2.0;
-  info->compute_gflops = UsableCores() * ghz * 16.0;
+  double flops_per_cycle = 8.0;
+#if WEFT_CPU_HAVE_ONEDNN && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    flops_per_cycle = 32.0;
+  }
+#endif
+  info->compute_gflops = UsableCores() * ghz * flops_per_cycle;
 }
 
 const MachineInfo& Machine() {
