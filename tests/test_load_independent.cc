@@ -4,9 +4,9 @@
 // to spare) it runs a product as one whole primitive instead, but only
 // where a probe showed that gives the blocks' bits (matmul_onednn.h, "One
 // piece instead of blocks"), and a filter gradient adds its blocks in their
-// reorders instead of in a pass of its own; the fused weight update
-// (a product accumulated into the variable) likewise.  Each case computes the same
-// operands with the pool sharing (IgnoreLoad) and running alone
+// reorders instead of in a pass of its own; the fused weight update (a
+// product accumulated into the variable) likewise.  Each case computes the
+// same operands with the pool sharing (IgnoreLoad) and running alone
 // (AssumeBusy) and compares the bytes; the matmul cases also check the
 // probe's verdict against a comparison of their own, on other operands.
 // Plain C++ with TAP output, header-only kernels (no plugin), so it runs in

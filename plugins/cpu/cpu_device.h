@@ -6,6 +6,12 @@
 
 namespace weft_cpu {
 
+#if defined(__x86_64__)
+// Whether the CPU and the OS run x86-64-v3 code (device.cc): the choice of
+// the plugin's build, and of its compute estimate.
+bool HasX86_64V3();
+#endif
+
 weft_status* DeviceCount(int32_t* out_count);
 weft_status* DeviceOpen(int32_t index, weft_plugin_device** out);
 void DeviceClose(weft_plugin_device* device);

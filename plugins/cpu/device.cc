@@ -3,6 +3,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +23,30 @@ struct weft_plugin_device {
 };
 
 namespace weft_cpu {
+
+#if defined(__x86_64__)
+// Whether this CPU, and the OS's saving of vector registers, allow
+// x86-64-v3 code: AVX, AVX2, FMA, F16C, BMI1/2, LZCNT and MOVBE, with XMM
+// and YMM state enabled in XCR0.
+bool HasX86_64V3() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool fma = c & (1u << 12), movbe = c & (1u << 22),
+             osxsave = c & (1u << 27), avx = c & (1u << 28),
+             f16c = c & (1u << 29);
+  if (!(fma && movbe && osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6u) != 0x6u) return false;  // XMM and YMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool bmi1 = b & (1u << 3), avx2 = b & (1u << 5),
+             bmi2 = b & (1u << 8);
+  if (!(bmi1 && avx2 && bmi2)) return false;
+  if (!__get_cpuid(0x80000001u, &a, &b, &c, &d)) return false;
+  return (c & (1u << 5)) != 0;  // LZCNT (ABM)
+}
+#endif
+
 namespace {
 
 weft_plugin_device g_device{0};
@@ -103,12 +131,13 @@ void ProbeMachine(MachineInfo* info) {
   }
 
   // A peak estimate for the placer, not a measurement: fp32 flops per
-  // cycle per core for the products the plugin runs.  With oneDNN on a CPU
-  // with FMA and AVX2 (or AVX-512), 32: two 8-wide FMAs, or one 16-wide
-  // (the floor of that class: Intel parts with one AVX-512 FMA unit, AMD's
-  // Zen 4 splitting 512-bit operations in two; Zen 5 retires 64, and
-  // oneDNN reaches ~260 GFLOP/s on one of its cores at 4 GHz).  Otherwise
-  // Eigen's baseline SSE2 code, 8: a 4-wide multiply and a 4-wide add.
+  // cycle per core for the products the plugin runs.  With oneDNN on an
+  // x86-64-v3 CPU (FMA, AVX2; AVX-512 ones too), 32: two 8-wide FMAs, or
+  // one 16-wide (the floor of that class: Intel parts with one AVX-512
+  // FMA unit, AMD's Zen 4 splitting 512-bit operations in two; Zen 5
+  // retires 64, and oneDNN reaches ~260 GFLOP/s on one of its cores at
+  // 4 GHz).  Otherwise Eigen's baseline SSE2 code, 8: a 4-wide multiply
+  // and a 4-wide add.
   // The cost model compares this with other devices' estimates and with
   // rates it measures (PoCL's OpenCL device, which runs on these same
   // cores): 16 for every CPU put the MLP's products on PoCL, 319 against
@@ -117,11 +146,8 @@ void ProbeMachine(MachineInfo* info) {
   if (ghz <= 0) ghz = cpuinfo_mhz / 1000.0;
   if (ghz <= 0) ghz = 2.0;
   double flops_per_cycle = 8.0;
-#if WEFT_CPU_HAVE_ONEDNN && (defined(__x86_64__) || defined(__i386__))
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    flops_per_cycle = 32.0;
-  }
+#if WEFT_CPU_HAVE_ONEDNN && defined(__x86_64__)
+  if (HasX86_64V3()) flops_per_cycle = 32.0;
 #endif
   info->compute_gflops = UsableCores() * ghz * flops_per_cycle;
 }

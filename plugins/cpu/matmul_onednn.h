@@ -379,7 +379,7 @@ class Blocks {
   // the calling thread.
   void Run(int64_t i, const void* a, const void* b, void* c,
            const float* scale = nullptr) const {
-    const int64_t start = i * size_;
+    const int64_t start = Start(i);
     dnnl::stream& stream = OnednnPrepareThread(1);
     const Primitive& p = i + 1 < chunks_ ? *full_ : *tail_;
     const char* ab = static_cast<const char*>(a);
@@ -438,9 +438,10 @@ inline void SubtractScaled(float* c, const float* p, int64_t count,
 // is strided, and 2.6 then offers only its reference kernel for the sum)
 // is computed as the plain product's blocks into scratch, each then
 // subtracted from its part of c (MatMulSubtractScaledOnednn); the one
-// piece is checked against exactly that.  Without it, under load a 2-thread session ran the
-// MLP's fused weight update unfused while a 1-thread session ran it fused:
-// 0.966 - 0.974x one thread, paired, against parity unfused.
+// piece is checked against exactly that.  Without it, under load a
+// 2-thread session ran the MLP's fused weight update unfused while a
+// 1-thread session ran it fused: 0.966 - 0.974x one thread, paired,
+// against parity unfused.
 inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
                                                        int threads) {
   struct OnePiece {

@@ -7,7 +7,6 @@
 #include <string>
 
 #if defined(__x86_64__) && !defined(WEFT_CPU_ISA_VARIANT)
-#include <cpuid.h>
 #include <dlfcn.h>
 #include <unistd.h>
 #endif
@@ -111,27 +110,6 @@ weft_status* Enter(weft_plugin_init_args* args) {
 }
 
 #if defined(__x86_64__) && !defined(WEFT_CPU_ISA_VARIANT)
-// Whether this CPU, and the OS's saving of vector registers, allow
-// x86-64-v3 code: AVX, AVX2, FMA, F16C, BMI1/2, LZCNT and MOVBE, with XMM
-// and YMM state enabled in XCR0.
-bool HasX86_64V3() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-  const bool fma = c & (1u << 12), movbe = c & (1u << 22),
-             osxsave = c & (1u << 27), avx = c & (1u << 28),
-             f16c = c & (1u << 29);
-  if (!(fma && movbe && osxsave && avx && f16c)) return false;
-  unsigned xcr0_lo, xcr0_hi;
-  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  if ((xcr0_lo & 0x6u) != 0x6u) return false;  // XMM and YMM state
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  const bool bmi1 = b & (1u << 3), avx2 = b & (1u << 5),
-             bmi2 = b & (1u << 8);
-  if (!(bmi1 && avx2 && bmi2)) return false;
-  if (!__get_cpuid(0x80000001u, &a, &b, &c, &d)) return false;
-  return (c & (1u << 5)) != 0;  // LZCNT (ABM)
-}
-
 // The x86-64-v3 build's entry point, loaded from weft-cpu-isa/ beside this
 // file, when the machine runs it and WEFT_CPU_ISA does not say "baseline";
 // NULL to stay with this build.  A missing or broken variant is logged and
