@@ -31,12 +31,13 @@ import subprocess
 import sys
 import tempfile
 
+import sanitized_env
 from tap import Skip, Tap
 
 (build_dir, prefix, bindir, libdir, includedir, datadir, mandir,
  example) = sys.argv[1:9]
 cc = sys.argv[9:]
-CLEAN_ENV = {'PATH': '/usr/bin:/bin'}
+CLEAN_ENV = {'PATH': '/usr/bin:/bin', **sanitized_env.carried()}
 
 tap = Tap()
 root = tempfile.mkdtemp(prefix='weft-install-test-')

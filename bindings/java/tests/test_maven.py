@@ -29,6 +29,7 @@ import zipfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', '..', 'tests'))
 from tap import Skip, Tap  # noqa: E402
+import sanitized_env  # noqa: E402
 
 VERSION, JAR, POM, SOURCES_JAR, JAVADOC_JAR, JAVA, JNI = sys.argv[1:8]
 DEBIAN_REPO = '/usr/share/maven-repo'
@@ -123,7 +124,7 @@ repo = os.path.join(tmp, 'repository')
 cache = os.path.join(tmp, 'cache')
 # A clean environment: the libraries must come from the jar.
 ENV = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'HOME': tmp,
-       'LANG': 'C.UTF-8', 'XDG_CACHE_HOME': cache}
+       'LANG': 'C.UTF-8', 'XDG_CACHE_HOME': cache, **sanitized_env.carried()}
 state = {}
 
 
