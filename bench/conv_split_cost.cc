@@ -18,27 +18,15 @@
 // order alternating, so that load from other processes falls on both.
 //
 //   conv_split_cost [repetitions (default 300)]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "bench_util.h"
 #include "onednn_nn_backward.h"
 
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double Mean(const std::vector<double>& v) {
   double sum = 0;
@@ -91,7 +79,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < warmup + repetitions; ++r) {
         for (int k = 0; k < 2; ++k) {
           const int threads = (r + k) % 2 == 0 ? 1 : 2;
-          const double start = Now();
+          const double start = bench_now_seconds();
           if (family == 0) {
             OnednnConv2D(w, oc, in.data(), filter.data(), out.data(), threads,
                          bias.data());
@@ -102,17 +90,19 @@ int main(int argc, char** argv) {
             OnednnConv2DBackpropFilter(w, oc, in.data(), dy.data(),
                                        dfilter.data(), threads);
           }
-          const double took = Now() - start;
+          const double took = bench_now_seconds() - start;
           if (r >= warmup) times[threads - 1].push_back(took);
         }
       }
-      const double whole = Median(times[0]), blocks = Median(times[1]);
+      const double mean_whole = Mean(times[0]), mean_blocks = Mean(times[1]);
+      const double whole = bench_median(times[0].data(), repetitions);
+      const double blocks = bench_median(times[1].data(), repetitions);
       total_whole += whole;
       total_blocks += blocks;
       std::printf("  layer %d %-16s whole %8.1f us (mean %8.1f), blocks "
                   "%8.1f us (mean %8.1f): %+6.1f us, ratio %.4f\n",
                   layer + 1, kNames[family], whole * 1e6,
-                  Mean(times[0]) * 1e6, blocks * 1e6, Mean(times[1]) * 1e6,
+                  mean_whole * 1e6, blocks * 1e6, mean_blocks * 1e6,
                   (blocks - whole) * 1e6, blocks / whole);
     }
   }
