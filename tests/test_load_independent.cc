@@ -8,7 +8,8 @@
 // product accumulated into the variable) likewise.  Each case computes the
 // same operands with the pool sharing (IgnoreLoad) and running alone
 // (AssumeBusy) and compares the bytes; the matmul cases also check the
-// probe's verdict against a comparison of their own, on other operands.
+// plan (the orientation of the blocks, and whether one piece may stand
+// for them) against a comparison of their own, on other operands.
 // Plain C++ with TAP output, header-only kernels (no plugin), so it runs in
 // the ASan+UBSan suite too.
 #include <cstdint>
@@ -128,8 +129,10 @@ void MatMulCases() {
     }
     SameUnderLoad(label, outputs, [&](float* c) { product(c, 2); });
 
-    // The probe's verdict against this case's own comparison of the whole
-    // one-thread product with the blocks (other operands than the probe's).
+    // The plan against this case's own comparison of the whole one-thread
+    // product with the blocks of each orientation (other operands than the
+    // probe's): one piece exactly where the plan's blocks give its bits,
+    // and columns only where the default orientation's do not.
     weft_cpu::MatMulGeometry g{};
     g.m = p.m;
     g.k = p.k;
@@ -137,23 +140,40 @@ void MatMulCases() {
     g.transpose_a = p.transpose_a;
     g.data_type = dnnl_f32;
     g.threads = 2;
+    namespace d = weft_cpu::matmul_onednn_detail;
     WorkPool* pool = WorkPool::For(2);
-    const weft_cpu::matmul_onednn_detail::Blocks blocks(g, pool->threads());
-    std::vector<float> split(outputs);
-    for (int64_t i = 0; i < blocks.chunks(); ++i)
-      blocks.Run(i, a.data(), b.data(), split.data());
-    const bool same = FirstDifference(probe, split).empty();
+    const int threads = pool->threads();
+    auto same_in = [&](bool by_columns, int64_t* chunks) {
+      const d::Blocks blocks(g, threads, by_columns);
+      std::vector<float> split(outputs);
+      for (int64_t i = 0; i < blocks.chunks(); ++i)
+        blocks.Run(i, a.data(), b.data(), split.data());
+      *chunks = blocks.chunks();
+      return blocks.available() && FirstDifference(probe, split).empty();
+    };
+    const bool default_columns = d::Blocks::DefaultColumns(g, threads);
+    int64_t chunks = 0, column_chunks = 0;
+    const bool same = same_in(default_columns, &chunks);
+    const bool same_columns =
+        !default_columns && same_in(true, &column_chunks) && column_chunks > 1;
     const bool fits = (a.size() + b.size() + 2 * outputs) * sizeof(float) <=
                       weft_cpu::kMaxProbeBytes;
-    const bool allowed = weft_cpu::matmul_onednn_detail::WholeForBlocks(
-                             g, pool->threads()) != nullptr;
-    Report(blocks.chunks() > 1 && allowed == (same && fits),
-           label + ": the probe allows one piece exactly when " +
-               "it gives the blocks' bits" + (fits ? "" : " (too large)"),
-           std::to_string(blocks.chunks()) + " blocks; one piece " +
-               (same ? "gives" : "does not give") + " their bits here, " +
+    const std::shared_ptr<const d::SplitPlan> plan = d::PlanSplit(g, threads);
+    const bool allowed = plan->whole != nullptr;
+    const bool expected = fits && (same || same_columns);
+    const bool columns_ok =
+        !allowed || plan->by_columns == (same ? default_columns : true);
+    Report(chunks > 1 && allowed == expected && columns_ok,
+           label + ": the plan allows one piece exactly when " +
+               "its blocks give the whole's bits" + (fits ? "" : " (too large)"),
+           std::to_string(chunks) + " blocks; one piece " +
+               (same ? "gives" : "does not give") + " their bits here" +
+               (default_columns ? "" : (same_columns ? ", gives the column "
+                                        "blocks' bits" : ", not the column "
+                                        "blocks' either")) + ", " +
                (fits ? "fits" : "exceeds") + " the probe's bytes; the " +
-               "probe " + (allowed ? "allows" : "refuses") + " it");
+               "plan " + (allowed ? "allows" : "refuses") + " it, by " +
+               (plan->by_columns ? "columns" : "rows"));
   }
 }
 

@@ -73,7 +73,7 @@ struct MatMulGeometry {
 // oneDNN's float kernels have no data-dependent branches (the same
 // operations whatever the values), and two that add in different orders
 // disagree on random operands in some element with overwhelming
-// probability (WholeForBlocks).
+// probability (SameBitsAsBlocks).
 
 // The most bytes a probe's operands and two outputs may take: the probe's
 // pages count in the process's peak memory.  Larger products keep their
@@ -332,10 +332,18 @@ constexpr size_t kMaxCompactBytes = size_t{4} << 20;
 // as post-ops), 173 us at 1 thread.
 class Blocks {
  public:
+  // Rows unless there are fewer than 16 a thread.
+  static bool DefaultColumns(const MatMulGeometry& g, int threads) {
+    return g.m < 16 * static_cast<int64_t>(threads);
+  }
   Blocks(const MatMulGeometry& g, int threads)
+      : Blocks(g, threads, DefaultColumns(g, threads)) {}
+  // Blocks of columns when `by_columns`, else of rows (a SplitPlan's
+  // choice).
+  Blocks(const MatMulGeometry& g, int threads, bool by_columns)
       : g_(g),
         element_(g.data_type == dnnl_f32 ? 4 : 2),
-        by_columns_(g.m < 16 * static_cast<int64_t>(threads)) {
+        by_columns_(by_columns) {
     const int64_t dim = by_columns_ ? g.n : g.m;
     size_ = ChunkSize(dim, (by_columns_ ? g.m : g.n) * g.k, threads,
                       by_columns_ ? 16 : 1);
@@ -423,105 +431,163 @@ inline void SubtractScaled(float* c, const float* p, int64_t count,
   for (int64_t i = 0; i < count; ++i) c[i] = c[i] - alpha * p[i];
 }
 
-// The whole product as one one-thread primitive, for a pool of `threads`
-// that would run every block of Blocks(g, threads) on this thread anyway,
-// where it gives the blocks' bits ("One piece instead of blocks" above);
-// null otherwise, or when the product is too large to probe
-// (kMaxProbeBytes).  One cache lookup once probed: a step's
-// products should cost what one thread's do.  Measured paired on a 2-core
-// AMD EPYC, the pool forced to run alone: the MLP step at 2 threads 0.989 -
-// 0.995x one thread in blocks (its forward product's two row blocks pack
-// and read the weights once each), 1.002 - 1.005x in one piece.
+// How a product of geometry `g` splits for a pool of `threads`, decided
+// once per geometry whatever the load (the blocks' bits are a session's
+// results): the orientation of its blocks, and the whole product as one
+// one-thread primitive for a pool that would run every block on this
+// thread anyway (WorkPool::RunsAlone), where it gives the blocks' bits
+// ("One piece instead of blocks" above).  One cache lookup per call: a
+// step's products should cost what one thread's do.  Measured paired on a
+// 2-core AMD EPYC (AVX-512), the pool forced to run alone: the MLP step at
+// 2 threads 0.989 - 0.995x one thread in blocks (its forward product's
+// two row blocks pack and read the weights once each), 1.002 - 1.005x in
+// one piece.
+//
+// Rows first (Blocks explains why).  Where row blocks do not give the
+// whole product's bits but column blocks do, the product splits by
+// columns: on a 2-core AMD EPYC of family 23 (AVX2, oneDNN 2.6's gemm:jit
+// only) the MLP's forward product and weight gradient differ from their
+// row blocks in 930 of 25,600 and 836 of 200,704 elements and equal their
+// column halves bit for bit, which also run as fast (the two halves 1.078
+// ms against the whole's 1.063, and 1.092 against 1.103, one thread).  In
+// row blocks, with a busy process on one core a 2-thread session ran the
+// MLP step at 0.965 - 0.972x one thread (paired), the blocks' own cost; in
+// column halves, whole under load, 0.993 - 1.000x (1 against 1: 0.997),
+// and 1.676x idle (rows: 1.660).  No whole when neither gives its bits, or
+// when the product is too large to probe (kMaxProbeBytes: the default
+// orientation).  The probes now run at a product's first use, idle or not
+// (the orientation must not depend on the load).
 //
 // An accumulating product whose blocks oneDNN cannot run with the post-ops
 // (a block of columns, or of rows of a transposed a too large to compact,
-// is strided, and 2.6 then offers only its reference kernel for the sum)
-// is computed as the plain product's blocks into scratch, each then
-// subtracted from its part of c (MatMulSubtractScaledOnednn); the one
-// piece is checked against exactly that.  Without it, under load a
+// is strided, and 2.6 then offers only its reference kernel for the sum;
+// on AVX2 gemm:jit has no post-ops at all) is computed as the plain
+// product's blocks into scratch, each then subtracted from its part of c
+// (MatMulSubtractScaledOnednn); the one piece is checked against exactly
+// that, and is the accumulating primitive where oneDNN has one, else the
+// plain product subtracted after (whole_plain).  Without it, under load a
 // 2-thread session ran the MLP's fused weight update unfused while a
 // 1-thread session ran it fused: 0.966 - 0.974x one thread, paired,
 // against parity unfused.
-inline std::shared_ptr<const Primitive> WholeForBlocks(const MatMulGeometry& g,
-                                                       int threads) {
-  struct OnePiece {
-    std::shared_ptr<const Primitive> whole;  // null: run the blocks
-  };
-  static OnednnCache<MatMulGeometry, OnePiece> verdicts;
-  return verdicts.Get(g, [&] {
-    auto verdict = std::make_shared<OnePiece>();
-    const Blocks blocks(g, threads);
-    // Accumulating by parts: the plain blocks, then the sum (above).
-    const bool by_parts = g.accumulate != 0 && !blocks.available();
-    std::optional<Blocks> plain_blocks;
-    if (by_parts) {
-      MatMulGeometry plain = g;
-      plain.accumulate = 0;
-      plain_blocks.emplace(plain, threads);
-    }
-    const Blocks& parts = by_parts ? *plain_blocks : blocks;
+struct SplitPlan {
+  bool by_columns = false;
+  std::shared_ptr<const Primitive> whole;  // null: run the blocks
+  bool whole_plain = false;  // whole: the plain product, then SubtractScaled
+};
+
+// Whether `whole` gives the bits of `blocks` (for an accumulating g by
+// parts: of `blocks` of the plain product, each subtracted) on random
+// operands.  oneDNN's float kernels have no data-dependent branches (the
+// same operations whatever the values), and two that add in different
+// orders disagree on random operands in some element with overwhelming
+// probability.
+inline bool SameBitsAsBlocks(const MatMulGeometry& g, const Blocks& blocks,
+                             bool by_parts, const Primitive& whole,
+                             bool whole_plain) {
+  const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
+  const size_t a_count = static_cast<size_t>(g.m * g.k);
+  const size_t b_count = static_cast<size_t>(g.k * g.n);
+  const size_t c_bytes = static_cast<size_t>(g.m * g.n) * element;
+  std::unique_ptr<char[]> a(new char[a_count * element]),
+      b(new char[b_count * element]), split(new char[c_bytes]),
+      single(new char[c_bytes]);
+  uint64_t state = 1;
+  FillProbe(a.get(), a_count, element, &state);
+  FillProbe(b.get(), b_count, element, &state);
+  // Accumulating: both start from the same c, and a scale that rounds.
+  const float scale = -0.3f;
+  if (g.accumulate) {
+    FillProbe(split.get(), c_bytes / element, element, &state);
+    std::memcpy(single.get(), split.get(), c_bytes);
+  }
+  std::unique_ptr<float[]> product;
+  if (by_parts || whole_plain) product.reset(new float[c_bytes / 4]);
+  if (by_parts) {
+    for (int64_t i = 0; i < blocks.chunks(); ++i)
+      blocks.Run(i, a.get(), b.get(), product.get());
+    SubtractScaled(reinterpret_cast<float*>(split.get()), product.get(),
+                   static_cast<int64_t>(c_bytes / 4), -scale);
+  } else {
+    for (int64_t i = 0; i < blocks.chunks(); ++i)
+      blocks.Run(i, a.get(), b.get(), split.get(), &scale);
+  }
+  if (whole_plain) {
+    Execute(whole, a.get(), b.get(), product.get(), OnednnPrepareThread(1));
+    SubtractScaled(reinterpret_cast<float*>(single.get()), product.get(),
+                   static_cast<int64_t>(c_bytes / 4), -scale);
+  } else {
+    Execute(whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1),
+            &scale);
+  }
+  return std::memcmp(split.get(), single.get(), c_bytes) == 0;
+}
+
+inline std::shared_ptr<const SplitPlan> PlanSplit(const MatMulGeometry& g,
+                                                  int threads) {
+  static OnednnCache<MatMulGeometry, SplitPlan> plans;
+  return plans.Get(g, [&] {
+    auto plan = std::make_shared<SplitPlan>();
+    plan->by_columns = Blocks::DefaultColumns(g, threads);
+    const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
     MatMulGeometry one = g;
     one.threads = 1;
-    const std::shared_ptr<const Primitive> whole =
+    std::shared_ptr<const Primitive> whole =
         Cache().Get(one, [&one] { return Make(one); });
-    const size_t element = g.data_type == dnnl_f32 ? 4 : 2;
+    bool whole_plain = false;
+    if (!whole->available && g.accumulate != 0 && element == 4) {
+      one.accumulate = 0;
+      whole = Cache().Get(one, [&one] { return Make(one); });
+      whole_plain = true;
+    }
+    MatMulGeometry plain = g;
+    plain.accumulate = 0;
     const size_t a_count = static_cast<size_t>(g.m * g.k);
     const size_t b_count = static_cast<size_t>(g.k * g.n);
     const size_t c_bytes = static_cast<size_t>(g.m * g.n) * element;
-    if (!parts.available() || parts.chunks() < 2 || !whole->available ||
-        (by_parts && element != 4) ||
-        (a_count + b_count) * element + (by_parts ? 3 : 2) * c_bytes >
+    const bool accumulating = g.accumulate != 0;
+    if (!whole->available ||
+        (a_count + b_count) * element + (accumulating ? 3 : 2) * c_bytes >
             kMaxProbeBytes) {
-      return std::shared_ptr<const OnePiece>(std::move(verdict));
+      return std::shared_ptr<const SplitPlan>(std::move(plan));
     }
-    std::unique_ptr<char[]> a(new char[a_count * element]),
-        b(new char[b_count * element]), split(new char[c_bytes]),
-        single(new char[c_bytes]);
-    uint64_t state = 1;
-    FillProbe(a.get(), a_count, element, &state);
-    FillProbe(b.get(), b_count, element, &state);
-    // Accumulating: both start from the same c, and a scale that rounds.
-    const float scale = -0.3f;
-    if (g.accumulate) {
-      FillProbe(split.get(), c_bytes / element, element, &state);
-      std::memcpy(single.get(), split.get(), c_bytes);
+    // The default orientation, then columns where that is rows.
+    const bool orientations[2] = {plan->by_columns, true};
+    for (int o = 0; o < (plan->by_columns ? 1 : 2); ++o) {
+      const Blocks blocks(g, threads, orientations[o]);
+      // Accumulating by parts: the plain blocks, then the subtraction.
+      const bool by_parts = accumulating && !blocks.available();
+      if (by_parts && element != 4) continue;
+      std::optional<Blocks> plain_blocks;
+      if (by_parts) plain_blocks.emplace(plain, threads, orientations[o]);
+      const Blocks& parts = by_parts ? *plain_blocks : blocks;
+      if (!parts.available() || parts.chunks() < 2) continue;
+      if (SameBitsAsBlocks(g, parts, by_parts, *whole, whole_plain)) {
+        plan->by_columns = orientations[o];
+        plan->whole = whole;
+        plan->whole_plain = whole_plain;
+        break;
+      }
     }
-    if (by_parts) {
-      std::unique_ptr<float[]> product(new float[c_bytes / 4]);
-      for (int64_t i = 0; i < parts.chunks(); ++i)
-        parts.Run(i, a.get(), b.get(), product.get());
-      SubtractScaled(reinterpret_cast<float*>(split.get()), product.get(),
-                     static_cast<int64_t>(c_bytes / 4), -scale);
-    } else {
-      for (int64_t i = 0; i < parts.chunks(); ++i)
-        parts.Run(i, a.get(), b.get(), split.get(), &scale);
-    }
-    Execute(*whole, a.get(), b.get(), single.get(), OnednnPrepareThread(1),
-            &scale);
-    if (std::memcmp(split.get(), single.get(), c_bytes) == 0) {
-      verdict->whole = whole;
-    }
-    return std::shared_ptr<const OnePiece>(std::move(verdict));
-  })->whole;
+    return std::shared_ptr<const SplitPlan>(std::move(plan));
+  });
 }
 
 // The product split into Blocks run as chunks on the plugin's WorkPool, or
-// whole where WholeForBlocks allows and the pool would run alone.
+// whole where its SplitPlan allows and the pool would run alone.
 // Why not oneDNN's own threads: they are OpenMP's, whose static split waits
 // for every thread at the join and whose waiting policy is set once per
 // process (work_pool.h has the measurements).  Returns false, having done
-// nothing, when oneDNN has no fast implementation.
+// nothing, when oneDNN has no fast implementation (an accumulating
+// product's blocks by parts included: MatMulSubtractScaledOnednn).
 inline bool SplitMatMul(const MatMulGeometry& g, const void* a, const void* b,
                         void* c, WorkPool& pool, const float* scale) {
   dnnl::stream& stream = OnednnPrepareThread(1);
-  if (pool.RunsAlone()) {
-    if (const std::shared_ptr<const Primitive> whole =
-            WholeForBlocks(g, pool.threads())) {
-      Execute(*whole, a, b, c, stream, scale);
-      return true;
-    }
+  const std::shared_ptr<const SplitPlan> plan = PlanSplit(g, pool.threads());
+  if (plan->whole != nullptr && !plan->whole_plain && pool.RunsAlone()) {
+    Execute(*plan->whole, a, b, c, stream, scale);
+    return true;
   }
-  const Blocks blocks(g, pool.threads());
+  const Blocks blocks(g, pool.threads(), plan->by_columns);
   if (!blocks.available()) return false;
   pool.Run(blocks.chunks(),
            [&](int64_t i) { blocks.Run(i, a, b, c, scale); });
@@ -599,18 +665,25 @@ inline bool MatMulSubtractScaledOnednn(const float* a, const float* b,
   g.accumulate = 1;
   const float scale = -alpha;
   if (OnednnMatMul(g, a, b, c, &scale)) return true;
-  // Blocks oneDNN cannot accumulate (WholeForBlocks): each chunk computes
+  // Blocks oneDNN cannot accumulate (SplitPlan): each chunk computes
   // its block of the plain product into scratch and subtracts it from its
   // rows of c at once, while they are in its cache (the same bits as the
   // product and then the update, which a separate pass over the whole
   // matrix cost ~5 us more in the MLP's 2-thread step).
   WorkPool* pool = g.threads > 1 ? WorkPool::For(g.threads) : nullptr;
   if (pool == nullptr) return false;
+  const std::shared_ptr<const d::SplitPlan> plan =
+      d::PlanSplit(g, pool->threads());
+  std::unique_ptr<float[]> product(new float[static_cast<size_t>(m * n)]);
+  if (plan->whole != nullptr && plan->whole_plain && pool->RunsAlone()) {
+    d::Execute(*plan->whole, a, b, product.get(), OnednnPrepareThread(1));
+    d::SubtractScaled(c, product.get(), m * n, alpha);
+    return true;
+  }
   MatMulGeometry plain = g;
   plain.accumulate = 0;
-  const d::Blocks blocks(plain, pool->threads());
+  const d::Blocks blocks(plain, pool->threads(), plan->by_columns);
   if (!blocks.available()) return false;
-  std::unique_ptr<float[]> product(new float[static_cast<size_t>(m * n)]);
   pool->Run(blocks.chunks(), [&](int64_t i) {
     blocks.Run(i, a, b, product.get());
     const int64_t start = blocks.Start(i), extent = blocks.Extent(i);
