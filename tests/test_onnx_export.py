@@ -123,7 +123,16 @@ def compare(bundle, onnx_path, inputs_code, output_keys):
     assert checked.returncode == 0, checked.stdout + checked.stderr
     print('# ' + checked.stdout.strip(), flush=True)
     # The round trip: the exported file imported back into Weft computes
-    # the same bits as the bundle it came from.
+    # what the bundle it came from does: the same bits for integer outputs,
+    # and for floats the same bits or, where the two graphs' kernels round
+    # differently, within float32 rounding.  The bits agreed on a 2-core
+    # AMD EPYC with AVX-512 (family 26); on one with AVX2 only (family 23,
+    # stop 42) the CNN's re-imported graph left 7 of its 15 probabilities
+    # and 3 of its 20 'pooled' values a unit or two in the last place
+    # (6e-8) from the bundle's.  The graphs differ (ONNX has no BiasAdd:
+    # Conv2D -> Add -> Relu where the bundle's planner fuses Conv2D ->
+    # BiasAdd -> Relu), but a planner that fused the Add too left the same
+    # difference, so where the rounding parts is not known yet.
     args = ['run', str(onnx_path)]
     for key in ('images',):
         args += ['--feed', f'{key}={WORK / ("in-" + key + ".npy")}']
@@ -134,7 +143,25 @@ def compare(bundle, onnx_path, inputs_code, output_keys):
     for key in output_keys:
         a = (WORK / f'out-{key}.npy').read_bytes()
         b = (WORK / f'back-{key}.npy').read_bytes()
-        assert a == b, f'{key}: the re-imported model differs from the bundle'
+        if a == b:
+            continue
+        near = subprocess.run(
+            [str(PYTHON), '-c',
+             'import numpy as np, sys\n'
+             'a, b = np.load(sys.argv[1]), np.load(sys.argv[2])\n'
+             'assert a.shape == b.shape and a.dtype == b.dtype, "shape"\n'
+             'assert a.dtype.kind == "f", "integer outputs differ"\n'
+             'assert np.allclose(a, b, rtol=1e-6, atol=1e-7), '
+             'float(np.abs(a - b).max())\n'
+             'print(int((a != b).sum()), a.size)',
+             str(WORK / f'out-{key}.npy'), str(WORK / f'back-{key}.npy')],
+            capture_output=True, text=True)
+        assert near.returncode == 0, \
+            f'{key}: the re-imported model differs from the bundle: ' + \
+            near.stderr.strip().splitlines()[-1]
+        print(f'# {key}: {near.stdout.split()[0]} of {near.stdout.split()[1]}'
+              ' elements differ in their last bits from the bundle',
+              flush=True)
 
 
 @tap.case
