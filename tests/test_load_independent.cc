@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tap.h"
 #include "matmul_onednn.h"
 #include "onednn_nn_backward.h"
 
@@ -25,25 +26,8 @@ using weft_cpu::WorkPool;
 
 namespace {
 
-int g_case = 0;
-int g_failed = 0;
-
-void Report(bool ok, const std::string& name, const std::string& why) {
-  ++g_case;
-  if (ok) {
-    std::printf("ok %d - %s\n", g_case, name.c_str());
-  } else {
-    ++g_failed;
-    std::printf("not ok %d - %s: %s\n", g_case, name.c_str(), why.c_str());
-  }
-  std::fflush(stdout);
-}
-
-void Skip(const std::string& name, const std::string& why) {
-  ++g_case;
-  std::printf("ok %d - %s # SKIP %s\n", g_case, name.c_str(), why.c_str());
-  std::fflush(stdout);
-}
+using tap::Report;
+using tap::Skip;
 
 std::vector<float> Random(size_t count, uint64_t seed) {
   std::vector<float> v(count);
@@ -294,6 +278,6 @@ int main() {
   MatMulCases();
   AccumulatingCases();
   ConvCases();
-  std::printf("1..%d\n", g_case);
-  return g_failed == 0 ? 0 : 1;
+  std::printf("1..%d\n", tap::g_case);
+  return tap::g_failed == 0 ? 0 : 1;
 }

@@ -12,25 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include "tap.h"
 #include "work_pool.h"
 
 using weft_cpu::WorkPool;
 
 namespace {
 
-int g_case = 0;
-int g_failed = 0;
-
-void Report(bool ok, const char* name, const std::string& why) {
-  ++g_case;
-  if (ok) {
-    std::printf("ok %d - %s\n", g_case, name);
-  } else {
-    ++g_failed;
-    std::printf("not ok %d - %s: %s\n", g_case, name, why.c_str());
-  }
-  std::fflush(stdout);
-}
+using tap::Report;
+using tap::Skip;
 
 // Runs `chunks` chunks on `pool`, each adding 1 to its own counter, and
 // says which counter is not 1 afterwards ("" when all are).
@@ -143,5 +133,5 @@ int main() {
   ExceptionReachesCaller();
   WorkersTakeChunks();
   LoadCheckKeepsResults();
-  return g_failed == 0 ? 0 : 1;
+  return tap::g_failed == 0 ? 0 : 1;
 }
