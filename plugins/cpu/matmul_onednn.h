@@ -25,6 +25,7 @@
 #include <new>
 #include <optional>
 
+#include "host_memory.h"  // Scratch
 #include "onednn_engine.h"
 #include "work_pool.h"
 
@@ -197,60 +198,13 @@ inline OnednnCache<MatMulGeometry, Primitive>& Cache() {
   return cache;
 }
 
-// A primitive's scratchpad (or another per-call buffer): one kept per
-// thread and `slot` up to kKeepBytes, so that steady-state products
-// allocate nothing, and a fresh one beyond, so that one huge product does
-// not pin its memory in every thread.  Buffers alive at once on a thread
-// take different slots.
-class Scratchpad {
- public:
-  static constexpr size_t kKeepBytes = size_t{32} << 20;
-  enum Slot { kPrimitive, kCompactOperand, kSlots };
-
-  explicit Scratchpad(size_t bytes, Slot slot = kPrimitive) {
-    if (bytes == 0) return;
-    bytes = (bytes + 63) / 64 * 64;
-    if (bytes > kKeepBytes) {
-      data_ = std::aligned_alloc(64, bytes);
-      if (data_ == nullptr) throw std::bad_alloc();
-      owned_ = true;
-      return;
-    }
-    static thread_local Kept kept_slots[kSlots];
-    Kept& kept = kept_slots[slot];
-    if (kept.size < bytes) {
-      void* grown = std::aligned_alloc(64, bytes);
-      if (grown == nullptr) throw std::bad_alloc();
-      std::free(kept.data);
-      kept.data = grown;
-      kept.size = bytes;
-    }
-    data_ = kept.data;
-  }
-  ~Scratchpad() {
-    if (owned_) std::free(data_);
-  }
-  Scratchpad(const Scratchpad&) = delete;
-  Scratchpad& operator=(const Scratchpad&) = delete;
-  void* data() const { return data_; }
-
- private:
-  struct Kept {
-    void* data = nullptr;
-    size_t size = 0;
-    ~Kept() { std::free(data); }
-  };
-  void* data_ = nullptr;
-  bool owned_ = false;
-};
-
 // Executes `p` on the calling thread's stream (prepared by the caller) and
 // waits for it.  `scale`: accumulate's scalar (ignored otherwise).
 inline void Execute(const Primitive& p, const void* a, const void* b,
                     void* c, dnnl::stream& stream,
                     const float* scale = nullptr) {
   const dnnl::engine& engine = OnednnEngine();
-  Scratchpad scratch(p.scratchpad_bytes);
+  Scratch scratch(p.scratchpad_bytes, Scratch::kPrimitive);
   void* const handles[] = {const_cast<void*>(a), const_cast<void*>(b), c,
                            scratch.data(), const_cast<float*>(scale)};
   const bool accumulating = p.scale.get_size() != 0;
@@ -400,8 +354,8 @@ class Blocks {
     } else if (compact_a_) {
       const int64_t extent = Extent(i);
       const size_t row = static_cast<size_t>(extent) * element_;
-      Scratchpad dense(static_cast<size_t>(g_.k) * row,
-                       Scratchpad::kCompactOperand);
+      Scratch dense(static_cast<size_t>(g_.k) * row,
+                    Scratch::kCompactOperand);
       char* out = static_cast<char*>(dense.data());
       for (int64_t r = 0; r < g_.k; ++r) {
         std::memcpy(out + r * row, ab + (r * g_.m + start) * element_, row);

@@ -1,18 +1,14 @@
-// Device memory is ordinary host memory: handles are host pointers, copies
-// are memcpy, and everything completes before returning (no streams).
+// Device memory is ordinary host memory (host_memory.h: large buffers on
+// huge pages): handles are host pointers, copies are memcpy, and
+// everything completes before returning (no streams).
 #include <cstdlib>
 #include <cstring>
 
 #include "cpu_device.h"
+#include "host_memory.h"
 #include "kernel.h"
 
 namespace weft_cpu {
-namespace {
-
-// A cache line, and what AVX-512 loads want.
-constexpr uint64_t kAlignment = 64;
-
-}  // namespace
 
 weft_status* MemoryAllocate(weft_plugin_device* /*device*/, uint64_t bytes,
                             void** out_handle) {
@@ -23,14 +19,9 @@ weft_status* MemoryAllocate(weft_plugin_device* /*device*/, uint64_t bytes,
   // The contract says bytes > 0; a zero request still gets a valid, unique
   // handle rather than an error.
   if (bytes == 0) bytes = 1;
-  if (bytes > UINT64_MAX - (kAlignment - 1)) {
-    return MakeStatus(WEFT_RESOURCE_EXHAUSTED,
-                      "weft-cpu: cannot allocate %llu bytes",
-                      static_cast<unsigned long long>(bytes));
-  }
-  // aligned_alloc wants a multiple of the alignment.
-  uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = rounded <= SIZE_MAX ? aligned_alloc(kAlignment, rounded) : nullptr;
+  // 64-byte aligned: a cache line, and what AVX-512 loads want.
+  void* p = bytes <= SIZE_MAX ? AllocateHost(static_cast<size_t>(bytes))
+                              : nullptr;
   if (p == nullptr) {
     return MakeStatus(WEFT_RESOURCE_EXHAUSTED,
                       "weft-cpu: out of memory allocating %llu bytes",
@@ -40,7 +31,9 @@ weft_status* MemoryAllocate(weft_plugin_device* /*device*/, uint64_t bytes,
   return nullptr;
 }
 
-void MemoryFree(weft_plugin_device* /*device*/, void* handle) { free(handle); }
+void MemoryFree(weft_plugin_device* /*device*/, void* handle) {
+  FreeHost(handle);
+}
 
 namespace {
 

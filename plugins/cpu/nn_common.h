@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "host_memory.h"  // Scratch
 #include "window2d.h"
 
 namespace weft_cpu {
@@ -62,61 +63,6 @@ void GatherPatch(const Window2D& w, const T* in, int64_t pixel, T* row) {
     }
   });
 }
-
-// Temporary memory for one kernel call, 64-byte aligned.  Requests up to
-// kKeepBytes reuse a buffer owned by the calling thread, so a steady-state
-// run allocates nothing; larger ones are allocated and freed with the
-// Scratch so that one huge layer does not pin its memory in every executor
-// thread forever.  One Scratch per thread at a time: a second one would
-// reuse the same buffer.
-class Scratch {
- public:
-  static constexpr size_t kKeepBytes = size_t{32} << 20;
-
-  explicit Scratch(size_t bytes) {
-    if (bytes == 0) return;
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    if (rounded > kKeepBytes) {
-      data_ = std::aligned_alloc(64, rounded);
-      if (data_ == nullptr) throw std::bad_alloc();
-      owned_ = true;
-      return;
-    }
-    Buffer& b = ThreadBuffer();
-    if (b.size < rounded) {
-      void* grown = std::aligned_alloc(64, rounded);
-      if (grown == nullptr) throw std::bad_alloc();
-      std::free(b.data);
-      b.data = grown;
-      b.size = rounded;
-    }
-    data_ = b.data;
-  }
-  ~Scratch() {
-    if (owned_) std::free(data_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-
- private:
-  struct Buffer {
-    void* data = nullptr;
-    size_t size = 0;
-    ~Buffer() { std::free(data); }
-  };
-  static Buffer& ThreadBuffer() {
-    static thread_local Buffer buffer;
-    return buffer;
-  }
-
-  void* data_ = nullptr;
-  bool owned_ = false;
-};
 
 }  // namespace weft_cpu
 

@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 
 #include "elementwise_types.h"
+#include "host_memory.h"
 #include "kernel.h"
 #include "matmul_eigen.h"
 #include "matmul_product.h"
@@ -198,8 +199,9 @@ weft_status* MatMulDescentKernel(weft_kernel_context* ctx) {
   Tensor delta = var;
   const size_t bytes =
       static_cast<size_t>(var.count) * weft_dtype_size_of(var.dtype);
-  std::unique_ptr<char[]> delta_data(new char[bytes]);
-  delta.base = delta_data.get();
+  // The calling thread's kept buffer, on huge pages where they are on.
+  Scratch delta_data(bytes, Scratch::kProduct);
+  delta.base = delta_data.as<char>();
   if (shape.k == 0) {
     std::memset(delta.base, 0, bytes);
   } else {
