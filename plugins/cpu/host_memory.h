@@ -6,7 +6,7 @@
 // allocator over 2 MiB-aligned chunks marked MADV_HUGEPAGE.  Measured on a
 // 2-core EPYC (family 23, AVX2) in a VM: oneDNN's gemm:jit on the MLP's
 // operands took 1.41 ms on small pages against 1.10 on huge pages, the
-// training step 2.65 - 2.80 ms against 2.25 - 2.42 (bench/train_mlp 1,
+// training step 2.65 - 2.84 ms against 2.43 - 2.49 (bench/train_mlp 1,
 // WEFT_CPU_HUGE_PAGES=0 and 1); TLB misses in its panel walks, with the
 // VM's nested page tables behind each, are the likely cost.  Convolution
 // and pooling ran no faster on them, so the kernels' other scratch stays
