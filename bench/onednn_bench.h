@@ -26,8 +26,9 @@ namespace bench_onednn {
 // zero-copy feeds may point into them.  From the CPU plugin's own host
 // memory (huge pages for 64 KiB .. 1 MiB where the kernel offers them):
 // the primitives are timed on the pages Weft's tensors of those sizes get,
-// so that the floor stays a floor (gemm:jit on a family-23 EPYC ran the
-// MLP's products 10 % faster on huge pages).
+// so that the floor stays a floor (in Weft, gemm:jit on a family-23 EPYC
+// ran the MLP's two large products 9 and 21 % faster on huge pages; the
+// floor's own figure did not move).
 struct Buffer {
   explicit Buffer(size_t count)
       : data(static_cast<float*>(weft_cpu::AllocateHost(count * sizeof(float)))),

@@ -235,8 +235,12 @@ bool HostHugePages() { return Process().huge_pages(); }
 Scratch::Scratch(size_t bytes, Slot slot) {
   if (bytes == 0) return;
   bytes = (bytes + 63) / 64 * 64;
+  // Convolution and pooling scratch on small pages (host_memory.h).
+  auto allocate = [slot](size_t n) {
+    return slot == kKernel ? AllocatePlain(n) : AllocateHost(n);
+  };
   if (bytes > kKeepBytes) {
-    data_ = slot == kKernel ? AllocatePlain(bytes) : AllocateHost(bytes);
+    data_ = allocate(bytes);
     if (data_ == nullptr) throw std::bad_alloc();
     owned_ = true;
     return;
@@ -249,7 +253,7 @@ Scratch::Scratch(size_t bytes, Slot slot) {
   static thread_local Kept kept[kSlots];
   Kept& k = kept[slot];
   if (k.size < bytes) {
-    void* grown = slot == kKernel ? AllocatePlain(bytes) : AllocateHost(bytes);
+    void* grown = allocate(bytes);
     if (grown == nullptr) throw std::bad_alloc();
     FreeHost(k.data);
     k.data = grown;

@@ -10,9 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "host_memory.h"  // Scratch
 #include "window2d.h"
