@@ -336,6 +336,24 @@ Test(ops_nn, convolutions_split_over_threads) {
   }
 }
 
+/* A stride-1 filter gradient runs as a forward convolution over blocks of
+ * up to 8 images (fewer where 8 images' input and output gradient pass
+ * 4 MiB), each block's sum added to the last, and on several threads over
+ * blocks of output channels in multiples of 8.  19 images: two blocks of
+ * 8 and a shorter one of 3; 24 output channels: 16 + 8 on 2 and 3 threads;
+ * 48 x 48 x 40 images (516 KB with their gradient): blocks of 4 + 2. */
+Test(ops_nn, filter_gradient_in_blocks_of_images) {
+  const conv_case cases[] = {
+      {19, 9, 10, 16, 5, 5, 24, 1, 1, 1, 1, 1},
+      {19, 9, 10, 16, 3, 2, 24, 1, 1, 1, 1, 0},
+      {6, 48, 48, 40, 3, 3, 16, 1, 1, 1, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    for (int threads = 1; threads <= 3; ++threads)
+      conv_gradients_agree(&cases[i], 200 + 10 * i + (size_t)threads,
+                           threads);
+}
+
 /* The thread count is the session's; results must not depend on it. */
 Test(ops_nn, conv2d_any_thread_count) {
   const conv_case k = {4, 12, 12, 16, 3, 3, 16, 1, 1, 1, 1, 1};

@@ -48,6 +48,7 @@ struct Key {
   int64_t out_channels;  // Cout for Conv2D; 0 for pooling
   int64_t kind;          // 0 Conv2D, 1 MaxPool, 2 AvgPool, 3 FusedConv2D
   int64_t threads;
+  int64_t extra;  // what else a kind depends on (0 where nothing)
 };
 
 // A 64-byte aligned heap block.
@@ -288,6 +289,18 @@ inline void* FilterData(const FilterPacking& packing, const float* filter,
 // (below 2^22 multiply-adds, about 40 us).  The blocks depend only on the
 // geometry and the thread count, never on the load, so neither do the
 // results.
+// The threads a convolution's work is worth: `requested` as oneDNN can
+// have them, or 1 below 2^22 multiply-adds (about 40 us).
+inline int ConvThreads(const Window2D& w, int64_t out_channels,
+                       int requested) {
+  const int wanted = OnednnThreads(requested);
+  const double macs = static_cast<double>(w.batch) *
+                      static_cast<double>(w.out_h * w.out_w) *
+                      static_cast<double>(w.k_h * w.k_w) *
+                      static_cast<double>(w.channels * out_channels);
+  return macs < 4194304.0 ? 1 : wanted;
+}
+
 struct BatchSplit {
   WorkPool* pool = nullptr;
   // Blocks of `per` images, the last one `tail`; one block (the whole batch,
@@ -300,12 +313,8 @@ struct BatchSplit {
 
   BatchSplit(const Window2D& w, int64_t out_channels, int requested)
       : per(w.batch), full(w), tail(w) {
-    const int wanted = OnednnThreads(requested);
-    const double macs = static_cast<double>(w.batch) *
-                        static_cast<double>(w.out_h * w.out_w) *
-                        static_cast<double>(w.k_h * w.k_w) *
-                        static_cast<double>(w.channels * out_channels);
-    if (wanted <= 1 || macs < 4194304.0) return;
+    const int wanted = ConvThreads(w, out_channels, requested);
+    if (wanted <= 1) return;
     threads = wanted;
     if (w.batch < 2) return;
     pool = WorkPool::For(wanted);
