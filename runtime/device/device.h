@@ -63,6 +63,9 @@ class Device {
   // The size `bytes` is rounded to, and its cache list.
   size_t RoundedSize(size_t bytes) const;
   std::vector<Buffer*>* CacheList(size_t rounded);
+  // Where the cache has none of `rounded`: the list of the smallest larger
+  // size up to twice it that has one, or null (needs cache_mu_).
+  std::vector<Buffer*>* LargerCached(size_t rounded);
   SpinLock cache_mu_;
   std::vector<Buffer*> small_cache_[kSmallClasses];
   std::unordered_map<size_t, std::vector<Buffer*>> large_cache_;

@@ -25,6 +25,9 @@ struct Buffer {
   Device* device = nullptr;  // for kDevice
   void* handle = nullptr;    // host pointer, or the device's opaque handle
   size_t bytes = 0;
+  // For kDevice: the size allocated, which can exceed `bytes` (the device's
+  // cache rounds sizes up, and may hand out a larger cached buffer).
+  size_t capacity = 0;
   weft_deleter deleter = nullptr;  // for kHostWrapped
   void* deleter_arg = nullptr;
 };

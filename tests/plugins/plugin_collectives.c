@@ -18,7 +18,8 @@
  * It counts each slot's calls per device and writes them, after each
  * call, to the file the environment variable WEFT_TEST_CALLS_<DEVICE TYPE>
  * names when the plugin loads, as "d0 id=I probe=P create=C reduce=R
- * bcast=B destroy=D;d1 ..." (the plugin exports nothing but its entry).
+ * bcast=B destroy=D alloc=A;d1 ..." (the plugin exports nothing but its
+ * entry; alloc counts memory_allocate, for tests/test_buffer_cache.c).
  * Its one kernel, Neg, gives a graph values on the device for the
  * collectives to take.
  *
@@ -83,7 +84,7 @@ static weft_status* status(int32_t code, const char* fmt, ...) {
 #if !defined(WEFT_TEST_COLLECTIVES_NONE)
 /* ---- Call counts ---- */
 
-enum { ID, PROBE, CREATE, REDUCE, BCAST, DESTROY, NUM_COUNTS };
+enum { ID, PROBE, CREATE, REDUCE, BCAST, DESTROY, ALLOC, NUM_COUNTS };
 static pthread_mutex_t counts_mu = PTHREAD_MUTEX_INITIALIZER;
 static int counts[NUM_DEVICES][NUM_COUNTS];
 static char counts_path[512];  /* from the environment, at load */
@@ -96,9 +97,10 @@ static void count(int device, int what) {
   for (int d = 0; d < NUM_DEVICES; ++d) {
     int n = snprintf(text + used, sizeof text - used,
                      "%sd%d id=%d probe=%d create=%d reduce=%d bcast=%d "
-                     "destroy=%d", d == 0 ? "" : ";", d, counts[d][ID],
-                     counts[d][PROBE], counts[d][CREATE], counts[d][REDUCE],
-                     counts[d][BCAST], counts[d][DESTROY]);
+                     "destroy=%d alloc=%d", d == 0 ? "" : ";", d,
+                     counts[d][ID], counts[d][PROBE], counts[d][CREATE],
+                     counts[d][REDUCE], counts[d][BCAST], counts[d][DESTROY],
+                     counts[d][ALLOC]);
     if (n > 0) used += (size_t)n;
   }
   /* Replaced whole (written aside, renamed over), so a reader never sees
@@ -155,12 +157,16 @@ static weft_status* device_properties(weft_plugin_device* device,
 
 static weft_status* memory_allocate(weft_plugin_device* device,
                                     uint64_t bytes, void** out) {
-  (void)device;
   size_t rounded = (size_t)((bytes + 63) / 64 * 64);
   *out = aligned_alloc(64, rounded);
   if (*out == NULL)
     return status(WEFT_RESOURCE_EXHAUSTED, "out of memory (%llu bytes)",
                   (unsigned long long)bytes);
+#if !defined(WEFT_TEST_COLLECTIVES_NONE)
+  count(device->index, ALLOC);
+#else
+  (void)device;
+#endif
   return NULL;
 }
 
