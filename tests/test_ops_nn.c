@@ -339,9 +339,10 @@ Test(ops_nn, convolutions_split_over_threads) {
 /* A stride-1 filter gradient runs as a forward convolution over blocks of
  * up to 8 images (fewer where 8 images' input and output gradient pass
  * 4 MiB), each block's sum added to the last, and on several threads over
- * blocks of output channels in multiples of 8.  19 images: two blocks of
- * 8 and a shorter one of 3; 24 output channels: 16 + 8 on 2 and 3 threads;
- * 48 x 48 x 40 images (516 KB with their gradient): blocks of 4 + 2. */
+ * chunks of whole blocks, the chunks' gradients summed in order.  19
+ * images: blocks of 8, 8 and a shorter 3, in chunks of 16 + 3 on 2
+ * threads and 8 + 8 + 3 on 3; 48 x 48 x 40 images (516 KB with their
+ * gradient): blocks of 4 + 2. */
 Test(ops_nn, filter_gradient_in_blocks_of_images) {
   const conv_case cases[] = {
       {19, 9, 10, 16, 5, 5, 24, 1, 1, 1, 1, 1},

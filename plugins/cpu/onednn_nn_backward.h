@@ -57,8 +57,7 @@ struct ConvWeights {
 };
 
 // The filter gradient of a stride-1, undilated convolution as a forward
-// convolution, over a block of `images` images and `block_channels` output
-// channels:
+// convolution, over a block of images:
 //   dfilter[kh, kw, ci, co] = sum over n, oh, ow of
 //       input[n, oh + kh - pad_top, ow + kw - pad_left, ci] * dy[n, oh, ow, co]
 // is a convolution whose batch is ci, whose input channels are the images n,
@@ -82,6 +81,10 @@ struct ConvWeightsAsForward {
   memory::desc user_src, user_weights, user_dst;
   memory::desc src, weights, dst, scratchpad;
   dnnl::reorder to_src, to_weights, to_hwio;
+  // to_hwio adding to what the HWIO buffer holds (a sum post-op), made at
+  // its first use: only a split gradient under load needs it.
+  mutable std::once_flag adding_once;
+  mutable dnnl::reorder add_to_hwio;
   size_t scratchpad_bytes = 0;
 };
 
@@ -144,13 +147,11 @@ inline std::shared_ptr<const ConvWeights> MakeConvWeights(
   return conv;
 }
 
-// `w` is the block's geometry (w.batch images), `block_channels` its output
-// channels out of `out_channels`; `dst` (if not null) imposes the output
-// layout, so that a last, shorter block of images adds into the same buffer
-// as the full blocks.
+// `w` is the block's geometry (w.batch images); `dst` (if not null) imposes
+// the output layout, so that a last, shorter block of images adds into the
+// same buffer as the full blocks.
 inline std::shared_ptr<const ConvWeightsAsForward> MakeConvWeightsAsForward(
-    const Window2D& w, int64_t block_channels, int64_t out_channels,
-    const memory::desc* dst) {
+    const Window2D& w, int64_t out_channels, const memory::desc* dst) {
   const dnnl::engine& engine = OnednnEngine();
   auto conv = std::make_shared<ConvWeightsAsForward>();
   const auto f32 = memory::data_type::f32;
@@ -158,20 +159,20 @@ inline std::shared_ptr<const ConvWeightsAsForward> MakeConvWeightsAsForward(
   conv->user_src = memory::desc({c, w.batch, w.in_h, w.in_w}, f32,
                                 {1, w.in_h * w.in_w * c, w.in_w * c, c});
   conv->user_weights = memory::desc(
-      {block_channels, w.batch, w.out_h, w.out_w}, f32,
+      {out_channels, w.batch, w.out_h, w.out_w}, f32,
       {1, w.out_h * w.out_w * out_channels, w.out_w * out_channels,
        out_channels});
   conv->user_dst =
-      memory::desc({c, block_channels, w.k_h, w.k_w}, f32,
+      memory::desc({c, out_channels, w.k_h, w.k_w}, f32,
                    {out_channels, 1, w.k_w * c * out_channels,
                     c * out_channels});
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
       memory::desc({c, w.batch, w.in_h, w.in_w}, f32, Tag::any),
-      memory::desc({block_channels, w.batch, w.out_h, w.out_w}, f32,
+      memory::desc({out_channels, w.batch, w.out_h, w.out_w}, f32,
                    Tag::any),
       dst != nullptr ? *dst
-                     : memory::desc({c, block_channels, w.k_h, w.k_w}, f32,
+                     : memory::desc({c, out_channels, w.k_h, w.k_w}, f32,
                                     Tag::any),
       {1, 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
   dnnl::post_ops sum;
@@ -308,65 +309,62 @@ inline int64_t ImagesPerBlock(const Window2D& w, int64_t out_channels) {
   return images < w.batch ? images : w.batch;
 }
 
-// The ConvWeightsAsForward for `images` images of `w` and `block_channels`
-// of its `out_channels`, where full blocks hold `full_images` images; a
-// last, shorter block (images < full_images) writes in the full blocks'
-// output layout `full_dst`.
+// The ConvWeightsAsForward for `images` images of `w`, where full blocks
+// hold `full_images` images; a last, shorter block (images < full_images)
+// writes in the full blocks' output layout `full_dst`.
 inline std::shared_ptr<const Backward> FindConvWeightsAsForward(
     const Window2D& w, int64_t images, int64_t full_images,
-    int64_t block_channels, int64_t out_channels, int threads,
-    const memory::desc* full_dst) {
+    int64_t out_channels, int threads, const memory::desc* full_dst) {
   Key key{};
   key.window = w;
   key.window.batch = images;
-  key.out_channels = block_channels;
+  key.out_channels = out_channels;
   key.kind = kConvWeightsAsForward;
   key.threads = threads;
-  key.extra = (full_images << 32) | out_channels;
+  key.extra = full_images;
   return BackwardCache().Get(key, [&] {
     auto b = std::make_shared<Backward>();
     b->as_forward = MakeConvWeightsAsForward(
-        key.window, block_channels, out_channels,
-        images < full_images ? full_dst : nullptr);
+        key.window, out_channels, images < full_images ? full_dst : nullptr);
     return std::shared_ptr<const Backward>(std::move(b));
   });
 }
 
-// The output channels of a filter gradient split over threads, in blocks
-// of whole multiples of 8 (the layouts' channel block), one per thread; a
-// block's gradient is its own part of dfilter, so no block's sum depends on
-// another's or on which thread ran it.  One block (no pool) as BatchSplit.
-struct ChannelSplit {
+// The images of a filter gradient split over threads: chunks of whole
+// blocks of `images`, one per thread, each summing its own gradient; only
+// the last block of the last chunk can be short.  One chunk (no pool) as
+// BatchSplit.
+struct ImageSplit {
   WorkPool* pool = nullptr;
   int64_t per = 0, chunks = 1;
   int threads = 1;
 
-  ChannelSplit(const Window2D& w, int64_t out_channels, int requested)
-      : per(out_channels) {
+  ImageSplit(const Window2D& w, int64_t out_channels, int64_t images,
+             int requested)
+      : per(w.batch) {
     const int wanted = ConvThreads(w, out_channels, requested);
     if (wanted <= 1) return;
     threads = wanted;
-    const int64_t eights = (out_channels + 7) / 8;
-    if (eights < 2) return;
+    const int64_t blocks = (w.batch + images - 1) / images;
+    if (blocks < 2) return;
     pool = WorkPool::For(wanted);
     if (pool == nullptr) return;
     threads = 1;
-    per = (eights + wanted - 1) / wanted * 8;
-    chunks = (out_channels + per - 1) / per;
-  }
-  int64_t First(int64_t i) const { return i * per; }
-  int64_t Channels(int64_t i, int64_t out_channels) const {
-    return i + 1 == chunks ? out_channels - i * per : per;
+    per = (blocks + wanted - 1) / wanted * images;
+    chunks = (w.batch + per - 1) / per;
   }
 };
 
-// One channel block's gradient: every block of images reordered and added
-// into the block's output in image order, then reordered into dfilter.
+// Images [first, end) of a filter gradient, block by block, each block's
+// sum added in image order into one output in the primitive's layout,
+// then reordered into the HWIO `dfilter`, or added to what it holds when
+// `add`.
 inline void RunConvWeightsAsForward(const Backward* const entries[2],
                                     const Window2D& w, int64_t images,
                                     int64_t out_channels, int64_t first,
-                                    const float* input, const float* dy,
-                                    float* dfilter, dnnl::stream& stream) {
+                                    int64_t end, const float* input,
+                                    const float* dy, float* dfilter, bool add,
+                                    dnnl::stream& stream) {
   const dnnl::engine& engine = OnednnEngine();
   const ConvWeightsAsForward& full = *entries[0]->as_forward;
   const ConvWeightsAsForward* tail =
@@ -389,13 +387,13 @@ inline void RunConvWeightsAsForward(const Backward* const entries[2],
   memory dst(full.dst, engine, base + dst_at);
   const int64_t in_image = w.in_h * w.in_w * w.channels;
   const int64_t out_image = w.out_h * w.out_w * out_channels;
-  for (int64_t n = 0; n < w.batch; n += images) {
-    const ConvWeightsAsForward& e = n + images <= w.batch ? full : *tail;
+  for (int64_t n = first; n < end; n += images) {
+    const ConvWeightsAsForward& e = n + images <= end ? full : *tail;
     memory user_src(e.user_src, engine,
                     const_cast<float*>(input + n * in_image));
     memory src(e.src, engine, base + src_at);
     memory user_weights(e.user_weights, engine,
-                        const_cast<float*>(dy + n * out_image + first));
+                        const_cast<float*>(dy + n * out_image));
     memory weights(e.weights, engine, base + weights_at);
     memory scratchpad(e.scratchpad, engine, base + pad_at);
     const dnnl_exec_arg_t to_src[] = {{DNNL_ARG_FROM, user_src.get()},
@@ -410,62 +408,80 @@ inline void RunConvWeightsAsForward(const Backward* const entries[2],
                                     {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
     Execute(e.primitive, stream, args, 4);
   }
-  memory hwio(full.user_dst, engine, dfilter + first);
+  memory hwio(full.user_dst, engine, dfilter);
   const dnnl_exec_arg_t to_hwio[] = {{DNNL_ARG_FROM, dst.get()},
                                      {DNNL_ARG_TO, hwio.get()}};
-  Execute(full.to_hwio, stream, to_hwio, 2);
+  if (add) {
+    std::call_once(full.adding_once, [&full] {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      dnnl::primitive_attr adding;
+      adding.set_post_ops(sum);
+      const dnnl::engine& e = OnednnEngine();
+      full.add_to_hwio = dnnl::reorder(dnnl::reorder::primitive_desc(
+          e, full.dst, e, full.user_dst, adding));
+    });
+    Execute(full.add_to_hwio, stream, to_hwio, 2);
+  } else {
+    Execute(full.to_hwio, stream, to_hwio, 2);
+  }
 }
 
 // The filter gradient as ConvWeightsAsForward where the convolution has
 // stride 1 and no dilation; false (nothing written) elsewhere, or where
-// oneDNN declines the primitives.
+// oneDNN declines the primitives.  On several threads each chunk of
+// images sums its own gradient and the chunks' gradients are added in
+// chunk order; where the pool would run every chunk on this thread anyway
+// (WorkPool::RunsAlone), each chunk after the first adds its gradient to
+// dfilter in its reorder into HWIO instead: the same sums in the same
+// order, hence the same bits, whatever the load.
 inline bool ConvWeightsByForward(const Window2D& w, int64_t out_channels,
                                  const float* input, const float* dy,
                                  float* dfilter, int threads) {
   if (w.stride_h != 1 || w.stride_w != 1 || w.dilation_h != 1 ||
-      w.dilation_w != 1 || out_channels >= (int64_t{1} << 31))
+      w.dilation_w != 1)
     return false;
-  const ChannelSplit split(w, out_channels, threads);
-  dnnl::stream& stream = OnednnPrepareThread(split.threads);
-  (void)stream;
   const int64_t images = ImagesPerBlock(w, out_channels);
-  const bool short_last = w.batch % images != 0;
-  // [channel block: full, last][image block: full, last]
-  std::shared_ptr<const Backward> entries[2][2];
+  const ImageSplit split(w, out_channels, images, threads);
+  OnednnPrepareThread(split.threads);
+  // The full blocks' entry and the short last block's, if any.
+  std::shared_ptr<const Backward> entries[2];
   try {
-    for (int c = 0; c < 2; ++c) {
-      const int64_t channels =
-          c == 0 ? split.per : split.Channels(split.chunks - 1, out_channels);
-      if (c == 1 && channels == split.per) {
-        entries[1][0] = entries[0][0];
-        entries[1][1] = entries[0][1];
-        break;
-      }
-      entries[c][0] = FindConvWeightsAsForward(
-          w, images, images, channels, out_channels, split.threads, nullptr);
-      if (short_last) {
-        entries[c][1] = FindConvWeightsAsForward(
-            w, w.batch % images, images, channels, out_channels,
-            split.threads, &entries[c][0]->as_forward->dst);
-        if (entries[c][1]->as_forward->dst != entries[c][0]->as_forward->dst)
-          return false;
-      }
+    entries[0] = FindConvWeightsAsForward(w, images, images, out_channels,
+                                          split.threads, nullptr);
+    if (w.batch % images != 0) {
+      entries[1] = FindConvWeightsAsForward(
+          w, w.batch % images, images, out_channels, split.threads,
+          &entries[0]->as_forward->dst);
+      if (entries[1]->as_forward->dst != entries[0]->as_forward->dst)
+        return false;
     }
   } catch (const dnnl::error&) {
     return false;
   }
-  auto run = [&](int64_t i) {
-    const int c = i + 1 == split.chunks ? 1 : 0;
-    const Backward* const chosen[2] = {entries[c][0].get(),
-                                       entries[c][1].get()};
-    RunConvWeightsAsForward(chosen, w, images, out_channels, split.First(i),
-                            input, dy, dfilter,
+  const Backward* const chosen[2] = {entries[0].get(), entries[1].get()};
+  auto chunk = [&](int64_t i, float* out, bool add) {
+    const int64_t first = i * split.per;
+    const int64_t end = first + split.per < w.batch ? first + split.per
+                                                    : w.batch;
+    RunConvWeightsAsForward(chosen, w, images, out_channels, first, end,
+                            input, dy, out, add,
                             OnednnPrepareThread(split.threads));
   };
-  if (split.pool != nullptr) {
-    split.pool->Run(split.chunks, run);
-  } else {
-    run(0);
+  if (split.pool == nullptr || split.pool->RunsAlone()) {
+    for (int64_t i = 0; i < split.chunks; ++i) chunk(i, dfilter, i > 0);
+    return true;
+  }
+  const int64_t filter_size = w.k_h * w.k_w * w.channels * out_channels;
+  AlignedBlock partial(static_cast<size_t>(split.chunks - 1) *
+                       static_cast<size_t>(filter_size) * sizeof(float));
+  float* partials = static_cast<float*>(partial.data);
+  split.pool->Run(split.chunks, [&](int64_t i) {
+    chunk(i, i == 0 ? dfilter : partials + (i - 1) * filter_size, false);
+  });
+  for (int64_t i = 1; i < split.chunks; ++i) {
+    const float* add = partials + (i - 1) * filter_size;
+    for (int64_t j = 0; j < filter_size; ++j) dfilter[j] += add[j];
   }
   return true;
 }
