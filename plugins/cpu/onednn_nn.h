@@ -250,8 +250,26 @@ inline std::shared_ptr<const PackedFilter> PackFilter(
   }
   if (kept && std::memcmp(kept->hwio.data, filter, conv.hwio_bytes) == 0)
     return kept;
-  auto fresh = std::make_shared<PackedFilter>(filter, conv.hwio_bytes,
-                                              conv.weights.get_size());
+  // A filter updated in place (every training step) is packed again into
+  // the buffers of its kept copy where nothing else holds that copy (the
+  // slot and `kept` are its only owners, and owners are only added under
+  // the lock): a fresh copy each step would keep two of them alive in
+  // turn (the CNN's two 5x5x32x64 packings: 0.8 MB more resident).
+  std::shared_ptr<PackedFilter> fresh;
+  int reused_slot = -1;
+  if (kept) {
+    std::lock_guard<std::mutex> lock(conv.filters_mutex);
+    for (int i = 0; i < FilterPacking::kFilterSlots; ++i)
+      if (conv.filters[i] == kept && kept.use_count() == 2) {
+        conv.filters[i].reset();
+        fresh = std::const_pointer_cast<PackedFilter>(std::move(kept));
+        reused_slot = i;
+        break;
+      }
+  }
+  if (!fresh)
+    fresh = std::make_shared<PackedFilter>(filter, conv.hwio_bytes,
+                                           conv.weights.get_size());
   std::memcpy(fresh->hwio.data, filter, conv.hwio_bytes);
   const dnnl::engine& engine = OnednnEngine();
   memory from(conv.user_weights, engine, fresh->hwio.data);
@@ -263,6 +281,8 @@ inline std::shared_ptr<const PackedFilter> PackFilter(
   int slot = -1;
   for (int i = 0; i < FilterPacking::kFilterSlots; ++i)
     if (conv.filters[i] && conv.filters[i]->source == filter) slot = i;
+  if (slot < 0 && reused_slot >= 0 && !conv.filters[reused_slot])
+    slot = reused_slot;
   if (slot < 0) {
     slot = conv.next_slot;
     conv.next_slot = (conv.next_slot + 1) % FilterPacking::kFilterSlots;
