@@ -249,19 +249,28 @@ inline void RunConvData(const ConvData& conv, void* weights_data,
   Execute(conv.primitive, stream, args, 4);
 }
 
-// conv.to_hwio adding to its destination: one rounding per element, as
-// `dfilter[j] += x` (conv.packed_bytes != 0).
-inline const dnnl::reorder& AddingToHwio(const ConvWeights& conv) {
-  std::call_once(conv.adding_once, [&conv] {
+// A reorder from `from` to `to` adding to its destination (a sum post-op):
+// one rounding per element, as `dfilter[j] += x`; made once, into `made`.
+inline const dnnl::reorder& AddingReorder(std::once_flag& once,
+                                          dnnl::reorder& made,
+                                          const memory::desc& from,
+                                          const memory::desc& to) {
+  std::call_once(once, [&] {
     dnnl::post_ops sum;
     sum.append_sum(1.0f);
     dnnl::primitive_attr adding;
     adding.set_post_ops(sum);
     const dnnl::engine& engine = OnednnEngine();
-    conv.add_to_hwio = dnnl::reorder(dnnl::reorder::primitive_desc(
-        engine, conv.diff_weights, engine, conv.user_diff_weights, adding));
+    made = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine, from, engine, to, adding));
   });
-  return conv.add_to_hwio;
+  return made;
+}
+
+// conv.to_hwio adding to its destination (conv.packed_bytes != 0).
+inline const dnnl::reorder& AddingToHwio(const ConvWeights& conv) {
+  return AddingReorder(conv.adding_once, conv.add_to_hwio, conv.diff_weights,
+                       conv.user_diff_weights);
 }
 
 // Backward weights on one block, into the HWIO buffer `dfilter`, or added
@@ -411,20 +420,10 @@ inline void RunConvWeightsAsForward(const Backward* const entries[2],
   memory hwio(full.user_dst, engine, dfilter);
   const dnnl_exec_arg_t to_hwio[] = {{DNNL_ARG_FROM, dst.get()},
                                      {DNNL_ARG_TO, hwio.get()}};
-  if (add) {
-    std::call_once(full.adding_once, [&full] {
-      dnnl::post_ops sum;
-      sum.append_sum(1.0f);
-      dnnl::primitive_attr adding;
-      adding.set_post_ops(sum);
-      const dnnl::engine& e = OnednnEngine();
-      full.add_to_hwio = dnnl::reorder(dnnl::reorder::primitive_desc(
-          e, full.dst, e, full.user_dst, adding));
-    });
-    Execute(full.add_to_hwio, stream, to_hwio, 2);
-  } else {
-    Execute(full.to_hwio, stream, to_hwio, 2);
-  }
+  Execute(add ? AddingReorder(full.adding_once, full.add_to_hwio, full.dst,
+                              full.user_dst)
+              : full.to_hwio,
+          stream, to_hwio, 2);
 }
 
 // The filter gradient as ConvWeightsAsForward where the convolution has
