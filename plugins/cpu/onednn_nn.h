@@ -51,6 +51,18 @@ struct Key {
   int64_t extra;  // what else a kind depends on (0 where nothing)
 };
 
+// A zero-filled Key (compared as bytes, padding included).
+inline Key MakeKey(const Window2D& w, int64_t out_channels, int64_t kind,
+                   int threads, int64_t extra = 0) {
+  Key key{};
+  key.window = w;
+  key.out_channels = out_channels;
+  key.kind = kind;
+  key.threads = threads;
+  key.extra = extra;
+  return key;
+}
+
 // A 64-byte aligned heap block.
 struct AlignedBlock {
   explicit AlignedBlock(size_t bytes)
@@ -212,12 +224,7 @@ inline OnednnCache<Key, Primitive>& Cache() {
 inline std::shared_ptr<const Primitive> Find(const Window2D& w,
                                              int64_t out_channels,
                                              int64_t kind, int threads) {
-  Key key{};
-  key.window = w;
-  key.out_channels = out_channels;
-  key.kind = kind;
-  key.threads = threads;
-  return Cache().Get(key, [&] {
+  return Cache().Get(MakeKey(w, out_channels, kind, threads), [&] {
     auto p = std::make_shared<Primitive>();
     if (kind == 0 || kind == 3) {
       p->conv = MakeConv(w, out_channels, kind == 3);

@@ -204,12 +204,7 @@ inline std::shared_ptr<const Backward> FindBackward(const Window2D& w,
                                                     int64_t out_channels,
                                                     BackwardKind kind,
                                                     int threads) {
-  Key key{};
-  key.window = w;
-  key.out_channels = out_channels;
-  key.kind = kind;
-  key.threads = threads;
-  return BackwardCache().Get(key, [&] {
+  return BackwardCache().Get(MakeKey(w, out_channels, kind, threads), [&] {
     auto b = std::make_shared<Backward>();
     switch (kind) {
       case kConvData: b->data = MakeConvData(w, out_channels); break;
@@ -324,17 +319,14 @@ inline int64_t ImagesPerBlock(const Window2D& w, int64_t out_channels) {
 inline std::shared_ptr<const Backward> FindConvWeightsAsForward(
     const Window2D& w, int64_t images, int64_t full_images,
     int64_t out_channels, int threads, const memory::desc* full_dst) {
-  Key key{};
-  key.window = w;
-  key.window.batch = images;
-  key.out_channels = out_channels;
-  key.kind = kConvWeightsAsForward;
-  key.threads = threads;
-  key.extra = full_images;
+  Window2D block = w;
+  block.batch = images;
+  const Key key = MakeKey(block, out_channels, kConvWeightsAsForward, threads,
+                          full_images);
   return BackwardCache().Get(key, [&] {
     auto b = std::make_shared<Backward>();
     b->as_forward = MakeConvWeightsAsForward(
-        key.window, out_channels, images < full_images ? full_dst : nullptr);
+        block, out_channels, images < full_images ? full_dst : nullptr);
     return std::shared_ptr<const Backward>(std::move(b));
   });
 }
