@@ -7,7 +7,8 @@
 // reorders instead of in a pass of its own; the fused weight update (a
 // product accumulated into the variable) likewise.  Each case computes the
 // same operands with the pool sharing (IgnoreLoad) and running alone
-// (AssumeBusy) and compares the bytes; the matmul cases also check the
+// (AssumeBusy) and compares the bytes (pooling also against one thread);
+// the matmul cases also check the
 // plan (the orientation of the blocks, and whether one piece may stand
 // for them) against a comparison of their own, on other operands.
 // Plain C++ with TAP output, header-only kernels (no plugin), so it runs in
@@ -265,6 +266,53 @@ void ConvCases() {
   }
 }
 
+// Pooling: a batch split into blocks of images on the pool (OnednnPool2D)
+// gives the same bits shared, alone, and as one whole one-thread
+// primitive.  The CNN's two max-pooling layers, an odd batch of padded
+// 3x3 averages (blocks 19 + 18), and one image alone (oneDNN's threads).
+void PoolCases() {
+  struct Pool {
+    int64_t batch, size, channels, kernel, stride;
+    bool max;
+  };
+  const Pool pools[] = {{64, 28, 32, 2, 2, true},
+                        {64, 14, 64, 2, 2, true},
+                        {37, 15, 40, 3, 1, false},
+                        {37, 15, 40, 3, 2, true},
+                        {1, 96, 32, 3, 2, false}};
+  for (const Pool& c : pools) {
+    weft_cpu::Window2D w;
+    w.batch = c.batch;
+    w.in_h = w.in_w = c.size;
+    w.channels = c.channels;
+    w.k_h = w.k_w = c.kernel;
+    w.stride_h = w.stride_w = c.stride;
+    weft_cpu::ComputeWindow2D(true, &w);
+    char label[96];
+    std::snprintf(label, sizeof label, "%s pool %lldx%lldx%lldx%lld, %lldx%lld "
+                  "stride %lld", c.max ? "max" : "average",
+                  static_cast<long long>(c.batch), static_cast<long long>(c.size),
+                  static_cast<long long>(c.size), static_cast<long long>(c.channels),
+                  static_cast<long long>(c.kernel), static_cast<long long>(c.kernel),
+                  static_cast<long long>(c.stride));
+    const std::vector<float> input = Random(
+        static_cast<size_t>(w.batch * w.in_h * w.in_w * w.channels), 7);
+    const size_t out =
+        static_cast<size_t>(w.batch * w.out_h * w.out_w * w.channels);
+    std::vector<float> whole(out, -4.0f), split(out, -5.0f);
+    weft_cpu::OnednnPool2D(w, c.max, input.data(), whole.data(), 1);
+    WorkPool::For(2)->IgnoreLoad(true);
+    weft_cpu::OnednnPool2D(w, c.max, input.data(), split.data(), 2);
+    WorkPool::For(2)->IgnoreLoad(false);
+    const std::string why = FirstDifference(whole, split);
+    Report(why.empty(), std::string(label) + ": two threads give one's bits",
+           why);
+    SameUnderLoad(label, out, [&](float* y) {
+      weft_cpu::OnednnPool2D(w, c.max, input.data(), y, 2);
+    });
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -278,6 +326,7 @@ int main() {
   MatMulCases();
   AccumulatingCases();
   ConvCases();
+  PoolCases();
   std::printf("1..%d\n", tap::g_case);
   return tap::g_failed == 0 ? 0 : 1;
 }

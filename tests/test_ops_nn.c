@@ -575,8 +575,12 @@ static void pool_reference(const pool_case* k, int max, const double* x,
 }
 
 /* With `nan_every` > 0, every nan_every-th input element is NaN. */
-static void check_pool(const pool_case* k, const char* op, weft_dtype dtype,
-                       uint64_t seed, int64_t nan_every) {
+/* Pooling case k with op on `threads` intra-op threads (0: the session's
+ * choice), a NaN at every nan_every-th element (0: none), against the
+ * float64 windows. */
+static void check_pool_on(const pool_case* k, const char* op,
+                          weft_dtype dtype, uint64_t seed, int64_t nan_every,
+                          int threads) {
   int max = strcmp(op, "MaxPool") == 0;
   int64_t nx = k->n * k->h * k->w * k->c;
   int64_t oh = out_size(k->h, k->kh, k->sh, 1, k->same);
@@ -592,11 +596,18 @@ static void check_pool(const pool_case* k, const char* op, weft_dtype dtype,
   nn_attrs a = {.ksize = L4(1, k->kh, k->kw, 1),
                 .strides = L4(1, k->sh, k->sw, 1),
                 .padding = k->same ? "SAME" : "VALID"};
-  weft_tensor* out = run_nn(op, &in, 1, &a);
+  weft_tensor* out = NULL;
+  wt_check_ok(try_nn(op, "under_test", &in, 1, &a, &out, 1, threads), op,
+              __FILE__, __LINE__);
   wt_expect_shape(out, dtype, WT_DIMS(k->n, oh, ow, k->c), 4);
   expect_close(out, ref, ny, 1e-6);
   weft_tensor_destroy(out);
   free(x), free(ref), free(xd);
+}
+
+static void check_pool(const pool_case* k, const char* op, weft_dtype dtype,
+                       uint64_t seed, int64_t nan_every) {
+  check_pool_on(k, op, dtype, seed, nan_every, 0);
 }
 
 static const pool_case kPoolCases[] = {
@@ -659,7 +670,20 @@ Test(ops_nn, max_pool_propagates_nan) {
   /* Images of a megabyte, a NaN in the middle one only: a kernel that
    * checks the input in parts must get every part right. */
   const pool_case large = {3, 128, 128, 16, 2, 2, 2, 2, 0};
-  check_pool(&large, "MaxPool", WEFT_FLOAT32, 99, 700001);
+  for (int threads = 1; threads <= 3; ++threads)
+    check_pool_on(&large, "MaxPool", WEFT_FLOAT32, 99, 700001, threads);
+  /* A batch of 21 images of 144 KiB on 2 and 3 threads: groups of images
+   * split over the threads (7 + 7 + 7 on 3, 6 + 6 + 6 + 3 on 2), NaNs in
+   * some groups only, and one image alone on oneDNN's threads. */
+  const pool_case batch = {21, 48, 48, 16, 3, 3, 2, 2, 1};
+  const pool_case one = {1, 96, 96, 16, 3, 3, 2, 2, 1};
+  for (int threads = 2; threads <= 3; ++threads) {
+    check_pool_on(&batch, "MaxPool", WEFT_FLOAT32, 98, 0, threads);
+    check_pool_on(&batch, "MaxPool", WEFT_FLOAT32, 98, 400003, threads);
+    check_pool_on(&batch, "AvgPool", WEFT_FLOAT32, 97, 0, threads);
+    check_pool_on(&one, "MaxPool", WEFT_FLOAT32, 96, 70001, threads);
+    check_pool_on(&one, "AvgPool", WEFT_FLOAT32, 95, 0, threads);
+  }
 }
 
 /* MaxPoolGrad sends each window's gradient to the element MaxPool chose:

@@ -71,32 +71,47 @@ void PoolLoops(const weft_kernel_context* ctx, const Window2D& w, bool max,
 #if WEFT_CPU_HAVE_ONEDNN
 // oneDNN's max pooling keeps or drops a NaN depending on where it sits in
 // the window, so images holding one take the loops.  The input goes in
-// groups of images of about a megabyte per thread: the NaN scan brings each
-// group into cache just before oneDNN reads it.  On [16,56,56,64] with 3x3
-// windows and stride 2 (a loaded 2-core machine, best of 100 runs), one
-// thread: 4.7 ms before, 4.4-4.8 ms now (one scan of the whole input first
-// cost 6.2 ms); two threads: 2.4 ms before, 3.4 ms now.
+// groups of images of about a megabyte: the NaN scan brings each group into
+// cache just before oneDNN reads it.  On [16,56,56,64] with 3x3 windows and
+// stride 2 (a loaded 2-core machine, best of 100 runs), one thread: 4.7 ms
+// before the scan, 4.4-4.8 ms with it (one scan of the whole input first
+// cost 6.2 ms).  On several threads the groups, as many for each thread,
+// are the WorkPool's chunks, each scanned and pooled by the thread that
+// claims it with a one-thread primitive (as OnednnPool2D splits a batch;
+// an image's outputs depend on its own windows alone, so the split changes
+// no bit); one image alone is scanned on the pool and pooled on oneDNN's
+// threads.
 void OnednnMaxPoolPropagatingNaN(const weft_kernel_context* ctx,
                                  const Window2D& w, const float* in,
                                  float* out) {
-  const int threads = g_host->kernel_intra_op_threads(ctx);
-  const int64_t group_elements =
-      (int64_t{1} << 18) * std::max<int64_t>(threads, 1);
+  const int threads = onednn_nn_detail::PoolThreads(
+      w, g_host->kernel_intra_op_threads(ctx));
   const int64_t image_in = w.in_h * w.in_w * w.channels;
   const int64_t image_out = w.out_h * w.out_w * w.channels;
-  const int64_t group =
-      std::max<int64_t>(1, group_elements / std::max<int64_t>(image_in, 1));
-  for (int64_t n = 0; n < w.batch; n += group) {
+  const int64_t most =
+      std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(image_in, 1));
+  int64_t groups = (w.batch + most - 1) / most;
+  groups = std::min(w.batch, (groups + threads - 1) / threads * threads);
+  const int64_t per = (w.batch + groups - 1) / groups;
+  groups = (w.batch + per - 1) / per;
+  WorkPool* pool = groups > 1 ? WorkPool::For(threads) : nullptr;
+  auto group = [&](int64_t g, int pool_threads, bool scan_on_pool) {
     Window2D part = w;
-    part.batch = std::min(group, w.batch - n);
-    const float* x = in + n * image_in;
-    float* y = out + n * image_out;
-    if (AnyNaN(ctx, x, part.batch * image_in)) {
+    part.batch = std::min(per, w.batch - g * per);
+    const float* x = in + g * per * image_in;
+    float* y = out + g * per * image_out;
+    const int64_t n = part.batch * image_in;
+    if (scan_on_pool ? AnyNaN(ctx, x, n) : AnyNaNIn(x, int64_t{0}, n)) {
       PoolLoops(ctx, part, true, x, y);
     } else {
-      OnednnPool2D(part, true, x, y, threads);
+      OnednnPool2D(part, true, x, y, pool_threads);
     }
+  };
+  if (pool != nullptr) {
+    pool->Run(groups, [&](int64_t g) { group(g, 1, false); });
+    return;
   }
+  for (int64_t g = 0; g < groups; ++g) group(g, threads, true);
 }
 #endif
 

@@ -339,8 +339,10 @@ struct BatchSplit {
   int threads = 1;
 
   BatchSplit(const Window2D& w, int64_t out_channels, int requested)
+      : BatchSplit(w, ConvThreads(w, out_channels, requested)) {}
+  // Blocks for `wanted` threads (as OnednnThreads gives them).
+  explicit BatchSplit(const Window2D& w, int wanted)
       : per(w.batch), full(w), tail(w) {
-    const int wanted = ConvThreads(w, out_channels, requested);
     if (wanted <= 1) return;
     threads = wanted;
     if (w.batch < 2) return;
@@ -411,6 +413,16 @@ inline void RunConv(const Conv& conv, void* weights_data, const float* input,
   Execute(conv.primitive, stream, args, 4);
 }
 
+// The threads a pooling's work is worth: `requested` as oneDNN can have
+// them, or 1 below 2^17 input elements (about 50 us; the pooling passes
+// are memory-bound).
+inline int PoolThreads(const Window2D& w, int requested) {
+  const double elements = static_cast<double>(w.batch) *
+                          static_cast<double>(w.in_h * w.in_w) *
+                          static_cast<double>(w.channels);
+  return elements < 131072.0 ? 1 : OnednnThreads(requested);
+}
+
 }  // namespace onednn_nn_detail
 
 // output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
@@ -445,24 +457,38 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
 }
 
 // output [N, OH, OW, C] = max or mean (over valid elements) of input
-// [N, H, W, C] over the windows of `w`.  Every dim must be positive.
-// Thread-safe.
+// [N, H, W, C] over the windows of `w`.  Every dim must be positive.  On
+// several threads a batch of images runs as blocks on the WorkPool with
+// one-thread primitives, like the convolutions (BatchSplit; why not
+// oneDNN's OpenMP: work_pool.h — a pooling region's static split waited
+// for a worker that shared its core with another process); one image
+// alone runs on oneDNN's threads.  An image's outputs depend on its own
+// windows alone, so the blocks give the whole's bits.  Thread-safe.
 inline void OnednnPool2D(const Window2D& w, bool max, const float* input,
                          float* output, int threads) {
   namespace d = onednn_nn_detail;
-  threads = OnednnThreads(threads);
-  dnnl::stream& stream = OnednnPrepareThread(threads);
-  const auto entry = d::Find(w, 0, max ? 1 : 2, threads);
-  const d::Pool& pool = *entry->pool;
-  const dnnl::engine& engine = OnednnEngine();
-  Scratch scratch(pool.scratchpad_bytes);
-  d::memory src(pool.src, engine, const_cast<float*>(input));
-  d::memory dst(pool.dst, engine, output);
-  d::memory scratchpad(pool.scratchpad, engine, scratch.as<char>());
-  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
-                                  {DNNL_ARG_DST, dst.get()},
-                                  {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
-  d::Execute(pool.primitive, stream, args, 3);
+  const d::BatchSplit split(w, d::PoolThreads(w, threads));
+  OnednnPrepareThread(split.threads);
+  const auto blocks = split.Entries([&](const Window2D& block) {
+    return d::Find(block, 0, max ? 1 : 2, split.threads);
+  });
+  const int64_t in_image = w.in_h * w.in_w * w.channels;
+  const int64_t out_image = w.out_h * w.out_w * w.channels;
+  split.Run([&](int64_t i) {
+    const d::Pool& pool = *blocks[split.Last(i)]->pool;
+    const int64_t first = split.First(i);
+    dnnl::stream& stream = OnednnPrepareThread(split.threads);
+    const dnnl::engine& engine = OnednnEngine();
+    Scratch scratch(pool.scratchpad_bytes);
+    d::memory src(pool.src, engine,
+                  const_cast<float*>(input + first * in_image));
+    d::memory dst(pool.dst, engine, output + first * out_image);
+    d::memory scratchpad(pool.scratchpad, engine, scratch.as<char>());
+    const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
+                                    {DNNL_ARG_DST, dst.get()},
+                                    {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
+    d::Execute(pool.primitive, stream, args, 3);
+  });
 }
 
 }  // namespace weft_cpu
