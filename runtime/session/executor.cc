@@ -31,6 +31,8 @@ std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
   a->pending.reset(new std::atomic<int32_t>[p.nodes.size()]);
   a->uses.reset(new std::atomic<int32_t>[p.num_slots]);
   a->slot_bytes.reset(new std::atomic<int64_t>[p.num_slots]);
+  a->live.reset(new std::atomic<int64_t>[p.devices.size()]);
+  a->peak.reset(new std::atomic<int64_t>[p.devices.size()]);
   for (int32_t i = 0; i < p.num_slots; ++i)
     a->slot_bytes[i].store(0, std::memory_order_relaxed);
   return a;
@@ -44,6 +46,7 @@ void Run::ReturnArena() {
   if (accounting_)
     for (int32_t i = 0; i < plan_.num_slots; ++i)
       slot_bytes_[i].store(0, std::memory_order_relaxed);
+  local_ready_.clear();
   if (!plan_.arenas) return;
   std::lock_guard<std::mutex> lock(plan_.arenas->mu);
   if (plan_.arenas->free.size() < RunArenaPool::kMaxKept)

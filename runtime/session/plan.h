@@ -133,6 +133,10 @@ struct RunArena {
   std::unique_ptr<std::atomic<int32_t>[]> pending;  // per node
   std::unique_ptr<std::atomic<int32_t>[]> uses;     // per slot
   std::unique_ptr<std::atomic<int64_t>[]> slot_bytes;
+  std::unique_ptr<std::atomic<int64_t>[]> live, peak;  // per device
+  // A run without a pool: the caller's queue of ready nodes (empty between
+  // runs; its capacity stays, so a run allocates nothing for it).
+  std::vector<int32_t> ready;
 };
 
 struct RunArenaPool {

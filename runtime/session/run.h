@@ -119,11 +119,14 @@ class Run {
         pending_(arena_->pending.get()),
         uses_(arena_->uses.get()),
         remaining_(static_cast<int32_t>(p.nodes.size())),
-        streams_(new RunStream[p.async_devices.size()]),
+        streams_(p.async_devices.empty()
+                     ? nullptr
+                     : new RunStream[p.async_devices.size()]),
         events_(p.transfers.size(), nullptr),
         slot_bytes_(arena_->slot_bytes.get()),
-        live_(new std::atomic<int64_t>[p.devices.size()]),
-        peak_(new std::atomic<int64_t>[p.devices.size()]) {
+        live_(arena_->live.get()),
+        peak_(arena_->peak.get()),
+        local_ready_(arena_->ready) {
     for (size_t i = 0; i < p.devices.size(); ++i) {
       live_[i].store(0, std::memory_order_relaxed);
       peak_[i].store(0, std::memory_order_relaxed);
@@ -275,8 +278,8 @@ class Run {
   // Run memory: bytes each slot's value counts for, live and peak bytes
   // per device of the plan.
   std::atomic<int64_t>* slot_bytes_;  // in arena_; zero between runs
-  std::unique_ptr<std::atomic<int64_t>[]> live_;
-  std::unique_ptr<std::atomic<int64_t>[]> peak_;
+  std::atomic<int64_t>* live_;  // in arena_, zeroed by the constructor
+  std::atomic<int64_t>* peak_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -309,7 +312,8 @@ class Run {
   bool plain_ = false;
   // With accounting: the updates written in place (RunStats::in_place).
   std::vector<std::pair<const weft_node*, const weft_node*>> in_place_;
-  std::vector<int32_t> local_ready_;  // without a pool: the caller's queue
+  // Without a pool: the caller's queue (arena_'s, emptied by ReturnArena).
+  std::vector<int32_t>& local_ready_;
   // Without a pool: nodes a parked op's Done made ready, for the caller's
   // thread (under mu_; cv_ tells it).
   std::vector<int32_t> async_ready_;

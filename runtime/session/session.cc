@@ -62,9 +62,11 @@ weft_status* CheckThreadCount(int32_t count, const char* option) {
 
 // Appends the raw bytes of an (id, index) pair to a cache key.
 void KeyAppend(std::string* key, char tag, int32_t id, int32_t index) {
-  key->push_back(tag);
-  key->append(reinterpret_cast<const char*>(&id), sizeof id);
-  key->append(reinterpret_cast<const char*>(&index), sizeof index);
+  char entry[1 + sizeof id + sizeof index];
+  entry[0] = tag;
+  std::memcpy(entry + 1, &id, sizeof id);
+  std::memcpy(entry + 1 + sizeof id, &index, sizeof index);
+  key->append(entry, sizeof entry);
 }
 
 weft_status* CheckOutput(const weft_session* s, weft_output o,
@@ -202,23 +204,27 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
   const distributed::Cluster* cluster = session->cluster.get();
   if (cluster != nullptr && cluster->async() && client < 0)
     client = cluster->local;
-  std::string key;
-  key.reserve(9 * (num_feeds + num_fetches + num_targets + 1));
-  if (client >= 0) KeyAppend(&key, 'c', client, 0);
+  // The request's key, built in this thread's buffer: a run that finds
+  // its plan allocates nothing for it.
+  thread_local std::string request;
+  request.clear();
+  if (client >= 0) KeyAppend(&request, 'c', client, 0);
   for (int32_t i = 0; i < num_feeds; ++i)
-    KeyAppend(&key, 'f', feeds[i].node->id, feeds[i].index);
+    KeyAppend(&request, 'f', feeds[i].node->id, feeds[i].index);
   for (int32_t i = 0; i < num_fetches; ++i)
-    KeyAppend(&key, 'o', fetches[i].node->id, fetches[i].index);
+    KeyAppend(&request, 'o', fetches[i].node->id, fetches[i].index);
   for (int32_t i = 0; i < num_targets; ++i)
-    KeyAppend(&key, 't', targets[i]->id, 0);
+    KeyAppend(&request, 't', targets[i]->id, 0);
   {
     std::lock_guard<std::mutex> lock(session->plan_mu);
-    auto it = session->plans.find(key);
+    auto it = session->plans.find(request);
     if (it != session->plans.end()) {
       *out = it->second;
       return nullptr;
     }
   }
+  // Planning may find plans of its own on this thread: the key is copied.
+  const std::string key = request;
   std::vector<weft_output> fv(feeds, feeds + num_feeds);
   std::vector<weft_output> ov(fetches, fetches + num_fetches);
   std::vector<weft_node*> tv(targets, targets + num_targets);
