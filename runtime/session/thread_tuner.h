@@ -13,9 +13,10 @@
 // no worker has started and which runs them all on the caller when the
 // machine has no CPU to spare, so 2 threads under load cost little (2-4 %
 // on the MLP step); other plugins, and the CPU plugin's remaining OpenMP
-// users (batched products, oneDNN pooling), still split statically.  So
-// the session tries the alternatives on the plan's own runs and keeps the
-// faster, and keeps checking, since the machine's load changes.
+// users (batched products, pooling of a single image), still split
+// statically.  So the session tries the alternatives on the plan's own
+// runs and keeps the faster, and keeps checking, since the machine's load
+// changes.
 //
 // The tuner alternates, for kProbeRuns runs each, the current count and one
 // alternative (half of it, or twice it up to the session's maximum, in
