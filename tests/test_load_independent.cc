@@ -289,12 +289,13 @@ void PoolCases() {
     w.stride_h = w.stride_w = c.stride;
     weft_cpu::ComputeWindow2D(true, &w);
     char label[96];
-    std::snprintf(label, sizeof label, "%s pool %lldx%lldx%lldx%lld, %lldx%lld "
-                  "stride %lld", c.max ? "max" : "average",
-                  static_cast<long long>(c.batch), static_cast<long long>(c.size),
-                  static_cast<long long>(c.size), static_cast<long long>(c.channels),
-                  static_cast<long long>(c.kernel), static_cast<long long>(c.kernel),
-                  static_cast<long long>(c.stride));
+    std::snprintf(
+        label, sizeof label,
+        "%s pool %lldx%lldx%lldx%lld, %lldx%lld stride %lld",
+        c.max ? "max" : "average", static_cast<long long>(c.batch),
+        static_cast<long long>(c.size), static_cast<long long>(c.size),
+        static_cast<long long>(c.channels), static_cast<long long>(c.kernel),
+        static_cast<long long>(c.kernel), static_cast<long long>(c.stride));
     const std::vector<float> input = Random(
         static_cast<size_t>(w.batch * w.in_h * w.in_w * w.channels), 7);
     const size_t out =

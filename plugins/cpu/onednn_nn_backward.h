@@ -300,10 +300,10 @@ inline void RunConvWeights(const ConvWeights& conv, const float* input,
 // Images per block of ConvWeightsAsForward: 8 (the input-channel block of
 // the AVX2 layouts), fewer where 8 images' input and output gradient pass
 // 4 MiB.  Measured at one thread on a Zen 1 core (512 KiB L2, 8 MiB L3
-// shared by two): 64 x 14 x 14, 32 -> 64, 5x5: 29.6 / 26.1 / 26.1 / 30.5 ms in blocks
-// of 4 / 8 / 16 / 32 images; 16 x 56 x 56, 64 -> 64, 3x3: 97.6 / 98.6 /
-// 111.9 ms in blocks of 2 / 4 / 8 (1.6 MB an image; 2 here); 32 x 14 x 14,
-// 256 -> 256: 190.2 / 183.9 / 181.6 in 2 / 4 / 8.
+// shared by two): 64 x 14 x 14, 32 -> 64, 5x5: 29.6 / 26.1 / 26.1 /
+// 30.5 ms in blocks of 4 / 8 / 16 / 32 images; 16 x 56 x 56, 64 -> 64,
+// 3x3: 97.6 / 98.6 / 111.9 ms in blocks of 2 / 4 / 8 (1.6 MB an image; 2
+// here); 32 x 14 x 14, 256 -> 256: 190.2 / 183.9 / 181.6 in 2 / 4 / 8.
 inline int64_t ImagesPerBlock(const Window2D& w, int64_t out_channels) {
   const int64_t image_bytes =
       (w.in_h * w.in_w * w.channels + w.out_h * w.out_w * out_channels) *
