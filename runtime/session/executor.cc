@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <type_traits>
 
 #include "base/status.h"
 #include "device/kernel_context.h"
@@ -19,6 +20,9 @@ namespace exec {
 
 std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
   if (p.arenas) {
+    if (RunArena* a =
+            p.arenas->spare.exchange(nullptr, std::memory_order_acquire))
+      return std::unique_ptr<RunArena>(a);
     std::lock_guard<std::mutex> lock(p.arenas->mu);
     if (!p.arenas->free.empty()) {
       std::unique_ptr<RunArena> a = std::move(p.arenas->free.back());
@@ -28,8 +32,8 @@ std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
   }
   auto a = std::make_unique<RunArena>();
   a->slots.resize(p.num_slots);
-  a->pending.reset(new std::atomic<int32_t>[p.nodes.size()]);
-  a->uses.reset(new std::atomic<int32_t>[p.num_slots]);
+  a->pending.reset(new int32_t[p.nodes.size()]);
+  a->uses.reset(new int32_t[p.num_slots]);
   a->slot_bytes.reset(new std::atomic<int64_t>[p.num_slots]);
   a->live.reset(new std::atomic<int64_t>[p.devices.size()]);
   a->peak.reset(new std::atomic<int64_t>[p.devices.size()]);
@@ -48,6 +52,13 @@ void Run::ReturnArena() {
       slot_bytes_[i].store(0, std::memory_order_relaxed);
   local_ready_.clear();
   if (!plan_.arenas) return;
+  RunArena* none = nullptr;
+  if (plan_.arenas->spare.compare_exchange_strong(
+          none, arena_.get(), std::memory_order_release,
+          std::memory_order_relaxed)) {
+    arena_.release();
+    return;
+  }
   std::lock_guard<std::mutex> lock(plan_.arenas->mu);
   if (plan_.arenas->free.size() < RunArenaPool::kMaxKept)
     plan_.arenas->free.push_back(std::move(arena_));
@@ -207,8 +218,12 @@ weft_status* KernelError(weft_status* st, const weft_node* node,
 }
 
 void Run::Dispatch(int32_t id) {
-  if (session_->pool) session_->pool->Schedule([this, id] { Process(id); });
-  else local_ready_.push_back(id);
+  if (session_->pool) {
+    Share();
+    session_->pool->Schedule([this, id] { Process(id); });
+  } else {
+    local_ready_.push_back(id);
+  }
 }
 
 namespace {
@@ -228,8 +243,6 @@ bool RunsInline(ExecKind kind) {
   }
 }
 
-// The ready nodes one Process call keeps for itself, as a stack: a few
-// inline, more on the heap (a node with many cheap successors).
 // Whether whoever holds `b` holds it alone and may write over it: a
 // buffer with no other reference, and not memory a caller wrapped (the
 // caller may still look at it).  Update ops ask it of a variable's value,
@@ -238,10 +251,14 @@ bool OnlyHolder(const BufferRef& b) {
   return b && b.use_count() == 1 && b->kind != Buffer::Kind::kHostWrapped;
 }
 
+// The ready nodes one Process call keeps for itself, as a stack: a few
+// inline, more on the heap (a node with many cheap successors).
 class LocalReady {
  public:
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
+  int32_t operator[](size_t i) const { return data_[i]; }
+  void clear() { size_ = 0; }
   void push(int32_t id) {
     if (size_ == capacity_) Grow();
     data_[size_++] = id;
@@ -283,90 +300,128 @@ void Run::Process(int32_t id) { Process(&id, 1); }
 // queue, and a graph of one chain (inference at batch 1) never wakes a
 // pool thread for its variable reads.
 void Run::Process(const int32_t* ids, size_t n) {
-  LocalReady ready;
-  int32_t kept = -1;
-  // Ready node `id`: onto this thread's stack, kept as its next kernel, or
-  // to the pool.
-  auto route = [&](int32_t id) {
-    if (RunsInline(plan_.nodes[id].kind)) ready.push(id);
-    else if (kept < 0) kept = id;
-    else Dispatch(id);
-  };
-  for (size_t i = 0; i < n; ++i) route(ids[i]);
-  if (kept >= 0) ready.insert(0, kept);  // under the cheap ones
-  while (!ready.empty()) {
-    const int32_t id = ready.pop();
-    const PlanNode& p = plan_.nodes[id];
-    if (plain_ && p.kind == ExecKind::kKernel) {
-      // The common case, with one check: a kernel in a run with no
-      // deadline, trace or accounting.
-      if (!failed_.load(std::memory_order_acquire)) {
-        if (weft_status* st =
-                ExecuteKernel(p, slots_.data(), slots_.data() + p.output_base))
-          Fail(st);
-      }
-    } else {
-      // A deadline is checked between nodes (one clock read each, only when
-      // the run has one): a kernel that has started finishes first.
-      if (control_.has_deadline && !failed_.load(std::memory_order_relaxed) &&
-          std::chrono::steady_clock::now() >= control_.deadline)
-        Expire();
-      if (!failed_.load(std::memory_order_acquire)) {
-        TensorValue* out = slots_.data() + p.output_base;
-        if (p.kind == ExecKind::kRuntime) {
-          // A runtime op (a queue's dequeue, an iterator's get_next) may
-          // park: its Done completes the node later, on another thread,
-          // perhaps before the op returns.  This thread holds a count of
-          // remaining_ meanwhile, so that completion cannot end the run (and
-          // let the caller destroy it) while this thread still reads it.
-          remaining_.fetch_add(1, std::memory_order_relaxed);
-          bool dead = false, parked = false;
-          CfItem item;
-          item.node = id;
-          if (control_.trace != nullptr)
-            item.trace_start = control_.trace->Now();
-          weft_status* st = RunRuntimeOp(p, item, &dead, &parked);
-          if (control_.trace != nullptr && !parked)
-            TraceAdd(p, nullptr, item.trace_start, false, false,
-                     st == nullptr ? TraceBytes(p, slots_.data(), out) : 0);
-          if (st != nullptr) Fail(st);
-          if (parked) {
-            // A failure or cancellation that came before the op registered
-            // its wait finds it here.
-            if (failed_.load(std::memory_order_acquire)) CancelParked();
-            if (CountOut()) return;
-            continue;
-          }
-          remaining_.fetch_sub(1, std::memory_order_relaxed);
-        } else if (control_.trace != nullptr) {
-          if (weft_status* st = TracedExecute(p, slots_.data(), out, nullptr))
+  // Runs `ids` and what they make ready; true when this thread is done
+  // (the run may be gone: touch nothing), false when a serial loop must go
+  // on shared.  While the run is still the caller's alone (kSerial, see
+  // CountDown), nodes for the pool are held back in `handoff` until the
+  // node that made them ready has done its counting, then handed over
+  // (which shares the run).
+  auto drain = [this](auto serial_tag, LocalReady& ready,
+                      const int32_t* first, size_t count) -> bool {
+    constexpr bool kSerial = decltype(serial_tag)::value;
+    int32_t kept = -1;
+    LocalReady handoff;
+    // Ready node `id`: onto this thread's stack, kept as its next kernel,
+    // or to the pool.
+    auto route = [&](int32_t id) {
+      if (RunsInline(plan_.nodes[id].kind)) ready.push(id);
+      else if (kept < 0) kept = id;
+      else if (kSerial && session_->pool) handoff.push(id);
+      else Dispatch(id);
+    };
+    auto hand_off = [&] {
+      for (size_t i = 0; i < handoff.size(); ++i) Dispatch(handoff[i]);
+    };
+    for (size_t i = 0; i < count; ++i) route(first[i]);
+    if (kept >= 0) ready.insert(0, kept);  // under the cheap ones
+    if (kSerial && !handoff.empty()) {
+      hand_off();
+      return false;
+    }
+    while (!ready.empty()) {
+      const int32_t id = ready.pop();
+      const PlanNode& p = plan_.nodes[id];
+      if (plain_ && p.kind == ExecKind::kKernel) {
+        // The common case, with one check: a kernel in a run with no
+        // deadline, trace or accounting.
+        if (!failed_.load(std::memory_order_acquire)) {
+          if (weft_status* st = ExecuteKernel(p, slots_.data(),
+                                              slots_.data() + p.output_base))
             Fail(st);
-          else if (accounting_)
+        }
+      } else {
+        if (kSerial && p.kind == ExecKind::kRuntime) {
+          // Its Done may come on another thread: the run is shared from
+          // here, and the node runs in the shared loop.
+          ready.push(id);
+          Share();
+          return false;
+        }
+        // A deadline is checked between nodes (one clock read each, only when
+        // the run has one): a kernel that has started finishes first.
+        if (control_.has_deadline && !failed_.load(std::memory_order_relaxed) &&
+            std::chrono::steady_clock::now() >= control_.deadline)
+          Expire();
+        if (!failed_.load(std::memory_order_acquire)) {
+          TensorValue* out = slots_.data() + p.output_base;
+          if (p.kind == ExecKind::kRuntime) {
+            // A runtime op (a queue's dequeue, an iterator's get_next) may
+            // park: its Done completes the node later, on another thread,
+            // perhaps before the op returns.  This thread holds a count of
+            // remaining_ meanwhile, so that completion cannot end the run (and
+            // let the caller destroy it) while this thread still reads it.
+            __atomic_fetch_add(&remaining_, 1, __ATOMIC_RELAXED);
+            bool dead = false, parked = false;
+            CfItem item;
+            item.node = id;
+            if (control_.trace != nullptr)
+              item.trace_start = control_.trace->Now();
+            weft_status* st = RunRuntimeOp(p, item, &dead, &parked);
+            if (control_.trace != nullptr && !parked)
+              TraceAdd(p, nullptr, item.trace_start, false, false,
+                       st == nullptr ? TraceBytes(p, slots_.data(), out) : 0);
+            if (st != nullptr) Fail(st);
+            if (parked) {
+              // A failure or cancellation that came before the op registered
+              // its wait finds it here.
+              if (failed_.load(std::memory_order_acquire)) CancelParked();
+              if (CountOut(false)) return true;
+              continue;
+            }
+            __atomic_fetch_sub(&remaining_, 1, __ATOMIC_RELAXED);
+          } else if (control_.trace != nullptr) {
+            if (weft_status* st = TracedExecute(p, slots_.data(), out, nullptr))
+              Fail(st);
+            else if (accounting_)
+              Account(p);
+          } else if (weft_status* st =
+                         p.kind == ExecKind::kKernel
+                             ? ExecuteKernel(p, slots_.data(), out)
+                             : ExecuteNode(p, slots_.data(), out)) {
+            Fail(st);
+          } else if (accounting_) {
             Account(p);
-        } else if (weft_status* st = p.kind == ExecKind::kKernel
-                                         ? ExecuteKernel(p, slots_.data(), out)
-                                         : ExecuteNode(p, slots_.data(), out)) {
-          Fail(st);
-        } else if (accounting_) {
-          Account(p);
+          }
         }
       }
+      for (int32_t s : p.input_slots)
+        if (s >= 0 && CountDown(uses_[s], kSerial)) ReleaseSlot(s);
+      kept = -1;
+      const size_t base = ready.size();
+      for (int32_t succ : p.successors)
+        if (CountDown(pending_[succ], kSerial)) route(succ);
+      if (CountOut(kSerial)) return true;
+      if (kept >= 0) ready.insert(base, kept);  // under the cheap ones
+      if (kSerial && !handoff.empty()) {
+        hand_off();
+        return false;
+      }
     }
-    for (int32_t s : p.input_slots)
-      if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        ReleaseSlot(s);
-    kept = -1;
-    const size_t base = ready.size();
-    for (int32_t succ : p.successors)
-      if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        route(succ);
-    if (CountOut()) return;
-    if (kept >= 0) ready.insert(base, kept);  // under the cheap ones
+    return true;
+  };
+  LocalReady ready;
+  if (Serial()) {
+    if (drain(std::true_type{}, ready, ids, n)) return;
+    n = 0;
   }
+  drain(std::false_type{}, ready, ids, n);
 }
 
-bool Run::CountOut() {
-  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+bool Run::Finished(bool serial) {
+  if (serial) {  // nothing else has seen the run: no one waits
+    finished_ = true;
+    return true;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   finished_ = true;
   cv_.notify_all();  // under the lock: the waiter may destroy us next
@@ -376,13 +431,12 @@ bool Run::CountOut() {
 void Run::FlatComplete(int32_t id) {
   const PlanNode& p = plan_.nodes[id];
   for (int32_t s : p.input_slots)
-    if (s >= 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
-      ReleaseSlot(s);
+    if (s >= 0 && CountDown(uses_[s], false)) ReleaseSlot(s);
   int32_t inline_ready[kInlineInputs];
   std::vector<int32_t> more;
   size_t n = 0;
   for (int32_t succ : p.successors)
-    if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (CountDown(pending_[succ], false)) {
       if (n < kInlineInputs) inline_ready[n++] = succ;
       else more.push_back(succ);
     }
@@ -399,7 +453,7 @@ void Run::FlatComplete(int32_t id) {
       cv_.notify_all();
     }
   }
-  CountOut();
+  CountOut(false);  // shared since the op started
 }
 
 weft_status* Run::CopyInto(const TensorValue& v, Device* d, RunStream* rs,
@@ -554,7 +608,7 @@ weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
 // another slot shares), on this node's device.
 bool Run::Forwardable(const PlanNode& p, int32_t s,
                       const TensorValue& v) const {
-  return uses_[s].load(std::memory_order_acquire) == 1 &&
+  return __atomic_load_n(&uses_[s], __ATOMIC_ACQUIRE) == 1 &&
          OnlyHolder(v.buffer) && !v.buffer->is_state &&
          v.device() == p.device;
 }
@@ -903,15 +957,18 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     if (session_->pool) {
       // Routed as Process routes what a node makes ready.
       Process(roots.data(), roots.size());
-      std::unique_lock<std::mutex> lock(mu_);
-      if (control_.has_deadline &&
-          !cv_.wait_until(lock, control_.deadline,
-                          [this] { return finished_; })) {
-        lock.unlock();
-        Expire();  // what has not started is skipped
-        lock.lock();
+      // A run this thread ran alone (Serial) has finished here.
+      if (!(Serial() && finished_)) {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (control_.has_deadline &&
+            !cv_.wait_until(lock, control_.deadline,
+                            [this] { return finished_; })) {
+          lock.unlock();
+          Expire();  // what has not started is skipped
+          lock.lock();
+        }
+        cv_.wait(lock, [this] { return finished_; });
       }
-      cv_.wait(lock, [this] { return finished_; });
     } else {
       for (size_t i = roots.size(); i-- > 0;) local_ready_.push_back(roots[i]);
       for (;;) {
@@ -920,6 +977,7 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
           local_ready_.pop_back();
           Process(id);
         }
+        if (Serial() && finished_) break;  // no op parked: nothing to wait for
         // What is left waits on parked ops, whose Done hands this thread
         // the nodes it makes ready.
         std::unique_lock<std::mutex> lock(mu_);
@@ -998,9 +1056,12 @@ weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue>* fetched, RunStats* stats,
                      const RunControl& control) {
   ThreadTuner* tuner = session->intra_op_auto ? plan.tuner.get() : nullptr;
-  const int32_t threads = tuner ? tuner->Choose(session->intra_op_threads)
+  bool timed = false;
+  const int32_t threads = tuner ? tuner->Choose(session->intra_op_threads,
+                                                &timed)
                                 : session->intra_op_threads;
-  const auto start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point start;
+  if (timed) start = std::chrono::steady_clock::now();
   weft_status* st;
   {
     exec::Run run(session, plan, threads);
@@ -1022,7 +1083,7 @@ weft_status* Execute(weft_session* session, const Plan& plan,
     *std::find(runs.begin(), runs.end(), &run) = runs.back();
     runs.pop_back();
   }
-  if (tuner != nullptr && st == nullptr)
+  if (timed && st == nullptr)
     tuner->Report(threads, std::chrono::duration<double>(
                                std::chrono::steady_clock::now() - start)
                                .count());

@@ -130,8 +130,9 @@ struct Plan {
 // every slot is empty.
 struct RunArena {
   std::vector<TensorValue> slots;
-  std::unique_ptr<std::atomic<int32_t>[]> pending;  // per node
-  std::unique_ptr<std::atomic<int32_t>[]> uses;     // per slot
+  // Counted down by Run::CountDown (plainly or with __atomic builtins).
+  std::unique_ptr<int32_t[]> pending;  // per node
+  std::unique_ptr<int32_t[]> uses;     // per slot
   std::unique_ptr<std::atomic<int64_t>[]> slot_bytes;
   std::unique_ptr<std::atomic<int64_t>[]> live, peak;  // per device
   // A run without a pool: the caller's queue of ready nodes (empty between
@@ -141,8 +142,12 @@ struct RunArena {
 
 struct RunArenaPool {
   static constexpr size_t kMaxKept = 4;  // concurrent runs beyond: fresh ones
+  // One arena outside the lock: a plan run by one thread at a time (the
+  // common case) takes and returns it with one atomic exchange each.
+  std::atomic<RunArena*> spare{nullptr};
   std::mutex mu;
   std::vector<std::unique_ptr<RunArena>> free;
+  ~RunArenaPool() { delete spare.load(std::memory_order_acquire); }
 };
 
 struct PlanOptions {

@@ -133,10 +133,10 @@ class Run {
     }
     const PlanNode* nodes = p.nodes.data();
     for (size_t i = 0; i < p.nodes.size(); ++i)
-      pending_[i].store(nodes[i].pending, std::memory_order_relaxed);
+      pending_[i] = nodes[i].pending;
     const int32_t* slot_uses = p.slot_uses.data();
     for (int32_t i = 0; i < p.num_slots; ++i)
-      uses_[i].store(slot_uses[i], std::memory_order_relaxed);
+      uses_[i] = slot_uses[i];
   }
 
   weft_status* Execute(std::vector<TensorValue>& feeds,
@@ -187,7 +187,29 @@ class Run {
   void FlatComplete(int32_t id);
   // Counts a node out of remaining_; true when it was the last: the run is
   // finished, and its caller may destroy it at once (touch nothing after).
-  bool CountOut();
+  bool CountOut(bool serial) {
+    return CountDown(remaining_, serial) && Finished(serial);
+  }
+  // After the last node: wakes the caller (in a serial run, the caller is
+  // this thread: nothing to wake).  Returns true.
+  bool Finished(bool serial);
+  // Until something of the run reaches another thread (a node handed to
+  // the pool, a runtime op that may complete on another thread), only the
+  // caller's thread touches its counts, and they change by a plain
+  // decrement: a locked read-modify-write costs ~20 cycles, several per
+  // node.  Share() is called before that first hand-off, on the caller's
+  // thread (the hand-off itself publishes the counts); once shared, every
+  // thread counts atomically (the __atomic builtins: what C++20 calls
+  // atomic_ref).  True when the count reaches zero.
+  static bool CountDown(int32_t& c, bool serial) {
+    if (serial) return --c == 0;
+    return __atomic_sub_fetch(&c, 1, __ATOMIC_ACQ_REL) == 0;
+  }
+  bool Serial() const { return !shared_.load(std::memory_order_relaxed); }
+  void Share() {
+    if (!shared_.load(std::memory_order_relaxed))
+      shared_.store(true, std::memory_order_relaxed);
+  }
   // An asynchronous kernel (compute_async), run as a runtime op is.
   weft_status* RunAsyncKernel(const PlanNode& p, const CfItem& item,
                               bool* parked);
@@ -270,9 +292,12 @@ class Run {
   int32_t intra_op_threads_;  // what kernels of this run may use
   std::unique_ptr<RunArena> arena_;
   std::vector<TensorValue>& slots_;
-  std::atomic<int32_t>* pending_;
-  std::atomic<int32_t>* uses_;
-  std::atomic<int32_t> remaining_;
+  // Dependency counts (see CountDown): plain ints, atomic only through
+  // the __atomic builtins once the run is shared.
+  int32_t* pending_;
+  int32_t* uses_;
+  int32_t remaining_;
+  std::atomic<bool> shared_{false};  // see CountDown
   std::unique_ptr<RunStream[]> streams_;
   std::vector<weft_plugin_event*> events_;  // per transfer, on its sender
   // Run memory: bytes each slot's value counts for, live and peak bytes

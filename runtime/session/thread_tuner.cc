@@ -13,7 +13,16 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-int32_t ThreadTuner::Choose(int32_t max_threads) {
+int32_t ThreadTuner::Choose(int32_t max_threads, bool* timed) {
+  int32_t left = quiet_.load(std::memory_order_acquire);
+  while (left > 0) {
+    if (quiet_.compare_exchange_weak(left, left - 1,
+                                     std::memory_order_acquire)) {
+      if (quiet_max_.load(std::memory_order_relaxed) != max_threads) break;
+      *timed = false;
+      return quiet_threads_.load(std::memory_order_relaxed);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (max_threads != max_) {  // first run, or a session with another cap
     max_ = max_threads;
@@ -21,7 +30,15 @@ int32_t ThreadTuner::Choose(int32_t max_threads) {
     phase_ = Phase::kWarmUp;
     warm_left_ = 2;
     exploit_length_ = kMinExploit;
+    quiet_.store(0, std::memory_order_relaxed);
   }
+  // One count only: nothing to compare, ever.
+  if (max_ <= 1) Exploit(kMaxExploit);
+  // An exploit stretch whose runs Choose has all counted: probe again.
+  else if (phase_ == Phase::kExploit &&
+           quiet_.load(std::memory_order_relaxed) <= 0)
+    StartProbe();
+  *timed = phase_ != Phase::kExploit;
   if (max_ <= 1 || phase_ != Phase::kProbe) return current_;
   // Alternate, so that a change in the machine's load hits both alike.
   return next_is_alternative_ ? alternative_ : current_;
@@ -34,16 +51,14 @@ void ThreadTuner::Report(int32_t threads, double seconds) {
     case Phase::kWarmUp:
       if (--warm_left_ <= 0) StartProbe();
       return;
-    case Phase::kExploit:
-      if (--exploit_left_ <= 0) StartProbe();
+    case Phase::kExploit:  // Choose counts these runs
       return;
     case Phase::kProbe:
       break;
   }
   if (seconds < kMinRunSeconds) {
     // Too short for threads to matter: stay as we are for a while.
-    phase_ = Phase::kExploit;
-    exploit_left_ = kMaxExploit;
+    Exploit(kMaxExploit);
     return;
   }
   // Runs of this plan may overlap; each reports the count it ran with.
@@ -74,8 +89,7 @@ void ThreadTuner::StartProbe() {
   alternative_ = probe_down_ ? down : up;
   probe_down_ = !probe_down_;
   if (alternative_ == current_) {  // max_ == 1: nothing to compare
-    phase_ = Phase::kExploit;
-    exploit_left_ = kMaxExploit;
+    Exploit(kMaxExploit);
     return;
   }
   phase_ = Phase::kProbe;
@@ -93,8 +107,14 @@ void ThreadTuner::Decide() {
   } else {
     exploit_length_ = std::min(kMaxExploit, exploit_length_ * 2);
   }
+  Exploit(exploit_length_);
+}
+
+void ThreadTuner::Exploit(int32_t runs) {
   phase_ = Phase::kExploit;
-  exploit_left_ = exploit_length_;
+  quiet_threads_.store(current_, std::memory_order_relaxed);
+  quiet_max_.store(max_, std::memory_order_relaxed);
+  quiet_.store(runs, std::memory_order_release);
 }
 
 }  // namespace weft

@@ -30,6 +30,7 @@
 // differently).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -44,9 +45,13 @@ class ThreadTuner {
   static constexpr int kMaxExploit = 1024;
   static constexpr double kMinRunSeconds = 50e-6;
 
-  // The count for the next run, at most `max_threads`.
-  int32_t Choose(int32_t max_threads);
-  // How long a run with `threads` took (successful runs only).
+  // The count for the next run, at most `max_threads`.  `*timed`: whether
+  // the tuner wants the run's time (Report); a run of an exploit stretch
+  // is only counted, here, without a lock (one atomic decrement) and
+  // without the two clock reads.
+  int32_t Choose(int32_t max_threads, bool* timed);
+  // How long a run with `threads` took (successful runs only, and only
+  // those Choose asked to time).
   void Report(int32_t threads, double seconds);
   // The count runs use between probes (for run metadata and tests).
   int32_t Current() const;
@@ -55,6 +60,7 @@ class ThreadTuner {
   enum class Phase { kWarmUp, kProbe, kExploit };
   void StartProbe();  // under mu_
   void Decide();      // under mu_
+  void Exploit(int32_t runs);  // under mu_: a stretch of `runs` quiet runs
 
   mutable std::mutex mu_;
   int32_t max_ = 0;
@@ -65,8 +71,13 @@ class ThreadTuner {
   int32_t warm_left_ = 2;  // the first runs page in memory: not timed
   int32_t next_is_alternative_ = 0;
   std::vector<double> current_times_, alternative_times_;
-  int32_t exploit_left_ = 0;
   int32_t exploit_length_ = kMinExploit;
+  // The exploit stretch's runs left, the count they use and the cap it was
+  // chosen under: read by Choose without the lock.  `quiet_` is stored
+  // last (release), after the other two.
+  std::atomic<int32_t> quiet_{0};
+  std::atomic<int32_t> quiet_threads_{0};
+  std::atomic<int32_t> quiet_max_{0};
 };
 
 }  // namespace weft
