@@ -290,3 +290,48 @@ Test(concurrency, graph_grows_while_running, .timeout = 60) {
   weft_session_destroy(s.session);
   weft_graph_destroy(s.graph);
 }
+
+/* A run counts plainly while its caller's thread runs it alone and
+ * atomically once it hands nodes to the pool (Run::CountDown): a chain
+ * that fans out into branches halfway, beside branches that start at the
+ * roots, joined again; 1, 2 and 4 inter-op threads, every result exact. */
+static weft_output add_chain(weft_graph* g, weft_output v, weft_output c,
+                             int n) {
+  for (int i = 0; i < n; ++i) v = wt_apply2(g, "Add", NULL, v, c);
+  return v;
+}
+
+Test(concurrency, runs_that_go_to_the_pool_halfway, .timeout = 60) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, NULL, 0);
+  weft_output one = wt_const_f32(g, "one", NULL, 0, (float[]){1});
+  weft_output two = wt_const_f32(g, "two", NULL, 0, (float[]){2});
+  weft_output trunk = add_chain(g, x, one, 20); /* x + 20 */
+  weft_output sum = {NULL, 0};
+  for (int b = 0; b < 4; ++b) {
+    /* (x + 20 + (10 + b) c_b) (x + 2 (3 + b)), c_b = 2, 1, 2, 1 */
+    weft_output late = add_chain(g, trunk, b % 2 ? one : two, 10 + b);
+    weft_output early = add_chain(g, x, two, 3 + b);
+    weft_output both = wt_apply2(g, "Mul", NULL, late, early);
+    sum = b == 0 ? both : wt_apply2(g, "Add", NULL, sum, both);
+  }
+  const int32_t inter_op[3] = {1, 2, 4};
+  for (int t = 0; t < 3; ++t) {
+    weft_session* s = wt_session_threads(g, inter_op[t], 1);
+    for (int r = 0; r < 200; ++r) {
+      const float xv = (float)(r % 7 - 3);
+      double want = 0;
+      for (int b = 0; b < 4; ++b)
+        want += (xv + 20 + (10 + b) * (b % 2 ? 1 : 2)) * (xv + 2 * (3 + b));
+      weft_tensor* feed = wt_scalar_f32(xv);
+      weft_tensor* got = wt_run1(s, &x, &feed, 1, sum);
+      const float v = *(const float*)weft_tensor_data(got);
+      cr_assert_eq(v, (float)want, "%d inter-op threads, run %d, x = %g: %g, "
+                   "expected %g", inter_op[t], r, xv, v, want);
+      weft_tensor_destroy(got);
+      weft_tensor_destroy(feed);
+    }
+    weft_session_destroy(s);
+  }
+  weft_graph_destroy(g);
+}
