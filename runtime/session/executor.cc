@@ -258,7 +258,6 @@ class LocalReady {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   int32_t operator[](size_t i) const { return data_[i]; }
-  void clear() { size_ = 0; }
   void push(int32_t id) {
     if (size_ == capacity_) Grow();
     data_[size_++] = id;
@@ -300,9 +299,8 @@ void Run::Process(int32_t id) { Process(&id, 1); }
 // queue, and a graph of one chain (inference at batch 1) never wakes a
 // pool thread for its variable reads.
 void Run::Process(const int32_t* ids, size_t n) {
-  // Runs `ids` and what they make ready; true when this thread is done
-  // (the run may be gone: touch nothing), false when a serial loop must go
-  // on shared.  While the run is still the caller's alone (kSerial, see
+  // `drain`: true when this thread is done (the run may be gone: touch
+  // nothing), false when a serial loop must go on shared.  While the run is still the caller's alone (kSerial, see
   // CountDown), nodes for the pool are held back in `handoff` until the
   // node that made them ready has done its counting, then handed over
   // (which shares the run).
