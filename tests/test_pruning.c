@@ -181,3 +181,58 @@ Test(pruning, unused_feed_is_harmless) {
   weft_session_destroy(session);
   weft_graph_destroy(graph);
 }
+
+/* Each request (feeds, fetches, targets, in order) has its own plan, and a
+ * session switching between requests, long and short, finds the right one
+ * every time: the plan cache keys on the whole request, and one of more
+ * than 32 outputs has a key too long for the lookup's stack buffer. */
+Test(pruning, each_request_finds_its_own_plan) {
+  enum { kMany = 40 };
+  weft_graph* graph = wt_graph_new();
+  weft_output values[kMany], reversed[kMany];
+  char name[16];
+  for (int i = 0; i < kMany; ++i) {
+    snprintf(name, sizeof name, "c%d", i);
+    values[i] = wt_const(graph, name, wt_scalar_f32((float)i));
+  }
+  for (int i = 0; i < kMany; ++i) reversed[i] = values[kMany - 1 - i];
+  weft_output x = wt_placeholder(graph, "x", WEFT_FLOAT32, NULL, 0);
+  weft_output sum = wt_apply2(graph, "Add", "sum", x, values[3]);
+  weft_output product = wt_apply2(graph, "Mul", "product", x, values[5]);
+  weft_session* session = wt_session_new(graph, NULL);
+  weft_tensor* seven = wt_scalar_f32(7);
+  weft_tensor* out[kMany];
+  for (int round = 0; round < 3; ++round) {
+    WT_OK(weft_session_run(session, NULL, NULL, 0, values, kMany, NULL, 0,
+                           out));
+    for (int i = 0; i < kMany; ++i) {
+      cr_expect_eq(*(const float*)weft_tensor_data(out[i]), (float)i);
+      weft_tensor_destroy(out[i]);
+    }
+    weft_tensor* t = wt_run1(session, &x, &seven, 1, sum);
+    cr_expect_eq(*(const float*)weft_tensor_data(t), 10.0f, "round %d", round);
+    weft_tensor_destroy(t);
+    t = wt_run1(session, &x, &seven, 1, product);
+    cr_expect_eq(*(const float*)weft_tensor_data(t), 35.0f, "round %d", round);
+    weft_tensor_destroy(t);
+    /* The same outputs in the other order are another request. */
+    WT_OK(weft_session_run(session, NULL, NULL, 0, reversed, kMany, NULL, 0,
+                           out));
+    for (int i = 0; i < kMany; ++i) {
+      cr_expect_eq(*(const float*)weft_tensor_data(out[i]),
+                   (float)(kMany - 1 - i));
+      weft_tensor_destroy(out[i]);
+    }
+    /* Feeding a constant replaces it: the plan without the feed must not
+     * be taken for this one. */
+    weft_output fed[2] = {x, values[3]};
+    weft_tensor* fed_values[2] = {seven, seven};
+    WT_OK(weft_session_run(session, fed, fed_values, 2, &sum, 1, NULL, 0,
+                           out));
+    cr_expect_eq(*(const float*)weft_tensor_data(out[0]), 14.0f);
+    weft_tensor_destroy(out[0]);
+  }
+  weft_tensor_destroy(seven);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}

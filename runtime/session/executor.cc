@@ -923,9 +923,8 @@ weft_status* Run::Finish() {
   return first;
 }
 
-weft_status* Run::Execute(std::vector<TensorValue>& feeds,
-                          std::vector<TensorValue>* fetched,
-                          RunStats* stats) {
+weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
+                          TensorValue* fetched, RunStats* stats) {
   accounting_ = stats != nullptr;
   plain_ = !accounting_ && !control_.has_deadline && control_.trace == nullptr;
   for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
@@ -938,7 +937,7 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     }
   }
   if (plan_.control_flow) {
-    weft_status* st = ExecuteFrames(feeds, fetched);
+    weft_status* st = ExecuteFrames(feeds, num_feeds, fetched);
     if (stats != nullptr) {
       stats->peak_bytes.assign(plan_.devices.size(), 0);
       stats->frame_iterations = cf_iterations_;
@@ -947,7 +946,7 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     }
     return st;
   }
-  for (size_t i = 0; i < feeds.size(); ++i)
+  for (size_t i = 0; i < num_feeds; ++i)
     slots_[plan_.feed_slots[i]] = std::move(feeds[i]);
 
   if (!plan_.nodes.empty()) {
@@ -1007,9 +1006,8 @@ weft_status* Run::Execute(std::vector<TensorValue>& feeds,
     return std::exchange(error_, nullptr);
   }
   if (sync) return sync;
-  fetched->resize(plan_.fetch_slots.size());
   for (size_t i = 0; i < plan_.fetch_slots.size(); ++i)
-    (*fetched)[i] = slots_[plan_.fetch_slots[i]];
+    fetched[i] = slots_[plan_.fetch_slots[i]];
   return nullptr;
 }
 
@@ -1053,6 +1051,17 @@ weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
                      std::vector<TensorValue>* fetched, RunStats* stats,
                      const RunControl& control) {
+  fetched->resize(plan.fetch_slots.size());
+  weft_status* st = Execute(session, plan, feeds.data(), feeds.size(),
+                            fetched->data(), stats, control);
+  if (st != nullptr) fetched->clear();
+  return st;
+}
+
+weft_status* Execute(weft_session* session, const Plan& plan,
+                     TensorValue* feeds, size_t num_feeds,
+                     TensorValue* fetched, RunStats* stats,
+                     const RunControl& control) {
   ThreadTuner* tuner = session->intra_op_auto ? plan.tuner.get() : nullptr;
   bool timed = false;
   const int32_t threads = tuner ? tuner->Choose(session->intra_op_threads,
@@ -1072,7 +1081,7 @@ weft_status* Execute(weft_session* session, const Plan& plan,
       session->runs.push_back(&run);
     }
     if (control.canceller != nullptr) control.canceller->Attach(&run);
-    st = run.Execute(feeds, fetched, stats);
+    st = run.Execute(feeds, num_feeds, fetched, stats);
     if (control.canceller != nullptr) control.canceller->Detach();
     // Out of the list before it is destroyed: CancelRuns holds runs_mu
     // while it reaches a run.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -42,9 +43,8 @@ class RunCanceller {
   void Cancel(const weft_status* why);  // copies `why`; the first one wins
 
  private:
-  friend weft_status* Execute(weft_session*, const Plan&,
-                              std::vector<TensorValue>,
-                              std::vector<TensorValue>*, struct RunStats*,
+  friend weft_status* Execute(weft_session*, const Plan&, TensorValue*,
+                              size_t, TensorValue*, struct RunStats*,
                               const struct RunControl&);
   void Attach(exec::Run* run);
   void Detach();
@@ -73,13 +73,47 @@ struct RunControl {
   TraceCollector* trace = nullptr;
 };
 
-// `feeds` are placed in the plan's feed slots; on success `fetched[i]` is
-// the value of fetch i (on whatever device produced it).  `stats` may be
-// null.  The run can be cancelled while it goes (weft_session_cancel).
+// `feeds` (`num_feeds` values, moved from) are placed in the plan's feed
+// slots; on success `fetched[i]` (room for the plan's fetches) is the value
+// of fetch i (on whatever device produced it).  `stats` may be null.  The
+// run can be cancelled while it goes (weft_session_cancel).
+weft_status* Execute(weft_session* session, const Plan& plan,
+                     TensorValue* feeds, size_t num_feeds,
+                     TensorValue* fetched, RunStats* stats,
+                     const RunControl& control = RunControl());
+// The same over vectors: `fetched` is resized to the plan's fetches.
 weft_status* Execute(weft_session* session, const Plan& plan,
                      std::vector<TensorValue> feeds,
                      std::vector<TensorValue>* fetched, RunStats* stats,
                      const RunControl& control = RunControl());
+
+// `n` values, on the stack when there are few (a run's feeds and fetches):
+// only the `n` are constructed.
+class ValueArray {
+ public:
+  explicit ValueArray(size_t n)
+      : n_(n),
+        data_(n <= kInline ? reinterpret_cast<TensorValue*>(inline_)
+                           : static_cast<TensorValue*>(::operator new(
+                                 n * sizeof(TensorValue)))) {
+    for (size_t i = 0; i < n; ++i) new (data_ + i) TensorValue();
+  }
+  ~ValueArray() {
+    for (size_t i = 0; i < n_; ++i) data_[i].~TensorValue();
+    if (n_ > kInline) ::operator delete(data_);
+  }
+  ValueArray(const ValueArray&) = delete;
+  ValueArray& operator=(const ValueArray&) = delete;
+  TensorValue* data() { return data_; }
+  size_t size() const { return n_; }
+  TensorValue& operator[](size_t i) { return data_[i]; }
+
+ private:
+  static constexpr size_t kInline = 4;
+  size_t n_;
+  alignas(TensorValue) unsigned char inline_[kInline * sizeof(TensorValue)];
+  TensorValue* data_;
+};
 
 // Ends every run of `session` in flight (of `group` only, when not null)
 // with a copy of `why` (CANCELLED), as a deadline would.  Returns how many

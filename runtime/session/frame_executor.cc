@@ -911,14 +911,14 @@ void Run::CfProcess(CfItem item) {
   }
 }
 
-weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
-                                std::vector<TensorValue>* fetched) {
+weft_status* Run::ExecuteFrames(TensorValue* feeds, size_t num_feeds,
+                                TensorValue* fetched) {
   cf_free_.resize(plan_.frames.size());
   cf_iterations_.assign(plan_.frames.size(), 0);
   cf_max_in_flight_.assign(plan_.frames.size(), 0);
   root_frame_ = new FrameInstance;
   Iteration* root = CfNewIteration(root_frame_, 0);
-  for (size_t i = 0; i < feeds.size(); ++i) {
+  for (size_t i = 0; i < num_feeds; ++i) {
     root->slots[plan_.feed_slots[i]] = std::move(feeds[i]);
     root->state[plan_.feed_slots[i]] = kLive;
   }
@@ -977,14 +977,13 @@ weft_status* Run::ExecuteFrames(std::vector<TensorValue>& feeds,
     return Errorf(WEFT_INTERNAL,
                   "the run stopped with work left: a loop waits for a value "
                   "that never comes");
-  fetched->resize(plan_.fetch_slots.size());
   for (size_t i = 0; i < plan_.fetch_slots.size(); ++i) {
     int32_t s = plan_.fetch_slots[i];
     if (root->state[s] != kLive)
       return Errorf(WEFT_INVALID_ARGUMENT,
                     "fetch %zu is dead: its value comes from a branch that "
                     "was not taken", i);
-    (*fetched)[i] = root->slots[s];
+    fetched[i] = root->slots[s];
   }
   return nullptr;
 }

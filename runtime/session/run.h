@@ -139,8 +139,9 @@ class Run {
       uses_[i] = slot_uses[i];
   }
 
-  weft_status* Execute(std::vector<TensorValue>& feeds,
-                       std::vector<TensorValue>* fetched, RunStats* stats);
+  // See weft::Execute.
+  weft_status* Execute(TensorValue* feeds, size_t num_feeds,
+                       TensorValue* fetched, RunStats* stats);
   ~Run();
 
   void SetControl(const RunControl& control) { control_ = control; }
@@ -153,8 +154,8 @@ class Run {
 
  private:
   // Control flow (plans with frames).
-  weft_status* ExecuteFrames(std::vector<TensorValue>& feeds,
-                             std::vector<TensorValue>* fetched);
+  weft_status* ExecuteFrames(TensorValue* feeds, size_t num_feeds,
+                             TensorValue* fetched);
   void CfProcess(CfItem item);
   // Under cf_mu_: schedules pool tasks for queued items no task will take.
   void CfDispatch();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <strings.h>
 #include <thread>
 
@@ -58,15 +59,6 @@ weft_status* CheckThreadCount(int32_t count, const char* option) {
                   "session option %s is %d; it must be 0..%d (0 picks the "
                   "core count)", option, count, WEFT_SESSION_MAX_THREADS);
   return nullptr;
-}
-
-// Appends the raw bytes of an (id, index) pair to a cache key.
-void KeyAppend(std::string* key, char tag, int32_t id, int32_t index) {
-  char entry[1 + sizeof id + sizeof index];
-  entry[0] = tag;
-  std::memcpy(entry + 1, &id, sizeof id);
-  std::memcpy(entry + 1 + sizeof id, &index, sizeof index);
-  key->append(entry, sizeof entry);
 }
 
 weft_status* CheckOutput(const weft_session* s, weft_output o,
@@ -196,35 +188,96 @@ using weft::Errorf;
 
 namespace weft {
 
+namespace {
+
+// A request's cache key: 1 + 4 + 4 raw bytes per (tag, id, index).
+constexpr size_t kKeyEntry = 1 + 2 * sizeof(int32_t);
+
+size_t KeyLength(int32_t client, int32_t num_feeds, int32_t num_fetches,
+                 int32_t num_targets) {
+  return kKeyEntry * (static_cast<size_t>(client >= 0) +
+                      static_cast<size_t>(num_feeds) +
+                      static_cast<size_t>(num_fetches) +
+                      static_cast<size_t>(num_targets));
+}
+
+// Writes the key (KeyLength bytes) at `key`.
+void WriteKey(int32_t client, const weft_output* feeds, int32_t num_feeds,
+              const weft_output* fetches, int32_t num_fetches,
+              weft_node* const* targets, int32_t num_targets, char* key) {
+  auto put = [&key](char tag, int32_t id, int32_t index) {
+    key[0] = tag;
+    std::memcpy(key + 1, &id, sizeof id);
+    std::memcpy(key + 1 + sizeof id, &index, sizeof index);
+    key += kKeyEntry;
+  };
+  if (client >= 0) put('c', client, 0);
+  for (int32_t i = 0; i < num_feeds; ++i)
+    put('f', feeds[i].node->id, feeds[i].index);
+  for (int32_t i = 0; i < num_fetches; ++i)
+    put('o', fetches[i].node->id, fetches[i].index);
+  for (int32_t i = 0; i < num_targets; ++i) put('t', targets[i]->id, 0);
+}
+
+}  // namespace
+
 weft_status* FindPlan(weft_session* session, const weft_output* feeds,
                       int32_t num_feeds, const weft_output* fetches,
                       int32_t num_fetches, weft_node* const* targets,
                       int32_t num_targets, std::shared_ptr<Plan>* out,
                       int32_t client) {
+  const PlanEntry* entry = nullptr;
+  WEFT_RETURN_IF_ERROR(FindPlanEntry(session, feeds, num_feeds, fetches,
+                                     num_fetches, targets, num_targets,
+                                     client, &entry));
+  *out = entry->second;
+  return nullptr;
+}
+
+weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
+                           int32_t num_feeds, const weft_output* fetches,
+                           int32_t num_fetches, weft_node* const* targets,
+                           int32_t num_targets, int32_t client,
+                           const PlanEntry** out) {
   const distributed::Cluster* cluster = session->cluster.get();
   if (cluster != nullptr && cluster->async() && client < 0)
     client = cluster->local;
-  // The request's key, built in this thread's buffer: a run that finds
-  // its plan allocates nothing for it.
-  thread_local std::string request;
-  request.clear();
-  if (client >= 0) KeyAppend(&request, 'c', client, 0);
-  for (int32_t i = 0; i < num_feeds; ++i)
-    KeyAppend(&request, 'f', feeds[i].node->id, feeds[i].index);
-  for (int32_t i = 0; i < num_fetches; ++i)
-    KeyAppend(&request, 'o', fetches[i].node->id, fetches[i].index);
-  for (int32_t i = 0; i < num_targets; ++i)
-    KeyAppend(&request, 't', targets[i]->id, 0);
-  {
-    std::lock_guard<std::mutex> lock(session->plan_mu);
-    auto it = session->plans.find(request);
-    if (it != session->plans.end()) {
-      *out = it->second;
+  // The request's key, on the stack: a run that finds its plan allocates
+  // nothing for it, and one that asks what the last run asked takes no
+  // lock either.
+  char stack_key[32 * kKeyEntry];
+  std::string heap_key;  // for requests too long for the stack
+  const size_t length =
+      KeyLength(client, num_feeds, num_fetches, num_targets);
+  char* request = stack_key;
+  if (length > sizeof stack_key) {
+    heap_key.resize(length);
+    request = heap_key.data();
+  }
+  WriteKey(client, feeds, num_feeds, fetches, num_fetches, targets,
+           num_targets, request);
+  if (const PlanEntry* last =
+          session->last_plan.load(std::memory_order_acquire)) {
+    if (last->first.size() == length &&
+        std::memcmp(last->first.data(), request, length) == 0) {
+      *out = last;
       return nullptr;
     }
   }
-  // Planning may find plans of its own on this thread: the key is copied.
-  const std::string key = request;
+  {
+    // Looked up in this thread's buffer: finding a cached plan allocates
+    // nothing.
+    thread_local std::string lookup;
+    lookup.assign(request, length);
+    std::lock_guard<std::mutex> lock(session->plan_mu);
+    auto it = session->plans.find(lookup);
+    if (it != session->plans.end()) {
+      *out = &*it;
+      session->last_plan.store(*out, std::memory_order_release);
+      return nullptr;
+    }
+  }
+  std::string key(request, length);
   std::vector<weft_output> fv(feeds, feeds + num_feeds);
   std::vector<weft_output> ov(fetches, fetches + num_fetches);
   std::vector<weft_node*> tv(targets, targets + num_targets);
@@ -248,8 +301,9 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
     plan->request_names = RequestNamesHash(feeds, num_feeds, fetches,
                                            num_fetches, targets, num_targets);
   std::lock_guard<std::mutex> lock(session->plan_mu);
-  auto inserted = session->plans.emplace(key, plan);
-  *out = inserted.first->second;  // another thread may have won
+  auto inserted = session->plans.emplace(std::move(key), plan);
+  *out = &*inserted.first;  // another thread may have won
+  session->last_plan.store(*out, std::memory_order_release);
   return nullptr;
 }
 
@@ -273,31 +327,41 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
       if (!session->graph->Owns(targets[i]))
         return Errorf(WEFT_INVALID_ARGUMENT,
                       "target %d is not a node of this session's graph", i);
-    std::shared_ptr<weft::Plan> plan;
-    WEFT_RETURN_IF_ERROR(FindPlan(session, feeds, num_feeds, fetches,
-                                  num_fetches, targets, num_targets, &plan));
-    std::vector<weft::TensorValue> in(num_feeds);
-    for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
-    std::vector<weft::TensorValue> fetched;
-    weft::RunStats stats;
+    const PlanEntry* entry = nullptr;
+    WEFT_RETURN_IF_ERROR(FindPlanEntry(session, feeds, num_feeds, fetches,
+                                       num_fetches, targets, num_targets, -1,
+                                       &entry));
+    // The session keeps its plans until it ends.
+    const weft::Plan* plan = entry->second.get();
+    weft::ValueArray fetched(static_cast<size_t>(num_fetches));
+    // Only a run asked for its metadata keeps statistics.
+    std::optional<weft::RunStats> stats;
+    if (metadata) stats.emplace();
     if (metadata) metadata->Describe(*plan);
     // A trace times execution alone: planning (the first run's) is not in.
     if (control.trace != nullptr) control.trace->Start();
     weft_status* st;
     if (session->async != nullptr && !plan->task_peers.empty()) {
+      std::vector<weft::TensorValue> in(num_feeds);
+      for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
+      std::vector<weft::TensorValue> values;
       st = weft::ExecuteWithServers(
           session, *plan, feeds, num_feeds, fetches, num_fetches, targets,
-          num_targets, std::move(in), &fetched,
-          metadata ? &stats : nullptr, control);
+          num_targets, std::move(in), &values,
+          stats ? &*stats : nullptr, control);
+      for (size_t i = 0; st == nullptr && i < values.size(); ++i)
+        fetched[i] = std::move(values[i]);
     } else {
-      st = weft::Execute(session, *plan, std::move(in), &fetched,
-                         metadata ? &stats : nullptr, control);
+      weft::ValueArray in(static_cast<size_t>(num_feeds));
+      for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
+      st = weft::Execute(session, *plan, in.data(), in.size(), fetched.data(),
+                         stats ? &*stats : nullptr, control);
     }
     // What ran before an error is traced too.
     if (metadata && control.trace != nullptr)
       metadata->SetTrace(*plan, *control.trace);
     WEFT_RETURN_IF_ERROR(st);
-    if (metadata) metadata->SetPeaks(*plan, stats);
+    if (metadata) metadata->SetPeaks(*plan, *stats);
     for (int32_t i = 0; i < num_fetches; ++i) {
       if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
         for (int32_t j = 0; j < i; ++j) {
@@ -521,8 +585,8 @@ weft_status* weft_session_run_with_options(
                  "run option trace_level asks for a trace, which goes into "
                  "the run's metadata: pass a weft_run_metadata");
   weft::RunControl control;
-  weft::TraceCollector trace;
-  if (opts.trace_level != WEFT_TRACE_NONE) control.trace = &trace;
+  std::optional<weft::TraceCollector> trace;  // only for a traced run
+  if (opts.trace_level != WEFT_TRACE_NONE) control.trace = &trace.emplace();
   if (opts.timeout_ms > 0) {
     control.has_deadline = true;
     // Far deadlines saturate instead of overflowing the clock.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,10 @@ struct TensorValue;
 // allows there.
 weft_status* CheckFeedValue(weft_output o, const TensorValue& v);
 
+// A session's cached plan under its request's key (see FindPlan).  Never
+// erased: an entry lives as long as its session.
+using PlanEntry = std::pair<const std::string, std::shared_ptr<Plan>>;
+
 // The session's plan for these feeds, fetches and targets, from its cache
 // or built now.  The caller has checked that they are outputs and nodes of
 // the session's graph.  `client`: in an asynchronous cluster, the task
@@ -49,6 +54,13 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
                       int32_t num_fetches, weft_node* const* targets,
                       int32_t num_targets, std::shared_ptr<Plan>* out,
                       int32_t client = -1);
+// The same, as the cache's entry: a caller done with the plan before the
+// session ends (RunSession) takes no reference.
+weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
+                           int32_t num_feeds, const weft_output* fetches,
+                           int32_t num_fetches, weft_node* const* targets,
+                           int32_t num_targets, int32_t client,
+                           const PlanEntry** out);
 
 }  // namespace weft
 
@@ -73,6 +85,9 @@ struct weft_session {
 
   std::mutex plan_mu;
   std::unordered_map<std::string, std::shared_ptr<weft::Plan>> plans;
+  // The entry of `plans` found last: a program that runs the same request
+  // over and over finds it with a compare, without plan_mu.
+  std::atomic<const weft::PlanEntry*> last_plan{nullptr};
 
   std::mutex stream_mu;
   std::vector<std::unique_ptr<weft::StreamPool>> stream_pools;
