@@ -6,6 +6,7 @@
  * weft_session_cancel; the session stays usable afterwards.  Public API
  * only. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,53 @@ Test(queue, session_cancel_ends_a_waiting_dequeue) {
   cr_expect_null(w.out);
   cr_expect_eq(weft_session_cancel(NULL), 0);
   float v = 1;
+  WT_OK(enqueue_f32(s, &q, 0, &v, 1));
+  cr_expect_eq(size_of(s, &q), 1);
+  weft_session_destroy(s);
+  weft_graph_destroy(q.g);
+}
+
+/* More runs in flight than the session lists without a lock (16): the
+ * cancel reaches every one, wherever it is listed, and the session runs on
+ * afterwards. */
+struct counted_waiter {
+  struct waiter w;
+  atomic_int* done;
+};
+
+static void* counted_wait_thread(void* arg) {
+  struct counted_waiter* c = arg;
+  wait_thread(&c->w);
+  atomic_fetch_add(c->done, 1);
+  return NULL;
+}
+
+Test(queue, session_cancel_reaches_many_waiting_runs) {
+  enum { kWaiters = 24 };
+  struct qgraph q = make_graph("FIFOQueue", NULL, 0, -1);
+  weft_session* s = session_with(q.g, 2);
+  atomic_int done = 0;
+  struct counted_waiter c[kWaiters];
+  pthread_t t[kWaiters];
+  for (int i = 0; i < kWaiters; ++i) {
+    c[i].w = (struct waiter){s, &q, q.dequeue, 0, NULL, NULL};
+    c[i].done = &done;
+    cr_assert_eq(pthread_create(&t[i], NULL, counted_wait_thread, &c[i]), 0);
+  }
+  /* A run ends only when a cancel reaches it; one that had not started
+   * when a cancel came is reached by a later one. */
+  int32_t reached = 0;
+  for (int i = 0; i < 1000 && atomic_load(&done) < kWaiters; ++i) {
+    usleep(10000);
+    reached += weft_session_cancel(s);
+  }
+  for (int i = 0; i < kWaiters; ++i) pthread_join(t[i], NULL);
+  cr_expect_geq(reached, kWaiters);
+  for (int i = 0; i < kWaiters; ++i) {
+    WT_EXPECT_ERROR(c[i].w.status, WEFT_CANCELLED, "weft_session_cancel");
+    cr_expect_null(c[i].w.out);
+  }
+  float v = 2;
   WT_OK(enqueue_f32(s, &q, 0, &v, 1));
   cr_expect_eq(size_of(s, &q), 1);
   weft_session_destroy(s);

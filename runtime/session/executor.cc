@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <thread>
 #include <type_traits>
 
 #include "base/status.h"
@@ -1013,15 +1015,71 @@ weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
 
 }  // namespace exec
 
+namespace {
+
+// What a canceller leaves in a run's entry of run_slots while it reaches
+// the run: the run waits for its entry back before it leaves.
+exec::Run* const kRunHeld = reinterpret_cast<exec::Run*>(uintptr_t{1});
+
+// Lists `run` among the session's runs in flight; returns its entry of
+// run_slots, or null when it went to the locked list.
+std::atomic<exec::Run*>* ListRun(weft_session* session, exec::Run* run) {
+  for (std::atomic<exec::Run*>& slot : session->run_slots) {
+    exec::Run* none = nullptr;
+    if (slot.load(std::memory_order_relaxed) == nullptr &&
+        slot.compare_exchange_strong(none, run, std::memory_order_acq_rel))
+      return &slot;
+  }
+  std::lock_guard<std::mutex> lock(session->runs_mu);
+  session->runs.push_back(run);
+  return nullptr;
+}
+
+// Takes `run` out of the list before it is destroyed.
+void UnlistRun(weft_session* session, std::atomic<exec::Run*>* slot,
+               exec::Run* run) {
+  if (slot != nullptr) {
+    exec::Run* expected = run;
+    while (!slot->compare_exchange_weak(expected, nullptr,
+                                        std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+      // A canceller holds the entry (kRunHeld) for the moment it takes to
+      // cancel this run.
+      expected = run;
+      std::this_thread::yield();
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(session->runs_mu);
+  std::vector<exec::Run*>& runs = session->runs;
+  *std::find(runs.begin(), runs.end(), run) = runs.back();
+  runs.pop_back();
+}
+
+}  // namespace
+
 int32_t CancelRuns(weft_session* session, const weft_status* why,
                    const void* group) {
+  // One canceller at a time: an entry is held by one thread only.
   std::lock_guard<std::mutex> lock(session->runs_mu);
   int32_t n = 0;
-  for (exec::Run* run : session->runs) {
-    if (group != nullptr && run->group() != group) continue;
+  auto cancel = [&](exec::Run* run) {
+    if (group != nullptr && run->group() != group) return;
     run->Cancel(Error(weft_status_code(why), weft_status_message(why)));
     n++;
+  };
+  for (std::atomic<exec::Run*>& slot : session->run_slots) {
+    exec::Run* run = slot.load(std::memory_order_acquire);
+    while (run != nullptr &&
+           !slot.compare_exchange_weak(run, kRunHeld,
+                                       std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+    }
+    if (run == nullptr) continue;
+    cancel(run);
+    slot.store(run, std::memory_order_release);
   }
+  for (exec::Run* run : session->runs) cancel(run);
   return n;
 }
 
@@ -1076,19 +1134,13 @@ weft_status* Execute(weft_session* session, const Plan& plan,
     if (control.task_run >= 0)
       distributed::SetTaskRun(run.resources(),
                               static_cast<uint64_t>(control.task_run));
-    {
-      std::lock_guard<std::mutex> lock(session->runs_mu);
-      session->runs.push_back(&run);
-    }
+    std::atomic<exec::Run*>* listed = ListRun(session, &run);
     if (control.canceller != nullptr) control.canceller->Attach(&run);
     st = run.Execute(feeds, num_feeds, fetched, stats);
     if (control.canceller != nullptr) control.canceller->Detach();
-    // Out of the list before it is destroyed: CancelRuns holds runs_mu
-    // while it reaches a run.
-    std::lock_guard<std::mutex> lock(session->runs_mu);
-    std::vector<exec::Run*>& runs = session->runs;
-    *std::find(runs.begin(), runs.end(), &run) = runs.back();
-    runs.pop_back();
+    // Out of the list before it is destroyed: CancelRuns may be reaching
+    // it.
+    UnlistRun(session, listed, &run);
   }
   if (timed && st == nullptr)
     tuner->Report(threads, std::chrono::duration<double>(

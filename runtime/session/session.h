@@ -95,8 +95,13 @@ struct weft_session {
 
   // Queues and other state of runtime ops that outlives a run.
   weft::SessionResources resources;
-  // Runs in flight, for weft_session_cancel (a vector: once grown, a run
-  // adds and removes itself without allocating).
-  std::mutex runs_mu;
+  // Runs in flight, for weft_session_cancel.  A run takes a free entry of
+  // run_slots with one compare-and-swap and clears it with another; a
+  // canceller holds an entry (swaps in weft::kRunHeld) while it reaches
+  // the run there, so the run cannot leave under it.  Runs beyond
+  // kRunSlots at once are listed in `runs`.
+  static constexpr int kRunSlots = 16;
+  std::atomic<weft::exec::Run*> run_slots[kRunSlots] = {};
+  std::mutex runs_mu;  // cancellers, and `runs`
   std::vector<weft::exec::Run*> runs;
 };
