@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -138,6 +139,10 @@ struct RunArena {
   // A run without a pool: the caller's queue of ready nodes (empty between
   // runs; its capacity stays, so a run allocates nothing for it).
   std::vector<int32_t> ready;
+  // The run's condition variables (Run::cv_, Run::cf_cv_): nobody waits on
+  // them between runs, and kept here they are not made and destroyed with
+  // every run.
+  std::condition_variable cv, cf_cv;
 };
 
 struct RunArenaPool {

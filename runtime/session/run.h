@@ -126,7 +126,9 @@ class Run {
         slot_bytes_(arena_->slot_bytes.get()),
         live_(arena_->live.get()),
         peak_(arena_->peak.get()),
-        local_ready_(arena_->ready) {
+        cv_(arena_->cv),
+        local_ready_(arena_->ready),
+        cf_cv_(arena_->cf_cv) {
     for (size_t i = 0; i < p.devices.size(); ++i) {
       live_[i].store(0, std::memory_order_relaxed);
       peak_[i].store(0, std::memory_order_relaxed);
@@ -308,7 +310,7 @@ class Run {
   std::atomic<int64_t>* peak_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable& cv_;  // arena_'s
   bool finished_ = false;
   std::atomic<bool> failed_{false};
   weft_status* error_ = nullptr;
@@ -352,7 +354,7 @@ class Run {
   std::vector<std::vector<Iteration*>> cf_free_;  // per frame, for reuse
   std::vector<CfItem> cf_queue_;  // ready items waiting for a thread
   size_t cf_tasks_ = 0;  // pool tasks scheduled and not yet finished
-  std::condition_variable cf_cv_;  // cf_done_ with no task left
+  std::condition_variable& cf_cv_;  // arena_'s: cf_done_ with no task left
   bool cf_done_ = false;
   RunResources resources_;  // runtime ops' state for this run
   int32_t cf_parked_ = 0;   // under cf_mu_: parked ops not yet done
