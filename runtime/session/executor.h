@@ -96,7 +96,8 @@ class ValueArray {
         data_(n <= kInline ? reinterpret_cast<TensorValue*>(inline_)
                            : static_cast<TensorValue*>(::operator new(
                                  n * sizeof(TensorValue)))) {
-    for (size_t i = 0; i < n; ++i) new (data_ + i) TensorValue();
+    // Default-initialized: `TensorValue()` would clear all 104 bytes first.
+    for (size_t i = 0; i < n; ++i) new (data_ + i) TensorValue;
   }
   ~ValueArray() {
     for (size_t i = 0; i < n_; ++i) data_[i].~TensorValue();

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <strings.h>
 #include <thread>
 
@@ -334,9 +333,10 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
     // The session keeps its plans until it ends.
     const weft::Plan* plan = entry->second.get();
     weft::ValueArray fetched(static_cast<size_t>(num_fetches));
-    // Only a run asked for its metadata keeps statistics.
-    std::optional<weft::RunStats> stats;
-    if (metadata) stats.emplace();
+    // Only a run asked for its metadata keeps statistics.  (Not a
+    // std::optional: GCC clears its storage, 112 bytes, on every run.)
+    std::unique_ptr<weft::RunStats> stats;
+    if (metadata) stats = std::make_unique<weft::RunStats>();
     if (metadata) metadata->Describe(*plan);
     // A trace times execution alone: planning (the first run's) is not in.
     if (control.trace != nullptr) control.trace->Start();
@@ -348,14 +348,14 @@ weft_status* RunSession(weft_session* session, const RunControl& control,
       st = weft::ExecuteWithServers(
           session, *plan, feeds, num_feeds, fetches, num_fetches, targets,
           num_targets, std::move(in), &values,
-          stats ? &*stats : nullptr, control);
+          stats.get(), control);
       for (size_t i = 0; st == nullptr && i < values.size(); ++i)
         fetched[i] = std::move(values[i]);
     } else {
       weft::ValueArray in(static_cast<size_t>(num_feeds));
       for (int32_t i = 0; i < num_feeds; ++i) in[i] = feed_values[i]->value;
       st = weft::Execute(session, *plan, in.data(), in.size(), fetched.data(),
-                         stats ? &*stats : nullptr, control);
+                         stats.get(), control);
     }
     // What ran before an error is traced too.
     if (metadata && control.trace != nullptr)
@@ -561,8 +561,9 @@ weft_status* weft_session_run_with_options(
     weft_tensor** out_values, weft_run_metadata* metadata) {
   if (metadata) metadata->Clear();
   if (session == nullptr) return Error(WEFT_INVALID_ARGUMENT, "session is NULL");
-  weft_run_options opts;
-  weft_run_options_init(&opts);
+  // The defaults (weft_run_options_init's), without its calls.
+  weft_run_options opts{};
+  opts.struct_size = sizeof opts;
   if (options != nullptr) {
     if (options->struct_size < sizeof options->struct_size + sizeof(int64_t))
       return Errorf(WEFT_INVALID_ARGUMENT,
@@ -585,8 +586,12 @@ weft_status* weft_session_run_with_options(
                  "run option trace_level asks for a trace, which goes into "
                  "the run's metadata: pass a weft_run_metadata");
   weft::RunControl control;
-  std::optional<weft::TraceCollector> trace;  // only for a traced run
-  if (opts.trace_level != WEFT_TRACE_NONE) control.trace = &trace.emplace();
+  // Only for a traced run (see RunSession's stats).
+  std::unique_ptr<weft::TraceCollector> trace;
+  if (opts.trace_level != WEFT_TRACE_NONE) {
+    trace = std::make_unique<weft::TraceCollector>();
+    control.trace = trace.get();
+  }
   if (opts.timeout_ms > 0) {
     control.has_deadline = true;
     // Far deadlines saturate instead of overflowing the clock.

@@ -50,7 +50,9 @@ class Dims {
 
  private:
   int32_t rank_ = 0;
-  int64_t inline_[kInline] = {};
+  // Entries past rank_ are never read: left uninitialized, so that making
+  // a value (the executor makes several per node) writes no 48 bytes.
+  int64_t inline_[kInline];
   std::vector<int64_t> heap_;
 };
 
