@@ -109,8 +109,8 @@ namespace {
 // Turns a fetched value into a host tensor for the caller.  Values that are
 // state (variables, constants) are copied so the caller can never write into
 // them; everything else is handed over without a copy when it is in host
-// memory.
-weft_status* ToHostTensor(const TensorValue& v, weft_tensor** out) {
+// memory (moved out of `v`).
+weft_status* ToHostTensor(TensorValue& v, weft_tensor** out) {
   auto* t = new weft_tensor;
   std::unique_ptr<weft_tensor> guard(t);
   Device* d = v.device();
@@ -128,7 +128,7 @@ weft_status* ToHostTensor(const TensorValue& v, weft_tensor** out) {
   } else if (v.buffer && v.buffer->is_state) {
     WEFT_RETURN_IF_ERROR(CopyToNewHostValue(v, &t->value));
   } else {
-    t->value = v;
+    t->value = std::move(v);
   }
   *out = guard.release();
   return nullptr;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 #include "base/status.h"
 #include "device/device.h"
@@ -121,6 +122,41 @@ weft_status* CopyToNewHostValue(const TensorValue& value, TensorValue* out) {
 }
 
 }  // namespace weft
+
+namespace {
+
+// A thread's spare handle (weft_tensor's operator new): freed with the
+// thread.  Not under AddressSanitizer, whose use-after-free reports on
+// handles it would hide.
+#if !defined(__SANITIZE_ADDRESS__)
+struct SpareTensor {
+  void* spare = nullptr;
+  ~SpareTensor() { ::operator delete(spare); }
+};
+thread_local SpareTensor spare_tensor;
+#define WEFT_SPARE_TENSOR 1
+#endif
+
+}  // namespace
+
+void* weft_tensor::operator new(size_t size) {
+#ifdef WEFT_SPARE_TENSOR
+  if (size == sizeof(weft_tensor) && spare_tensor.spare != nullptr)
+    return std::exchange(spare_tensor.spare, nullptr);
+#endif
+  return ::operator new(size);
+}
+
+void weft_tensor::operator delete(void* p, size_t size) {
+#ifdef WEFT_SPARE_TENSOR
+  if (p != nullptr && size == sizeof(weft_tensor) &&
+      spare_tensor.spare == nullptr) {
+    spare_tensor.spare = p;
+    return;
+  }
+#endif
+  ::operator delete(p);
+}
 
 using weft::Error;
 using weft::Errorf;

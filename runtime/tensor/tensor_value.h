@@ -63,4 +63,9 @@ weft_status* CopyToNewHostValue(const TensorValue& value, TensorValue* out);
 // The handle users hold: one reference to a value.
 struct weft_tensor {
   weft::TensorValue value;
+  // Each thread keeps one freed handle for its next one: a loop that runs,
+  // reads and destroys a fetched tensor per step allocates no handles
+  // (tensor.cc).
+  static void* operator new(size_t size);
+  static void operator delete(void* p, size_t size);
 };
