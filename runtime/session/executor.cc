@@ -86,6 +86,16 @@ Run::~Run() {
   }
 }
 
+// A canceller may be failing the run while it ends (CancelRuns reaches a
+// run until it has left the session's list): error_ is read under mu_,
+// once failed_ says there is one.  A cancellation after this look leaves
+// the run's result standing (~Run drops its reason).
+weft_status* Run::TakeError() {
+  if (!failed_.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(error_, nullptr);
+}
+
 void Run::Fail(weft_status* st) {
   std::lock_guard<std::mutex> lock(mu_);
   if (error_ == nullptr) error_ = st;
@@ -1003,9 +1013,9 @@ weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
           static_cast<uint64_t>(peak_[i].load(std::memory_order_relaxed));
   stats->in_place = in_place_;
   }
-  if (error_ != nullptr) {
+  if (weft_status* error = TakeError()) {
     weft_status_destroy(sync);
-    return std::exchange(error_, nullptr);
+    return error;
   }
   if (sync) return sync;
   for (size_t i = 0; i < plan_.fetch_slots.size(); ++i)

@@ -968,9 +968,9 @@ weft_status* Run::ExecuteFrames(TensorValue* feeds, size_t num_feeds,
     }
   }
   weft_status* sync = Finish();
-  if (error_ != nullptr) {
+  if (weft_status* error = TakeError()) {
     weft_status_destroy(sync);
-    return std::exchange(error_, nullptr);
+    return error;
   }
   if (sync) return sync;
   if (!cf_done_)

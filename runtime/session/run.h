@@ -268,6 +268,8 @@ class Run {
                             const TensorValue* outputs);
   RunStream* StreamFor(Device* d);
   void Fail(weft_status* st);
+  // The run's error (taken over), or null: at the end of Execute.
+  weft_status* TakeError();
   void Release(TensorValue& v);
   // Waits for the work this run queued on `d` (no-op on synchronous
   // devices).  Used before state becomes visible to other runs.

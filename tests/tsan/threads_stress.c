@@ -132,8 +132,11 @@ static int build_affine(struct affine* a) {
 }
 
 /* One run with values unique to (id, i), so a result leaking from another
- * thread's run is caught; fetches one or both outputs in either order. */
-static int run_affine(struct affine* a, weft_session* s, int id, int i) {
+ * thread's run is caught; fetches one or both outputs in either order.
+ * With `cancellable`, a run that ends CANCELLED counts as good (and
+ * *cancelled is set). */
+static int run_affine_or_cancelled(struct affine* a, weft_session* s, int id,
+                                   int i, int cancellable, int* cancelled) {
   float values[N];
   for (int k = 0; k < N; ++k) values[k] = (float)(id * 100000 + i * 10 + k);
   weft_tensor* fed = f32_tensor(values, N);
@@ -142,9 +145,15 @@ static int run_affine(struct affine* a, weft_session* s, int id, int i) {
   int count = (i % 3 == 0) ? 1 : 2;
   if (i % 3 == 1) fetches[0] = a->negated, fetches[1] = a->affine;
   weft_tensor* out[2] = {NULL, NULL};
-  int good = ok(weft_session_run(s, &a->x, &fed, 1, fetches, count, NULL, 0,
-                                 out), "run");
+  weft_status* st =
+      weft_session_run(s, &a->x, &fed, 1, fetches, count, NULL, 0, out);
   weft_tensor_destroy(fed);
+  if (cancellable && st != NULL && weft_status_code(st) == WEFT_CANCELLED) {
+    weft_status_destroy(st);
+    *cancelled = 1;
+    return out[0] == NULL && out[1] == NULL;
+  }
+  int good = ok(st, "run");
   for (int f = 0; good && f < count; ++f) {
     const float* got = weft_tensor_data(out[f]);
     int is_affine = fetches[f].node == a->affine.node;
@@ -166,6 +175,10 @@ static int run_affine(struct affine* a, weft_session* s, int id, int i) {
   return good;
 }
 
+static int run_affine(struct affine* a, weft_session* s, int id, int i) {
+  return run_affine_or_cancelled(a, s, id, i, 0, NULL);
+}
+
 static void* affine_runner(void* p) {
   struct arg* arg = p;
   struct affine* a = arg->shared;
@@ -184,6 +197,66 @@ static void one_session_many_threads(void) {
   }
   weft_session_destroy(a.session);
   weft_graph_destroy(a.graph);
+}
+
+/* ---- runs cancelled while others start and end ---------------------------- */
+
+/* More runs at once than a session lists without a lock (16 entries), and a
+ * thread cancelling all of them the while (weft_session_cancel holds a
+ * run's entry while it reaches the run; the run waits for it back before
+ * it leaves): every run ends with its own values or CANCELLED. */
+enum { CANCEL_RUNNERS = 20 };
+
+struct cancelling {
+  struct affine a;
+  pthread_mutex_t lock;
+  int runners_done, cancelled;
+};
+
+static void* run_or_cancel(void* p) {
+  struct arg* arg = p;
+  struct cancelling* c = arg->shared;
+  pthread_barrier_wait(&g_start);
+  if (arg->id == 0) {
+    for (;;) {
+      pthread_mutex_lock(&c->lock);
+      int done = c->runners_done == CANCEL_RUNNERS;
+      pthread_mutex_unlock(&c->lock);
+      if (done) break;
+      weft_session_cancel(c->a.session);
+    }
+    return NULL;
+  }
+  int cancelled = 0;
+  for (int i = 0; i < RUNS / 4; ++i) {
+    int this_one = 0;
+    if (!run_affine_or_cancelled(&c->a, c->a.session, arg->id, i, 1,
+                                 &this_one))
+      break;
+    cancelled += this_one;
+  }
+  pthread_mutex_lock(&c->lock);
+  c->runners_done++;
+  c->cancelled += cancelled;
+  pthread_mutex_unlock(&c->lock);
+  return NULL;
+}
+
+static void runs_cancelled_while_they_come_and_go(void) {
+  struct cancelling c;
+  if (!build_affine(&c.a)) return;
+  pthread_mutex_init(&c.lock, NULL);
+  c.runners_done = c.cancelled = 0;
+  c.a.session = new_session(c.a.graph, 1);
+  if (c.a.session != NULL) run_threads(run_or_cancel, &c, CANCEL_RUNNERS + 1);
+  /* The session runs on after the cancellations. */
+  if (c.a.session != NULL && !run_affine(&c.a, c.a.session, 0, 0))
+    fail("a run after the cancellations failed");
+  if (c.cancelled == 0)
+    fail("no run was cancelled: the case tested nothing");
+  weft_session_destroy(c.a.session);
+  weft_graph_destroy(c.a.graph);
+  pthread_mutex_destroy(&c.lock);
 }
 
 /* ---- sessions created and destroyed while others run -------------------- */
@@ -621,6 +694,8 @@ static const struct {
   void (*run)(void);
 } cases[] = {
     {"one_session_many_threads", one_session_many_threads},
+    {"runs_cancelled_while_they_come_and_go",
+     runs_cancelled_while_they_come_and_go},
     {"sessions_created_and_destroyed_concurrently",
      sessions_created_and_destroyed_concurrently},
     {"private_graphs_in_parallel", private_graphs_in_parallel},
