@@ -236,3 +236,30 @@ Test(pruning, each_request_finds_its_own_plan) {
   weft_session_destroy(session);
   weft_graph_destroy(graph);
 }
+
+/* An output fetched twice (and a fed one fetched back) comes back whole
+ * each time: the run's end moves a fetched value out of its slot only at
+ * the slot's last fetch. */
+Test(pruning, the_same_output_fetched_twice) {
+  weft_graph* graph = wt_graph_new();
+  weft_output x = wt_placeholder(graph, "x", WEFT_FLOAT32, NULL, 0);
+  weft_output c = wt_const(graph, "c", wt_scalar_f32(3));
+  weft_output sum = wt_apply2(graph, "Add", "sum", x, c);
+  weft_session* session = wt_session_new(graph, NULL);
+  weft_tensor* four = wt_scalar_f32(4);
+  const weft_output fetches[5] = {sum, x, sum, c, x};
+  const float want[5] = {7, 4, 7, 3, 4};
+  for (int round = 0; round < 2; ++round) {
+    weft_tensor* out[5] = {NULL};
+    WT_OK(weft_session_run(session, &x, &four, 1, fetches, 5, NULL, 0, out));
+    for (int i = 0; i < 5; ++i) {
+      cr_expect_eq(weft_tensor_element_count(out[i]), 1, "fetch %d", i);
+      cr_expect_eq(*(const float*)weft_tensor_data(out[i]), want[i],
+                   "fetch %d", i);
+      weft_tensor_destroy(out[i]);
+    }
+  }
+  weft_tensor_destroy(four);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}

@@ -1018,8 +1018,12 @@ weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
     return error;
   }
   if (sync) return sync;
-  for (size_t i = 0; i < plan_.fetch_slots.size(); ++i)
-    fetched[i] = slots_[plan_.fetch_slots[i]];
+  // Every node has run: the slots are emptied next (ReturnArena).
+  for (size_t i = 0; i < plan_.fetch_slots.size(); ++i) {
+    TensorValue& v = slots_[plan_.fetch_slots[i]];
+    if (plan_.fetch_moves[i]) fetched[i] = std::move(v);
+    else fetched[i] = v;
+  }
   return nullptr;
 }
 

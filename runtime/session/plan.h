@@ -91,6 +91,9 @@ struct Plan {
   int32_t num_slots = 0;
   std::vector<int32_t> feed_slots;   // per feed
   std::vector<int32_t> fetch_slots;  // per fetch
+  // Per fetch: no later fetch names its slot, so a flat run's end moves
+  // the value out of the slot (emptied next anyway) instead of copying it.
+  std::vector<uint8_t> fetch_moves;
   // Reads of each slot by plan nodes, plus one per fetch (so fetched values
   // are never released early).
   std::vector<int32_t> slot_uses;
