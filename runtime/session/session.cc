@@ -218,6 +218,33 @@ void WriteKey(int32_t client, const weft_output* feeds, int32_t num_feeds,
   for (int32_t i = 0; i < num_targets; ++i) put('t', targets[i]->id, 0);
 }
 
+// Whether `key` (WriteKey's bytes) is the key of this request: compared
+// in place, without writing the request's key first.
+bool KeyMatches(const std::string& key, int32_t client,
+                const weft_output* feeds, int32_t num_feeds,
+                const weft_output* fetches, int32_t num_fetches,
+                weft_node* const* targets, int32_t num_targets) {
+  if (key.size() != KeyLength(client, num_feeds, num_fetches, num_targets))
+    return false;
+  const char* at = key.data();
+  auto same = [&at](char tag, int32_t id, int32_t index) {
+    int32_t have_id, have_index;
+    std::memcpy(&have_id, at + 1, sizeof have_id);
+    std::memcpy(&have_index, at + 1 + sizeof have_id, sizeof have_index);
+    const bool ok = at[0] == tag && have_id == id && have_index == index;
+    at += kKeyEntry;
+    return ok;
+  };
+  if (client >= 0 && !same('c', client, 0)) return false;
+  for (int32_t i = 0; i < num_feeds; ++i)
+    if (!same('f', feeds[i].node->id, feeds[i].index)) return false;
+  for (int32_t i = 0; i < num_fetches; ++i)
+    if (!same('o', fetches[i].node->id, fetches[i].index)) return false;
+  for (int32_t i = 0; i < num_targets; ++i)
+    if (!same('t', targets[i]->id, 0)) return false;
+  return true;
+}
+
 }  // namespace
 
 weft_status* FindPlan(weft_session* session, const weft_output* feeds,
@@ -233,17 +260,18 @@ weft_status* FindPlan(weft_session* session, const weft_output* feeds,
   return nullptr;
 }
 
-weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
-                           int32_t num_feeds, const weft_output* fetches,
-                           int32_t num_fetches, weft_node* const* targets,
-                           int32_t num_targets, int32_t client,
-                           const PlanEntry** out) {
+namespace {
+
+// FindPlanEntry past the last run's plan: the request's key is written and
+// looked up, and the plan built when there is none.
+__attribute__((noinline)) weft_status* FindPlanEntrySlow(
+    weft_session* session, const weft_output* feeds, int32_t num_feeds,
+    const weft_output* fetches, int32_t num_fetches,
+    weft_node* const* targets, int32_t num_targets, int32_t client,
+    const PlanEntry** out) {
   const distributed::Cluster* cluster = session->cluster.get();
-  if (cluster != nullptr && cluster->async() && client < 0)
-    client = cluster->local;
   // The request's key, on the stack: a run that finds its plan allocates
-  // nothing for it, and one that asks what the last run asked takes no
-  // lock either.
+  // nothing for it.
   char stack_key[32 * kKeyEntry];
   std::string heap_key;  // for requests too long for the stack
   const size_t length =
@@ -255,14 +283,6 @@ weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
   }
   WriteKey(client, feeds, num_feeds, fetches, num_fetches, targets,
            num_targets, request);
-  if (const PlanEntry* last =
-          session->last_plan.load(std::memory_order_acquire)) {
-    if (last->first.size() == length &&
-        std::memcmp(last->first.data(), request, length) == 0) {
-      *out = last;
-      return nullptr;
-    }
-  }
   {
     // Looked up in this thread's buffer: finding a cached plan allocates
     // nothing.
@@ -304,6 +324,30 @@ weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
   *out = &*inserted.first;  // another thread may have won
   session->last_plan.store(*out, std::memory_order_release);
   return nullptr;
+}
+
+}  // namespace
+
+weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
+                           int32_t num_feeds, const weft_output* fetches,
+                           int32_t num_fetches, weft_node* const* targets,
+                           int32_t num_targets, int32_t client,
+                           const PlanEntry** out) {
+  const distributed::Cluster* cluster = session->cluster.get();
+  if (cluster != nullptr && cluster->async() && client < 0)
+    client = cluster->local;
+  // A run that asks what the last run asked takes no lock and writes no
+  // key.
+  if (const PlanEntry* last =
+          session->last_plan.load(std::memory_order_acquire)) {
+    if (KeyMatches(last->first, client, feeds, num_feeds, fetches,
+                   num_fetches, targets, num_targets)) {
+      *out = last;
+      return nullptr;
+    }
+  }
+  return FindPlanEntrySlow(session, feeds, num_feeds, fetches, num_fetches,
+                           targets, num_targets, client, out);
 }
 
 weft_status* RunSession(weft_session* session, const RunControl& control,

@@ -129,29 +129,50 @@ namespace {
 // thread.  Not under AddressSanitizer, whose use-after-free reports on
 // handles it would hide.
 #if !defined(__SANITIZE_ADDRESS__)
-struct SpareTensor {
-  void* spare = nullptr;
-  ~SpareTensor() { ::operator delete(spare); }
-};
-thread_local SpareTensor spare_tensor;
 #define WEFT_SPARE_TENSOR 1
+// Plain initial-exec variables: reached at a fixed offset from the thread
+// pointer.  A thread_local with a destructor is reached through
+// __tls_get_addr and its guard instead (two calls per handle made and two
+// per handle freed).  Nine bytes of the static TLS space glibc keeps for
+// libraries opened with dlopen (a Java or Julia process).
+enum SpareState : unsigned char { kUnarmed, kArmed, kThreadEnding };
+__attribute__((tls_model("initial-exec"))) thread_local void* spare_tensor =
+    nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local SpareState
+    spare_state = kUnarmed;
+
+// Frees the spare when the thread ends; made by the thread's first spare.
+struct SpareRelease {
+  ~SpareRelease() {
+    spare_state = kThreadEnding;  // handles freed after this are not kept
+    ::operator delete(std::exchange(spare_tensor, nullptr));
+  }
+};
+
+__attribute__((noinline)) bool ArmSpare() {
+  if (spare_state == kThreadEnding) return false;
+  thread_local SpareRelease release;
+  (void)release;
+  spare_state = kArmed;
+  return true;
+}
 #endif
 
 }  // namespace
 
 void* weft_tensor::operator new(size_t size) {
 #ifdef WEFT_SPARE_TENSOR
-  if (size == sizeof(weft_tensor) && spare_tensor.spare != nullptr)
-    return std::exchange(spare_tensor.spare, nullptr);
+  if (size == sizeof(weft_tensor) && spare_tensor != nullptr)
+    return std::exchange(spare_tensor, nullptr);
 #endif
   return ::operator new(size);
 }
 
 void weft_tensor::operator delete(void* p, size_t size) {
 #ifdef WEFT_SPARE_TENSOR
-  if (p != nullptr && size == sizeof(weft_tensor) &&
-      spare_tensor.spare == nullptr) {
-    spare_tensor.spare = p;
+  if (p != nullptr && size == sizeof(weft_tensor) && spare_tensor == nullptr &&
+      (spare_state == kArmed || ArmSpare())) {
+    spare_tensor = p;
     return;
   }
 #endif
