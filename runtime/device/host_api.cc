@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/hot.h"
 #include "base/status.h"
 #include "device/device.h"
 #include "device/kernel_context.h"
@@ -292,7 +293,7 @@ __attribute__((noinline, cold)) weft_status* HostInputError(
                 c->node->name.c_str(), index, c->num_inputs);
 }
 
-weft_status* HostInput(const weft_kernel_context* c, int32_t index,
+WEFT_HOT weft_status* HostInput(const weft_kernel_context* c, int32_t index,
                        weft_kernel_tensor* out) {
   // Unsigned compare: a negative index is out of range too.
   if (__builtin_expect(c == nullptr || out == nullptr ||
@@ -304,7 +305,7 @@ weft_status* HostInput(const weft_kernel_context* c, int32_t index,
   return nullptr;
 }
 
-weft_status* HostAllocateOutput(weft_kernel_context* c, int32_t index,
+WEFT_HOT weft_status* HostAllocateOutput(weft_kernel_context* c, int32_t index,
                                 int32_t dtype, const int64_t* dims,
                                 int32_t rank, weft_kernel_tensor* out) {
   if (c == nullptr || out == nullptr)
@@ -370,7 +371,7 @@ __attribute__((noinline)) weft_status* HostForwardInputOrAllocateSlow(
 // Hands input `in`'s buffer to output `o` where the executor marked the
 // input writable (kernel_context.h) and dtype and shape agree; otherwise
 // allocates.  The mark is cleared: an input is handed over once.
-weft_status* HostForwardInputOrAllocate(weft_kernel_context* c, int32_t in,
+WEFT_HOT weft_status* HostForwardInputOrAllocate(weft_kernel_context* c, int32_t in,
                                         int32_t o, int32_t dtype,
                                         const int64_t* dims, int32_t rank,
                                         weft_kernel_tensor* out,

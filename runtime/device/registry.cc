@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "base/hot.h"
 #include "base/status.h"
 #include "ops/registry.h"
 
@@ -795,7 +796,7 @@ std::vector<Buffer*>* Device::LargerCached(size_t rounded) {
   return best;
 }
 
-weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
+WEFT_HOT weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   *out = BufferRef();
   if (bytes == 0) return nullptr;
   size_t rounded = RoundedSize(bytes);
@@ -839,7 +840,7 @@ weft_status* Device::Allocate(size_t bytes, BufferRef* out) {
   return nullptr;
 }
 
-void Device::Recycle(Buffer* b) {
+WEFT_HOT void Device::Recycle(Buffer* b) {
   const size_t rounded = b->capacity;
   {
     std::lock_guard<SpinLock> lock(cache_mu_);

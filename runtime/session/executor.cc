@@ -11,6 +11,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "base/hot.h"
 #include "base/status.h"
 #include "device/kernel_context.h"
 #include "distributed/transfer.h"
@@ -20,7 +21,7 @@
 namespace weft {
 namespace exec {
 
-std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
+WEFT_HOT std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
   if (p.arenas) {
     if (RunArena* a =
             p.arenas->spare.exchange(nullptr, std::memory_order_acquire))
@@ -46,7 +47,7 @@ std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
 
 // Empties the slots (fetched values, outputs nothing read, what an error
 // left behind) and zeroes the memory counts, then hands the arena back.
-void Run::ReturnArena() {
+WEFT_HOT void Run::ReturnArena() {
   for (TensorValue& v : slots_)
     if (v.buffer) v.buffer.reset();
   if (accounting_)
@@ -66,7 +67,7 @@ void Run::ReturnArena() {
     plan_.arenas->free.push_back(std::move(arena_));
 }
 
-Run::~Run() {
+WEFT_HOT Run::~Run() {
   // A cancellation that came after the run's last look at its error
   // (CancelRuns between the end of Execute and the run leaving the
   // session's list): the run finished, so its result stands and the
@@ -142,7 +143,7 @@ weft_status* Run::DrainStream(Device* d) {
   return st;
 }
 
-void Run::ReleaseSlot(int32_t s) {
+WEFT_HOT void Run::ReleaseSlot(int32_t s) {
   if (accounting_) {
     int64_t bytes = slot_bytes_[s].exchange(0, std::memory_order_relaxed);
     if (bytes != 0)
@@ -310,7 +311,7 @@ void Run::Process(int32_t id) { Process(&id, 1); }
 // pool's work wait for).  A chain therefore runs without touching the
 // queue, and a graph of one chain (inference at batch 1) never wakes a
 // pool thread for its variable reads.
-void Run::Process(const int32_t* ids, size_t n) {
+WEFT_HOT void Run::Process(const int32_t* ids, size_t n) {
   // `drain`: true when this thread is done (the run may be gone: touch
   // nothing), false when a serial loop must go on shared.  While the run is still the caller's alone (kSerial, see
   // CountDown), nodes for the pool are held back in `handoff` until the
@@ -590,8 +591,8 @@ __attribute__((always_inline)) inline weft_status* Run::RunKernelInline(
 
 // ExecuteNode's kernel case without the rest of its frame: nearly every
 // node a run executes takes this path.
-weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
-                                TensorValue* outputs) {
+WEFT_HOT weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
+                                         TensorValue* outputs) {
   const int32_t n_in = static_cast<int32_t>(p.input_slots.size());
   if (n_in > kInlineInputs) return ExecuteNode(p, in, outputs);
   const TensorValue* inputs[kInlineInputs];
@@ -912,7 +913,7 @@ weft_status* Run::Recv(const PlanNode& p, TensorValue* in, TensorValue* out) {
   return st;
 }
 
-weft_status* Run::Finish() {
+WEFT_HOT weft_status* Run::Finish() {
   weft_status* first = nullptr;
   for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
     RunStream& rs = streams_[i];
@@ -935,8 +936,8 @@ weft_status* Run::Finish() {
   return first;
 }
 
-weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
-                          TensorValue* fetched, RunStats* stats) {
+WEFT_HOT weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
+                                   TensorValue* fetched, RunStats* stats) {
   accounting_ = stats != nullptr;
   plain_ = !accounting_ && !control_.has_deadline && control_.trace == nullptr;
   for (size_t i = 0; i < plan_.async_devices.size(); ++i) {
@@ -1130,8 +1131,8 @@ weft_status* Execute(weft_session* session, const Plan& plan,
   return st;
 }
 
-weft_status* Execute(weft_session* session, const Plan& plan,
-                     TensorValue* feeds, size_t num_feeds,
+WEFT_HOT weft_status* Execute(weft_session* session, const Plan& plan,
+                              TensorValue* feeds, size_t num_feeds,
                      TensorValue* fetched, RunStats* stats,
                      const RunControl& control) {
   ThreadTuner* tuner = session->intra_op_auto ? plan.tuner.get() : nullptr;

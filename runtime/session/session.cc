@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <thread>
 
+#include "base/hot.h"
 #include "base/status.h"
 #include "device/registry.h"
 #include "distributed/transfer.h"
@@ -328,7 +329,7 @@ __attribute__((noinline)) weft_status* FindPlanEntrySlow(
 
 }  // namespace
 
-weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
+WEFT_HOT weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
                            int32_t num_feeds, const weft_output* fetches,
                            int32_t num_fetches, weft_node* const* targets,
                            int32_t num_targets, int32_t client,
@@ -350,7 +351,7 @@ weft_status* FindPlanEntry(weft_session* session, const weft_output* feeds,
                            targets, num_targets, client, out);
 }
 
-weft_status* RunSession(weft_session* session, const RunControl& control,
+WEFT_HOT weft_status* RunSession(weft_session* session, const RunControl& control,
                         const weft_output* feeds,
                         weft_tensor* const* feed_values, int32_t num_feeds,
                         const weft_output* fetches, int32_t num_fetches,
@@ -597,7 +598,7 @@ int32_t weft_session_cancel(weft_session* session) {
   return n;
 }
 
-weft_status* weft_session_run_with_options(
+WEFT_HOT weft_status* weft_session_run_with_options(
     weft_session* session, const weft_run_options* options,
     const weft_output* feeds, weft_tensor* const* feed_values,
     int32_t num_feeds, const weft_output* fetches, int32_t num_fetches,

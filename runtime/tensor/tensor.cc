@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include "base/hot.h"
 #include "base/status.h"
 #include "device/device.h"
 #include "tensor/tensor_value.h"
@@ -24,7 +25,7 @@ std::string ShapeString(const int64_t* dims, int32_t rank) {
 
 std::string Dims::ToString() const { return ShapeString(data(), rank_); }
 
-void BufferUnref(Buffer* b) {
+WEFT_HOT void BufferUnref(Buffer* b) {
   if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (b->kind == Buffer::Kind::kDevice) {
     b->device->Recycle(b);  // frees or keeps it, Buffer object included
