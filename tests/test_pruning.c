@@ -263,3 +263,52 @@ Test(pruning, the_same_output_fetched_twice) {
   weft_session_destroy(session);
   weft_graph_destroy(graph);
 }
+
+/* A failed run hands back no values, whatever the caller's array held
+ * before: refused before it starts (a feed of the wrong dtype) or failing
+ * while it runs (a kernel refusing its shapes).  A run that succeeds
+ * fills every entry. */
+Test(pruning, a_failed_run_hands_back_no_values) {
+  weft_graph* graph = wt_graph_new();
+  weft_output x = wt_placeholder(graph, "x", WEFT_FLOAT32, NULL, -1);
+  weft_output y = wt_placeholder(graph, "y", WEFT_FLOAT32, NULL, -1);
+  weft_output sum = wt_apply2(graph, "Add", "sum", x, y);
+  weft_session* session = wt_session_new(graph, NULL);
+  const float data[3] = {1, 2, 3};
+  weft_tensor* two = wt_tensor(WEFT_FLOAT32, (const int64_t[]){2}, 1, data);
+  weft_tensor* three = wt_tensor(WEFT_FLOAT32, (const int64_t[]){3}, 1, data);
+  const int32_t ints[2] = {1, 2};
+  weft_tensor* int_two = wt_tensor(WEFT_INT32, (const int64_t[]){2}, 1, ints);
+  const weft_output feeds[2] = {x, y};
+  const weft_output fetches[2] = {sum, x};
+  int marker;
+  weft_tensor* const junk = (weft_tensor*)&marker;
+  for (int round = 0; round < 2; ++round) {
+    weft_tensor* out[2] = {junk, junk};
+    weft_tensor* wrong_dtype[2] = {two, int_two};
+    WT_EXPECT_CODE(weft_session_run(session, feeds, wrong_dtype, 2, fetches,
+                                    2, NULL, 0, out),
+                   WEFT_INVALID_ARGUMENT);
+    cr_expect(out[0] == NULL && out[1] == NULL, "round %d: refused run", round);
+    out[0] = out[1] = junk;
+    weft_tensor* mismatched[2] = {two, three};
+    WT_EXPECT_CODE(weft_session_run(session, feeds, mismatched, 2, fetches, 2,
+                                    NULL, 0, out),
+                   WEFT_INVALID_ARGUMENT);
+    cr_expect(out[0] == NULL && out[1] == NULL, "round %d: failed run", round);
+    out[0] = out[1] = junk;
+    weft_tensor* matched[2] = {two, two};
+    WT_OK(weft_session_run(session, feeds, matched, 2, fetches, 2, NULL, 0,
+                           out));
+    cr_assert(out[0] != junk && out[1] != junk);
+    cr_expect_eq(((const float*)weft_tensor_data(out[0]))[1], 4.0f);
+    cr_expect_eq(((const float*)weft_tensor_data(out[1]))[1], 2.0f);
+    weft_tensor_destroy(out[0]);
+    weft_tensor_destroy(out[1]);
+  }
+  weft_tensor_destroy(two);
+  weft_tensor_destroy(three);
+  weft_tensor_destroy(int_two);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}

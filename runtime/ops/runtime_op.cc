@@ -13,22 +13,28 @@ weft_status* RunResources::GetOrCreate(
     const std::function<weft_status*(std::unique_ptr<RunResource>*)>& make,
     RunResource** out) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = map_.find(key);
-  if (it != map_.end()) {
-    *out = it->second.get();
-    return nullptr;
+  if (map_ != nullptr) {
+    auto it = map_->find(key);
+    if (it != map_->end()) {
+      *out = it->second.get();
+      return nullptr;
+    }
   }
   std::unique_ptr<RunResource> made;
   if (weft_status* st = make(&made)) return st;
   *out = made.get();
-  map_.emplace(key, std::move(made));
+  if (map_ == nullptr)
+    map_ = std::make_unique<
+        std::unordered_map<std::string, std::unique_ptr<RunResource>>>();
+  map_->emplace(key, std::move(made));
   return nullptr;
 }
 
 RunResource* RunResources::Find(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = map_.find(key);
-  return it == map_.end() ? nullptr : it->second.get();
+  if (map_ == nullptr) return nullptr;
+  auto it = map_->find(key);
+  return it == map_->end() ? nullptr : it->second.get();
 }
 
 weft_status* SessionResources::GetOrCreate(

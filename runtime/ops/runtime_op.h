@@ -51,7 +51,11 @@ class RunResources {
 
  private:
   std::mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<RunResource>> map_;
+  // Made by the first resource: most runs have none, and an empty
+  // unordered_map still costs every run its construction and a clear.
+  std::unique_ptr<
+      std::unordered_map<std::string, std::unique_ptr<RunResource>>>
+      map_;
 };
 
 // What a runtime op sees.  Implemented by the executor.

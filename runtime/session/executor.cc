@@ -72,14 +72,16 @@ WEFT_HOT Run::~Run() {
   // (CancelRuns between the end of Execute and the run leaving the
   // session's list): the run finished, so its result stands and the
   // reason goes.  Nothing reaches the run by now (Execute below).
-  weft_status_destroy(error_);
+  if (error_ != nullptr) weft_status_destroy(error_);
   ReturnArena();
   for (auto& list : cf_free_)
     for (Iteration* it : list) delete it;
-  for (auto& kv : cf_frames_) {
-    for (int64_t k = 0; k < kv.second->count; ++k)
-      delete kv.second->At(kv.second->base + k);
-    delete kv.second;
+  if (cf_frames_ != nullptr) {
+    for (auto& kv : *cf_frames_) {
+      for (int64_t k = 0; k < kv.second->count; ++k)
+        delete kv.second->At(kv.second->base + k);
+      delete kv.second;
+    }
   }
   if (root_frame_ != nullptr) {
     delete root_frame_->At(0);

@@ -589,8 +589,9 @@ Iteration* Run::CfNewIteration(FrameInstance* f, int64_t number) {
 FrameInstance* Run::CfEnterFrame(Iteration* parent, int32_t frame) {
   auto key = std::make_tuple(static_cast<const FrameInstance*>(parent->frame),
                              parent->number, frame);
-  auto found = cf_frames_.find(key);
-  if (found != cf_frames_.end()) return found->second;
+  if (cf_frames_ == nullptr) cf_frames_ = std::make_unique<FrameMap>();
+  auto found = cf_frames_->find(key);
+  if (found != cf_frames_->end()) return found->second;
   auto* f = new FrameInstance;
   f->frame = frame;
   f->parent = parent->frame;
@@ -600,7 +601,7 @@ FrameInstance* Run::CfEnterFrame(Iteration* parent, int32_t frame) {
   f->pending_enters = pf.num_enters;
   f->exit_values.resize(pf.exits.size());
   f->exit_live.assign(pf.exits.size(), 0);
-  cf_frames_.emplace(key, f);
+  cf_frames_->emplace(key, f);
   parent->outstanding++;  // the parent iteration waits for the frame's exits
   CfNewIteration(f, 0);
   return f;
@@ -769,9 +770,10 @@ void Run::CfCheckDone(FrameInstance* f) {
 void Run::CfFinishFrame(FrameInstance* f) {
   Iteration* parent = f->parent_iter;
   const std::vector<int32_t>& exits = plan_.frames[f->frame].exits;
-  cf_frames_.erase(std::make_tuple(static_cast<const FrameInstance*>(
-                                       f->parent),
-                                   f->parent_number, f->frame));
+  if (cf_frames_ != nullptr)
+    cf_frames_->erase(std::make_tuple(
+        static_cast<const FrameInstance*>(f->parent), f->parent_number,
+        f->frame));
   for (size_t k = 0; k < exits.size(); ++k) {
     uint8_t st = f->exit_live[k] ? kLive : kDead;
     CfDeliver(parent, plan_.nodes[exits[k]], &f->exit_values[k], st, -1,

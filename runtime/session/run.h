@@ -351,8 +351,12 @@ class Run {
   // Control flow.
   std::mutex cf_mu_;
   FrameInstance* root_frame_ = nullptr;
-  std::map<std::tuple<const FrameInstance*, int64_t, int32_t>, FrameInstance*>
-      cf_frames_;
+  // Live frame instances but the root, by (parent frame instance, parent
+  // iteration, frame); made by the first (a flat run never has one, and
+  // an empty std::map still costs an out-of-line call to destroy).
+  using FrameMap = std::map<std::tuple<const FrameInstance*, int64_t, int32_t>,
+                            FrameInstance*>;
+  std::unique_ptr<FrameMap> cf_frames_;
   std::vector<std::vector<Iteration*>> cf_free_;  // per frame, for reuse
   std::vector<CfItem> cf_queue_;  // ready items waiting for a thread
   size_t cf_tasks_ = 0;  // pool tasks scheduled and not yet finished

@@ -358,9 +358,7 @@ WEFT_HOT weft_status* RunSession(weft_session* session, const RunControl& contro
                         weft_node* const* targets, int32_t num_targets,
                         weft_tensor** out_values,
                         weft_run_metadata* metadata) {
-  for (int32_t i = 0; i < num_fetches; ++i) out_values[i] = nullptr;
-
-  return weft::Guard([&]() -> weft_status* {
+  weft_status* result = weft::Guard([&]() -> weft_status* {
     for (int32_t i = 0; i < num_feeds; ++i) {
       WEFT_RETURN_IF_ERROR(weft::CheckOutput(session, feeds[i], "feed", i));
       WEFT_RETURN_IF_ERROR(weft::CheckFeed(feeds[i], feed_values[i], i));
@@ -409,15 +407,17 @@ WEFT_HOT weft_status* RunSession(weft_session* session, const RunControl& contro
     if (metadata) metadata->SetPeaks(*plan, *stats);
     for (int32_t i = 0; i < num_fetches; ++i) {
       if (weft_status* st = weft::ToHostTensor(fetched[i], &out_values[i])) {
-        for (int32_t j = 0; j < i; ++j) {
-          weft_tensor_destroy(out_values[j]);
-          out_values[j] = nullptr;
-        }
+        for (int32_t j = 0; j < i; ++j) weft_tensor_destroy(out_values[j]);
         return st;
       }
     }
     return nullptr;
   });
+  // A failed run returns no values (each fetch's is set on success, so
+  // they are not cleared first: a memset call per run).
+  if (result != nullptr)
+    for (int32_t i = 0; i < num_fetches; ++i) out_values[i] = nullptr;
+  return result;
 }
 
 }  // namespace weft
