@@ -352,6 +352,10 @@ WEFT_HOT void Run::Process(const int32_t* ids, size_t n) {
                                               slots_.data() + p.output_base))
             Fail(st);
         }
+      } else if (plain_ && p.kind == ExecKind::kConst) {
+        // ExecuteNode's constant, without its call.
+        if (!failed_.load(std::memory_order_acquire))
+          slots_[p.output_base] = p.const_value;
       } else {
         if (kSerial && p.kind == ExecKind::kRuntime) {
           // Its Done may come on another thread: the run is shared from

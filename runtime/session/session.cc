@@ -558,15 +558,41 @@ weft_status* weft_session_serve(weft_session* session) {
   return weft::Guard([&] { return weft::Serve(session); });
 }
 
-weft_status* weft_session_run(weft_session* session, const weft_output* feeds,
-                              weft_tensor* const* feed_values,
-                              int32_t num_feeds, const weft_output* fetches,
-                              int32_t num_fetches, weft_node* const* targets,
-                              int32_t num_targets, weft_tensor** out_values) {
-  return weft_session_run_with_metadata(session, feeds, feed_values,
-                                        num_feeds, fetches, num_fetches,
-                                        targets, num_targets, out_values,
-                                        nullptr);
+namespace {
+
+// The counts and arrays of a run's request (the nodes are checked against
+// the session's graph in RunSession).
+weft_status* CheckRunArrays(const weft_output* feeds,
+                            weft_tensor* const* feed_values,
+                            int32_t num_feeds, const weft_output* fetches,
+                            int32_t num_fetches, weft_node* const* targets,
+                            int32_t num_targets, weft_tensor** out_values) {
+  if (num_feeds < 0 || num_fetches < 0 || num_targets < 0)
+    return Error(WEFT_INVALID_ARGUMENT, "negative count");
+  if ((num_feeds > 0 && (feeds == nullptr || feed_values == nullptr)) ||
+      (num_fetches > 0 && (fetches == nullptr || out_values == nullptr)) ||
+      (num_targets > 0 && targets == nullptr))
+    return Error(WEFT_INVALID_ARGUMENT, "an array argument is NULL");
+  return nullptr;
+}
+
+}  // namespace
+
+// The plain run goes to RunSession directly: no options to read.
+WEFT_HOT weft_status* weft_session_run(
+    weft_session* session, const weft_output* feeds,
+    weft_tensor* const* feed_values, int32_t num_feeds,
+    const weft_output* fetches, int32_t num_fetches,
+    weft_node* const* targets, int32_t num_targets,
+    weft_tensor** out_values) {
+  if (session == nullptr) return Error(WEFT_INVALID_ARGUMENT, "session is NULL");
+  if (weft_status* st =
+          CheckRunArrays(feeds, feed_values, num_feeds, fetches, num_fetches,
+                         targets, num_targets, out_values))
+    return st;
+  return weft::RunSession(session, weft::RunControl(), feeds, feed_values,
+                          num_feeds, fetches, num_fetches, targets,
+                          num_targets, out_values, nullptr);
 }
 
 weft_status* weft_session_run_with_metadata(
@@ -645,12 +671,10 @@ WEFT_HOT weft_status* weft_session_run_with_options(
                        std::chrono::milliseconds(
                            std::min(opts.timeout_ms, max_ms));
   }
-  if (num_feeds < 0 || num_fetches < 0 || num_targets < 0)
-    return Error(WEFT_INVALID_ARGUMENT, "negative count");
-  if ((num_feeds > 0 && (feeds == nullptr || feed_values == nullptr)) ||
-      (num_fetches > 0 && (fetches == nullptr || out_values == nullptr)) ||
-      (num_targets > 0 && targets == nullptr))
-    return Error(WEFT_INVALID_ARGUMENT, "an array argument is NULL");
+  if (weft_status* st =
+          CheckRunArrays(feeds, feed_values, num_feeds, fetches, num_fetches,
+                         targets, num_targets, out_values))
+    return st;
   return weft::RunSession(session, control, feeds, feed_values, num_feeds,
                           fetches, num_fetches, targets, num_targets,
                           out_values, metadata);

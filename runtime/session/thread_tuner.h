@@ -47,7 +47,7 @@ class ThreadTuner {
 
   // The count for the next run, at most `max_threads`.  `*timed`: whether
   // the tuner wants the run's time (Report); a run of an exploit stretch
-  // is only counted, here, without a lock (one atomic decrement) and
+  // is only counted, here, without a lock or a locked instruction, and
   // without the two clock reads.
   int32_t Choose(int32_t max_threads, bool* timed);
   // How long a run with `threads` took (successful runs only, and only
