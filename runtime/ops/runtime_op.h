@@ -48,6 +48,10 @@ class RunResources {
       RunResource** out);
   // The resource at `key`, or null when none was made yet.
   RunResource* Find(const std::string& key);
+  // Drops every resource (the run has ended; nothing uses them).
+  void Clear() {
+    if (map_ != nullptr) map_.reset();
+  }
 
  private:
   std::mutex mu_;

@@ -21,7 +21,10 @@
 namespace weft {
 namespace exec {
 
-WEFT_HOT std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
+namespace {
+
+// An arena of the plan's pool, or a new one.
+WEFT_HOT std::unique_ptr<RunArena> TakeArena(const Plan& p) {
   if (p.arenas) {
     if (RunArena* a =
             p.arenas->spare.exchange(nullptr, std::memory_order_acquire))
@@ -45,49 +48,79 @@ WEFT_HOT std::unique_ptr<RunArena> Run::TakeArena(const Plan& p) {
   return a;
 }
 
-// Empties the slots (fetched values, outputs nothing read, what an error
-// left behind) and zeroes the memory counts, then hands the arena back.
-WEFT_HOT void Run::ReturnArena() {
+// Gives an arena (its run ended) back to the plan's pool, or frees it.
+WEFT_HOT void ReturnArena(const Plan& p, std::unique_ptr<RunArena> arena) {
+  if (!p.arenas) return;
+  RunArena* none = nullptr;
+  if (p.arenas->spare.compare_exchange_strong(none, arena.get(),
+                                              std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+    arena.release();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(p.arenas->mu);
+  if (p.arenas->free.size() < RunArenaPool::kMaxKept)
+    p.arenas->free.push_back(std::move(arena));
+}
+
+}  // namespace
+
+Run& Run::In(RunArena& arena, weft_session* s, const Plan& p) {
+  if (arena.run == nullptr) arena.run = std::make_unique<Run>(s, p, arena);
+  return *arena.run;
+}
+
+WEFT_HOT void Run::End() {
+  // A cancellation that came after the run's last look at its error
+  // (CancelRuns between the end of Execute and the run leaving the
+  // session's list): the run finished, so its result stands and the
+  // reason goes.  Nothing reaches the run by now (Execute below).
+  if (error_ != nullptr) {
+    weft_status_destroy(error_);
+    error_ = nullptr;
+  }
+  // The slots (fetched values, outputs nothing read, what an error left
+  // behind) and the memory counts.
   for (TensorValue& v : slots_)
     if (v.buffer) v.buffer.reset();
   if (accounting_)
     for (int32_t i = 0; i < plan_.num_slots; ++i)
       slot_bytes_[i].store(0, std::memory_order_relaxed);
   local_ready_.clear();
-  if (!plan_.arenas) return;
-  RunArena* none = nullptr;
-  if (plan_.arenas->spare.compare_exchange_strong(
-          none, arena_.get(), std::memory_order_release,
-          std::memory_order_relaxed)) {
-    arena_.release();
-    return;
+  // What only control flow, parked ops and accounting leave.
+  if (!cf_free_.empty()) {
+    for (auto& list : cf_free_)
+      for (Iteration* it : list) delete it;
+    cf_free_.clear();
   }
-  std::lock_guard<std::mutex> lock(plan_.arenas->mu);
-  if (plan_.arenas->free.size() < RunArenaPool::kMaxKept)
-    plan_.arenas->free.push_back(std::move(arena_));
-}
-
-WEFT_HOT Run::~Run() {
-  // A cancellation that came after the run's last look at its error
-  // (CancelRuns between the end of Execute and the run leaving the
-  // session's list): the run finished, so its result stands and the
-  // reason goes.  Nothing reaches the run by now (Execute below).
-  if (error_ != nullptr) weft_status_destroy(error_);
-  ReturnArena();
-  for (auto& list : cf_free_)
-    for (Iteration* it : list) delete it;
   if (cf_frames_ != nullptr) {
     for (auto& kv : *cf_frames_) {
       for (int64_t k = 0; k < kv.second->count; ++k)
         delete kv.second->At(kv.second->base + k);
       delete kv.second;
     }
+    cf_frames_.reset();
   }
   if (root_frame_ != nullptr) {
     delete root_frame_->At(0);
     delete root_frame_;
+    root_frame_ = nullptr;
   }
+  cf_queue_.clear();
+  cf_iterations_.clear();
+  cf_max_in_flight_.clear();
+  async_ready_.clear();
+  in_place_.clear();
+  resources_.Clear();
+  if (!parked_.empty()) parked_.clear();
 }
+
+}  // namespace exec
+
+RunArena::RunArena() = default;
+RunArena::~RunArena() = default;
+
+namespace exec {
 
 // A canceller may be failing the run while it ends (CancelRuns reaches a
 // run until it has left the session's list): error_ is read under mu_,
@@ -1150,8 +1183,9 @@ WEFT_HOT weft_status* Execute(weft_session* session, const Plan& plan,
   if (timed) start = std::chrono::steady_clock::now();
   weft_status* st;
   {
-    exec::Run run(session, plan, threads);
-    run.SetControl(control);
+    std::unique_ptr<RunArena> arena = exec::TakeArena(plan);
+    exec::Run& run = exec::Run::In(*arena, session, plan);
+    run.Begin(threads, control);
     if (control.task_run >= 0)
       distributed::SetTaskRun(run.resources(),
                               static_cast<uint64_t>(control.task_run));
@@ -1159,9 +1193,10 @@ WEFT_HOT weft_status* Execute(weft_session* session, const Plan& plan,
     if (control.canceller != nullptr) control.canceller->Attach(&run);
     st = run.Execute(feeds, num_feeds, fetched, stats);
     if (control.canceller != nullptr) control.canceller->Detach();
-    // Out of the list before it is destroyed: CancelRuns may be reaching
-    // it.
+    // Out of the list before it ends: CancelRuns may be reaching it.
     UnlistRun(session, listed, &run);
+    run.End();
+    exec::ReturnArena(plan, std::move(arena));
   }
   if (timed && st == nullptr)
     tuner->Report(threads, std::chrono::duration<double>(

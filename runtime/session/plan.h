@@ -130,9 +130,16 @@ struct Plan {
   std::shared_ptr<ThreadTuner> tuner;
 };
 
-// A run's per-slot and per-node state, sized for one plan.  Between runs
-// every slot is empty.
+namespace exec {
+class Run;
+}
+
+// A run's per-slot and per-node state, sized for one plan, and the run
+// object itself (made by the first run that takes the arena).  Between
+// runs every slot is empty.
 struct RunArena {
+  RunArena();
+  ~RunArena();  // executor.cc, where exec::Run is complete
   std::vector<TensorValue> slots;
   // Counted down by Run::CountDown (plainly or with __atomic builtins).
   std::unique_ptr<int32_t[]> pending;  // per node
@@ -146,6 +153,9 @@ struct RunArena {
   // them between runs, and kept here they are not made and destroyed with
   // every run.
   std::condition_variable cv, cf_cv;
+  // Last: destroyed first, while the slots and the rest it refers to are
+  // still there.
+  std::unique_ptr<exec::Run> run;
 };
 
 struct RunArenaPool {

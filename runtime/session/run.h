@@ -110,43 +110,60 @@ weft_status* KernelError(weft_status* st, const weft_node* node,
 
 class Run {
  public:
-  Run(weft_session* s, const Plan& p, int32_t intra_op_threads)
+  // A run lives in its arena (RunArena::run), made with it once and used
+  // by every run that takes the arena: a run() constructs and destroys no
+  // Run, only Begin and End reset what one run leaves.
+  static Run& In(RunArena& arena, weft_session* s, const Plan& p);
+  Run(weft_session* s, const Plan& p, RunArena& arena)
       : session_(s),
         plan_(p),
-        intra_op_threads_(intra_op_threads),
-        arena_(TakeArena(p)),
-        slots_(arena_->slots),
-        pending_(arena_->pending.get()),
-        uses_(arena_->uses.get()),
-        remaining_(static_cast<int32_t>(p.nodes.size())),
+        arena_(arena),
+        slots_(arena.slots),
+        pending_(arena.pending.get()),
+        uses_(arena.uses.get()),
         streams_(p.async_devices.empty()
                      ? nullptr
                      : new RunStream[p.async_devices.size()]),
         events_(p.transfers.size(), nullptr),
-        slot_bytes_(arena_->slot_bytes.get()),
-        live_(arena_->live.get()),
-        peak_(arena_->peak.get()),
-        cv_(arena_->cv),
-        local_ready_(arena_->ready),
-        cf_cv_(arena_->cf_cv) {
-    for (size_t i = 0; i < p.devices.size(); ++i) {
+        slot_bytes_(arena.slot_bytes.get()),
+        live_(arena.live.get()),
+        peak_(arena.peak.get()),
+        cv_(arena.cv),
+        local_ready_(arena.ready),
+        cf_cv_(arena.cf_cv) {}
+  ~Run() { End(); }
+
+  // Readies the run for Execute: what one run counts, from the plan.
+  void Begin(int32_t intra_op_threads, const RunControl& control) {
+    intra_op_threads_ = intra_op_threads;
+    control_ = control;
+    remaining_ = static_cast<int32_t>(plan_.nodes.size());
+    shared_.store(false, std::memory_order_relaxed);
+    finished_ = false;
+    failed_.store(false, std::memory_order_relaxed);
+    drain_wanted_.store(false, std::memory_order_relaxed);
+    cf_tasks_ = 0;
+    cf_done_ = false;
+    cf_parked_ = 0;
+    for (size_t i = 0; i < plan_.devices.size(); ++i) {
       live_[i].store(0, std::memory_order_relaxed);
       peak_[i].store(0, std::memory_order_relaxed);
     }
-    const PlanNode* nodes = p.nodes.data();
-    for (size_t i = 0; i < p.nodes.size(); ++i)
+    const PlanNode* nodes = plan_.nodes.data();
+    for (size_t i = 0; i < plan_.nodes.size(); ++i)
       pending_[i] = nodes[i].pending;
-    const int32_t* slot_uses = p.slot_uses.data();
-    for (int32_t i = 0; i < p.num_slots; ++i)
-      uses_[i] = slot_uses[i];
+    const int32_t* slot_uses = plan_.slot_uses.data();
+    for (int32_t i = 0; i < plan_.num_slots; ++i) uses_[i] = slot_uses[i];
   }
+  // After Execute (and once nothing can reach the run): empties the slots
+  // and drops what the run made (frames, resources, a late cancellation's
+  // reason), keeping the containers' capacity for the next run.
+  void End();
 
   // See weft::Execute.
   weft_status* Execute(TensorValue* feeds, size_t num_feeds,
                        TensorValue* fetched, RunStats* stats);
-  ~Run();
 
-  void SetControl(const RunControl& control) { control_ = control; }
   RunResources* resources() { return &resources_; }
   const void* group() const { return control_.group; }
   // Ends the run early with `why` (taken over) unless it has failed
@@ -287,28 +304,23 @@ class Run {
   void TraceAdd(const PlanNode& p, const Iteration* it, int64_t start,
                 bool on_stream, bool parked, uint64_t bytes);
 
-  // An arena of the plan's pool, or a new one; given back (emptied) by
-  // the destructor.
-  static std::unique_ptr<RunArena> TakeArena(const Plan& p);
-  void ReturnArena();
-
   weft_session* session_;
   const Plan& plan_;
-  int32_t intra_op_threads_;  // what kernels of this run may use
-  std::unique_ptr<RunArena> arena_;
+  RunArena& arena_;  // the arena this run lives in
+  int32_t intra_op_threads_ = 1;  // what kernels of this run may use
   std::vector<TensorValue>& slots_;
   // Dependency counts (see CountDown): plain ints, atomic only through
   // the __atomic builtins once the run is shared.
   int32_t* pending_;
   int32_t* uses_;
-  int32_t remaining_;
+  int32_t remaining_ = 0;
   std::atomic<bool> shared_{false};  // see CountDown
   std::unique_ptr<RunStream[]> streams_;
   std::vector<weft_plugin_event*> events_;  // per transfer, on its sender
   // Run memory: bytes each slot's value counts for, live and peak bytes
   // per device of the plan.
   std::atomic<int64_t>* slot_bytes_;  // in arena_; zero between runs
-  std::atomic<int64_t>* live_;  // in arena_, zeroed by the constructor
+  std::atomic<int64_t>* live_;  // in arena_, zeroed by Begin
   std::atomic<int64_t>* peak_;
 
   std::mutex mu_;
@@ -342,7 +354,7 @@ class Run {
   bool plain_ = false;
   // With accounting: the updates written in place (RunStats::in_place).
   std::vector<std::pair<const weft_node*, const weft_node*>> in_place_;
-  // Without a pool: the caller's queue (arena_'s, emptied by ReturnArena).
+  // Without a pool: the caller's queue (arena_'s, emptied by End).
   std::vector<int32_t>& local_ready_;
   // Without a pool: nodes a parked op's Done made ready, for the caller's
   // thread (under mu_; cv_ tells it).
