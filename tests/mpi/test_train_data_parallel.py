@@ -13,7 +13,6 @@ cases that need it are skipped, with the reason.
 
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,8 +53,7 @@ def train(workdir, tag, ranks, *flags):
             '--save', os.path.join(workdir, tag + '-model')] + list(flags)
     if ranks > 0:
         args = mpirun(ranks) + args + ['--data-parallel']
-    done = subprocess.run(args, env=env(), capture_output=True, text=True,
-                          timeout=600)
+    done = common.run(args, env(), timeout=600)
     assert done.returncode == 0, (done.returncode, done.stdout[-2000:],
                                   done.stderr[-2000:])
     with open(log) as f:
@@ -103,10 +101,9 @@ def the_mlp_reaches_its_target_on_two_ranks():
 @tap.case
 def a_batch_that_does_not_split_is_refused():
     need_mpi()
-    done = subprocess.run(
+    done = common.run(
         mpirun(3) + [WEFT, 'train', 'fashion-mnist', '--data-parallel',
-                     '--batch', '100'],
-        env=env(), capture_output=True, text=True, timeout=120)
+                     '--batch', '100'], env(), timeout=120)
     assert done.returncode != 0
     assert 'does not split evenly over 3 ranks' in done.stderr, done.stderr
 
@@ -117,13 +114,12 @@ def data_parallel_alone_is_one_rank():
         raise Skip('skipped: no Fashion-MNIST (Debian dataset-fashion-mnist)')
     with tempfile.TemporaryDirectory() as d:
         one, one_losses = train(d, 'plain', 0, '--epochs', '1')
-        alone = subprocess.run(
+        alone = common.run(
             [WEFT, 'train', 'fashion-mnist', '--epochs', '1', '--threads',
              '1', '--data-parallel', '--loss-log',
              os.path.join(d, 'alone.log'), '--checkpoint',
              os.path.join(d, 'alone.ckpt'), '--save',
-             os.path.join(d, 'alone-model')],
-            env=env(), capture_output=True, text=True, timeout=300)
+             os.path.join(d, 'alone-model')], env(), timeout=300)
         assert alone.returncode == 0, alone.stderr
         with open(os.path.join(d, 'alone.log')) as f:
             alone_losses = [float.fromhex(line.split()[1]) for line in f]
@@ -134,9 +130,8 @@ def data_parallel_alone_is_one_rank():
 @tap.case
 def devices_cluster_lists_every_task():
     need_mpi()
-    done = subprocess.run(
-        mpirun(3) + [WEFT, 'devices', '--cluster'], env=env(),
-        capture_output=True, text=True, timeout=120)
+    done = common.run(
+        mpirun(3) + [WEFT, 'devices', '--cluster'], env(), timeout=120)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith('cluster: 3 tasks (job worker, over MPI)'), out
@@ -144,8 +139,7 @@ def devices_cluster_lists_every_task():
         # Rank 0 prints every task's block once, in order.
         assert out.count(f'/job:worker/task:{task} on ') == 1, out
         assert f'/job:worker/task:{task}/device:CPU:0' in out, out
-    alone = subprocess.run([WEFT, 'devices', '--cluster'], env=env(),
-                           capture_output=True, text=True, timeout=60)
+    alone = common.run([WEFT, 'devices', '--cluster'], env(), timeout=60)
     assert alone.returncode == 0, alone.stderr
     assert alone.stdout.startswith('cluster: 1 task (job worker; not started '
                                    'by an MPI launcher)'), alone.stdout
@@ -187,9 +181,8 @@ def interrupt_rank_one(sig, expected, *mpirun_options):
         assert expected in err, err[-3000:]
         assert took < 30, f'the job took {took:.1f} s to end'
         # The relaunch continues from the last periodic checkpoint.
-        resumed = subprocess.run(
-            mpirun(2) + command + ['--resume'],
-            env=e, capture_output=True, text=True, timeout=600)
+        resumed = common.run(
+            mpirun(2) + command + ['--resume'], e, timeout=600)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert accuracy(resumed.stdout) >= 85.0, resumed.stdout[-1500:]
 

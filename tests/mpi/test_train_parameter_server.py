@@ -17,7 +17,6 @@ the cases that need it are skipped, with the reason.
 
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -27,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 from tap import Skip, Tap  # noqa: E402
 from train_common import (  # noqa: E402
     accuracy, env, mpirun, need_mpi, signal_rank_at_checkpoint, DATA)
+from train_common import run as run_job  # noqa: E402
 
 WEFT = sys.argv[1]
 MODULE = sys.argv[2]
@@ -44,8 +44,7 @@ def train(workdir, tag, ranks, *flags):
             '--save', os.path.join(workdir, tag + '-model')] + list(flags)
     if ranks > 0:
         args = mpirun(MPIRUN, ranks) + args + ['--parameter-server']
-    done = subprocess.run(args, env=env(MODULE), capture_output=True,
-                          text=True, timeout=600)
+    done = run_job(args, env(MODULE), timeout=600)
     assert done.returncode == 0, (done.returncode, done.stdout[-2000:],
                                   done.stderr[-2000:])
     return done.stdout
@@ -86,15 +85,14 @@ def two_workers_reach_the_mlp_target_through_the_pipeline():
 def options_that_cannot_be_served_are_refused():
     if not os.path.isdir(DATA):
         raise Skip('skipped: no Fashion-MNIST (Debian dataset-fashion-mnist)')
-    both = subprocess.run(
+    both = run_job(
         [WEFT, 'train', 'fashion-mnist', '--parameter-server',
-         '--data-parallel'], env=env(MODULE), capture_output=True, text=True,
-        timeout=120)
+         '--data-parallel'], env(MODULE), timeout=120)
     assert both.returncode != 0
     assert 'exclude each other' in both.stderr, both.stderr
-    alone = subprocess.run(
-        [WEFT, 'train', 'fashion-mnist', '--parameter-server'],
-        env=env(MODULE), capture_output=True, text=True, timeout=120)
+    alone = run_job(
+        [WEFT, 'train', 'fashion-mnist', '--parameter-server'], env(MODULE),
+        timeout=120)
     assert alone.returncode != 0
     assert 'needs mpirun -np 2 or more' in alone.stderr, alone.stderr
 
@@ -136,9 +134,8 @@ def a_killed_worker_ends_serving_naming_it_and_a_resume_finishes():
                 'session' in err), err[-3000:]
         assert 'task /job:worker/task:1 (rank 2)' in err, err[-3000:]
         assert 'relaunch with --resume' in err, err[-3000:]
-        resumed = subprocess.run(
-            mpirun(MPIRUN, 3) + command + ['--resume'],
-            env=e, capture_output=True, text=True, timeout=600)
+        resumed = run_job(
+            mpirun(MPIRUN, 3) + command + ['--resume'], e, timeout=600)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert accuracy(resumed.stdout) >= ASYNC_TARGET, \
             resumed.stdout[-1500:]
