@@ -118,7 +118,7 @@ struct pin {
   F(weft_kernel_tensor, offset, 48)
 
 #define KERNEL_DEF_LAYOUT(S, F)           \
-  S(weft_kernel_def, 88)                  \
+  S(weft_kernel_def, 104)                 \
   F(weft_kernel_def, struct_size, 0)      \
   F(weft_kernel_def, op, 8)               \
   F(weft_kernel_def, dtype_attr, 16)      \
@@ -130,7 +130,9 @@ struct pin {
   F(weft_kernel_def, type_constraints, 56) \
   F(weft_kernel_def, num_type_constraints, 64) \
   F(weft_kernel_def, device_type, 72)     \
-  F(weft_kernel_def, compute_async, 80)
+  F(weft_kernel_def, compute_async, 80)   \
+  F(weft_kernel_def, compute_described, 88) \
+  F(weft_kernel_def, output_overwrites, 96)
 
 /* Frozen: laid out in arrays, so it has no struct_size and never grows. */
 #define KERNEL_TYPE_CONSTRAINT_LAYOUT(S, F)           \

@@ -165,41 +165,14 @@ static weft_status* plain_defers(void* arg, weft_kernel_context* ctx) {
   return host()->kernel_defer(ctx, NULL, NULL);
 }
 
-static weft_status* like_input0(void* arg, weft_shape_context* ctx) {
-  (void)arg;
-  int32_t rank = weft_shape_input_rank(ctx, 0);
-  int64_t dims[WEFT_MAX_RANK];
-  for (int32_t i = 0; i < rank; ++i) dims[i] = weft_shape_input_dim(ctx, 0, i);
-  return weft_shape_set_output(ctx, 0, dims, rank);
-}
-
-static const char* const kIn[] = {"x: float32"};
-static const char* const kOut[] = {"y: float32"};
-static const char* const kAttrs[] = {"mode: int = 0"};
-
 static void register_op(const char* name, weft_kernel_compute_fn compute,
                         weft_kernel_compute_fn compute_async, size_t size) {
-  weft_op_def d;
-  memset(&d, 0, sizeof d);
-  d.struct_size = sizeof d;
-  d.name = name;
-  d.summary = "x + 1, later";
-  d.inputs = kIn;
-  d.num_inputs = 1;
-  d.outputs = kOut;
-  d.num_outputs = 1;
-  d.attrs = kAttrs;
-  d.num_attrs = 1;
-  d.stateful = 1;
-  d.shape_fn = like_input0;
-  WT_OK(weft_op_register(&d));
   weft_kernel_def k;
   memset(&k, 0, sizeof k);
   k.struct_size = size;
-  k.op = name;
   k.compute = compute;
   k.compute_async = compute_async;
-  WT_OK(weft_kernel_register("CPU", &k));
+  wt_register_mode_op(name, "x + 1, later", 1, &k);
 }
 
 static void setup(void) {
@@ -221,16 +194,6 @@ static void teardown(void) {
 }
 
 TestSuite(async_kernel, .init = setup, .fini = teardown);
-
-static weft_output later(weft_graph* g, const char* op, const char* name,
-                         weft_output x, int64_t mode) {
-  weft_op_builder* b = weft_op_begin(g, op, name);
-  weft_op_add_input(b, x);
-  weft_op_set_attr_int(b, "mode", mode);
-  weft_node* n = NULL;
-  WT_OK(weft_op_finish(b, &n));
-  return (weft_output){n, 0};
-}
 
 static weft_session* session_with(weft_graph* g, int32_t inter_op) {
   return wt_session_threads(g, inter_op, 1);
@@ -263,7 +226,7 @@ static void eight_wait_for_each_other(int32_t inter_op) {
   for (int i = 0; i < 8; ++i) {
     char name[16];
     snprintf(name, sizeof name, "wait%d", i);
-    y[i] = later(g, "Test>Later", name, x, kBarrier);
+    y[i] = wt_apply_mode(g, "Test>Later", name, x, kBarrier);
   }
   weft_session* s = session_with(g, inter_op);
   for (int round = 0; round < 3; ++round) {
@@ -310,7 +273,7 @@ static weft_status* later_body(weft_graph* g, void* user, const weft_output* v,
   weft_tensor* t = wt_tensor(WEFT_INT32, NULL, 0, &one);
   weft_output c = wt_const(g, NULL, t);
   next[0] = wt_apply2(g, "Add", NULL, v[0], c);
-  next[1] = later(g, "Test>Later", NULL, v[1], kBarrier);
+  next[1] = wt_apply_mode(g, "Test>Later", NULL, v[1], kBarrier);
   return NULL;
 }
 
@@ -340,8 +303,8 @@ Test(async_kernel, in_a_while_loop) {
 Test(async_kernel, deadline_reaches_a_waiting_kernel_once) {
   weft_graph* g = wt_graph_new();
   weft_output x = wt_const_f32(g, "x", NULL, 0, (float[]){1});
-  weft_output never = later(g, "Test>Later", "never", x, kNever);
-  weft_output soon = later(g, "Test>Later", "soon", x, kSync);
+  weft_output never = wt_apply_mode(g, "Test>Later", "never", x, kNever);
+  weft_output soon = wt_apply_mode(g, "Test>Later", "soon", x, kSync);
   for (int32_t inter_op = 1; inter_op <= 2; ++inter_op) {
     weft_session* s = session_with(g, inter_op);
     pthread_mutex_lock(&mu);
@@ -387,7 +350,7 @@ static void* cancel_when_waiting(void* arg) {
 Test(async_kernel, session_cancel_reaches_a_waiting_kernel) {
   weft_graph* g = wt_graph_new();
   weft_output x = wt_const_f32(g, "x", NULL, 0, (float[]){1});
-  weft_output never = later(g, "Test>Later", "never", x, kNever);
+  weft_output never = wt_apply_mode(g, "Test>Later", "never", x, kNever);
   weft_session* s = session_with(g, 2);
   struct canceller c = {s, 0};
   pthread_t t;
@@ -406,12 +369,12 @@ Test(async_kernel, session_cancel_reaches_a_waiting_kernel) {
 Test(async_kernel, errors_and_misuse_fail_the_run_naming_the_node) {
   weft_graph* g = wt_graph_new();
   weft_output x = wt_const_f32(g, "x", WT_DIMS(3), 1, (float[]){1, 2, 3});
-  weft_output fail = later(g, "Test>Later", "fails", x, kFail);
-  weft_output none = later(g, "Test>Later", "no_output", x, kNoOutput);
-  weft_output sync = later(g, "Test>Later", "sync", x, kSync);
-  weft_output twice = later(g, "Test>Later", "twice", x, kDeferTwice);
-  weft_output early = later(g, "Test>Later", "early", x, kDoneEarly);
-  weft_output plain = later(g, "Test>PlainDefers", "plain", x, 0);
+  weft_output fail = wt_apply_mode(g, "Test>Later", "fails", x, kFail);
+  weft_output none = wt_apply_mode(g, "Test>Later", "no_output", x, kNoOutput);
+  weft_output sync = wt_apply_mode(g, "Test>Later", "sync", x, kSync);
+  weft_output twice = wt_apply_mode(g, "Test>Later", "twice", x, kDeferTwice);
+  weft_output early = wt_apply_mode(g, "Test>Later", "early", x, kDoneEarly);
+  weft_output plain = wt_apply_mode(g, "Test>PlainDefers", "plain", x, 0);
   weft_session* s = session_with(g, 2);
   weft_tensor* out = NULL;
   WT_EXPECT_ERROR(run_with_timeout(s, &fail, 1, 20000, &out),
@@ -443,7 +406,7 @@ Test(async_kernel, a_def_of_the_old_size_runs_compute) {
   weft_graph* g = wt_graph_new();
   weft_output x = wt_const_f32(g, "x", NULL, 0, (float[]){4});
   /* kNever would wait forever if the host called compute_async. */
-  weft_output y = later(g, "Test>OldLater", "old", x, kNever);
+  weft_output y = wt_apply_mode(g, "Test>OldLater", "old", x, kNever);
   weft_session* s = session_with(g, 1);
   weft_tensor* out = NULL;
   WT_OK(run_with_timeout(s, &y, 1, 20000, &out));

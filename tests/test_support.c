@@ -264,3 +264,44 @@ int wt_thread_count(void) {
   closedir(d);
   return n;
 }
+
+weft_status* wt_shape_like_input0(void* arg, weft_shape_context* ctx) {
+  (void)arg;
+  int32_t rank = weft_shape_input_rank(ctx, 0);
+  int64_t dims[WEFT_MAX_RANK];
+  for (int32_t i = 0; i < rank; ++i) dims[i] = weft_shape_input_dim(ctx, 0, i);
+  return weft_shape_set_output(ctx, 0, dims, rank);
+}
+
+void wt_register_mode_op(const char* name, const char* summary, int stateful,
+                         weft_kernel_def* kernel) {
+  static const char* const in[] = {"x: float32"};
+  static const char* const out[] = {"y: float32"};
+  static const char* const attrs[] = {"mode: int = 0"};
+  weft_op_def d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.name = name;
+  d.summary = summary;
+  d.inputs = in;
+  d.num_inputs = 1;
+  d.outputs = out;
+  d.num_outputs = 1;
+  d.attrs = attrs;
+  d.num_attrs = 1;
+  d.stateful = stateful;
+  d.shape_fn = wt_shape_like_input0;
+  WT_OK(weft_op_register(&d));
+  kernel->op = name;
+  WT_OK(weft_kernel_register("CPU", kernel));
+}
+
+weft_output wt_apply_mode(weft_graph* graph, const char* op, const char* name,
+                          weft_output x, int64_t mode) {
+  weft_op_builder* b = weft_op_begin(graph, op, name);
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int(b, "mode", mode);
+  weft_node* n = NULL;
+  WT_OK(weft_op_finish(b, &n));
+  return (weft_output){n, 0};
+}

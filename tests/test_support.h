@@ -14,6 +14,7 @@
 
 #include <criterion/criterion.h>
 
+#include "weft/plugin.h"
 #include "weft/weft.h"
 
 /* Dims as a compound literal, and their count, so a shape is written once. */
@@ -106,6 +107,18 @@ void wt_expect_f32(const weft_tensor* tensor, const double* ref, int64_t n,
 /* The threads of this process (entries of /proc/self/task), to show that
  * work leaves none behind. */
 int wt_thread_count(void);
+
+/* Ops a test defines with its own kernels (weft_op_register): one float32
+ * input x, one float32 output y of x's shape (wt_shape_like_input0), and
+ * the attribute "mode: int = 0" the test's kernels read to choose what to
+ * do.  Registers the op and `kernel` (its struct_size and entry points set
+ * by the caller; `op` is set here) on the CPU. */
+weft_status* wt_shape_like_input0(void* arg, weft_shape_context* ctx);
+void wt_register_mode_op(const char* name, const char* summary, int stateful,
+                         weft_kernel_def* kernel);
+/* A node of such an op on `x` with attribute mode = `mode`. */
+weft_output wt_apply_mode(weft_graph* graph, const char* op, const char* name,
+                          weft_output x, int64_t mode);
 
 /* NULL when /device:OPENCL:0 exists, else why not (for WT_SKIP). */
 const char* wt_no_opencl(void);

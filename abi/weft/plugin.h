@@ -53,6 +53,10 @@
  *       communicator (NCCL for CUDA) runs AllReduce and Broadcast on the
  *       node's stream, the host bootstrapping it over MPI; NULL: MPI in
  *       host memory, as before.
+ *  1.8  weft_kernel_def.compute_described and output_overwrites: the host
+ *       describes every input and allocates every output before the
+ *       call, for nodes whose output shapes are known when the session
+ *       plans them (no host call per tensor on the hot path).
  *
  * Memory: device memory is NOT assumed to be host memory.  An allocation is
  * an opaque `void*` handle (a host pointer, a CUdeviceptr, a cl_mem...) that
@@ -89,7 +93,7 @@ extern "C" {
 /** The plugin interface's major version these headers describe. */
 #define WEFT_PLUGIN_INTERFACE_MAJOR 1
 /** The plugin interface's minor version these headers describe. */
-#define WEFT_PLUGIN_INTERFACE_MINOR 7
+#define WEFT_PLUGIN_INTERFACE_MINOR 8
 /** The one symbol a plugin exports: a weft_plugin_entry_fn. */
 #define WEFT_PLUGIN_ENTRY_NAME "weft_plugin_entry"
 
@@ -167,6 +171,14 @@ typedef struct weft_kernel_tensor {
 typedef weft_status* (*weft_kernel_compute_fn)(void* kernel_arg,
                                                weft_kernel_context* ctx);
 
+/** Runs one node whose tensors the host describes up front (1.8): see
+ * weft_kernel_def.compute_described.  Both arrays are borrowed for the
+ * call; their entries have the host's struct_size. */
+typedef weft_status* (*weft_kernel_described_fn)(
+    void* kernel_arg, weft_kernel_context* ctx,
+    const weft_kernel_tensor* inputs, int32_t num_inputs,
+    const weft_kernel_tensor* outputs, int32_t num_outputs);
+
 /** A kernel: the implementation of op `op` on the plugin's device type for
  * the dtypes listed.  The host selects a kernel at plan time, so a node is
  * placed only where a kernel accepts every type attribute it constrains:
@@ -221,6 +233,38 @@ typedef struct weft_kernel_def {
    * of the run waits for it meanwhile.  Returning without deferring
    * completes the node as `compute` would. */
   weft_kernel_compute_fn compute_async;
+
+  /* ---- Appended in 1.8: calls with every tensor described by the host.
+   * A host older than 1.8 ignores them and calls `compute`, which must
+   * therefore still be set. ---- */
+
+  /** When non-NULL, a 1.8 host calls this instead of `compute` for a node
+   * whose every output has a dtype and shape fully known when the session
+   * plans it (the op's shape function gave every dimension), on a kernel
+   * without compute_async.  `inputs` describes every input as kernel_input
+   * would; `outputs` describes every output, already allocated on the
+   * kernel's device with the inferred dtype and shape as
+   * kernel_allocate_output would, except that output 0 may be the memory
+   * of an input named in output_overwrites (below).  The kernel checks its
+   * inputs as `compute` would, writes every output and returns: it must
+   * not call kernel_allocate_output, kernel_forward_input or
+   * kernel_forward_input_or_allocate (they fail with FAILED_PRECONDITION
+   * here); every other host call stays valid.  An output shape the kernel
+   * would not have produced from these inputs is a bug in the op's shape
+   * function: the kernel should fail with WEFT_INTERNAL, not write.
+   * Other nodes (an output shape known only when the node runs) get
+   * `compute`.  What it saves: a kernel_input call per input and an
+   * allocation call per output, and the host's check of the outputs. */
+  weft_kernel_described_fn compute_described;
+  /** For compute_described: bit i set when output 0 may be input i's
+   * memory, that is when the kernel computes each element of output 0 only
+   * from the same element of the inputs, reads it before writing it, and
+   * cannot fail once it starts writing.  The host then hands over input i
+   * (at most one input; the same conditions as
+   * kernel_forward_input_or_allocate: the node is its last reader, nothing
+   * else holds its buffer, and it has output 0's dtype and shape) instead
+   * of allocating.  0: output 0 is always fresh memory. */
+  uint32_t output_overwrites;
 } weft_kernel_def;
 
 /** Services the host offers to plugins.  Every slot of 1.0 is non-NULL. */

@@ -51,10 +51,15 @@ extern "C" {
  *       the tasks of an MPI job; weft_graph_set_device;
  *       weft_optimizer_options.bucket_bytes.
  *  1.12 weft_session_options.serving_jobs, weft_session_serve:
- *       asynchronous clusters of parameter servers; weft_cluster_abort. */
+ *       asynchronous clusters of parameter servers; weft_cluster_abort.
+ *  1.13 TensorBoard output (weft/summary.h); execution traces
+ *       (weft_run_options.trace_level, weft_run_metadata_*trace*);
+ *       weft_plugin_shadowed_count, weft_plugin_shadowed.
+ *  1.14 weft_kernel_register reads weft_kernel_def.compute_described and
+ *       output_overwrites (plugin interface 1.8). */
 #define WEFT_ABI_VERSION_MAJOR 1
 /** The user API's minor version: see the list above. */
-#define WEFT_ABI_VERSION_MINOR 13
+#define WEFT_ABI_VERSION_MINOR 14
 
 /** Packs a (major, minor) pair into one comparable integer. */
 #define WEFT_VERSION_PACK(major, minor) \

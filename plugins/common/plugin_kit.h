@@ -140,7 +140,9 @@ inline weft_status* RegisterKernel(
     const weft_host_api* host, weft_kernel_registrar* registrar,
     const char* op, const char* dtype_attr, const int32_t* dtypes,
     int32_t num_dtypes, weft_kernel_compute_fn compute, void* kernel_arg,
-    const weft_kernel_type_constraint* more = nullptr, int32_t num_more = 0) {
+    const weft_kernel_type_constraint* more = nullptr, int32_t num_more = 0,
+    weft_kernel_described_fn described = nullptr,
+    uint32_t output_overwrites = 0) {
   weft_kernel_def def{};
   def.struct_size = sizeof(def);
   def.op = op;
@@ -152,6 +154,8 @@ inline weft_status* RegisterKernel(
   def.kernel_arg = kernel_arg;
   def.type_constraints = more;
   def.num_type_constraints = num_more;
+  def.compute_described = described;
+  def.output_overwrites = output_overwrites;
   return host->register_kernel(registrar, &def);
 }
 

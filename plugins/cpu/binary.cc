@@ -213,7 +213,9 @@ struct MinimumOp : BinaryOpDefaults {
 template <typename Op>
 weft_status* Register(const Registrar& registrar, const char* name) {
   return RegisterForDtypes(registrar, name, Op::kDtypes,
-                           Guarded<BinaryKernel<Op>>);
+                           Guarded<BinaryKernel<Op>>,
+                           GuardedDescribed<BinaryDescribed<Op>>,
+                           kBinaryOverwrites<Op>);
 }
 
 }  // namespace

@@ -164,7 +164,9 @@ weft_status* SelectKernel(weft_kernel_context* ctx) {
 template <typename Op>
 weft_status* Register(const Registrar& registrar, const char* name) {
   return RegisterForDtypes(registrar, name, Op::kDtypes,
-                           Guarded<BinaryKernel<Op>>);
+                           Guarded<BinaryKernel<Op>>,
+                           GuardedDescribed<BinaryDescribed<Op>>,
+                           kBinaryOverwrites<Op>);
 }
 
 }  // namespace

@@ -143,6 +143,20 @@ weft_status* BinaryCompute(weft_kernel_context* ctx, const Tensor& x,
   return nullptr;
 }
 
+// The output's shape, after checking the inputs' dtypes agree: x's dims
+// when x and y have one shape, else the broadcast into `dims`.
+inline weft_status* BinaryOutputShape(const weft_kernel_context* ctx,
+                                      const Tensor& x, const Tensor& y,
+                                      int64_t* dims, const int64_t** out_dims,
+                                      int32_t* rank) {
+  if (x.dtype != y.dtype) return DtypeMismatch(ctx, "input y", y.dtype, x.dtype);
+  *out_dims = x.dims;
+  *rank = x.rank;
+  if (SameShape(x, y)) return nullptr;
+  *out_dims = dims;
+  return BroadcastShape(ctx, x, y, dims, rank);
+}
+
 // Flattened so that ReadInput and AllocateOutput are inlined whatever the
 // compiler's budget for the file: with ten ops times five dtypes it stops
 // inlining them, and on a graph of scalars those calls are a large part of
@@ -153,15 +167,11 @@ __attribute__((flatten)) weft_status* BinaryKernel(weft_kernel_context* ctx) {
   Tensor x, y;
   if (weft_status* s = ReadInput(ctx, 0, &x)) return s;
   if (weft_status* s = ReadInput(ctx, 1, &y)) return s;
-  if (x.dtype != y.dtype) return DtypeMismatch(ctx, "input y", y.dtype, x.dtype);
-
   int64_t dims[WEFT_MAX_RANK];
-  const int64_t* out_dims = x.dims;
-  int32_t rank = x.rank;
-  if (!SameShape(x, y)) {
-    if (weft_status* s = BroadcastShape(ctx, x, y, dims, &rank)) return s;
-    out_dims = dims;
-  }
+  const int64_t* out_dims;
+  int32_t rank;
+  if (weft_status* s = BinaryOutputShape(ctx, x, y, dims, &out_dims, &rank))
+    return s;
   Tensor z;
   const int32_t out_dtype = Op::kBoolResult ? WEFT_BOOL : x.dtype;
   // Over an input of the output's shape where the host allows it (its last
@@ -185,6 +195,40 @@ __attribute__((flatten)) weft_status* BinaryKernel(weft_kernel_context* ctx) {
     return BinaryCompute<Op, decltype(tag)>(ctx, x, y, z);
   });
 }
+
+// BinaryKernel through compute_described (host 1.8): the host described x
+// and y and made z (over x or y where it could); what is left is to check
+// that z is the output BinaryKernel would have made, and compute.
+template <typename Op>
+__attribute__((flatten)) weft_status* BinaryDescribed(
+    weft_kernel_context* ctx, const weft_kernel_tensor* inputs,
+    int32_t num_inputs, const weft_kernel_tensor* outputs,
+    int32_t num_outputs) {
+  Tensor in[2], z;
+  if (weft_status* s = ReadDescribed(ctx, inputs, num_inputs, outputs,
+                                     num_outputs, in, 2, &z, 1))
+    return s;
+  const Tensor& x = in[0];
+  const Tensor& y = in[1];
+  int64_t dims[WEFT_MAX_RANK];
+  const int64_t* out_dims;
+  int32_t rank;
+  if (weft_status* s = BinaryOutputShape(ctx, x, y, dims, &out_dims, &rank))
+    return s;
+  const int32_t out_dtype = Op::kBoolResult ? WEFT_BOOL : x.dtype;
+  if (!IsOutput(z, out_dtype, out_dims, rank))
+    return DescribedOutputMismatch(ctx, z, out_dtype, out_dims, rank);
+  if (z.count == 0) return nullptr;
+  return DispatchDtype<Op::kDtypes>(ctx, x.dtype, [&](auto tag) {
+    return BinaryCompute<Op, decltype(tag)>(ctx, x, y, z);
+  });
+}
+
+// What output 0 of a binary op may overwrite: either input (the host
+// offers only one of the output's dtype and shape), unless the output is
+// bool (a comparison's inputs are not bool).
+template <typename Op>
+constexpr uint32_t kBinaryOverwrites = Op::kBoolResult ? 0u : 3u;
 
 }  // namespace weft_cpu
 

@@ -111,7 +111,10 @@ weft_status* DispatchDtype(const weft_kernel_context* ctx, int32_t dtype,
 // host's placement and DispatchDtype agree.
 inline weft_status* RegisterForDtypes(const Registrar& registrar,
                                       const char* op, unsigned set,
-                                      weft_kernel_compute_fn compute) {
+                                      weft_kernel_compute_fn compute,
+                                      weft_kernel_described_fn described =
+                                          nullptr,
+                                      uint32_t output_overwrites = 0) {
   static constexpr struct {
     unsigned set;
     int32_t dtype;
@@ -131,6 +134,8 @@ inline weft_status* RegisterForDtypes(const Registrar& registrar,
   if (n == 0) {
     return MakeStatus(WEFT_INTERNAL, "weft-cpu: no dtypes in set %u", set);
   }
+  if (described != nullptr)
+    return registrar.Add(op, dtypes, n, compute, described, output_overwrites);
   return registrar.Add(op, dtypes, n, compute);
 }
 

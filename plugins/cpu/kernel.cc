@@ -83,6 +83,27 @@ weft_status* RankTooLarge(const weft_kernel_context* ctx, const char* what,
                    WEFT_MAX_RANK);
 }
 
+weft_status* DescribedArity(const weft_kernel_context* ctx, int32_t inputs,
+                            int32_t outputs) {
+  return NodeError(ctx, WEFT_INTERNAL,
+                   "the host described %d inputs and %d outputs, which this "
+                   "op does not have", inputs, outputs);
+}
+
+weft_status* DescribedOutputMismatch(const weft_kernel_context* ctx,
+                                     const Tensor& got, int32_t want_dtype,
+                                     const int64_t* want_dims,
+                                     int32_t want_rank) {
+  char have[160], want[160];
+  return NodeError(ctx, WEFT_INTERNAL,
+                   "the host made the output %s %s where the kernel makes %s "
+                   "%s from these inputs (the op's shape function and its "
+                   "kernel disagree)", DtypeName(got.dtype),
+                   FormatShape(got.dims, got.rank, have, sizeof have),
+                   DtypeName(want_dtype),
+                   FormatShape(want_dims, want_rank, want, sizeof want));
+}
+
 weft_status* OptionalBoolAttr(const weft_kernel_context* ctx, const char* name,
                               bool fallback, bool* out) {
   int32_t value = 0;
@@ -163,6 +184,15 @@ weft_status* Registrar::Add(const char* op, const int32_t* dtypes, int32_t n,
                             const char* dtype_attr) const {
   return weft_plugin_kit::RegisterKernel(host_, registrar_, op, dtype_attr,
                                          dtypes, n, compute, nullptr);
+}
+
+weft_status* Registrar::Add(const char* op, const int32_t* dtypes, int32_t n,
+                            weft_kernel_compute_fn compute,
+                            weft_kernel_described_fn described,
+                            uint32_t output_overwrites) const {
+  return weft_plugin_kit::RegisterKernel(host_, registrar_, op, "T", dtypes,
+                                         n, compute, nullptr, nullptr, 0,
+                                         described, output_overwrites);
 }
 
 weft_status* Registrar::Add(const char* op, const char* dtype_attr,

@@ -93,6 +93,52 @@ inline weft_status* ReadInput(const weft_kernel_context* ctx, int32_t index,
   return nullptr;
 }
 
+// ---- Calls with every tensor described (compute_described, host 1.8) ----
+
+// The refusals of a described call, out of line: the host gave another
+// number of tensors than the op has, a rank beyond WEFT_MAX_RANK, or an
+// output the kernel would not have made (the op's shape function and the
+// kernel disagree).
+WEFT_CPU_COLD weft_status* DescribedArity(const weft_kernel_context* ctx,
+                                          int32_t inputs, int32_t outputs);
+WEFT_CPU_COLD weft_status* DescribedOutputMismatch(
+    const weft_kernel_context* ctx, const Tensor& got, int32_t want_dtype,
+    const int64_t* want_dims, int32_t want_rank);
+
+// The tensors of a described call as kernels use them, `n_in` inputs and
+// `n_out` outputs wanted; ranks beyond WEFT_MAX_RANK refused as ReadInput
+// refuses them.
+inline weft_status* ReadDescribed(const weft_kernel_context* ctx,
+                                  const weft_kernel_tensor* inputs,
+                                  int32_t num_inputs,
+                                  const weft_kernel_tensor* outputs,
+                                  int32_t num_outputs, Tensor* in,
+                                  int32_t n_in, Tensor* out, int32_t n_out) {
+  if (num_inputs != n_in || num_outputs != n_out)
+    return DescribedArity(ctx, num_inputs, num_outputs);
+  for (int32_t i = 0; i < n_in; ++i) {
+    if (inputs[i].rank < 0 || inputs[i].rank > WEFT_MAX_RANK)
+      return RankTooLarge(ctx, "input", inputs[i].rank);
+    FromKernelTensor(inputs[i], &in[i]);
+  }
+  for (int32_t o = 0; o < n_out; ++o) {
+    if (outputs[o].rank < 0 || outputs[o].rank > WEFT_MAX_RANK)
+      return RankTooLarge(ctx, "output", outputs[o].rank);
+    FromKernelTensor(outputs[o], &out[o]);
+  }
+  return nullptr;
+}
+
+// Whether output `z` of a described call is what the kernel would have
+// allocated: `dtype` and dims[0..rank).
+inline bool IsOutput(const Tensor& z, int32_t dtype, const int64_t* dims,
+                     int32_t rank) {
+  if (z.dtype != dtype || z.rank != rank) return false;
+  for (int32_t i = 0; i < rank; ++i)
+    if (z.dims[i] != dims[i]) return false;
+  return true;
+}
+
 // Output `output` over input `input`'s memory where the host allows it
 // (host 1.3: an update's unshared variable), else a fresh allocation.  The
 // caller must compute each element of the output from the same element of
@@ -156,6 +202,26 @@ template <KernelBody Body>
 weft_status* Guarded(void* /*kernel_arg*/, weft_kernel_context* ctx) noexcept {
   try {
     return Body(ctx);
+  } catch (...) {
+    return StatusFromCurrentException(ctx);
+  }
+}
+
+using DescribedBody = weft_status* (*)(weft_kernel_context* ctx,
+                                      const weft_kernel_tensor* inputs,
+                                      int32_t num_inputs,
+                                      const weft_kernel_tensor* outputs,
+                                      int32_t num_outputs);
+
+// The same barrier for a compute_described function.
+template <DescribedBody Body>
+weft_status* GuardedDescribed(void* /*kernel_arg*/, weft_kernel_context* ctx,
+                              const weft_kernel_tensor* inputs,
+                              int32_t num_inputs,
+                              const weft_kernel_tensor* outputs,
+                              int32_t num_outputs) noexcept {
+  try {
+    return Body(ctx, inputs, num_inputs, outputs, num_outputs);
   } catch (...) {
     return StatusFromCurrentException(ctx);
   }
@@ -227,6 +293,12 @@ class Registrar {
   weft_status* Add(const char* op, const int32_t* dtypes, int32_t n,
                    weft_kernel_compute_fn compute,
                    const char* dtype_attr = "T") const;
+  // The same, with a compute_described entry (host 1.8) and the inputs its
+  // output 0 may overwrite (weft_kernel_def.output_overwrites).
+  weft_status* Add(const char* op, const int32_t* dtypes, int32_t n,
+                   weft_kernel_compute_fn compute,
+                   weft_kernel_described_fn described,
+                   uint32_t output_overwrites) const;
   // The same, for a kernel that also constrains type attribute `attr2` to
   // `dtypes2` (Cast: SrcT and DstT).
   weft_status* Add(const char* op, const char* dtype_attr,

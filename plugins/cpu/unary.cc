@@ -111,6 +111,26 @@ weft_status* UnaryKernel(weft_kernel_context* ctx) {
   });
 }
 
+// UnaryKernel through compute_described (host 1.8): y was made by the host,
+// over x where it could.
+template <UnaryOp op>
+weft_status* UnaryDescribed(weft_kernel_context* ctx,
+                            const weft_kernel_tensor* inputs,
+                            int32_t num_inputs,
+                            const weft_kernel_tensor* outputs,
+                            int32_t num_outputs) {
+  Tensor x, y;
+  if (weft_status* s = ReadDescribed(ctx, inputs, num_inputs, outputs,
+                                     num_outputs, &x, 1, &y, 1))
+    return s;
+  if (!IsOutput(y, x.dtype, x.dims, x.rank))
+    return DescribedOutputMismatch(ctx, y, x.dtype, x.dims, x.rank);
+  if (y.count == 0) return nullptr;
+  return DispatchDtype<kDtypes<op>>(ctx, x.dtype, [&](auto tag) {
+    return Compute<op, decltype(tag)>(ctx, x, y);
+  });
+}
+
 // Output 0 is input 0 under the same shape: no copy, whatever the dtype.
 weft_status* IdentityKernel(weft_kernel_context* ctx) {
   Tensor x;
@@ -121,7 +141,8 @@ weft_status* IdentityKernel(weft_kernel_context* ctx) {
 template <UnaryOp op>
 weft_status* Register(const Registrar& registrar, const char* name) {
   return RegisterForDtypes(registrar, name, kDtypes<op>,
-                           Guarded<UnaryKernel<op>>);
+                           Guarded<UnaryKernel<op>>,
+                           GuardedDescribed<UnaryDescribed<op>>, 1u);
 }
 
 }  // namespace

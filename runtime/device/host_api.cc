@@ -121,6 +121,12 @@ weft_status* KernelFromDef(const weft_kernel_def* def,
   if (def->struct_size >= offsetof(weft_kernel_def, compute_async) +
                               sizeof def->compute_async)
     k.compute_async = def->compute_async;
+  // Appended in 1.8: the described call and what its output 0 may overwrite.
+  if (def->struct_size >= offsetof(weft_kernel_def, output_overwrites) +
+                              sizeof def->output_overwrites) {
+    k.compute_described = def->compute_described;
+    k.output_overwrites = def->output_overwrites;
+  }
   k.priority = def->priority;
   k.compute = def->compute;
   k.arg = def->kernel_arg;
@@ -258,17 +264,7 @@ inline __attribute__((always_inline)) void Describe(const TensorValue& v,
                                                     weft_kernel_tensor* out) {
   size_t size = out->struct_size;
   if (size >= sizeof(weft_kernel_tensor)) {  // the common case: no copy
-    const int32_t rank = v.dims.rank();
-    const int64_t* dims = v.dims.data();
-    int64_t count = 1;
-    for (int32_t i = 0; i < rank; ++i) count *= dims[i];
-    out->dtype = v.dtype;
-    out->rank = rank;
-    out->dims = dims;
-    out->element_count = count;
-    out->byte_size = static_cast<size_t>(count) * weft_dtype_size_of(v.dtype);
-    out->data = v.buffer ? v.buffer->handle : nullptr;
-    out->offset = v.offset;
+    DescribeValue(v, out);
     return;
   }
   weft_kernel_tensor full{};
@@ -281,6 +277,16 @@ inline __attribute__((always_inline)) void Describe(const TensorValue& v,
   full.data = v.buffer ? v.buffer->handle : nullptr;
   full.offset = v.offset;
   std::memcpy(out, &full, std::min(size, sizeof full));
+}
+
+// A kernel called through compute_described has its outputs already
+// (plugin.h): allocating or forwarding one more is the plugin's bug.
+__attribute__((noinline, cold)) weft_status* DescribedCallRefuses(
+    const weft_kernel_context* c, const char* call) {
+  return Errorf(WEFT_FAILED_PRECONDITION,
+                "node '%s': %s in a compute_described call (the host "
+                "allocated the outputs before the call)",
+                c->node->name.c_str(), call);
 }
 
 // The refusals of HostInput, out of line: the success path is then a leaf
@@ -310,6 +316,7 @@ WEFT_HOT weft_status* HostAllocateOutput(weft_kernel_context* c, int32_t index,
                                 int32_t rank, weft_kernel_tensor* out) {
   if (c == nullptr || out == nullptr)
     return Error(WEFT_INVALID_ARGUMENT, "kernel_allocate_output: NULL argument");
+  if (c->described) return DescribedCallRefuses(c, "kernel_allocate_output");
   if (index < 0 || index >= c->num_outputs)
     return Errorf(WEFT_OUT_OF_RANGE, "node '%s': output %d of %d",
                   c->node->name.c_str(), index, c->num_outputs);
@@ -330,6 +337,7 @@ WEFT_HOT weft_status* HostAllocateOutput(weft_kernel_context* c, int32_t index,
 weft_status* HostForwardInput(weft_kernel_context* c, int32_t in, int32_t o,
                               const int64_t* dims, int32_t rank) {
   if (c == nullptr) return Error(WEFT_INVALID_ARGUMENT, "context is NULL");
+  if (c->described) return DescribedCallRefuses(c, "kernel_forward_input");
   if (in < 0 || in >= c->num_inputs || o < 0 || o >= c->num_outputs)
     return Errorf(WEFT_OUT_OF_RANGE, "node '%s': bad input or output index",
                   c->node->name.c_str());
@@ -360,6 +368,8 @@ __attribute__((noinline)) weft_status* HostForwardInputOrAllocateSlow(
   if (c == nullptr || out == nullptr)
     return Error(WEFT_INVALID_ARGUMENT,
                  "kernel_forward_input_or_allocate: NULL argument");
+  if (c->described)
+    return DescribedCallRefuses(c, "kernel_forward_input_or_allocate");
   // Unsigned compares: a negative index is out of range too.
   if (static_cast<uint32_t>(in) >= static_cast<uint32_t>(c->num_inputs) ||
       static_cast<uint32_t>(o) >= static_cast<uint32_t>(c->num_outputs))

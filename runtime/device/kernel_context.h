@@ -8,6 +8,23 @@
 namespace weft {
 class Device;
 
+// A value as a kernel sees it, into a weft_kernel_tensor of the host's own
+// size (every input and output of every kernel call goes through here).
+inline __attribute__((always_inline)) void DescribeValue(
+    const TensorValue& v, weft_kernel_tensor* out) {
+  const int32_t rank = v.dims.rank();
+  const int64_t* dims = v.dims.data();
+  int64_t count = 1;
+  for (int32_t i = 0; i < rank; ++i) count *= dims[i];
+  out->dtype = v.dtype;
+  out->rank = rank;
+  out->dims = dims;
+  out->element_count = count;
+  out->byte_size = static_cast<size_t>(count) * weft_dtype_size_of(v.dtype);
+  out->data = v.buffer ? v.buffer->handle : nullptr;
+  out->offset = v.offset;
+}
+
 // The executor's side of an asynchronous kernel's call (compute_async):
 // what the host's kernel_defer and kernel_done do.
 class AsyncKernelCall {
@@ -34,6 +51,9 @@ struct weft_kernel_context {
   // and for a value whose last reader this node is and whose buffer
   // nothing but its slot holds (Run::Forwardable).
   uint32_t writable_inputs = 0;
+  // A compute_described call: the outputs exist, and the allocating and
+  // forwarding calls are refused.
+  bool described = false;
   // Set for a call of compute_async (and kept until kernel_done).
   weft::AsyncKernelCall* async = nullptr;
 };

@@ -42,6 +42,11 @@ struct KernelReg {
   weft_kernel_compute_fn compute = nullptr;
   // Asynchronous kernels (weft_kernel_def 1.5): called instead of compute.
   weft_kernel_compute_fn compute_async = nullptr;
+  // Calls with every tensor described by the host (weft_kernel_def 1.8),
+  // for nodes whose outputs are known at plan time (PlanNode::described),
+  // and the inputs output 0 may overwrite there.
+  weft_kernel_described_fn compute_described = nullptr;
+  uint32_t output_overwrites = 0;
   void* arg = nullptr;
 
   // Whether every constrained type attribute of a node with `attrs` holds

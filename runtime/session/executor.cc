@@ -601,6 +601,8 @@ __attribute__((always_inline)) inline weft_status* Run::RunKernelInline(
   ctx.num_outputs = n_out;
   if (p.run_counter != nullptr)
     ctx.run_counter = p.run_counter->fetch_add(1, std::memory_order_relaxed);
+  if (p.described && kernel == p.kernel && node == p.node)
+    return CallDescribed(p, &ctx, inputs, n_in, outputs, n_out);
   weft_status* st;
   if (RunStream* rs = StreamFor(p.device)) {
     std::lock_guard<std::mutex> lock(rs->mu);
@@ -625,6 +627,83 @@ __attribute__((always_inline)) inline weft_status* Run::RunKernelInline(
     }
     if (!ok) return CheckOutputs(p, node, kernel, outputs);
   }
+  return nullptr;
+}
+
+// A kernel node through compute_described (plugin interface 1.8; planned
+// by DescribedCall in place.cc): the outputs are made here with the dtypes
+// and shapes inferred at plan time (output 0 over an input the kernel may
+// overwrite, when ctx->writable_inputs lets it, as
+// kernel_forward_input_or_allocate would), every tensor is described once,
+// and the kernel is called once.  Nothing to check after: the outputs are
+// the host's.
+__attribute__((always_inline)) inline weft_status* Run::CallDescribed(
+    const PlanNode& p, weft_kernel_context* ctx,
+    const TensorValue* const* inputs, int32_t n_in, TensorValue* outputs,
+    int32_t n_out) {
+  const weft_node* node = p.node;
+  const KernelReg* kernel = p.kernel;
+  weft_kernel_tensor in[kDescribedMaxInputs];
+  weft_kernel_tensor out[kDescribedMaxOutputs];
+  for (int32_t i = 0; i < n_in; ++i) {
+    in[i].struct_size = sizeof(weft_kernel_tensor);
+    DescribeValue(*inputs[i], &in[i]);
+  }
+  uint32_t over = ctx->writable_inputs & kernel->output_overwrites;
+  for (int32_t o = 0; o < n_out; ++o) {
+    const ShapeInfo& s = node->output_shapes[o];
+    const weft_dtype dtype = node->output_dtypes[o];
+    TensorValue& v = outputs[o];
+    bool handed = false;
+    for (; o == 0 && over != 0; over &= over - 1) {
+      const TensorValue& src = *inputs[__builtin_ctz(over)];
+      bool same = src.dtype == dtype && src.dims.rank() == s.rank;
+      const int64_t* have = src.dims.data();
+      for (int32_t d = 0; same && d < s.rank; ++d) same = have[d] == s.dims[d];
+      if (same) {
+        v.dtype = dtype;
+        v.dims = src.dims;
+        // The input's slot was the buffer's only holder and this node its
+        // last reader (Forwardable): in a plain run the buffer moves, with
+        // no count taken here and none dropped when the slot is released
+        // (its description above stays valid: the buffer lives on in the
+        // output).  Accounting and traces find a forwarded output by the
+        // buffer the input's slot still holds, so those runs share it.
+        if (plain_)
+          v.buffer = std::move(const_cast<TensorValue&>(src).buffer);
+        else
+          v.buffer = src.buffer;
+        v.offset = src.offset;
+        handed = true;
+        break;
+      }
+    }
+    if (!handed) {
+      int64_t count = 1;
+      for (int32_t d = 0; d < s.rank; ++d) count *= s.dims[d];
+      v.dtype = dtype;
+      v.dims.assign(s.dims.data(), s.rank);
+      v.offset = 0;
+      // Sizes were checked for overflow at plan time.
+      if (weft_status* st = p.device->Allocate(
+              static_cast<size_t>(count) * weft_dtype_size_of(dtype),
+              &v.buffer))
+        return KernelError(st, node, p.device);
+    }
+    out[o].struct_size = sizeof(weft_kernel_tensor);
+    DescribeValue(v, &out[o]);
+  }
+  ctx->writable_inputs = 0;
+  ctx->described = true;
+  weft_status* st;
+  if (RunStream* rs = StreamFor(p.device)) {
+    std::lock_guard<std::mutex> lock(rs->mu);
+    ctx->stream = rs->stream;
+    st = kernel->compute_described(kernel->arg, ctx, in, n_in, out, n_out);
+  } else {
+    st = kernel->compute_described(kernel->arg, ctx, in, n_in, out, n_out);
+  }
+  if (st != nullptr) return KernelError(st, node, p.device);
   return nullptr;
 }
 

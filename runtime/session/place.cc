@@ -14,6 +14,34 @@
 namespace weft {
 namespace planning {
 
+namespace {
+
+// Whether kernel node `p` is called through compute_described: the kernel
+// has it, the node fits the executor's arrays, and every output's dtype and
+// shape (and so its size, which must not overflow) is known now.
+bool DescribedCall(const PlanNode& p) {
+  if (p.kind != ExecKind::kKernel || p.kernel->compute_described == nullptr ||
+      p.node->inputs.size() > static_cast<size_t>(kDescribedMaxInputs) ||
+      p.node->output_shapes.size() > static_cast<size_t>(kDescribedMaxOutputs))
+    return false;
+  for (size_t o = 0; o < p.node->output_shapes.size(); ++o) {
+    const ShapeInfo& s = p.node->output_shapes[o];
+    if (s.rank < 0) return false;
+    for (int32_t i = 0; i < s.rank; ++i)
+      if (s.dims[i] < 0) return false;
+    size_t bytes = 0;
+    weft_status* st = CheckedByteSize(p.node->output_dtypes[o],
+                                      s.dims.data(), s.rank, &bytes);
+    if (st != nullptr) {
+      weft_status_destroy(st);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // "SrcT=float32, DstT=int8": every type attribute of a node, which is what
 // selects its kernel; "no type attributes" when it has none.
 std::string TypeAttrs(const weft_node* n) {
@@ -301,6 +329,7 @@ weft_status* Planner::Place() {
     // An asynchronous kernel may complete later: the executors run it as
     // they run runtime ops that park (RunRuntimeOp).
     if (p.kernel->compute_async != nullptr) p.kind = ExecKind::kRuntime;
+    p.described = DescribedCall(p);
     if (p.node->def->stateful)
       p.run_counter = req_.variables->RunCounter(p.node);
   }

@@ -18,6 +18,12 @@
 
 namespace weft {
 
+// The most inputs and outputs a node may have to be called through
+// compute_described (PlanNode::described): the executor describes them in
+// arrays on its stack.
+constexpr int kDescribedMaxInputs = 8;
+constexpr int kDescribedMaxOutputs = 4;
+
 struct PlanNode {
   const weft_node* node = nullptr;  // kSend/kRecv: the value's producer
   ExecKind kind = ExecKind::kKernel;
@@ -48,6 +54,10 @@ struct PlanNode {
   // this device made, named by one input, not fetched; none in plans with
   // control flow.
   uint32_t forward_candidates = 0;
+  // kKernel: the kernel has compute_described (plugin interface 1.8) and
+  // every output's dtype and shape is known here, so the executor makes
+  // the outputs and describes every tensor before one call.
+  bool described = false;
   std::string reason;  // why the node is on `device`, for run metadata
   // Control flow.  In a plan with frames, slots are numbered per frame: a
   // node reads its inputs from its `frame`'s iteration (frame 0 is the

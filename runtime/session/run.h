@@ -22,6 +22,8 @@ namespace weft {
 namespace exec {
 
 constexpr int kInlineInputs = 8;
+static_assert(kInlineInputs >= kDescribedMaxInputs,
+              "ExecuteKernel's inputs fit compute_described's array");
 
 // Can a kernel on `d` read `v` where it is?
 inline bool Accessible(const TensorValue& v, const Device* d) {
@@ -257,6 +259,9 @@ class Run {
   weft_status* ExecuteNode(const PlanNode& p, TensorValue* in,
                            TensorValue* out);
   // The kKernel case of ExecuteNode, on its own (the hot path).
+  weft_status* CallDescribed(const PlanNode& p, weft_kernel_context* ctx,
+                             const TensorValue* const* inputs, int32_t n_in,
+                             TensorValue* outputs, int32_t n_out);
   weft_status* ExecuteKernel(const PlanNode& p, TensorValue* in,
                              TensorValue* out);
   weft_status* RunKernel(const PlanNode& p, const weft_node* node,
