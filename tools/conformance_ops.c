@@ -393,11 +393,15 @@ static weft_status* node_inputs(built_case* b, const test_case* tc, int side,
 }
 
 /* Builds placeholders, random feeds, and the node under test on `device`
- * (and the reference on the CPU unless `reference` is 0). */
-static weft_status* build_case(const char* op, const test_case* tc,
-                               const recipe* r, uint64_t seed,
-                               const char* device, int reference,
-                               built_case* b) {
+ * (and the reference on the CPU unless `reference` is 0).  With `dynamic`
+ * the placeholders have unknown rank, so that no shape is known before the
+ * run: a kernel with compute_described (interface 1.8) then gets its
+ * `compute` call, which hosts older than 1.8 and graphs of unknown shapes
+ * make. */
+static weft_status* build_case_shaped(const char* op, const test_case* tc,
+                                      const recipe* r, uint64_t seed,
+                                      const char* device, int reference,
+                                      int dynamic, built_case* b) {
   memset(b, 0, sizeof *b);
   weft_status* status = weft_graph_create(&b->graph);
   if (status != NULL) return status;
@@ -406,7 +410,8 @@ static weft_status* build_case(const char* op, const test_case* tc,
     char name[32];
     snprintf(name, sizeof name, "input%d", i);
     status = weft_graph_placeholder(b->graph, name, tc->in[i].dtype,
-                                    tc->in[i].dims, tc->in[i].rank,
+                                    dynamic ? NULL : tc->in[i].dims,
+                                    dynamic ? -1 : tc->in[i].rank,
                                     &b->feeds[i]);
     if (status == NULL) status = make_input(&tc->in[i], r, &rng, &b->values[i]);
     if (status != NULL) return status;
@@ -421,6 +426,13 @@ static weft_status* build_case(const char* op, const test_case* tc,
                            &b->nodes[side]);
   }
   return status;
+}
+
+static weft_status* build_case(const char* op, const test_case* tc,
+                               const recipe* r, uint64_t seed,
+                               const char* device, int reference,
+                               built_case* b) {
+  return build_case_shaped(op, tc, r, seed, device, reference, 0, b);
 }
 
 weft_status* open_session(weft_graph* graph, const target* t,
@@ -604,7 +616,7 @@ static void plugin_failed(row_state* st, const test_case* tc,
   char text[600];
   st->failed = 1;
   snprintf(fail->detail, sizeof fail->detail,
-           "%.47s: the CPU ran it, the plugin's kernel failed: %.300s", where,
+           "%.79s: the CPU ran it, the plugin's kernel failed: %.260s", where,
            status_text(status, text, sizeof text));
 }
 
@@ -645,17 +657,23 @@ static void expect_close(const weft_tensor* got, const weft_tensor* want,
            load(weft_tensor_dtype(want), weft_tensor_data(want), c.element));
 }
 
-/* One case against the CPU.  Updates `st`; a failure fills `fail`. */
-static void run_against_cpu(const target* t, const char* op,
-                            const char* device, const test_case* tc,
-                            const recipe* r, uint64_t seed, row_state* st,
-                            row* fail) {
+/* One case against the CPU, with its shapes known at plan time, or with
+ * `dynamic` only at run time (then not counted again, and a CPU that
+ * cannot run it so is no failure of the plugin).  Updates `st`; a failure
+ * fills `fail`. */
+static void run_shaped_against_cpu(const target* t, const char* op,
+                                   const char* device, const test_case* tc,
+                                   const recipe* r, uint64_t seed,
+                                   int dynamic, row_state* st, row* fail) {
   built_case b;
-  char where[48];
-  snprintf(where, sizeof where, "case '%s'", tc->label);
-  weft_status* status = build_case(op, tc, r, seed, device, 1, &b);
+  char where[80];
+  snprintf(where, sizeof where, "case '%s'%s", tc->label,
+           dynamic ? " (shapes known only at run time)" : "");
+  weft_status* status =
+      build_case_shaped(op, tc, r, seed, device, 1, dynamic, &b);
   if (status != NULL) {
-    skip_case(st, tc, status);
+    if (dynamic) weft_status_destroy(status);
+    else skip_case(st, tc, status);
     release_case(&b);
     return;
   }
@@ -666,11 +684,22 @@ static void run_against_cpu(const target* t, const char* op,
   status = open_session(b.graph, t, &s);
   if (status == NULL) status = run_node(s, &b, b.nodes[1], want, &n_want, NULL);
   if (status != NULL) {
-    skip_case(st, tc, status);
+    if (dynamic) weft_status_destroy(status);
+    else skip_case(st, tc, status);
     goto done;
   }
-  ++st->cases_run;
+  if (!dynamic) ++st->cases_run;
   status = run_node(s, &b, b.nodes[0], got, &n_got, md);
+  if (status != NULL && dynamic &&
+      weft_status_code(status) == WEFT_UNIMPLEMENTED) {
+    /* It ran with the same shapes known at plan time. */
+    char text[600];
+    st->failed = 1;
+    snprintf(fail->detail, sizeof fail->detail,
+             "%.80s: refused what the kernel ran with the shapes known at "
+             "plan time: %.240s", where, status_text(status, text, sizeof text));
+    goto done;
+  }
   if (status != NULL) {
     plugin_failed(st, tc, where, status, fail);
     goto done;
@@ -688,6 +717,20 @@ done:
   weft_run_metadata_destroy(md);
   weft_session_destroy(s);
   release_case(&b);
+}
+
+/* A case both ways: the kernel's compute_described (shapes known at plan
+ * time), then its compute (shapes known only at run time), each against
+ * the CPU.  A refused case is not run again. */
+static void run_against_cpu(const target* t, const char* op,
+                            const char* device, const test_case* tc,
+                            const recipe* r, uint64_t seed, row_state* st,
+                            row* fail) {
+  const int refused = st->cases_refused, skipped = st->cases_skipped;
+  run_shaped_against_cpu(t, op, device, tc, r, seed, 0, st, fail);
+  if (!st->failed && st->cases_refused == refused &&
+      st->cases_skipped == skipped)
+    run_shaped_against_cpu(t, op, device, tc, r, seed, 1, st, fail);
 }
 
 /* ---- Updates: an optimizer's variables, step by step ------------------- */
