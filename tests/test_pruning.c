@@ -2,6 +2,8 @@
  * that set never run (their side effects never happen, their unfed
  * placeholders raise nothing), and a fed output cuts off everything
  * upstream of it. */
+#include <string.h>
+
 #include <criterion/criterion.h>
 
 #include "test_support.h"
@@ -309,6 +311,57 @@ Test(pruning, a_failed_run_hands_back_no_values) {
   weft_tensor_destroy(two);
   weft_tensor_destroy(three);
   weft_tensor_destroy(int_two);
+  weft_session_destroy(session);
+  weft_graph_destroy(graph);
+}
+
+/* A chain (one kernel ready at a time: the plan runs as a fixed sequence)
+ * that fails in its middle: a = x + 1, b = a // y, c = b + 1.  A zero in y
+ * fails the run at b, naming it, and c never runs; the session's next run,
+ * with a good y, gives every value (a, read by b, was not written over). */
+Test(pruning, a_chain_failing_midway_leaves_the_session_whole) {
+  weft_graph* graph = wt_graph_new();
+  weft_output x = wt_placeholder(graph, "x", WEFT_INT32, WT_DIMS(3), 1);
+  weft_output y = wt_placeholder(graph, "y", WEFT_INT32, WT_DIMS(3), 1);
+  const int32_t one_value = 1;
+  weft_output one =
+      wt_const(graph, "one", wt_tensor(WEFT_INT32, NULL, 0, &one_value));
+  weft_output a = wt_apply2(graph, "Add", "a", x, one);
+  weft_output b = wt_apply2(graph, "FloorDiv", "b", a, y);
+  weft_output c = wt_apply2(graph, "Add", "c", b, one);
+  weft_session* session = wt_session_threads(graph, 2, 1);
+  const int32_t xs[3] = {5, 7, 9}, zero[3] = {1, 0, 2}, twos[3] = {2, 2, 2};
+  weft_tensor* xt = wt_tensor(WEFT_INT32, WT_DIMS(3), 1, xs);
+  weft_tensor* bad = wt_tensor(WEFT_INT32, WT_DIMS(3), 1, zero);
+  weft_tensor* good = wt_tensor(WEFT_INT32, WT_DIMS(3), 1, twos);
+  const weft_output feeds[2] = {x, y};
+  const weft_output fetches[2] = {c, a};
+  for (int round = 0; round < 3; ++round) {
+    weft_tensor* out[2] = {NULL, NULL};
+    weft_tensor* failing[2] = {xt, bad};
+    weft_status* st =
+        weft_session_run(session, feeds, failing, 2, fetches, 2, NULL, 0, out);
+    cr_assert_eq(weft_status_code(st), WEFT_INVALID_ARGUMENT,
+                 "round %d: %s", round, weft_status_message(st));
+    cr_expect(strstr(weft_status_message(st), "'b'") != NULL, "%s",
+              weft_status_message(st));
+    cr_expect(out[0] == NULL && out[1] == NULL);
+    weft_status_destroy(st);
+    weft_tensor* working[2] = {xt, good};
+    WT_OK(weft_session_run(session, feeds, working, 2, fetches, 2, NULL, 0,
+                           out));
+    const int32_t* cv = weft_tensor_data(out[0]);
+    const int32_t* av = weft_tensor_data(out[1]);
+    for (int i = 0; i < 3; ++i) {
+      cr_expect_eq(av[i], xs[i] + 1, "a[%d]", i);
+      cr_expect_eq(cv[i], (xs[i] + 1) / 2 + 1, "c[%d]", i);
+    }
+    weft_tensor_destroy(out[0]);
+    weft_tensor_destroy(out[1]);
+  }
+  weft_tensor_destroy(xt);
+  weft_tensor_destroy(bad);
+  weft_tensor_destroy(good);
   weft_session_destroy(session);
   weft_graph_destroy(graph);
 }

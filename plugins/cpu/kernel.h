@@ -213,9 +213,10 @@ using DescribedBody = weft_status* (*)(weft_kernel_context* ctx,
                                       const weft_kernel_tensor* outputs,
                                       int32_t num_outputs);
 
-// The same barrier for a compute_described function.
+// The same barrier for a compute_described function, flattened: the body
+// (whose own noinline parts stay out of line) needs no call of its own.
 template <DescribedBody Body>
-weft_status* GuardedDescribed(void* /*kernel_arg*/, weft_kernel_context* ctx,
+__attribute__((flatten)) weft_status* GuardedDescribed(void* /*kernel_arg*/, weft_kernel_context* ctx,
                               const weft_kernel_tensor* inputs,
                               int32_t num_inputs,
                               const weft_kernel_tensor* outputs,

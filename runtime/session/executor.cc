@@ -709,24 +709,73 @@ __attribute__((always_inline)) inline weft_status* Run::CallDescribed(
 
 // ExecuteNode's kernel case without the rest of its frame: nearly every
 // node a run executes takes this path.
-WEFT_HOT weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
-                                         TensorValue* outputs) {
+template <bool kSequence>
+__attribute__((always_inline)) inline weft_status* Run::ExecuteKernelImpl(
+    const PlanNode& p, TensorValue* in, TensorValue* outputs,
+    uint32_t last_read) {
   const int32_t n_in = static_cast<int32_t>(p.input_slots.size());
   if (n_in > kInlineInputs) return ExecuteNode(p, in, outputs);
   const TensorValue* inputs[kInlineInputs];
   const int32_t* slots = p.input_slots.data();
   for (int32_t i = 0; i < n_in; ++i) {
     const TensorValue& v = in[slots[i]];
-    if (!Accessible(v, p.device)) return ExecuteNode(p, in, outputs);
+    // A sequence's plan uses host memory only (Planner::Sequence).
+    if (!kSequence && !Accessible(v, p.device))
+      return ExecuteNode(p, in, outputs);
     inputs[i] = &v;
   }
   uint32_t writable = 0;
-  for (uint32_t c = p.forward_candidates; c != 0; c &= c - 1) {
+  const uint32_t candidates =
+      kSequence ? p.forward_candidates & last_read : p.forward_candidates;
+  for (uint32_t c = candidates; c != 0; c &= c - 1) {
     const int32_t i = __builtin_ctz(c);
-    if (Forwardable(p, slots[i], *inputs[i])) writable |= 1u << i;
+    if (kSequence ? OnlySlotHolds(p, *inputs[i])
+                  : Forwardable(p, slots[i], *inputs[i]))
+      writable |= 1u << i;
   }
   return RunKernelInline(p, p.node, p.kernel, inputs, n_in, outputs,
                          p.num_outputs, writable);
+}
+
+WEFT_HOT weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
+                                         TensorValue* outputs) {
+  return ExecuteKernelImpl<false>(p, in, outputs, 0);
+}
+
+// The straight-line walk: each node in the plan's order, then the slots it
+// read last.  What Process does for such a plan on one thread, without the
+// dependency and use counts (the order is the one Process would take) and
+// without a ready stack.  A failure or a cancellation (another thread's
+// Fail) stops the walk; End empties what is left.
+WEFT_HOT void Run::ExecuteSequence() {
+  const SequenceStep* step = plan_.sequence.data();
+  const SequenceStep* end = step + plan_.sequence.size();
+  const int32_t* releases = plan_.releases.data();
+  TensorValue* slots = slots_.data();
+  for (; step != end; ++step) {
+    if (failed_.load(std::memory_order_acquire)) return;
+    const PlanNode& p = plan_.nodes[step->node];
+    TensorValue* out = slots + p.output_base;
+    if (p.kind == ExecKind::kKernel) {
+      if (weft_status* st =
+              ExecuteKernelImpl<true>(p, slots, out, step->last_read)) {
+        Fail(st);
+        return;
+      }
+    } else if (p.kind == ExecKind::kConst) {
+      out[0] = p.const_value;
+    } else if (weft_status* st = ExecuteNode(p, slots, out)) {
+      Fail(st);
+      return;
+    }
+    // Plain runs keep no accounting (ReleaseSlot's first half), and a slot
+    // whose buffer moved to a node's output (CallDescribed) has nothing
+    // to release.
+    for (int32_t r = step->release_begin; r < step->release_end; ++r) {
+      TensorValue& v = slots[releases[r]];
+      if (v.buffer) Release(v);
+    }
+  }
 }
 
 // Whether the kernel may write its output over the value in slot `s`, one
@@ -738,7 +787,11 @@ WEFT_HOT weft_status* Run::ExecuteKernel(const PlanNode& p, TensorValue* in,
 bool Run::Forwardable(const PlanNode& p, int32_t s,
                       const TensorValue& v) const {
   return __atomic_load_n(&uses_[s], __ATOMIC_ACQUIRE) == 1 &&
-         OnlyHolder(v.buffer) && !v.buffer->is_state &&
+         OnlySlotHolds(p, v);
+}
+
+bool Run::OnlySlotHolds(const PlanNode& p, const TensorValue& v) {
+  return OnlyHolder(v.buffer) && !v.buffer->is_state &&
          v.device() == p.device;
 }
 
@@ -1080,7 +1133,11 @@ WEFT_HOT weft_status* Run::Execute(TensorValue* feeds, size_t num_feeds,
   for (size_t i = 0; i < num_feeds; ++i)
     slots_[plan_.feed_slots[i]] = std::move(feeds[i]);
 
-  if (!plan_.nodes.empty()) {
+  const bool sequence = !plan_.sequence.empty();
+  if (sequence && plain_) {
+    ExecuteSequence();
+  } else if (!plan_.nodes.empty()) {
+    if (sequence) SetCounts();  // Begin left them
     const std::vector<int32_t>& roots = plan_.roots;
     if (session_->pool) {
       // Routed as Process routes what a node makes ready.

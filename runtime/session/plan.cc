@@ -71,6 +71,7 @@ weft_status* Planner::Build() {
   }
   std::sort(plan_->collectives.begin(), plan_->collectives.end(),
             [](const weft_node* a, const weft_node* b) { return a->id < b->id; });
+  Sequence();
   const std::vector<int32_t>& fetches = plan_->fetch_slots;
   plan_->fetch_moves.assign(fetches.size(), 1);
   for (size_t i = 0; i < fetches.size(); ++i)

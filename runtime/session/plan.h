@@ -95,8 +95,29 @@ struct Transfer {
   uint64_t bytes = 0;        // per run; 0 when known only at run time
 };
 
+// One node of a straight-line plan (Plan::sequence): the node, the input
+// slots it reads last (released after it: indices into Plan::releases),
+// and which of its inputs it is the last reader of (bit i: input i; what
+// Run::Forwardable learns from the run's use counts otherwise).
+struct SequenceStep {
+  int32_t node = 0;
+  int32_t release_begin = 0;
+  int32_t release_end = 0;
+  uint32_t last_read = 0;
+};
+
 struct Plan {
   std::vector<PlanNode> nodes;
+  // A plan in which at no point two kernels can be ready at once (a chain:
+  // nothing could run in parallel) and which holds only nodes that run on
+  // the calling thread to completion (kernels and constants, variable
+  // reads, no-ops; no streams, transfers or runtime ops): the order its
+  // nodes run in and when each slot is released, fixed here, so that a
+  // plain run walks it without counting dependencies or uses
+  // (Run::ExecuteSequence).  Only for plans whose devices all use host
+  // memory.  Empty otherwise.
+  std::vector<SequenceStep> sequence;
+  std::vector<int32_t> releases;
   std::vector<int32_t> roots;
   int32_t num_slots = 0;
   std::vector<int32_t> feed_slots;   // per feed

@@ -175,6 +175,8 @@ class Planner {
                             weft_dtype to, const ShapeInfo& shape);
   void Link();
   void ScheduleForMemory();
+  // Fills Plan::sequence when the plan is straight-line (schedule.cc).
+  void Sequence();
   bool Reaches(int32_t from, int32_t to) const;
 
   const PlanRequest& req_;

@@ -151,6 +151,11 @@ class Run {
       live_[i].store(0, std::memory_order_relaxed);
       peak_[i].store(0, std::memory_order_relaxed);
     }
+    // A straight-line plan's plain run counts nothing (ExecuteSequence);
+    // Execute sets the counts for its other runs.
+    if (plan_.sequence.empty()) SetCounts();
+  }
+  void SetCounts() {
     const PlanNode* nodes = plan_.nodes.data();
     for (size_t i = 0; i < plan_.nodes.size(); ++i)
       pending_[i] = nodes[i].pending;
@@ -264,6 +269,14 @@ class Run {
                              TensorValue* outputs, int32_t n_out);
   weft_status* ExecuteKernel(const PlanNode& p, TensorValue* in,
                              TensorValue* out);
+  // ExecuteKernel's body.  kSequence: in a straight-line run, which knows
+  // from the plan which inputs the node reads last (`last_read`) and keeps
+  // no use counts.
+  template <bool kSequence>
+  weft_status* ExecuteKernelImpl(const PlanNode& p, TensorValue* in,
+                                 TensorValue* out, uint32_t last_read);
+  // A straight-line plan's plain run (Plan::sequence), on this thread.
+  void ExecuteSequence();
   weft_status* RunKernel(const PlanNode& p, const weft_node* node,
                          const KernelReg* kernel,
                          const TensorValue* const* inputs, int32_t n_in,
@@ -298,6 +311,8 @@ class Run {
   weft_status* DrainStream(Device* d);
   void ReleaseSlot(int32_t s);
   bool Forwardable(const PlanNode& p, int32_t s, const TensorValue& v) const;
+  // What Forwardable checks besides the use count.
+  static bool OnlySlotHolds(const PlanNode& p, const TensorValue& v);
   weft_status* Finish();
   // Tracing (executor_trace.cc; only when control_.trace is set).
   // ExecuteNode (or ExecuteKernel, in a flat plan: `it` null), timed; on

@@ -88,5 +88,81 @@ void Planner::ScheduleForMemory() {
   }
 }
 
+// A straight-line plan's order (Plan::sequence).  The run is simulated as
+// Process would run it on one thread: nodes that run no kernel as soon as
+// they are ready, then the one ready kernel.  Two kernels ready at once
+// means work the pool could share: then the plan keeps the dynamic
+// executor, and so does any node that may wait, park or use a stream.
+void Planner::Sequence() {
+  plan_->sequence.clear();
+  plan_->releases.clear();
+  if (plan_->control_flow || !plan_->transfers.empty() ||
+      !plan_->async_devices.empty() || !plan_->task_peers.empty())
+    return;
+  // Every value is then in host memory, where every kernel reads it: the
+  // walk checks no input's place.
+  for (const Device* d : plan_->devices)
+    if (!d->host_memory()) return;
+  const std::vector<PlanNode>& nodes = plan_->nodes;
+  for (const PlanNode& p : nodes) {
+    switch (p.kind) {
+      case ExecKind::kKernel:
+      case ExecKind::kConst:
+      case ExecKind::kVariable:
+      case ExecKind::kNoOp:
+        break;
+      default:
+        return;
+    }
+  }
+  std::vector<int32_t> pending(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) pending[i] = nodes[i].pending;
+  std::vector<int32_t> uses = plan_->slot_uses;
+  std::vector<int32_t> cheap;  // ready, running no kernel
+  int32_t kernel = -1;         // the ready kernel
+  auto ready = [&](int32_t id) {
+    if (nodes[id].kind != ExecKind::kKernel) {
+      cheap.push_back(id);
+      return true;
+    }
+    if (kernel >= 0) return false;
+    kernel = id;
+    return true;
+  };
+  std::vector<SequenceStep> sequence;
+  std::vector<int32_t> releases;
+  for (int32_t r : plan_->roots)
+    if (!ready(r)) return;
+  for (;;) {
+    int32_t id;
+    if (!cheap.empty()) {
+      id = cheap.back();
+      cheap.pop_back();
+    } else if (kernel >= 0) {
+      id = kernel;
+      kernel = -1;
+    } else {
+      break;
+    }
+    const PlanNode& p = nodes[id];
+    SequenceStep step;
+    step.node = id;
+    step.release_begin = static_cast<int32_t>(releases.size());
+    for (size_t i = 0; i < p.input_slots.size(); ++i) {
+      const int32_t s = p.input_slots[i];
+      if (s < 0 || --uses[s] != 0) continue;
+      releases.push_back(s);
+      if (i < 32) step.last_read |= 1u << i;
+    }
+    step.release_end = static_cast<int32_t>(releases.size());
+    sequence.push_back(step);
+    for (int32_t succ : p.successors)
+      if (--pending[succ] == 0 && !ready(succ)) return;
+  }
+  if (sequence.size() != nodes.size()) return;
+  plan_->sequence = std::move(sequence);
+  plan_->releases = std::move(releases);
+}
+
 }  // namespace planning
 }  // namespace weft
