@@ -133,6 +133,11 @@ weft_status* BinaryCompute(weft_kernel_context* ctx, const Tensor& x,
     BinaryParallel<Op, T, R>(ctx, x, y, z, nullptr);
     return nullptr;
   }
+  // A scalar (graphs of scalars: every count is 1 here) without a call.
+  if (z.count == 1) {
+    *z.data<R>() = Op::Apply(*x.data<T>(), *y.data<T>());
+    return nullptr;
+  }
   // Tiny tensors (the common case) are one run on this thread: what
   // ParallelFor would do below its threshold, without the detour.
   if (z.count < kParallelThreshold) {

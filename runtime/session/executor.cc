@@ -650,7 +650,8 @@ __attribute__((always_inline)) inline weft_status* Run::CallDescribed(
     DescribeValue(*inputs[i], &in[i]);
   }
   uint32_t over = ctx->writable_inputs & kernel->output_overwrites;
-  for (int32_t o = 0; o < n_out; ++o) {
+  // Output o made and described; nullptr or the allocation's failure.
+  auto make = [&](int32_t o) __attribute__((always_inline)) -> weft_status* {
     const ShapeInfo& s = node->output_shapes[o];
     const weft_dtype dtype = node->output_dtypes[o];
     TensorValue& v = outputs[o];
@@ -692,6 +693,14 @@ __attribute__((always_inline)) inline weft_status* Run::CallDescribed(
     }
     out[o].struct_size = sizeof(weft_kernel_tensor);
     DescribeValue(v, &out[o]);
+    return nullptr;
+  };
+  // One output (element-wise ops) in straight-line code.
+  if (n_out == 1) {
+    if (weft_status* st = make(0)) return st;
+  } else {
+    for (int32_t o = 0; o < n_out; ++o)
+      if (weft_status* st = make(o)) return st;
   }
   ctx->writable_inputs = 0;
   ctx->described = true;
