@@ -84,17 +84,6 @@ static weft_model* load(const char* path) {
   return m;
 }
 
-static void expect_same_bits(const weft_tensor* a, const weft_tensor* b) {
-  cr_assert_eq(weft_tensor_dtype(a), weft_tensor_dtype(b));
-  cr_assert_eq(weft_tensor_rank(a), weft_tensor_rank(b));
-  for (int32_t i = 0; i < weft_tensor_rank(a); ++i)
-    cr_assert_eq(weft_tensor_dim(a, i), weft_tensor_dim(b, i));
-  cr_assert_eq(weft_tensor_byte_size(a), weft_tensor_byte_size(b));
-  cr_assert(memcmp(weft_tensor_data(a), weft_tensor_data(b),
-                   weft_tensor_byte_size(a)) == 0,
-            "values differ");
-}
-
 /* ---- A trained classifier ------------------------------------------------ */
 
 typedef struct classifier {
@@ -213,7 +202,7 @@ Test(model, bundle_predicts_the_same_bits_and_trains_on) {
   weft_tensor* x = batch_x(99);
   weft_tensor* want = predict(c.model, x);
   weft_tensor* got = predict(m, x);
-  expect_same_bits(want, got);
+  wt_expect_same_bits(want, got, "values differ");
   weft_tensor_destroy(want);
   weft_tensor_destroy(got);
 
@@ -248,7 +237,7 @@ Test(model, bundle_predicts_the_same_bits_and_trains_on) {
     weft_output vb = {weft_graph_node_by_name(lg, names[i]), 0};
     weft_tensor* a = wt_run1(c.session, NULL, NULL, 0, va);
     weft_tensor* b = wt_run1(weft_model_session(m), NULL, NULL, 0, vb);
-    expect_same_bits(a, b);
+    wt_expect_same_bits(a, b, "values differ");
     weft_tensor_destroy(a);
     weft_tensor_destroy(b);
   }
@@ -277,7 +266,7 @@ Test(model, saving_over_a_bundle_replaces_it) {
   weft_model* m = load(bundle);
   weft_tensor* want = predict(c.model, values[0]);
   weft_tensor* got = predict(m, values[0]);
-  expect_same_bits(want, got);
+  wt_expect_same_bits(want, got, "values differ");
   /* Nothing but the bundle is left beside it. */
   DIR* d = opendir(dir);
   int entries = 0;

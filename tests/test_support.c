@@ -305,3 +305,15 @@ weft_output wt_apply_mode(weft_graph* graph, const char* op, const char* name,
   WT_OK(weft_op_finish(b, &n));
   return (weft_output){n, 0};
 }
+
+void wt_expect_same_bits(const weft_tensor* a, const weft_tensor* b,
+                         const char* what) {
+  cr_assert_eq(weft_tensor_dtype(a), weft_tensor_dtype(b));
+  cr_assert_eq(weft_tensor_rank(a), weft_tensor_rank(b));
+  for (int32_t i = 0; i < weft_tensor_rank(a); ++i)
+    cr_assert_eq(weft_tensor_dim(a, i), weft_tensor_dim(b, i));
+  cr_assert_eq(weft_tensor_byte_size(a), weft_tensor_byte_size(b));
+  cr_assert(memcmp(weft_tensor_data(a), weft_tensor_data(b),
+                   weft_tensor_byte_size(a)) == 0,
+            "%s", what);
+}

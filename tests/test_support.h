@@ -99,6 +99,10 @@ void wt_run_targets(weft_session* session, weft_node* const* targets,
 /* Asserts the tensor's dtype and shape. */
 void wt_expect_shape(const weft_tensor* tensor, weft_dtype dtype,
                      const int64_t* dims, int32_t rank);
+/* Asserts a and b have the same dtype, shape and bytes ("values differ"
+ * naming `what` otherwise). */
+void wt_expect_same_bits(const weft_tensor* a, const weft_tensor* b,
+                         const char* what);
 /* Asserts every float32 element is within abs_tol + rel_tol*|ref| of ref;
  * NaN matches only NaN and infinities match only themselves. */
 void wt_expect_f32(const weft_tensor* tensor, const double* ref, int64_t n,
