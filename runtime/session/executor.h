@@ -2,6 +2,7 @@
 // inter-op pool, and asynchronous device work through plugin streams.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <new>
@@ -115,6 +116,14 @@ class ValueArray {
   alignas(TensorValue) unsigned char inline_[kInline * sizeof(TensorValue)];
   TensorValue* data_;
 };
+
+// Lists `run` among the session's runs in flight (run_registry.cc);
+// returns its entry of run_slots, or null when it went to the locked list.
+std::atomic<exec::Run*>* ListRun(weft_session* session, exec::Run* run);
+// Takes `run` out of the list (`slot`: what ListRun returned) before it
+// ends: CancelRuns may be reaching it until then.
+void UnlistRun(weft_session* session, std::atomic<exec::Run*>* slot,
+               exec::Run* run);
 
 // Ends every run of `session` in flight (of `group` only, when not null)
 // with a copy of `why` (CANCELLED), as a deadline would.  Returns how many
