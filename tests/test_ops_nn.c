@@ -237,6 +237,13 @@ static const conv_case kConvCases[] = {
     {1, 5, 5, 16, 5, 5, 8, 1, 1, 1, 1, 1},  /* window wider than half */
     {2, 14, 14, 32, 3, 3, 64, 1, 1, 1, 1, 1}, /* blocked-layout sizes */
     {2, 13, 15, 16, 3, 3, 32, 2, 2, 1, 1, 0},
+    /* Stride 1 with channels for blocked kernels: where oneDNN runs the
+     * forward convolution in brgemm (AVX-512), the input gradient is that
+     * forward convolution over dy with the filter turned (DataAsForward in
+     * onednn_nn_backward.h): SAME with an even window (padding 1 before,
+     * 2 after), and VALID (padding K - 1 on both sides). */
+    {2, 9, 10, 16, 4, 2, 32, 1, 1, 1, 1, 1},
+    {2, 10, 9, 32, 3, 5, 16, 1, 1, 1, 1, 0},
 };
 
 Test(ops_nn, conv2d_matches_direct_convolution) {

@@ -150,6 +150,7 @@ struct Conv {
   memory::desc bias;  // FusedConv2D only
   size_t scratchpad_bytes = 0;
   FilterPacking filter;
+  bool brgemm = false;  // oneDNN chose one of its brgemm kernels
 };
 
 struct Pool {
@@ -185,6 +186,7 @@ inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
   }
   dnnl::convolution_forward::primitive_desc pd(desc, attr, OnednnEngine());
   conv->primitive = dnnl::convolution_forward(pd);
+  conv->brgemm = std::strncmp(pd.impl_info_str(), "brg", 3) == 0;
   conv->scratchpad = pd.scratchpad_desc();
   conv->scratchpad_bytes = conv->scratchpad.get_size();
   conv->filter.Choose(pd.weights_desc());

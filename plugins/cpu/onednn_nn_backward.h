@@ -14,7 +14,10 @@
 // 30 % faster than the backward-weights primitive); other filter gradients
 // by the backward-weights primitive.  Either computes in the layout oneDNN
 // picks and reorders into the caller's HWIO buffer once per call (imposing
-// HWIO on the primitive makes oneDNN fall back to im2col + GEMM).
+// HWIO on the primitive makes oneDNN fall back to im2col + GEMM).  The
+// input gradient of a stride-1, undilated convolution runs as a forward
+// convolution with the filter turned where oneDNN's forward kernel for it
+// is brgemm and its backward-data kernel not (DataAsForward: AVX-512).
 //
 // Header-only; needs WEFT_CPU_HAVE_ONEDNN.  Throws dnnl::error or
 // std::bad_alloc on failure.
@@ -37,11 +40,15 @@ enum BackwardKind : int64_t {
 // The cache kind of FindConvWeightsAsForward's entries.
 constexpr int64_t kConvWeightsAsForward = 12;
 
+// The cache kind of DataAsForward's entries.
+constexpr int64_t kConvDataAsForward = 13;
+
 struct ConvData {
   dnnl::convolution_backward_data primitive;
   memory::desc diff_src, diff_dst, scratchpad;
   size_t scratchpad_bytes = 0;
   FilterPacking filter;
+  bool brgemm = false;  // oneDNN chose one of its brgemm kernels
 };
 
 struct ConvWeights {
@@ -92,6 +99,10 @@ struct Backward {
   std::shared_ptr<const ConvData> data;
   std::shared_ptr<const ConvWeights> weights;
   std::shared_ptr<const ConvWeightsAsForward> as_forward;
+  // kConvDataAsForward: whether the input gradient runs as the forward
+  // convolution of `forward_window` (DataAsForward).
+  bool data_as_forward = false;
+  Window2D forward_window;
 };
 
 inline std::shared_ptr<const ConvData> MakeConvData(const Window2D& w,
@@ -112,6 +123,7 @@ inline std::shared_ptr<const ConvData> MakeConvData(const Window2D& w,
   dnnl::convolution_backward_data::primitive_desc pd(desc, UserScratchpad(),
                                                      engine, hint);
   conv->primitive = dnnl::convolution_backward_data(pd);
+  conv->brgemm = std::strncmp(pd.impl_info_str(), "brg", 3) == 0;
   conv->scratchpad = pd.scratchpad_desc();
   conv->scratchpad_bytes = conv->scratchpad.get_size();
   conv->filter.Choose(pd.weights_desc());
@@ -477,15 +489,84 @@ inline bool ConvWeightsByForward(const Window2D& w, int64_t out_channels,
   return true;
 }
 
+// The input gradient of a stride-1, undilated convolution is itself a
+// forward convolution: of dy [N, OH, OW, Cout] with the filter turned
+// half a turn and its channels swapped (w'[kh][kw][co][ci] =
+// w[KH-1-kh][KW-1-kw][ci][co]), padded by K - 1 - pad on each side, which
+// gives back [N, H, W, Cin].  Where oneDNN 2.6 runs that forward
+// convolution in a brgemm kernel and the backward-data primitive not (on
+// AVX-512: brgconv against jit:avx512_core), the forward one is faster:
+// the CNN's second layer (64 images 14x14, 5x5, 32 -> 64) 12.4 ms in the
+// backward-data primitive against 7.4 for its forward convolution, one
+// thread on an Ice Lake Xeon (bench/onednn_floor).  Elsewhere (AVX2: no
+// brgemm convolutions in 2.6) the primitive stays.  Decided once per
+// window from the kernels oneDNN picks, never from timings, so a
+// machine's results do not depend on a measurement.
+inline std::shared_ptr<const Backward> DataAsForward(const Window2D& w,
+                                                     int64_t out_channels) {
+  return BackwardCache().Get(
+      MakeKey(w, out_channels, kConvDataAsForward, 1), [&] {
+        auto b = std::make_shared<Backward>();
+        if (w.stride_h == 1 && w.stride_w == 1 && w.dilation_h == 1 &&
+            w.dilation_w == 1 && w.pad_top < w.k_h && w.pad_bottom < w.k_h &&
+            w.pad_left < w.k_w && w.pad_right < w.k_w) {
+          Window2D f;
+          f.batch = w.batch;
+          f.in_h = w.out_h;
+          f.in_w = w.out_w;
+          f.channels = out_channels;
+          f.k_h = w.k_h;
+          f.k_w = w.k_w;
+          f.out_h = w.in_h;
+          f.out_w = w.in_w;
+          f.pad_top = w.k_h - 1 - w.pad_top;
+          f.pad_bottom = w.k_h - 1 - w.pad_bottom;
+          f.pad_left = w.k_w - 1 - w.pad_left;
+          f.pad_right = w.k_w - 1 - w.pad_right;
+          b->forward_window = f;
+          b->data_as_forward =
+              f.in_h + f.pad_top + f.pad_bottom - f.k_h + 1 == f.out_h &&
+              f.in_w + f.pad_left + f.pad_right - f.k_w + 1 == f.out_w &&
+              Find(f, w.channels, 0, 1)->conv->brgemm &&
+              !FindBackward(w, out_channels, kConvData, 1)->data->brgemm;
+        }
+        return std::shared_ptr<const Backward>(std::move(b));
+      });
+}
+
 }  // namespace onednn_nn_detail
 
 // din [N, H, W, Cin] = the gradient of Conv2D's input for the output
 // gradient dy [N, OH, OW, Cout] and filter [KH, KW, Cin, Cout].  Threads as
-// OnednnConv2D: blocks of images on the WorkPool.
+// OnednnConv2D: blocks of images on the WorkPool.  A forward convolution
+// where DataAsForward says so (the same blocks: an image's gradient
+// depends on its own dy alone, so the bits do not depend on the split).
 inline void OnednnConv2DBackpropInput(const Window2D& w, int64_t out_channels,
                                       const float* filter, const float* dy,
                                       float* din, int threads) {
   namespace d = onednn_nn_detail;
+  const std::shared_ptr<const d::Backward> as_forward =
+      d::DataAsForward(w, out_channels);
+  if (as_forward->data_as_forward) {
+    const int64_t kh = w.k_h, kw = w.k_w, cin = w.channels,
+                  cout = out_channels;
+    // The product slot: matmuls use it, convolutions do not (their own
+    // scratchpads are the kernel slot), so it stays ours through the call.
+    Scratch turned(static_cast<size_t>(kh * kw * cin * cout) * sizeof(float),
+                   Scratch::kProduct);
+    float* t = turned.as<float>();
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x) {
+        const float* from =
+            filter + ((kh - 1 - y) * kw + (kw - 1 - x)) * cin * cout;
+        float* to = t + (y * kw + x) * cout * cin;
+        for (int64_t i = 0; i < cin; ++i)
+          for (int64_t o = 0; o < cout; ++o)
+            to[o * cin + i] = from[i * cout + o];
+      }
+    OnednnConv2D(as_forward->forward_window, cin, dy, t, din, threads);
+    return;
+  }
   const d::BatchSplit split(w, out_channels, threads);
   dnnl::stream& stream = OnednnPrepareThread(split.threads);
   const auto blocks = split.Entries([&](const Window2D& block) {
