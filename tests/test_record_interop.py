@@ -559,6 +559,7 @@ def weft_dataset_reads_tensorflows_files_and_writes_them_again():
 
 @tap.case
 def tensorflow_reads_the_files_weft_wrote():
+    need_fixtures()
     if not state.get('written'):
         raise AssertionError('Weft wrote no files (see the case before)')
     lines = child_lines('--tf-read', WORK / 'records.json')
