@@ -212,3 +212,56 @@ Test(forwarding, constants_and_variables_are_never_written_over) {
   weft_session_destroy(s);
   weft_graph_destroy(g);
 }
+
+/* BiasAdd writes over the value it adds to when it is that value's last
+ * reader (a = Neg(x), then BiasAdd, then Neg: one buffer), and keeps it
+ * when the value is fetched too; the bias, a constant, is never written. */
+Test(forwarding, bias_add_writes_over_its_value_not_over_a_fetched_one) {
+  enum { C = 64 };
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(N / C, C), 2);
+  float bias[C];
+  for (int k = 0; k < C; ++k) bias[k] = 0.125f * (float)k - 2.0f;
+  weft_output b = wt_const_f32(g, "bias", WT_DIMS(C), 1, bias);
+  weft_output a = wt_apply1(g, "Neg", "a", x);
+  weft_output y = wt_apply1(g, "Neg", "y", wt_apply2(g, "BiasAdd", "ba", a, b));
+  float* xv = ramp();
+  weft_tensor* xt = wt_tensor(WEFT_FLOAT32, WT_DIMS(N / C, C), 2, xv);
+  float* want_y = malloc(sizeof(float) * N);
+  float* want_a = malloc(sizeof(float) * N);
+  for (int i = 0; i < N; ++i) {
+    want_a[i] = -xv[i];
+    want_y[i] = -(-xv[i] + bias[i % C]);
+  }
+  weft_session* s = session_with(g, 0);
+  weft_run_metadata* m = weft_run_metadata_create();
+  for (int run = 0; run < 3; ++run) {
+    weft_tensor* out = NULL;
+    WT_OK(weft_session_run_with_metadata(s, &x, &xt, 1, &y, 1, NULL, 0,
+                                         &out, m));
+    expect_values(out, want_y, "y");
+    weft_tensor_destroy(out);
+    cr_expect_lt(weft_run_metadata_peak_bytes(m, 0), 2 * N * sizeof(float),
+                 "peak %llu bytes: BiasAdd did not write over Neg's value",
+                 (unsigned long long)weft_run_metadata_peak_bytes(m, 0));
+    weft_output both[2] = {a, y};
+    weft_tensor* outs[2] = {NULL, NULL};
+    WT_OK(weft_session_run(s, &x, &xt, 1, both, 2, NULL, 0, outs));
+    expect_values(outs[0], want_a, "a, fetched beside y");
+    expect_values(outs[1], want_y, "y, beside a");
+    weft_tensor_destroy(outs[0]);
+    weft_tensor_destroy(outs[1]);
+  }
+  weft_tensor* bv = wt_run1(s, NULL, NULL, 0, b);
+  cr_assert_eq(memcmp(weft_tensor_data(bv), bias, sizeof bias), 0,
+               "the bias constant was written over");
+  weft_tensor_destroy(bv);
+  expect_values(xt, xv, "the feed");
+  weft_run_metadata_destroy(m);
+  weft_session_destroy(s);
+  weft_tensor_destroy(xt);
+  free(want_a);
+  free(want_y);
+  free(xv);
+  weft_graph_destroy(g);
+}
