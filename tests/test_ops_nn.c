@@ -851,9 +851,10 @@ static void xent_reference(const double* x, const double* labels, int64_t b,
 static void check_xent(const double* x, const double* dense,
                        const int64_t* sparse, weft_dtype label_type,
                        int64_t b, int64_t c, weft_dtype dtype) {
-  double loss[8], grad[64];
+  double* loss = malloc(sizeof(double) * (size_t)b);
+  double* grad = malloc(sizeof(double) * (size_t)(b * c));
+  double* indices = malloc(sizeof(double) * (size_t)b);
   xent_reference(x, dense, b, c, loss, grad);
-  double indices[8];
   for (int64_t r = 0; sparse && r < b; ++r) indices[r] = (double)sparse[r];
   void* xd = as_dtype(x, b * c, dtype);
   void* ld = sparse ? as_dtype(indices, b, label_type)
@@ -870,7 +871,7 @@ static void check_xent(const double* x, const double* dense,
   expect_close(out[0], loss, b, 1e-5);
   expect_close(out[1], grad, b * c, 1e-5);
   weft_tensor_destroy(out[0]), weft_tensor_destroy(out[1]);
-  free(xd), free(ld);
+  free(xd), free(ld), free(loss), free(grad), free(indices);
 }
 
 Test(ops_nn, softmax_cross_entropy) {
@@ -900,6 +901,27 @@ Test(ops_nn, sparse_softmax_cross_entropy) {
     check_xent(x, onehot, classes, WEFT_INT64, 6, 7, kFloatTypes[t]);
   }
   free(x);
+}
+
+/* Batches of several groups of 16 rows (the kernel's unit of work) with a
+ * short last one, 10 classes as the MLP's and 33, and one class. */
+Test(ops_nn, cross_entropy_over_groups_of_rows) {
+  const int64_t shapes[3][2] = {{37, 10}, {21, 33}, {17, 1}};
+  for (int s = 0; s < 3; ++s) {
+    const int64_t b = shapes[s][0], c = shapes[s][1];
+    double* x = random_values(41 + (uint64_t)s, b * c, -6, 6);
+    double* onehot = calloc((size_t)(b * c), sizeof(double));
+    int64_t* classes = malloc(sizeof(int64_t) * (size_t)b);
+    for (int64_t r = 0; r < b; ++r) {
+      classes[r] = (r * 7 + s) % c;
+      onehot[r * c + classes[r]] = 1;
+    }
+    for (int t = 0; t < 2; ++t) {
+      check_xent(x, onehot, classes, WEFT_INT32, b, c, kFloatTypes[t]);
+      check_xent(x, onehot, NULL, 0, b, c, kFloatTypes[t]);
+    }
+    free(x), free(onehot), free(classes);
+  }
 }
 
 Test(ops_nn, cross_entropy_errors_and_empty_batch) {

@@ -13,21 +13,59 @@
 namespace weft_cpu {
 namespace {
 
-// softmax(x) of one row into `prob`; returns log(sum(exp(x - max))) and the
-// max.  The loss is then lse - (x - max) per class, computed from x itself
-// rather than from log(prob), which would turn an underflowed probability
-// into an infinite loss.
+// Rows are taken in groups of kGroupRows, at multiples of kGroupRows
+// whatever the thread count (ParallelFor hands out groups), so that a row's
+// bits never depend on how the batch was split.
+constexpr int64_t kGroupRows = 16;
+
+// softmax over each of `rows` (<= kGroupRows) rows of `c` (> 0) classes of
+// x into `prob`, and per row the max and log(sum(exp(x - max))).  The loss
+// is then lse - (x - max) per class, computed from x itself rather than
+// from log(prob), which would turn an underflowed probability into an
+// infinite loss.  The exp runs once over the group's rows (x - max written
+// into prob first): per row, Eigen's exp of 10 classes took its unaligned
+// head and tail through the C library's scalar expf, and the MLP's loss
+// (100 rows of 10) cost 7.8 us against 4.3 grouped (microbenchmark, one
+// thread, Ice Lake Xeon); traced in the step, 7.9 - 8.9 against 5.5 - 6.3.
 template <typename T>
-void RowSoftmax(const T* x, int64_t c, T* prob, T* max, T* lse) {
-  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-  Eigen::Map<const Array> in(x, c);
-  Eigen::Map<Array> p(prob, c);
-  *max = in.maxCoeff();
-  p = in - *max;
-  ExactExp(prob, prob, c);
-  const T sum = p.sum();
-  p *= T(1) / sum;
-  *lse = std::log(sum);
+void GroupSoftmax(const T* x, int64_t rows, int64_t c, T* prob, T* max,
+                  T* lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = x + r * c;
+    T* out = prob + r * c;
+    T m = in[0];
+    for (int64_t k = 1; k < c; ++k) m = in[k] > m ? in[k] : m;
+    for (int64_t k = 0; k < c; ++k) out[k] = in[k] - m;
+    max[r] = m;
+  }
+  ExactExp(prob, prob, rows * c);
+  for (int64_t r = 0; r < rows; ++r) {
+    T* out = prob + r * c;
+    T sum = 0;
+    for (int64_t k = 0; k < c; ++k) sum += out[k];
+    const T inverse = T(1) / sum;
+    for (int64_t k = 0; k < c; ++k) out[k] *= inverse;
+    lse[r] = std::log(sum);
+  }
+}
+
+// fn(first_row, rows, max, lse) for each group of rows of a [batch, c]
+// problem, groups spread over the intra-op threads.
+template <typename T, typename Fn>
+void ForEachGroup(const weft_kernel_context* ctx, int64_t batch, int64_t c,
+                  double cycles_per_row, Fn&& fn) {
+  const int64_t groups = (batch + kGroupRows - 1) / kGroupRows;
+  ParallelFor(ctx, groups, kGroupRows * c, cycles_per_row * kGroupRows,
+              [&](int64_t begin, int64_t end) {
+                T max[kGroupRows], lse[kGroupRows];
+                for (int64_t g = begin; g < end; ++g) {
+                  const int64_t first = g * kGroupRows;
+                  const int64_t rows = batch - first < kGroupRows
+                                           ? batch - first
+                                           : kGroupRows;
+                  fn(first, rows, max, lse);
+                }
+              });
 }
 
 struct LossOutputs {
@@ -64,22 +102,23 @@ void DenseXent(const weft_kernel_context* ctx, const Tensor& features,
     std::fill_n(loss, features.dims[0], T(0));
     return;
   }
-  ParallelFor(ctx, features.dims[0], c, 40.0 * static_cast<double>(c),
-              [&](int64_t begin, int64_t end) {
-                for (int64_t b = begin; b < end; ++b) {
-                  const T* xr = x + b * c;
-                  const T* lr = l + b * c;
-                  T* gr = grad + b * c;
-                  T max, lse;
-                  RowSoftmax(xr, c, gr, &max, &lse);
-                  T sum = 0;
-                  for (int64_t k = 0; k < c; ++k) {
-                    sum += lr[k] * (lse - (xr[k] - max));
-                    gr[k] -= lr[k];
-                  }
-                  loss[b] = sum;
-                }
-              });
+  ForEachGroup<T>(ctx, features.dims[0], c, 40.0 * static_cast<double>(c),
+                  [&](int64_t first, int64_t rows, T* max, T* lse) {
+                    GroupSoftmax(x + first * c, rows, c, grad + first * c,
+                                 max, lse);
+                    for (int64_t r = 0; r < rows; ++r) {
+                      const int64_t b = first + r;
+                      const T* xr = x + b * c;
+                      const T* lr = l + b * c;
+                      T* gr = grad + b * c;
+                      T sum = 0;
+                      for (int64_t k = 0; k < c; ++k) {
+                        sum += lr[k] * (lse[r] - (xr[k] - max[r]));
+                        gr[k] -= lr[k];
+                      }
+                      loss[b] = sum;
+                    }
+                  });
 }
 
 weft_status* DenseXentKernel(weft_kernel_context* ctx) {
@@ -142,18 +181,17 @@ weft_status* SparseXent(const weft_kernel_context* ctx, const Tensor& features,
   const T* x = features.data<T>();
   T* loss = out.loss.data<T>();
   T* grad = out.backprop.data<T>();
-  ParallelFor(ctx, batch, c, 30.0 * static_cast<double>(c),
-              [&](int64_t begin, int64_t end) {
-                for (int64_t b = begin; b < end; ++b) {
-                  const T* xr = x + b * c;
-                  T* gr = grad + b * c;
-                  const int64_t label = static_cast<int64_t>(l[b]);
-                  T max, lse;
-                  RowSoftmax(xr, c, gr, &max, &lse);
-                  loss[b] = lse - (xr[label] - max);
-                  gr[label] -= T(1);
-                }
-              });
+  ForEachGroup<T>(ctx, batch, c, 30.0 * static_cast<double>(c),
+                  [&](int64_t first, int64_t rows, T* max, T* lse) {
+                    GroupSoftmax(x + first * c, rows, c, grad + first * c,
+                                 max, lse);
+                    for (int64_t r = 0; r < rows; ++r) {
+                      const int64_t b = first + r;
+                      const int64_t label = static_cast<int64_t>(l[b]);
+                      loss[b] = lse[r] - (x[b * c + label] - max[r]);
+                      grad[b * c + label] -= T(1);
+                    }
+                  });
   return nullptr;
 }
 
