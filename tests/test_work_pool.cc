@@ -5,6 +5,7 @@
 // ThreadSanitizer (`./scripts/tsan.sh`), where Criterion cannot start.
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -123,15 +124,74 @@ void LoadCheckKeepsResults() {
   Report(why.empty(), "with the machine's load checked", why);
 }
 
+// Workers that finish late (a vCPU the host gave to another guest, which
+// /proc/loadavg does not show) make the pool run alone for a while, and
+// every chunk still runs once.  The worker's chunks sleep 3 ms, the
+// caller's take 0.2 ms.
+void LateWorkersMakeThePoolRunAlone() {
+  auto gain = [](double own, int64_t own_chunks, int64_t chunks,
+                 double waited) {
+    return WorkPool::SharedRunGain(own, own_chunks, chunks, waited);
+  };
+  const bool rule = std::fabs(gain(100e-6, 1, 2, 10e-6) - 90e-6) < 1e-12 &&
+                    std::fabs(gain(300e-6, 3, 4, 0) - 100e-6) < 1e-12 &&
+                    std::fabs(gain(1e-3, 1, 2, 3e-3) + 2e-3) < 1e-12;
+  Report(rule, "what a shared run saves: the workers' chunks at the "
+               "caller's pace, less its wait",
+         "WorkPool::SharedRunGain disagrees");
+  WorkPool* pool = WorkPool::For(2);
+  pool->IgnoreLoad(false);
+  pool->IgnoreLoadCount(true);
+  const std::thread::id caller = std::this_thread::get_id();
+  int shared = 0;
+  std::string why;
+  for (int round = 0; round < 40 && why.empty() && !pool->Lagging();
+       ++round) {
+    std::atomic<int> hits[2] = {{0}, {0}};
+    std::atomic<bool> elsewhere{false};
+    pool->Run(2, [&](int64_t i) {
+      hits[i]++;
+      const bool worker = std::this_thread::get_id() != caller;
+      if (worker) elsewhere = true;
+      const auto start = std::chrono::steady_clock::now();
+      if (worker) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      } else {
+        while (std::chrono::steady_clock::now() - start <
+               std::chrono::microseconds(200)) {
+        }
+      }
+    });
+    if (hits[0] != 1 || hits[1] != 1) why = "a chunk ran twice or never";
+    if (elsewhere) ++shared;
+  }
+  const bool lagging = pool->Lagging();
+  const bool alone = pool->RunsAlone();
+  const std::string after = CountOnce(*pool, 7);
+  pool->IgnoreLoadCount(false);
+  pool->IgnoreLoad(true);
+  if (!why.empty() || !after.empty()) {
+    Report(false, "late workers: every chunk runs once", why + after);
+  } else if (!lagging && shared == 0) {
+    Skip("late workers make the pool run alone",
+         "the worker took no chunk in 40 runs (a loaded machine)");
+  } else {
+    Report(lagging && alone, "late workers make the pool run alone",
+           "the worker was late in " + std::to_string(shared) +
+               " runs and the pool still shares");
+  }
+}
+
 }  // namespace
 
 int main() {
-  std::printf("1..6\n");
+  std::printf("1..8\n");
   EveryChunkRunsOnce();
   CompetingCallers();
   NestedRun();
   ExceptionReachesCaller();
   WorkersTakeChunks();
   LoadCheckKeepsResults();
+  LateWorkersMakeThePoolRunAlone();
   return tap::g_failed == 0 ? 0 : 1;
 }
