@@ -34,11 +34,12 @@
 // `ps` idle (README, "Stop 50").  The caller sees it as a worker that
 // finishes its chunks late.  It times its own chunks and its wait for the
 // workers', and keeps what sharing saved (SharedRunGain: the workers'
-// chunks at its own pace, less the wait) as a credit, capped at
-// kMaxCredit.  When the credit runs out, sharing no longer pays: the pool
-// runs alone for kLagSeconds, doubled while the losses come back as soon
-// as that ends (up to kMaxLagSeconds), and its workers sleep instead of
-// spinning.  Measured on a 2-core Ice Lake guest, the MLP step paired 2
+// chunks at its own pace, less the wait and the cost of waking them) as a
+// credit, capped at kMaxCredit.  When the losses exceed the credit by
+// kMaxLoss (a time slice the host took, not chunks a little uneven),
+// sharing no longer pays: the pool runs alone for kLagSeconds, doubled
+// while the losses come back as soon as that ends (up to kMaxLagSeconds),
+// and its workers sleep instead of spinning.  Measured on a 2-core Ice Lake guest, the MLP step paired 2
 // vs 1 threads (bench/train_mlp), alternating processes: with the workers
 // held to 30 % of a CPU by a cgroup quota (which /proc/loadavg does not
 // show either), 0.86 - 1.04x before (lower quartiles 0.54 - 0.68: a late
@@ -106,17 +107,19 @@ class WorkPool {
   // Pools for up to this many threads (more are capped).
   static constexpr int kMaxThreads = 256;
   // Late workers (the introduction): the most credit sharing keeps, in
-  // seconds (a new contention then costs at most this much before the pool
-  // runs alone), and how long it then runs alone at first and at most.
+  // seconds (a new contention then costs at most this much, and kMaxLoss,
+  // before the pool runs alone), the loss beyond the credit that starts a
+  // lag, and how long the pool then runs alone at first and at most.
   static constexpr double kMaxCredit = 10e-3;
+  static constexpr double kMaxLoss = 0.5e-3;
   static constexpr double kLagSeconds = 0.05;
   static constexpr double kMaxLagSeconds = 2.0;
 
   // What a run the caller and the workers shared saved against the caller
   // running every chunk, in seconds: the workers' chunks at the caller's
-  // pace (`own_seconds` for its `own_chunks` of `chunks`), less its wait
-  // for them.  Negative when they finished later than the caller could
-  // have run their chunks itself.
+  // pace (`own_seconds` for its `own_chunks` of `chunks`; 0 < own_chunks <
+  // chunks), less its wait for them.  Negative when they finished later
+  // than the caller could have run their chunks itself.
   static double SharedRunGain(double own_seconds, int64_t own_chunks,
                               int64_t chunks, double waited) {
     return own_seconds * static_cast<double>(chunks - own_chunks) /
@@ -144,8 +147,9 @@ class WorkPool {
   // Chunks run in any order on any of the pool's threads, the caller's
   // included.  When the pool is already running another caller's chunks,
   // or the caller is one of a pool's workers, or the machine has no CPU to
-  // spare, the caller runs them all itself (no nested or competing teams on
-  // the same cores), as it does for more than kMaxChunks chunks.  The first
+  // spare, or the workers have been late (the introduction), the caller
+  // runs them all itself (no nested or competing teams on the same cores),
+  // as it does for more than kMaxChunks chunks.  The first
   // exception a chunk throws is rethrown here once every chunk has finished
   // or been skipped; chunks not yet started when it was thrown are skipped.
   template <typename Fn>
@@ -165,6 +169,7 @@ class WorkPool {
               std::memory_order_relaxed);
     invoke_.store([](void* f, int64_t i) { (*static_cast<F*>(f))(i); },
                   std::memory_order_relaxed);
+    const double publish = Now();
     done_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
     error_ = nullptr;
@@ -187,11 +192,16 @@ class WorkPool {
     const int64_t own = WorkOn(generation, 0);
     const double own_done = Now();
     WaitDone(static_cast<uint32_t>(chunks));
-    // Only a run both sides took part in says what sharing saved (the
-    // caller's time is then its own chunks').
-    if (own > 0 && own < chunks) {
+    // Only a run both sides took part in, and that ran every chunk, says
+    // what sharing saved (the caller's time is then its own chunks'); the
+    // publishing and waking count against it.  Not while the load is
+    // ignored: the pool then shares whatever happens.
+    if (own > 0 && own < chunks &&
+        !failed_.load(std::memory_order_relaxed) &&
+        !ignore_load_.load(std::memory_order_relaxed)) {
       const double now = Now();
-      NoteRun(SharedRunGain(own_done - begin, own, chunks, now - own_done),
+      NoteRun(SharedRunGain(own_done - begin, own, chunks,
+                            now - own_done + (begin - publish)),
               now);
     }
     if (error_) std::rethrow_exception(error_);
@@ -205,13 +215,14 @@ class WorkPool {
   int threads() const { return threads_; }
 
   // Whether a Run now would run every chunk on the caller because the
-  // caller is one of a pool's workers or the machine has no CPU to spare
-  // (the reading Run itself uses).  A caller that can compute the chunks'
+  // caller is one of a pool's workers, the machine has no CPU to spare or
+  // the workers have been late (the reading Run itself uses).  A caller that can compute the chunks'
   // very bits in one piece may do so instead (SplitMatMul).
   bool RunsAlone() { return InWorker() || Contended(); }
 
   // Whether the pool runs alone because its workers were late (sharing
-  // ran out of credit), for tests.
+  // ran out of credit), for tests.  With IgnoreLoad(true) the pool shares
+  // anyway and counts nothing.
   bool Lagging() const {
     return Now() < lag_until_.load(std::memory_order_relaxed);
   }
@@ -372,14 +383,17 @@ class WorkPool {
   }
 
   // Adds what the run that ended at `now` saved to the credit, and when
-  // that runs out starts a lag: twice the last one's length when the
-  // losses are back within that length of its end.  Only the caller that
-  // holds busy_ calls it.
+  // the losses exceed it by kMaxLoss starts a lag: twice the last one's
+  // length when the losses are back within that length of its end.  A run
+  // that ends inside a lag (its caller found the pool sharing just before
+  // the lag began) is not counted.  Only the caller that holds busy_ calls
+  // it.
   void NoteRun(double gain, double now) {
-    credit_ = credit_ + gain < kMaxCredit ? credit_ + gain : kMaxCredit;
-    if (credit_ >= 0) return;
-    credit_ = 0;
     const double last_end = lag_until_.load(std::memory_order_relaxed);
+    if (now < last_end) return;
+    credit_ = credit_ + gain < kMaxCredit ? credit_ + gain : kMaxCredit;
+    if (credit_ >= -kMaxLoss) return;
+    credit_ = 0;
     lag_seconds_ = now - last_end < lag_seconds_
                        ? (2 * lag_seconds_ < kMaxLagSeconds ? 2 * lag_seconds_
                                                             : kMaxLagSeconds)
