@@ -134,11 +134,13 @@ Test(ops_nn_last_axis, sparse_softmax_cross_entropy) {
   free(x);
 }
 
-/* Batches of several groups of 16 rows (the kernel's unit of work) with a
- * short last one, 10 classes as the MLP's and 33, and one class. */
+/* Batches of several groups of rows (the kernel's unit of work: up to 16
+ * rows of up to 1,024 classes in all) with a short last one, 10 classes as
+ * the MLP's and 33, one class, and rows of 2,000 (a group each, Eigen's
+ * vectorised max and sum). */
 Test(ops_nn_last_axis, cross_entropy_over_groups_of_rows) {
-  const int64_t shapes[3][2] = {{37, 10}, {21, 33}, {17, 1}};
-  for (int s = 0; s < 3; ++s) {
+  const int64_t shapes[4][2] = {{37, 10}, {21, 33}, {17, 1}, {5, 2000}};
+  for (int s = 0; s < 4; ++s) {
     const int64_t b = shapes[s][0], c = shapes[s][1];
     double* x = random_values(41 + (uint64_t)s, b * c, -6, 6);
     double* onehot = calloc((size_t)(b * c), sizeof(double));
@@ -152,6 +154,44 @@ Test(ops_nn_last_axis, cross_entropy_over_groups_of_rows) {
       check_xent(x, onehot, NULL, 0, b, c, kFloatTypes[t]);
     }
     free(x), free(onehot), free(classes);
+  }
+}
+
+/* Batches large enough to be split over the intra-op threads give the
+ * same bytes on 1 and 2 threads (the groups do not move with the split).
+ * Odd batches of 7 and 10 classes: a group that began where a thread's
+ * rows do would start off a vector's alignment and take some of its exps
+ * through the scalar path, whose last bits differ. */
+Test(ops_nn_last_axis, cross_entropy_bits_do_not_depend_on_threads) {
+  const int64_t shapes[3][2] = {{18731, 7}, {13109, 10}, {70, 2000}};
+  for (int s = 0; s < 3; ++s) {
+    const int64_t b = shapes[s][0], c = shapes[s][1];
+    double* x = random_values(61 + (uint64_t)s, b * c, -8, 8);
+    double* labels = malloc(sizeof(double) * (size_t)b);
+    for (int64_t r = 0; r < b; ++r) labels[r] = (double)((r * 13) % c);
+    void* xd = as_dtype(x, b * c, WEFT_FLOAT32);
+    void* ld = as_dtype(labels, b, WEFT_INT64);
+    operand in[2] = {{WEFT_FLOAT32, 2, {b, c}, xd},
+                     {WEFT_INT64, 1, {b}, ld}};
+    weft_tensor* one[2] = {NULL, NULL};
+    weft_tensor* two[2] = {NULL, NULL};
+    WT_OK(try_nn("SparseSoftmaxCrossEntropyWithLogits", "loss", in, 2, NULL,
+                 one, 2, 1));
+    WT_OK(try_nn("SparseSoftmaxCrossEntropyWithLogits", "loss", in, 2, NULL,
+                 two, 2, 2));
+    for (int k = 0; k < 2; ++k) {
+      const size_t bytes =
+          (size_t)weft_tensor_element_count(one[k]) * sizeof(float);
+      cr_assert_eq(weft_tensor_element_count(one[k]),
+                   weft_tensor_element_count(two[k]));
+      cr_assert_eq(memcmp(weft_tensor_data(one[k]), weft_tensor_data(two[k]),
+                          bytes),
+                   0, "[%lld, %lld]: output %d differs between 1 and 2 "
+                      "threads",
+                   (long long)b, (long long)c, k);
+      weft_tensor_destroy(one[k]), weft_tensor_destroy(two[k]);
+    }
+    free(x), free(labels), free(xd), free(ld);
   }
 }
 

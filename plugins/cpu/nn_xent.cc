@@ -13,12 +13,21 @@
 namespace weft_cpu {
 namespace {
 
-// Rows are taken in groups of kGroupRows, at multiples of kGroupRows
-// whatever the thread count (ParallelFor hands out groups), so that a row's
-// bits never depend on how the batch was split.
+// Rows are taken in groups of GroupRows(c): up to kGroupRows rows of up to
+// kGroupElements elements in all, one row when it has more.  Groups start
+// at multiples of that whatever the thread count (ParallelFor hands out
+// groups), so a row's bits never depend on how the batch was split.
 constexpr int64_t kGroupRows = 16;
+constexpr int64_t kGroupElements = 1024;
+inline int64_t GroupRows(int64_t c) {
+  const int64_t rows = kGroupElements / c;
+  return rows < 1 ? 1 : rows > kGroupRows ? kGroupRows : rows;
+}
+// Rows this long take Eigen's vectorised max and sum; shorter ones loops,
+// which cost less than its setup.
+constexpr int64_t kVectorRow = 64;
 
-// softmax over each of `rows` (<= kGroupRows) rows of `c` (> 0) classes of
+// softmax over each of `rows` (<= GroupRows(c)) rows of `c` (> 0) classes of
 // x into `prob`, and per row the max and log(sum(exp(x - max))).  The loss
 // is then lse - (x - max) per class, computed from x itself rather than
 // from log(prob), which would turn an underflowed probability into an
@@ -30,11 +39,16 @@ constexpr int64_t kGroupRows = 16;
 template <typename T>
 void GroupSoftmax(const T* x, int64_t rows, int64_t c, T* prob, T* max,
                   T* lse) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   for (int64_t r = 0; r < rows; ++r) {
     const T* in = x + r * c;
     T* out = prob + r * c;
     T m = in[0];
-    for (int64_t k = 1; k < c; ++k) m = in[k] > m ? in[k] : m;
+    if (c >= kVectorRow) {
+      m = Eigen::Map<const Array>(in, c).maxCoeff();
+    } else {
+      for (int64_t k = 1; k < c; ++k) m = in[k] > m ? in[k] : m;
+    }
     for (int64_t k = 0; k < c; ++k) out[k] = in[k] - m;
     max[r] = m;
   }
@@ -42,7 +56,11 @@ void GroupSoftmax(const T* x, int64_t rows, int64_t c, T* prob, T* max,
   for (int64_t r = 0; r < rows; ++r) {
     T* out = prob + r * c;
     T sum = 0;
-    for (int64_t k = 0; k < c; ++k) sum += out[k];
+    if (c >= kVectorRow) {
+      sum = Eigen::Map<const Array>(out, c).sum();
+    } else {
+      for (int64_t k = 0; k < c; ++k) sum += out[k];
+    }
     const T inverse = T(1) / sum;
     for (int64_t k = 0; k < c; ++k) out[k] *= inverse;
     lse[r] = std::log(sum);
@@ -54,15 +72,17 @@ void GroupSoftmax(const T* x, int64_t rows, int64_t c, T* prob, T* max,
 template <typename T, typename Fn>
 void ForEachGroup(const weft_kernel_context* ctx, int64_t batch, int64_t c,
                   double cycles_per_row, Fn&& fn) {
-  const int64_t groups = (batch + kGroupRows - 1) / kGroupRows;
-  ParallelFor(ctx, groups, kGroupRows * c, cycles_per_row * kGroupRows,
+  const int64_t per_group = GroupRows(c);
+  const int64_t groups = (batch + per_group - 1) / per_group;
+  ParallelFor(ctx, groups, per_group * c,
+              cycles_per_row * static_cast<double>(per_group),
               [&](int64_t begin, int64_t end) {
                 T max[kGroupRows], lse[kGroupRows];
                 for (int64_t g = begin; g < end; ++g) {
-                  const int64_t first = g * kGroupRows;
-                  const int64_t rows = batch - first < kGroupRows
+                  const int64_t first = g * per_group;
+                  const int64_t rows = batch - first < per_group
                                            ? batch - first
-                                           : kGroupRows;
+                                           : per_group;
                   fn(first, rows, max, lse);
                 }
               });
