@@ -42,13 +42,14 @@
 // and its workers sleep instead of spinning.  Measured on a 2-core Ice Lake guest, the MLP step paired 2
 // vs 1 threads (bench/train_mlp), alternating processes: with the workers
 // held to 30 % of a CPU by a cgroup quota (which /proc/loadavg does not
-// show either), 0.86 - 1.04x before (lower quartiles 0.54 - 0.68: a late
-// run waits out the rest of the quota's 100 ms period) and 0.90 - 0.99x
-// with the credit (lower quartiles 0.73 - 0.92); unthrottled, 0.87 - 1.23x
-// before and 1.22 - 1.33x with it on a host whose own contention came and
-// went (the CNN 1.51 - 1.66x and 1.52 - 1.71x).  A credit rather than
-// lagging on any late run: that gave up 2 threads' gain on such a host
-// (1.03x against 1.26x) where sharing still paid on balance.
+// show either), 0.84 - 0.93x before in five runs (lower quartiles 0.60 -
+// 0.71: a late run waits out the rest of the quota's 100 ms period) and
+// 0.84 - 1.11x with the credit (lower quartiles 0.70 - 0.93); unthrottled,
+// 1.26 - 1.36x before and 1.13 - 1.38x with it, the same within this
+// host's noise (the CNN 1.51 - 1.66x and 1.52 - 1.71x).  A credit rather
+// than lagging on any late run: that gave up 2 threads' gain on a host
+// whose own contention came and went (1.03x against 1.26x) where sharing
+// still paid on balance.
 //
 // Measured on a 2-core AMD EPYC, the MLP training step (bench/train_mlp):
 // idle, 2 threads 1.6x one (OpenMP's passive waiting: 1.16x); with a busy
