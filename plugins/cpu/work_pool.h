@@ -39,17 +39,17 @@
 // kMaxLoss (a time slice the host took, not chunks a little uneven),
 // sharing no longer pays: the pool runs alone for kLagSeconds, doubled
 // while the losses come back as soon as that ends (up to kMaxLagSeconds),
-// and its workers sleep instead of spinning.  Measured on a 2-core Ice Lake guest, the MLP step paired 2
-// vs 1 threads (bench/train_mlp), alternating processes: with the workers
-// held to 30 % of a CPU by a cgroup quota (which /proc/loadavg does not
-// show either), 0.84 - 0.93x before in five runs (lower quartiles 0.60 -
-// 0.71: a late run waits out the rest of the quota's 100 ms period) and
-// 0.84 - 1.11x with the credit (lower quartiles 0.70 - 0.93); unthrottled,
-// 1.26 - 1.36x before and 1.13 - 1.38x with it, the same within this
-// host's noise (the CNN 1.51 - 1.66x and 1.52 - 1.71x).  A credit rather
-// than lagging on any late run: that gave up 2 threads' gain on a host
-// whose own contention came and went (1.03x against 1.26x) where sharing
-// still paid on balance.
+// and its workers sleep instead of spinning.  Measured on a 2-core Ice
+// Lake guest, the MLP step paired 2 vs 1 threads (bench/train_mlp),
+// alternating processes: with the workers held to 30 % of a CPU by a
+// cgroup quota (which /proc/loadavg does not show either), 0.84 - 0.93x
+// before in five runs (lower quartiles 0.60 - 0.71: a late run waits out
+// the rest of the quota's 100 ms period) and 0.84 - 1.11x with the credit
+// (lower quartiles 0.70 - 0.93); unthrottled, 1.26 - 1.36x before and
+// 1.13 - 1.38x with it, the same within this host's noise (the CNN 1.51 -
+// 1.66x and 1.52 - 1.71x).  A credit rather than lagging on any late run:
+// that gave up 2 threads' gain on a host whose own contention came and
+// went (1.03x against 1.26x) where sharing still paid on balance.
 //
 // Measured on a 2-core AMD EPYC, the MLP training step (bench/train_mlp):
 // idle, 2 threads 1.6x one (OpenMP's passive waiting: 1.16x); with a busy
@@ -150,9 +150,9 @@ class WorkPool {
   // or the caller is one of a pool's workers, or the machine has no CPU to
   // spare, or the workers have been late (the introduction), the caller
   // runs them all itself (no nested or competing teams on the same cores),
-  // as it does for more than kMaxChunks chunks.  The first
-  // exception a chunk throws is rethrown here once every chunk has finished
-  // or been skipped; chunks not yet started when it was thrown are skipped.
+  // as it does for more than kMaxChunks chunks.  The first exception a
+  // chunk throws is rethrown here once every chunk has finished or been
+  // skipped; chunks not yet started when it was thrown are skipped.
   template <typename Fn>
   void Run(int64_t chunks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
@@ -217,8 +217,9 @@ class WorkPool {
 
   // Whether a Run now would run every chunk on the caller because the
   // caller is one of a pool's workers, the machine has no CPU to spare or
-  // the workers have been late (the reading Run itself uses).  A caller that can compute the chunks'
-  // very bits in one piece may do so instead (SplitMatMul).
+  // the workers have been late (the reading Run itself uses).  A caller
+  // that can compute the chunks' very bits in one piece may do so instead
+  // (SplitMatMul).
   bool RunsAlone() { return InWorker() || Contended(); }
 
   // Whether the pool runs alone because its workers were late (sharing
