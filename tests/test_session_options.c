@@ -262,7 +262,13 @@ static int thread_creation_failure_child(void) {
     rc = 15;
   }
   weft_status_destroy(st);
+  /* A joined thread is counted until the kernel releases it, a moment
+   * after pthread_join returns: wait for that, up to 10 s. */
   long threads_after = thread_count();
+  for (int ms = 0; threads_after > threads_before && ms < 10000; ms += 5) {
+    usleep(5000);
+    threads_after = thread_count();
+  }
   if (threads_after != threads_before) {
     fprintf(stderr, "child: %ld threads before, %ld after the failure\n",
             threads_before, threads_after);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void wt_check_ok(weft_status* status, const char* expr, const char* file,
                  int line) {
@@ -262,6 +263,21 @@ int wt_thread_count(void) {
   for (struct dirent* e; (e = readdir(d)) != NULL;)
     if (e->d_name[0] != '.') n++;
   closedir(d);
+  return n;
+}
+
+int wt_thread_count_down_to(int expected) {
+  /* pthread_join returns when the kernel clears the thread's tid (in
+   * mm_release, early in its exit); the task leaves /proc/self/task only
+   * later, when it is released.  On a loaded machine that gap has been
+   * seen to outlast a test's next line, so wait for it, up to 10 s: a
+   * thread really left running never goes. */
+  int n = wt_thread_count();
+  for (int waited_ms = 0; n > expected && waited_ms < 10000; waited_ms += 5) {
+    struct timespec five_ms = {0, 5000000};
+    nanosleep(&five_ms, NULL);
+    n = wt_thread_count();
+  }
   return n;
 }
 
