@@ -97,7 +97,11 @@ static void compare(weft_graph* g, weft_output x, weft_tensor* xv,
                      : ((const float*)weft_tensor_data(got[0][i]))[e];
       double b = f64 ? ((const double*)weft_tensor_data(got[1][i]))[e]
                      : ((const float*)weft_tensor_data(got[1][i]))[e];
-      cr_assert(fabs(a - b) <= tol + tol * fabs(a),
+      /* NaN only where the other is NaN too (Relu passes NaN on), an
+       * infinity only where the other has the same one. */
+      cr_assert(isnan(a)   ? isnan(b)
+                : isinf(a) ? a == b
+                           : fabs(a - b) <= tol + tol * fabs(a),
                 "fetch %d element %lld: unfused %.9g, fused %.9g", i,
                 (long long)e, a, b);
     }
@@ -121,6 +125,45 @@ Test(fusion, fused_convolution_gives_the_unfused_result) {
     weft_output y = conv_bias_relu(g, h, f2, b2, "two", 2, "VALID");
     weft_tensor* xv = random_tensor(types[t], WT_DIMS(2, 9, 9, 3), 4, 1);
     compare(g, x, xv, &y, 1, 2, types[t] == WEFT_FLOAT64 ? 1e-12 : 1e-5);
+    weft_tensor_destroy(xv);
+    weft_graph_destroy(g);
+  }
+}
+
+/* A NaN in the input reaches the outputs it feeds as NaN, fused or not:
+ * Weft's Relu passes NaN on (a max instruction would return 0 for it, as
+ * a ReLU post-op computed with one can).  Infinities too: +inf stays
+ * +inf, -inf becomes 0. */
+Test(fusion, fused_convolution_keeps_nan_and_infinity) {
+  const weft_dtype types[2] = {WEFT_FLOAT32, WEFT_FLOAT64};
+  for (int t = 0; t < 2; ++t) {
+    weft_graph* g = wt_graph_new();
+    weft_output x = wt_placeholder(g, "x", types[t], WT_DIMS(1, 6, 6, 2), 4);
+    weft_output f = wt_const(g, "f", random_tensor(types[t],
+                                                   WT_DIMS(3, 3, 2, 3), 4, 21));
+    weft_output b = wt_const(g, "b", random_tensor(types[t], WT_DIMS(3), 1, 22));
+    weft_output y = conv_bias_relu(g, x, f, b, "c", 1, "SAME");
+    weft_tensor* xv = random_tensor(types[t], WT_DIMS(1, 6, 6, 2), 4, 23);
+    const int64_t nan_at = (1 * 6 + 1) * 2, inf_at = (4 * 6 + 4) * 2 + 1;
+    if (types[t] == WEFT_FLOAT64) {
+      ((double*)weft_tensor_data(xv))[nan_at] = NAN;
+      ((double*)weft_tensor_data(xv))[inf_at] = INFINITY;
+    } else {
+      ((float*)weft_tensor_data(xv))[nan_at] = NAN;
+      ((float*)weft_tensor_data(xv))[inf_at] = INFINITY;
+    }
+    compare(g, x, xv, &y, 1, 1, types[t] == WEFT_FLOAT64 ? 1e-12 : 1e-5);
+    /* The unfused result has NaN around (1, 1): the comparison is not
+     * vacuous. */
+    weft_session* s = session_with(g, WEFT_OPTIMIZE_ALL);
+    weft_tensor* out = NULL;
+    WT_OK(weft_session_run(s, &x, &xv, 1, &y, 1, NULL, 0, &out));
+    const double first = types[t] == WEFT_FLOAT64
+                             ? ((const double*)weft_tensor_data(out))[0]
+                             : ((const float*)weft_tensor_data(out))[0];
+    cr_expect(isnan(first), "output (0, 0, 0) is %g, not NaN", first);
+    weft_tensor_destroy(out);
+    weft_session_destroy(s);
     weft_tensor_destroy(xv);
     weft_graph_destroy(g);
   }

@@ -1,8 +1,8 @@
-// Conv2D and FusedConv2D (Conv2D, BiasAdd and Relu in one: oneDNN's bias
-// and ReLU post-op, or a pass over the output): oneDNN for float32 where
-// the plugin was built with it; otherwise, and for float64, patches
-// gathered into a matrix (im2col) and multiplied by the filter with the
-// plugin's Eigen GEMM.
+// Conv2D and FusedConv2D (Conv2D, BiasAdd and Relu in one: oneDNN adds the
+// bias, then a pass of Weft's Relu over each block's output): oneDNN for
+// float32 where the plugin was built with it; otherwise, and for float64,
+// patches gathered into a matrix (im2col) and multiplied by the filter with
+// the plugin's Eigen GEMM.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -159,8 +159,8 @@ struct Pool {
   size_t scratchpad_bytes = 0;
 };
 
-// `fused`: with a bias [Cout] added and a ReLU applied in the same pass
-// (FusedConv2D), as a oneDNN post-op.
+// `fused`: with a bias [Cout] added in the same pass (FusedConv2D; its ReLU
+// is a pass of its own over each block's output, ReluBlock).
 inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
                                             int64_t out_channels,
                                             bool fused = false) {
@@ -180,9 +180,6 @@ inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
         HwioFilter(w, out_channels, Tag::any), conv->bias, conv->dst,
         {w.stride_h, w.stride_w}, {w.dilation_h - 1, w.dilation_w - 1},
         {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
   }
   dnnl::convolution_forward::primitive_desc pd(desc, attr, OnednnEngine());
   conv->primitive = dnnl::convolution_forward(pd);
@@ -389,6 +386,19 @@ inline void PackForBlocks(const FilterPacking& full,
   data[1] = &tail == &full ? data[0] : FilterData(tail, filter, stream, &keep[1]);
 }
 
+// FusedConv2D's ReLU over a block's output, as Weft's Relu computes it:
+// NaN stays NaN.  Not oneDNN's ReLU post-op: it is a max instruction whose
+// result for a NaN is its other operand, 0 (and so are its clip and
+// binary-max post-ops, checked on oneDNN 2.6 brgemm), so a fused
+// convolution gave 0 where the unfused graph gave NaN.  The block was just
+// written by this thread, so the pass reads it from cache.
+inline void ReluBlock(float* data, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = data[i];
+    data[i] = v < 0.0f ? 0.0f : v;
+  }
+}
+
 // Runs `conv` on one block (scratchpad: the calling thread's).
 inline void RunConv(const Conv& conv, void* weights_data, const float* input,
                     float* output, const float* bias, dnnl::stream& stream) {
@@ -455,6 +465,10 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
     d::RunConv(*blocks[b]->conv, weights[b], input + first * in_image,
                output + first * out_image, bias,
                OnednnPrepareThread(split.threads));
+    if (bias != nullptr) {
+      const int64_t images = b == 1 ? split.tail.batch : split.full.batch;
+      d::ReluBlock(output + first * out_image, images * out_image);
+    }
   });
 }
 
