@@ -130,10 +130,50 @@ Test(fusion, fused_convolution_gives_the_unfused_result) {
   }
 }
 
+/* relu(conv(x, f) + b) with finite operands whose sums overflow: x all
+ * 3e38, f +2 for output channel 0 (+inf), -2 for channel 1 (-inf, then
+ * 0), +2 and -2 by input channel for channel 2 (what the order of the sum
+ * makes of it; NaN where two partial sums overflowed apart), fused or
+ * not. */
+static void overflow_case(void) {
+  weft_graph* g = wt_graph_new();
+  weft_output x = wt_placeholder(g, "x", WEFT_FLOAT32, WT_DIMS(1, 4, 4, 2), 4);
+  float fv[3 * 3 * 2 * 3], bv[3] = {0.5f, 0, -0.5f}, xv[4 * 4 * 2];
+  for (int i = 0; i < 3 * 3 * 2 * 3; ++i) {
+    const int out = i % 3, in = (i / 3) % 2;
+    fv[i] = out == 0 ? 2.0f : out == 1 ? -2.0f : in ? -2.0f : 2.0f;
+  }
+  for (int i = 0; i < 4 * 4 * 2; ++i) xv[i] = 3e38f;
+  weft_output f = wt_const(g, "f", wt_tensor(WEFT_FLOAT32, WT_DIMS(3, 3, 2, 3),
+                                             4, fv));
+  weft_output b = wt_const(g, "b", wt_tensor(WEFT_FLOAT32, WT_DIMS(3), 1, bv));
+  weft_output y = conv_bias_relu(g, x, f, b, "c", 1, "SAME");
+  weft_tensor* in = wt_tensor(WEFT_FLOAT32, WT_DIMS(1, 4, 4, 2), 4, xv);
+  weft_tensor* out[2];
+  for (int k = 0; k < 2; ++k) {
+    weft_session* s = session_with(
+        g, k ? WEFT_OPTIMIZE_ALL : WEFT_OPTIMIZE_ALL & ~WEFT_OPTIMIZE_FUSION);
+    WT_OK(weft_session_run(s, &x, &in, 1, &y, 1, NULL, 0, &out[k]));
+    weft_session_destroy(s);
+  }
+  const float* u = weft_tensor_data(out[0]);
+  const float* v = weft_tensor_data(out[1]);
+  for (int i = 0; i < 4 * 4 * 3; ++i) {
+    if (i % 3 == 0) cr_expect(isinf(u[i]) && u[i] > 0, "%d: %g", i, u[i]);
+    if (i % 3 == 1) cr_expect(u[i] == 0, "%d: %g", i, u[i]);
+    cr_expect(isnan(u[i]) ? isnan(v[i]) : u[i] == v[i],
+              "element %d: unfused %g, fused %g", i, u[i], v[i]);
+  }
+  weft_tensor_destroy(out[0]);
+  weft_tensor_destroy(out[1]);
+  weft_tensor_destroy(in);
+  weft_graph_destroy(g);
+}
+
 /* A NaN in the input reaches the outputs it feeds as NaN, fused or not:
  * Weft's Relu passes NaN on (a max instruction would return 0 for it, as
- * a ReLU post-op computed with one can).  Infinities too: +inf stays
- * +inf, -inf becomes 0. */
+ * oneDNN's ReLU post-op does).  Infinities too, and finite inputs whose
+ * sums overflow (overflow_case). */
 Test(fusion, fused_convolution_keeps_nan_and_infinity) {
   const weft_dtype types[2] = {WEFT_FLOAT32, WEFT_FLOAT64};
   for (int t = 0; t < 2; ++t) {
@@ -153,6 +193,7 @@ Test(fusion, fused_convolution_keeps_nan_and_infinity) {
       ((float*)weft_tensor_data(xv))[inf_at] = INFINITY;
     }
     compare(g, x, xv, &y, 1, 1, types[t] == WEFT_FLOAT64 ? 1e-12 : 1e-5);
+    if (types[t] == WEFT_FLOAT32) overflow_case();
     /* The unfused result has NaN around (1, 1): the comparison is not
      * vacuous. */
     weft_session* s = session_with(g, WEFT_OPTIMIZE_ALL);

@@ -1,11 +1,14 @@
-// Conv2D and FusedConv2D (Conv2D, BiasAdd and Relu in one: oneDNN adds the
-// bias, then a pass of Weft's Relu over each block's output): oneDNN for
-// float32 where the plugin was built with it; otherwise, and for float64,
-// patches gathered into a matrix (im2col) and multiplied by the filter with
-// the plugin's Eigen GEMM.
+// Conv2D and FusedConv2D (Conv2D, BiasAdd and Relu in one: oneDNN's bias
+// and ReLU post-op where no NaN can reach the ReLU, else a pass of Weft's
+// Relu over each block's output): oneDNN for float32 where the plugin was
+// built with it; otherwise, and for float64, patches gathered into a matrix
+// (im2col) and multiplied by the filter with the plugin's Eigen GEMM.
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "kernel.h"
 #include "matmul_eigen.h"
@@ -74,6 +77,64 @@ void BiasRelu(const weft_kernel_context* ctx, const T* bias, T* y,
               });
 }
 
+// Whether every x[begin, end) is within `limit` in magnitude (false for
+// NaN).  Eight independent accumulators, as AnyNaNIn (nan_order.h), so
+// that the loop vectorises.
+bool AllWithin(const float* x, int64_t begin, int64_t end, float limit) {
+  constexpr int kLanes = 8;
+  unsigned out[kLanes] = {};
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      out[k] |= !(std::fabs(x[i + k]) <= limit);
+    }
+  }
+  unsigned any = 0;
+  for (int k = 0; k < kLanes; ++k) any |= out[k];
+  for (; i < end; ++i) any |= !(std::fabs(x[i]) <= limit);
+  return any == 0;
+}
+
+// The largest |x| of x[0, n), or infinity when one is NaN or infinite.
+float MaxAbs(const float* x, int64_t n) {
+  float most = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (!(a <= std::numeric_limits<float>::max())) {
+      return std::numeric_limits<float>::infinity();
+    }
+    most = a > most ? a : most;
+  }
+  return most;
+}
+
+// Whether relu(conv(input, filter) + bias) in float32 can meet no NaN
+// before its ReLU, so that oneDNN's ReLU post-op (0 for a NaN) gives Weft's
+// Relu: every operand finite and small enough that no partial sum can
+// overflow (K * max|filter| * max|input| + max|bias| within half the
+// largest float; an overflow could add +inf to -inf).  The filter and bias
+// are small; the input is scanned on the kernel's threads, about a third
+// of the cost of the pass over the larger output it spares.
+bool NoNaNBeforeRelu(const weft_kernel_context* ctx, const Tensor& in,
+                     const Tensor& filter, const Tensor& bias) {
+  const double bound = 0.5 * std::numeric_limits<float>::max();
+  const double w = MaxAbs(filter.data<float>(), filter.count);
+  const double b = MaxAbs(bias.data<float>(), bias.count);
+  if (!(w <= bound) || !(b <= 0.5 * bound)) return false;
+  const double k = static_cast<double>(filter.count / filter.dims[3]);
+  const double limit = w > 0 ? (bound - b) / (k * w)
+                             : std::numeric_limits<float>::max();
+  const float x_limit = static_cast<float>(
+      std::min<double>(limit, std::numeric_limits<float>::max()));
+  std::atomic<bool> within{true};
+  ParallelFor(ctx, in.count, 1, 1, [&](int64_t begin, int64_t end) {
+    if (!AllWithin(in.data<float>(), begin, end, x_limit)) {
+      within.store(false, std::memory_order_relaxed);
+    }
+  });
+  return within.load(std::memory_order_relaxed);
+}
+
 // Conv2D(input, filter), and FusedConv2D(input, filter, bias) =
 // relu(Conv2D + bias) when `kFused`.
 template <bool kFused>
@@ -132,7 +193,8 @@ weft_status* ConvKernel(weft_kernel_context* ctx) {
       if (in.count != 0) {
         OnednnConv2D(w, out_channels, in.data<float>(), filter.data<float>(),
                      out.data<float>(), threads,
-                     kFused ? bias.data<float>() : nullptr);
+                     kFused ? bias.data<float>() : nullptr,
+                     kFused && NoNaNBeforeRelu(ctx, in, filter, bias));
         return nullptr;
       }
 #endif

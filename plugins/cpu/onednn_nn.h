@@ -46,7 +46,8 @@ inline memory::desc Nhwc(int64_t n, int64_t h, int64_t w, int64_t c) {
 struct Key {
   Window2D window;
   int64_t out_channels;  // Cout for Conv2D; 0 for pooling
-  int64_t kind;          // 0 Conv2D, 1 MaxPool, 2 AvgPool, 3 FusedConv2D
+  int64_t kind;  // 0 Conv2D, 1 MaxPool, 2 AvgPool, 3 FusedConv2D with the
+                 // ReLU post-op, 4 FusedConv2D without (OnednnConv2D)
   int64_t threads;
   int64_t extra;  // what else a kind depends on (0 where nothing)
 };
@@ -159,11 +160,12 @@ struct Pool {
   size_t scratchpad_bytes = 0;
 };
 
-// `fused`: with a bias [Cout] added in the same pass (FusedConv2D; its ReLU
-// is a pass of its own over each block's output, ReluBlock).
+// `fused`: with a bias [Cout] added in the same pass (FusedConv2D), and
+// with `relu` oneDNN's ReLU post-op too (OnednnConv2D says when).
 inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
                                             int64_t out_channels,
-                                            bool fused = false) {
+                                            bool fused = false,
+                                            bool relu = false) {
   auto conv = std::make_shared<Conv>();
   conv->src = Nhwc(w.batch, w.in_h, w.in_w, w.channels);
   conv->dst = Nhwc(w.batch, w.out_h, w.out_w, out_channels);
@@ -180,6 +182,11 @@ inline std::shared_ptr<const Conv> MakeConv(const Window2D& w,
         HwioFilter(w, out_channels, Tag::any), conv->bias, conv->dst,
         {w.stride_h, w.stride_w}, {w.dilation_h - 1, w.dilation_w - 1},
         {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
+    if (relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
   }
   dnnl::convolution_forward::primitive_desc pd(desc, attr, OnednnEngine());
   conv->primitive = dnnl::convolution_forward(pd);
@@ -225,8 +232,8 @@ inline std::shared_ptr<const Primitive> Find(const Window2D& w,
                                              int64_t kind, int threads) {
   return Cache().Get(MakeKey(w, out_channels, kind, threads), [&] {
     auto p = std::make_shared<Primitive>();
-    if (kind == 0 || kind == 3) {
-      p->conv = MakeConv(w, out_channels, kind == 3);
+    if (kind == 0 || kind == 3 || kind == 4) {
+      p->conv = MakeConv(w, out_channels, kind != 0, kind == 3);
     } else {
       p->pool = MakePool(w, kind == 1);
     }
@@ -387,11 +394,11 @@ inline void PackForBlocks(const FilterPacking& full,
 }
 
 // FusedConv2D's ReLU over a block's output, as Weft's Relu computes it:
-// NaN stays NaN.  Not oneDNN's ReLU post-op: it is a max instruction whose
-// result for a NaN is its other operand, 0 (and so are its clip and
-// binary-max post-ops, checked on oneDNN 2.6 brgemm), so a fused
-// convolution gave 0 where the unfused graph gave NaN.  The block was just
-// written by this thread, so the pass reads it from cache.
+// NaN stays NaN.  oneDNN's ReLU post-op is a max instruction whose result
+// for a NaN is its other operand, 0 (so are its clip and binary-max
+// post-ops, checked on oneDNN 2.6 brgemm): a fused convolution gave 0
+// where the unfused graph gave NaN.  So the post-op runs only where no NaN
+// can reach it (OnednnConv2D's `relu_post_op`), and this pass otherwise.
 inline void ReluBlock(float* data, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const float v = data[i];
@@ -439,15 +446,19 @@ inline int PoolThreads(const Window2D& w, int requested) {
 
 // output [N, OH, OW, Cout] = input [N, H, W, Cin] (*) filter [KH, KW, Cin,
 // Cout], all float32 and dense, with the geometry of `w` (from
-// ComputeWindow2D); with `bias` [Cout], relu(that + bias) (FusedConv2D).
+// ComputeWindow2D); with `bias` [Cout], relu(that + bias) (FusedConv2D):
+// through oneDNN's ReLU post-op when `relu_post_op` (the caller's promise
+// that no pre-activation is NaN: the post-op would give 0 for it), else as
+// a pass over each block's output (ReluBlock).
 // Every dim must be positive.  Runs on `threads` threads: a batch split
 // into blocks on the WorkPool (BatchSplit).  Thread-safe.
 inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
                          const float* input, const float* filter,
                          float* output, int threads,
-                         const float* bias = nullptr) {
+                         const float* bias = nullptr,
+                         bool relu_post_op = false) {
   namespace d = onednn_nn_detail;
-  const int64_t kind = bias ? 3 : 0;
+  const int64_t kind = bias == nullptr ? 0 : relu_post_op ? 3 : 4;
   const d::BatchSplit split(w, out_channels, threads);
   dnnl::stream& stream = OnednnPrepareThread(split.threads);
   const auto blocks = split.Entries([&](const Window2D& block) {
@@ -465,7 +476,7 @@ inline void OnednnConv2D(const Window2D& w, int64_t out_channels,
     d::RunConv(*blocks[b]->conv, weights[b], input + first * in_image,
                output + first * out_image, bias,
                OnednnPrepareThread(split.threads));
-    if (bias != nullptr) {
+    if (kind == 4) {
       const int64_t images = b == 1 ? split.tail.batch : split.full.batch;
       d::ReluBlock(output + first * out_image, images * out_image);
     }
