@@ -84,6 +84,8 @@ scripts/bench_peers.sh train_mlp train_mlp_adam train_cnn infer_mlp_1 \
 # in bench/bench_util.h), idle and with another process busy on one core:
 # issue 12's "never slower than one thread, under load or idle".  Threads
 # 1 against 1 is the method's A/A control: its spread is the resolution.
+# Idle, the machine's own ceiling follows: register-only arithmetic on 2
+# threads against 1 (bench/cpu_ceiling).
 echo
 echo "--- 2 intra-op threads against 1, paired (1 against 1: the control)"
 busy_pid=
@@ -102,6 +104,11 @@ for load in idle busy; do
       echo "$load (load average $(bench_load)): $line"
     done
   done
+  # What two threads can gain here at best (bench/cpu_ceiling.c): on a
+  # virtual machine whose host shares its cores, less than 2x.
+  [ "$load" = idle ] &&
+    echo "$load (load average $(bench_load)):" \
+         "$(weft_in_build_env bench/cpu_ceiling)"
   if [ -n "$busy_pid" ]; then
     kill "$busy_pid"
     wait "$busy_pid" 2>/dev/null || true
