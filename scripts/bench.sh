@@ -106,9 +106,10 @@ for load in idle busy; do
   done
   # What two threads can gain here at best (bench/cpu_ceiling.c): on a
   # virtual machine whose host shares its cores, less than 2x.
-  [ "$load" = idle ] &&
+  if [ "$load" = idle ]; then
     echo "$load (load average $(bench_load)):" \
          "$(weft_in_build_env bench/cpu_ceiling)"
+  fi
   if [ -n "$busy_pid" ]; then
     kill "$busy_pid"
     wait "$busy_pid" 2>/dev/null || true
