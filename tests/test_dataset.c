@@ -397,7 +397,7 @@ Test(dataset, idx_file_through_prefetch_leaves_no_thread) {
   /* The first pass starts what lives for the process (the CPU plugin's
    * threads); the second must leave the count where it found it. */
   read_idx_pipeline(path);
-  const int before = wt_thread_count();
+  const int before = wt_thread_count_settled();
   read_idx_pipeline(path);
   cr_expect_eq(wt_thread_count_down_to(before), before, "threads left behind");
   weft_dataset* idx = NULL;
@@ -796,7 +796,7 @@ Test(dataset, interleave_over_files_in_parallel_leaves_no_thread) {
   /* The first parallel pass starts what lives for the process; the rest
    * must leave the thread count where they found it. */
   cr_expect_eq(read_files(files, 2, 16, got), 6);
-  const int before = wt_thread_count();
+  const int before = wt_thread_count_settled();
   memset(got, 0, sizeof got);
   cr_expect_eq(read_files(files, 2, 16, got), 6);
   cr_expect(memcmp(got, "ADBECF", 6) == 0, "%.6s", got);

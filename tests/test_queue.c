@@ -573,7 +573,7 @@ Test(queue, runner_moves_a_closed_source_then_closes) {
   for (int i = 0; i < 10; ++i) all[i] = (float)i;
   WT_OK(enqueue_f32(s, &src, 1, all, 10));
   run_target(s, src.close);
-  const int before = wt_thread_count();
+  const int before = wt_thread_count_settled();
   weft_queue_runner* r = NULL;
   WT_OK(weft_queue_runner_start(s, move, 2, close, &r));
   float sum = 0;
@@ -614,7 +614,7 @@ Test(queue, runner_stop_and_error) {
   weft_output tenc = wt_const(q.g, "ten", wt_tensor(WEFT_INT32, NULL, 0, &ten));
   weft_output quotient = wt_apply2(q.g, "Div", "quotient", tenc, zp);
   weft_session* s = session_with(q.g, 2);
-  const int before = wt_thread_count();
+  const int before = wt_thread_count_settled();
   weft_queue_runner* r = NULL;
   WT_OK(weft_queue_runner_start(s, fill, 3, NULL, &r));
   for (int i = 0; i < 200 && size_of(s, &q) < 3; ++i) usleep(5000);

@@ -1,5 +1,7 @@
 /* Session options: defaults, validation and the struct_size rule on an
  * input struct (the library reads only what the caller's size covers). */
+#define _DEFAULT_SOURCE /* usleep */
+
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -234,7 +236,16 @@ static int thread_creation_failure_child(void) {
   }
   weft_session_destroy(session);
   session = NULL;
+  /* The first session's threads were just joined: read until the count
+   * stops changing (a joined thread is listed until the kernel releases
+   * it, a moment after pthread_join returns). */
   long threads_before = thread_count();
+  for (int ms = 0; ms < 2000; ms += 20) {
+    usleep(20000);
+    const long again = thread_count();
+    if (again == threads_before) break;
+    threads_before = again;
+  }
   long mapped_kib = proc_status_field("VmSize:");
   if (threads_before < 1 || mapped_kib < 1) return 11;
   struct rlimit old_limit;

@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* nanosleep */
 #include "test_support.h"
 
 #include <dirent.h>
@@ -263,6 +264,20 @@ int wt_thread_count(void) {
   for (struct dirent* e; (e = readdir(d)) != NULL;)
     if (e->d_name[0] != '.') n++;
   closedir(d);
+  return n;
+}
+
+int wt_thread_count_settled(void) {
+  /* Threads joined just before may still be listed (below): read until
+   * two readings 20 ms apart agree, up to 2 s. */
+  int n = wt_thread_count();
+  for (int waited_ms = 0; waited_ms < 2000; waited_ms += 20) {
+    struct timespec twenty_ms = {0, 20000000};
+    nanosleep(&twenty_ms, NULL);
+    const int again = wt_thread_count();
+    if (again == n) break;
+    n = again;
+  }
   return n;
 }
 

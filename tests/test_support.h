@@ -111,8 +111,11 @@ void wt_expect_f32(const weft_tensor* tensor, const double* ref, int64_t n,
 /* The threads of this process (entries of /proc/self/task), to show that
  * work leaves none behind. */
 int wt_thread_count(void);
-/* wt_thread_count once the threads already joined have left the list
- * (polled for up to 10 s while it is above `expected`). */
+/* wt_thread_count once the threads already joined have left the list:
+ * pthread_join returns before the kernel drops the task.  _settled reads
+ * until the count stops changing (a baseline taken right after joins);
+ * _down_to polls for up to 10 s while it is above `expected`. */
+int wt_thread_count_settled(void);
 int wt_thread_count_down_to(int expected);
 
 /* Ops a test defines with its own kernels (weft_op_register): one float32
