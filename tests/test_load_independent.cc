@@ -13,6 +13,7 @@
 // for them) against a comparison of their own, on other operands.
 // Plain C++ with TAP output, header-only kernels (no plugin), so it runs in
 // the ASan+UBSan suite too.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -249,11 +250,26 @@ void ConvCases() {
       weft_cpu::OnednnConv2D(w, c.out_channels, input.data(), filter.data(), y,
                              2);
     });
-    SameUnderLoad(std::string(label) + ", fused with bias and relu", out,
-                  [&](float* y) {
-                    weft_cpu::OnednnConv2D(w, c.out_channels, input.data(),
-                                           filter.data(), y, 2, bias.data());
-                  });
+    // FusedConv2D both ways: the ReLU as a pass over each block, and as
+    // oneDNN's post-op (finite operands: the two agree).
+    std::vector<float> relu_pass(out), relu_post_op(out);
+    for (int post_op = 0; post_op < 2; ++post_op) {
+      SameUnderLoad(std::string(label) + ", fused with bias and relu" +
+                        (post_op ? " (post-op)" : " (pass)"),
+                    out, [&](float* y) {
+                      weft_cpu::OnednnConv2D(w, c.out_channels, input.data(),
+                                             filter.data(), y, 2, bias.data(),
+                                             post_op != 0);
+                      std::copy(y, y + out, post_op ? relu_post_op.data()
+                                                    : relu_pass.data());
+                    });
+    }
+    const bool none_negative =
+        std::none_of(relu_pass.begin(), relu_pass.end(),
+                     [](float v) { return !(v >= 0.0f); });
+    Report(relu_pass == relu_post_op && none_negative,
+           std::string(label) + ", the ReLU pass gives the post-op's values",
+           none_negative ? "they differ" : "a negative or NaN output");
     SameUnderLoad(std::string(label) + ", input gradient", in, [&](float* din) {
       weft_cpu::OnednnConv2DBackpropInput(w, c.out_channels, filter.data(),
                                           dy.data(), din, 2);
